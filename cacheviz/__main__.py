@@ -1,0 +1,5 @@
+"""``python -m cacheviz`` runs the command line."""
+
+from cacheviz.cli import run
+
+run()

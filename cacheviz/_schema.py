@@ -1,0 +1,108 @@
+"""Every column name and dtype of the analysis frames, in one place.
+
+Token counts are ``Int64``; "not reported" is null, never 0. Times are UTC.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import polars as pl
+
+_INT = pl.Int64
+_STR = pl.String
+_BOOL = pl.Boolean
+_TS = pl.Datetime("us", "UTC")
+
+REPORTED_USAGE: dict[str, pl.DataType] = {
+    "reported_input_tokens": _INT,  # inclusive: uncached + cache read + cache write
+    "reported_cache_read_tokens": _INT,
+    "reported_cache_write_tokens": _INT,
+    "reported_cache_write_5m_tokens": _INT,
+    "reported_cache_write_1h_tokens": _INT,
+    "reported_output_tokens": _INT,
+    "usage_provenance": _STR,  # "reported" | "derived" | null (nothing reported)
+}
+
+CALLS: dict[str, pl.DataType] = {
+    "index": _INT,  # position in request-time order
+    "line": _INT,  # line (or record) of the transcript it came from
+    "ts": _TS,
+    "lineage": _STR,
+    "provider": _STR,
+    "api": _STR,
+    "model": _STR,
+    "encoding": _STR,  # tiktoken encoding used to count
+    "tokens_exact": _BOOL,  # False when the model's own tokenizer is not public
+    "n_segments": _INT,
+    "input_tokens": _INT,  # our count of the whole request
+    "prefix_tokens": _INT,  # leading tokens sent before by an earlier call of the lineage
+    "new_tokens": _INT,  # input_tokens - prefix_tokens
+    "prev_call": _INT,  # previous call of the same lineage (null for its first call)
+    "prev_common_tokens": _INT,  # common prefix with that previous call
+    "drift": _BOOL,  # the prefix broke before the end of the previous call
+    "drift_cause": _STR,
+    "prefix_hash": _STR,  # Whale: hash over tools + system segment hashes
+    "log_head_hash": _STR,  # Whale: messages except the last 8
+    "log_tail_hash": _STR,  # Whale: the last 8 messages
+    **REPORTED_USAGE,
+}
+
+SEGMENTS: dict[str, pl.DataType] = {
+    "call": _INT,
+    "lineage": _STR,
+    "part": _STR,  # tools | system | messages
+    "position": _INT,  # index within the part
+    "label": _STR,  # tool name, "system[1]", "user#12", ...
+    "hash": _STR,  # sha256 of the block's bytes as sent, 16 hex digits
+    "bytes": _INT,
+    "tokens": _INT,
+    "token_offset": _INT,  # tokens before this segment in its request
+    "stability": _STR,  # immutable | dynamic
+    "status": _STR,  # same (inside the prefix) | changed | new
+}
+
+DRIFTS: dict[str, pl.DataType] = {
+    "call": _INT,
+    "lineage": _STR,
+    "prev_call": _INT,
+    "part": _STR,
+    "position": _INT,
+    "label": _STR,
+    "token_offset": _INT,  # where the match with the previous call stopped
+    "block_token_offset": _INT,  # where the first differing segment starts
+    "tokens_lost": _INT,  # tokens of the previous call past the break
+    "cause": _STR,
+    "detail": _STR,
+    "hash": _STR,
+    "prev_hash": _STR,
+    "byte_offset": _INT,  # first differing byte inside the segment, when both exist
+}
+
+CAUSES = (
+    "volatile_value",
+    "reorder",
+    "block_added",
+    "block_removed",
+    "serialization_only",
+    "content_edited",
+    "truncated_front",
+    "history_replaced",
+    "unknown",
+)
+
+
+def frame(schema: Mapping[str, pl.DataType], columns: Mapping[str, Sequence[Any]]) -> pl.DataFrame:
+    """Build a frame with exactly ``schema``'s columns, in its order and dtypes."""
+    missing = set(schema) - set(columns)
+    extra = set(columns) - set(schema)
+    if missing or extra:
+        msg = f"frame columns differ from the schema: missing {sorted(missing)}, extra {sorted(extra)}"
+        raise AssertionError(msg)
+    return pl.DataFrame({name: columns[name] for name in schema}, schema=dict(schema))
+
+
+def empty(schema: Mapping[str, pl.DataType]) -> pl.DataFrame:
+    """An empty frame with ``schema``."""
+    return pl.DataFrame(schema=dict(schema))

@@ -1,0 +1,190 @@
+"""A first guess at why a request stopped matching the previous one of its lineage.
+
+The guess comes from a closed set (:data:`cacheviz._schema.CAUSES`) and only from what
+the bytes show; anything that fits no pattern is ``"unknown"``.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from cacheviz.model import Block, Content
+from cacheviz.render import compact_json, render_text
+
+_VOLATILE = re.compile(
+    r"(?P<timestamp>\d{4}-\d{2}-\d{2}[T ]\d{1,2}:\d{2}(?::\d{2}(?:\.\d+)?)?"
+    r"(?:Z|[+-]\d{2}:?\d{2})?|\b\d{1,2}:\d{2}(?::\d{2}(?:\.\d+)?)?\b)"
+    r"|(?P<uuid>\b[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}\b"
+    r"|\b[0-9a-f]{16,}\b)"
+    r"|(?P<date>\d{4}-\d{2}-\d{2}|\b\d{1,2}/\d{1,2}/\d{2,4}\b"
+    r"|\b(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun)[a-z]*,? (?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec)"
+    r"[a-z]* \d{1,2},? \d{4}\b)"
+    r"|(?P<counter>\d+(?:\.\d+)?)"
+)
+_SNIPPET = 40
+
+
+@dataclass(slots=True, frozen=True)
+class Diagnosis:
+    """A cause from the closed set, a one-line explanation, and where the bytes differ."""
+
+    cause: str
+    detail: str
+    byte_offset: int | None = None
+
+
+def _snip(text: str, start: int) -> str:
+    piece = text[start : start + _SNIPPET]
+    return piece + ("…" if len(text) > start + _SNIPPET else "")
+
+
+def _first_difference(a: bytes | str, b: bytes | str) -> int:
+    n = min(len(a), len(b))
+    lo, hi = 0, n
+    while lo < hi:  # binary search on prefix equality (C-speed compares)
+        mid = (lo + hi + 1) // 2
+        if a[:mid] == b[:mid]:
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo
+
+
+def _find_run(haystack: Sequence[object], needle: Sequence[object]) -> int | None:
+    """Smallest k >= 1 such that ``haystack[k:]`` and ``needle`` agree on their overlap."""
+    if not needle:
+        return None
+    for k in range(1, len(haystack)):
+        if haystack[k] != needle[0]:
+            continue
+        overlap = min(len(haystack) - k, len(needle))
+        if list(haystack[k : k + overlap]) == list(needle[:overlap]):
+            return k
+    return None
+
+
+def _mask(text: str) -> tuple[str, list[re.Match[str]]]:
+    matches = list(_VOLATILE.finditer(text))
+    return _VOLATILE.sub(lambda m: f"\x00{m.lastgroup}\x00", text), matches
+
+
+def _volatile(old: str, new: str) -> str | None:
+    masked_old, old_matches = _mask(old)
+    masked_new, new_matches = _mask(new)
+    if masked_old != masked_new:
+        return None
+    for a, b in zip(old_matches, new_matches, strict=True):
+        if a.group() != b.group():
+            return f"{a.lastgroup} changed: {a.group()!r} → {b.group()!r}"
+    return None
+
+
+def _changed_block(old: Content, new: Content, label: str) -> Diagnosis:
+    offset = _first_difference(old.raw, new.raw)
+    if compact_json(old.value) == compact_json(new.value):
+        return Diagnosis(
+            "serialization_only",
+            f"{label}: same JSON, other bytes (whitespace or escaping) from byte {offset}",
+            offset,
+        )
+    if old.value == new.value:
+        return Diagnosis(
+            "serialization_only", f"{label}: same JSON, keys in another order", offset
+        )
+    _, old_text = render_text(old)
+    _, new_text = render_text(new)
+    volatile = _volatile(old_text, new_text)
+    if volatile is not None:
+        return Diagnosis("volatile_value", f"{label}: {volatile}", offset)
+    if new_text.startswith(old_text):
+        detail = f"{label}: text appended inside the segment: {_snip(new_text, len(old_text))!r}"
+    elif old_text.startswith(new_text):
+        detail = f"{label}: trailing text removed: {_snip(old_text, len(new_text))!r}"
+    else:
+        at = _first_difference(old_text, new_text)
+        detail = (
+            f"{label}: edited at character {at}: "
+            f"{_snip(old_text, at)!r} → {_snip(new_text, at)!r}"
+        )
+    return Diagnosis("content_edited", detail, offset)
+
+
+def diagnose(
+    previous: Sequence[Block],
+    current: Sequence[Block],
+    at: int,
+    contents: dict[str, Content],
+) -> Diagnosis:
+    """Guess why ``current`` stops matching ``previous`` at block index ``at``.
+
+    Parameters
+    ----------
+    previous, current
+        The blocks of the previous request of the lineage and of this one.
+    at
+        The index of the first block that differs (``previous[:at] == current[:at]``).
+    contents
+        The session's content store.
+
+    Returns
+    -------
+    Diagnosis
+    """
+    if at >= len(current):
+        gone = len(previous) - len(current)
+        return Diagnosis(
+            "block_removed",
+            f"the request stops where the previous one went on: {gone} segment(s) from "
+            f"{previous[at].label} on are gone",
+        )
+    block = current[at]
+    old_keys = [(b.part, b.hash) for b in previous[at:]]
+    new_keys = [(b.part, b.hash) for b in current[at:]]
+
+    same_part_old = [k for k in old_keys if k[0] == block.part]
+    same_part_new = [k for k in new_keys if k[0] == block.part][: len(same_part_old)]
+    if (
+        len(same_part_old) >= 2
+        and same_part_new != same_part_old
+        and Counter(same_part_new) == Counter(same_part_old)
+    ):
+        return Diagnosis(
+            "reorder",
+            f"{len(same_part_old)} {block.part} segments are the same but in another order "
+            f"(first out of place: {block.label})",
+        )
+
+    removed = _find_run(old_keys, new_keys)
+    if removed is not None:
+        labels = ", ".join(b.label for b in previous[at : at + removed][:3])
+        if block.part == "messages" and block.position <= 1:
+            return Diagnosis(
+                "truncated_front",
+                f"{removed} message(s) dropped from the front of the history ({labels}…)",
+            )
+        return Diagnosis("block_removed", f"{removed} segment(s) removed: {labels}")
+
+    added = _find_run(new_keys, old_keys)
+    if added is not None:
+        labels = ", ".join(b.label for b in current[at : at + added][:3])
+        return Diagnosis("block_added", f"{added} segment(s) inserted: {labels}")
+
+    old_messages = {k for k in old_keys if k[0] == "messages"}
+    new_messages = {k for k in new_keys if k[0] == "messages"}
+    if block.part == "messages" and len(old_messages) >= 2 and not old_messages & new_messages:
+        return Diagnosis(
+            "history_replaced",
+            f"{len(old_messages)} message(s) from {previous[at].label} on were replaced by "
+            f"{len(new_messages)} other(s) (compaction or a new conversation)",
+        )
+
+    prev_block = previous[at]
+    if prev_block.part == block.part and prev_block.position == block.position:
+        return _changed_block(contents[prev_block.hash], contents[block.hash], block.label)
+    return Diagnosis(
+        "unknown",
+        f"{block.label} stands where the previous request had {prev_block.label}",
+    )

@@ -1,0 +1,45 @@
+"""Errors and warnings raised by cacheviz.
+
+::
+
+    CacheVizError(Exception)
+    ├── TranscriptError(CacheVizError, ValueError)   bad input; carries .path and .line
+    │   └── UnknownFormatError                       no reader recognises the file
+    └── EncodingUnavailableError(CacheVizError, RuntimeError)   tiktoken files missing
+    CacheVizWarning(UserWarning)                     recoverable data issues
+
+Every message is one line: where (file:line or field), what was wrong, what to do next.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+
+class CacheVizError(Exception):
+    """Base class of every error cacheviz raises on purpose."""
+
+
+class TranscriptError(CacheVizError, ValueError):
+    """A transcript could not be read; ``path`` and ``line`` say where."""
+
+    def __init__(self, message: str, *, path: str | Path | None = None, line: int | None = None):
+        where = ""
+        if path is not None:
+            where = f"{path}:{line}: " if line is not None else f"{path}: "
+        super().__init__(f"{where}{message}")
+        self.path = None if path is None else str(path)
+        self.line = line
+        self.reason = message
+
+
+class UnknownFormatError(TranscriptError):
+    """No reader recognised the file."""
+
+
+class EncodingUnavailableError(CacheVizError, RuntimeError):
+    """A tiktoken encoding could not be loaded (usually: no network, no cache)."""
+
+
+class CacheVizWarning(UserWarning):
+    """A recoverable problem with the data (skipped lines, approximations)."""

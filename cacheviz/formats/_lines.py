@@ -1,0 +1,82 @@
+"""Shared plumbing for line-oriented readers: decoding, error policy, ordering."""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Iterator
+from datetime import datetime
+from pathlib import Path
+
+from cacheviz.errors import CacheVizWarning, TranscriptError
+from cacheviz.model import Call, Content, Session, SkippedLine
+
+ERROR_MODES = ("raise", "skip")
+
+
+class LineReader:
+    """Yield a file's non-blank lines as text and apply the ``errors`` policy."""
+
+    def __init__(self, path: Path, *, errors: str = "raise") -> None:
+        if errors not in ERROR_MODES:
+            msg = f"errors={errors!r}; expected one of {ERROR_MODES}"
+            raise ValueError(msg)
+        self.path = path
+        self.errors = errors
+        self.skipped: list[SkippedLine] = []
+
+    def lines(self) -> Iterator[tuple[int, str]]:
+        """Yield ``(line number, text)`` for every non-blank line."""
+        data = self.path.read_bytes()
+        if not data.strip():
+            msg = "file is empty; expected one JSON object per line"
+            raise TranscriptError(msg, path=self.path)
+        for lineno, raw in enumerate(data.split(b"\n"), start=1):
+            if not raw.strip():
+                continue
+            try:
+                text = raw.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                self.fail(lineno, f"not valid UTF-8 at byte {exc.start + 1}; re-save the file as UTF-8")
+                continue
+            yield lineno, text
+
+    def fail(self, lineno: int, reason: str) -> None:
+        """Raise for a bad line, or record it when skipping."""
+        if self.errors == "raise":
+            raise TranscriptError(
+                f"{reason} (or pass --errors skip / errors='skip')", path=self.path, line=lineno
+            )
+        self.skipped.append(SkippedLine(lineno, reason))
+
+    def session(self, fmt: str, calls: list[Call], contents: dict[str, Content]) -> Session:
+        """Order the calls by request time, number them, and build the session."""
+        if not calls:
+            detail = f" ({len(self.skipped)} bad lines skipped)" if self.skipped else ""
+            msg = f"no API call could be read{detail}; expected one JSON object per line"
+            raise TranscriptError(msg, path=self.path)
+        if self.skipped:
+            first = self.skipped[0]
+            warnings.warn(
+                f"{self.path}: skipped {len(self.skipped)} bad line(s); first at line "
+                f"{first.line}: {first.reason}",
+                CacheVizWarning,
+                stacklevel=3,
+            )
+        ordered = order_by_time(calls)
+        for index, call in enumerate(ordered):
+            call.index = index
+        return Session(self.path, fmt, ordered, contents, self.skipped)
+
+
+def order_by_time(calls: list[Call]) -> list[Call]:
+    """Sort calls by request time, stably; a call without a time keeps its place."""
+    keys: list[datetime | None] = []
+    last: datetime | None = None
+    for call in calls:
+        last = call.ts if call.ts is not None else last
+        keys.append(last)
+    if all(k is None for k in keys):
+        return list(calls)
+    floor = min(k for k in keys if k is not None)
+    order = sorted(range(len(calls)), key=lambda i: keys[i] or floor)
+    return [calls[i] for i in order]

@@ -1,0 +1,184 @@
+"""cacheviz request log v1: JSONL, one API call per line (see docs/format.md).
+
+``{"ts", "provider", "api", "model", "request": <body as sent>, "response": {"usage"}, "meta"}``
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from cacheviz._jsonspan import JSONSyntaxError, ObjectScan, scan_object
+from cacheviz.errors import TranscriptError
+from cacheviz.formats._lines import LineReader
+from cacheviz.model import Call, Content, Session
+from cacheviz.render import APIS, BLOCK_KEYS, RenderError, blocks_from_scan, infer_api
+from cacheviz.usage import normalize_usage
+
+NAME = "cacheviz"
+DESCRIPTION = "cacheviz request log v1 (JSONL: ts, provider, api, model, request, response, meta)"
+_ALL_BLOCK_KEYS = frozenset().union(*BLOCK_KEYS.values())
+_REFERENCE_SCANS = 3  # how many recent requests to try as a byte-prefix reference
+_MODEL_PROVIDERS = (
+    ("claude", "anthropic"),
+    ("gpt", "openai"),
+    ("o1", "openai"),
+    ("o3", "openai"),
+    ("o4", "openai"),
+    ("gemini", "google"),
+    ("deepseek", "deepseek"),
+)
+
+
+def detect(path: Path, head: bytes) -> bool:
+    """Whether ``head`` (the file's first bytes) looks like a cacheviz request log."""
+    first = head.lstrip().split(b"\n", 1)[0]
+    try:
+        record = json.loads(first)
+    except ValueError:
+        return False
+    return (
+        isinstance(record, dict)
+        and isinstance(record.get("request"), dict)
+        and any(k in record for k in ("provider", "api", "model"))
+        and "method" not in record.get("request", {})
+    )
+
+
+def parse_ts(value: Any) -> datetime | None:
+    """Parse an ISO-8601 time (naive times are taken as UTC); ``None`` stays ``None``."""
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        msg = f"field `ts` is {type(value).__name__}; expected an ISO-8601 string or null"
+        raise ValueError(msg)
+    try:
+        ts = datetime.fromisoformat(value)
+    except ValueError:
+        msg = f"field `ts` {value!r} is not ISO-8601; expected e.g. '2026-01-15T09:00:00Z' or null"
+        raise ValueError(msg) from None
+    return ts.replace(tzinfo=UTC) if ts.tzinfo is None else ts.astimezone(UTC)
+
+
+def _provider_for(model: str) -> str:
+    lowered = model.lower()
+    for needle, provider in _MODEL_PROVIDERS:
+        if lowered.startswith(needle) or f"/{needle}" in lowered:
+            return provider
+    return "unknown"
+
+
+def _string_field(record: ObjectScan, key: str) -> str | None:
+    value = record.value(key)
+    if value is not None and not isinstance(value, str):
+        msg = f"field `{key}` is {type(value).__name__}; expected a string"
+        raise ValueError(msg)
+    return value
+
+
+def _call_from_line(
+    text: str, refs: list[ObjectScan], contents: dict[str, Content]
+) -> tuple[Call, ObjectScan]:
+    def scan_request(t: str, pos: int) -> tuple[ObjectScan, int]:
+        scan = scan_object(t, pos, _ALL_BLOCK_KEYS, refs)
+        return scan, scan.end
+
+    record = scan_object(text, 0, frozenset(), nested={"request": scan_request})
+    rest = text[record.end :].strip()
+    if rest:
+        msg = f"unexpected text after the JSON object: {rest[:20]!r}"
+        raise JSONSyntaxError(msg, record.end)
+    request = record.value("request")
+    if not isinstance(request, ObjectScan):
+        msg = "no `request` object; expected the provider's request body under `request`"
+        raise ValueError(msg)
+    model = _string_field(record, "model") or request.value("model")
+    if not isinstance(model, str) or not model:
+        msg = "no model: set `model` on the line or in `request.model`"
+        raise ValueError(msg)
+    provider = _string_field(record, "provider") or _provider_for(model)
+    api = _string_field(record, "api") or infer_api(provider, {m.key for m in request.members})
+    if api not in APIS:
+        msg = f"field `api` is {api!r}; expected one of {', '.join(APIS)}"
+        raise ValueError(msg)
+    ts = parse_ts(record.value("ts"))
+    response = record.value("response")
+    usage = None
+    if isinstance(response, dict):
+        usage = normalize_usage(response.get("usage") or response.get("usageMetadata"))
+    meta = record.value("meta")
+    meta = meta if isinstance(meta, dict) else {}
+    hint = meta.get("lineage")
+    if not isinstance(hint, str):
+        parts = [str(meta[k]) for k in ("session", "agent") if isinstance(meta.get(k), str)]
+        hint = "/".join(parts) or None
+    blocks = blocks_from_scan(api, request, contents)
+    call = Call(-1, 0, ts, provider, api, model, blocks, usage, hint, meta)
+    return call, request
+
+
+def read(path: Path, *, errors: str = "raise") -> Session:
+    """Read a cacheviz request log into a :class:`~cacheviz.model.Session`.
+
+    Parameters
+    ----------
+    path
+        The JSONL file.
+    errors
+        ``"raise"`` stops at the first bad line with ``file:line: what was wrong``;
+        ``"skip"`` leaves bad lines out and records them in ``Session.skipped``.
+
+    Raises
+    ------
+    TranscriptError
+        On the first bad line (``errors="raise"``) or when no call could be read.
+    """
+    reader = LineReader(path, errors=errors)
+    contents: dict[str, Content] = {}
+    calls: list[Call] = []
+    refs: list[ObjectScan] = []
+    for lineno, text in reader.lines():
+        try:
+            call, scan = _call_from_line(text, refs, contents)
+        except JSONSyntaxError as exc:
+            reader.fail(lineno, f"not valid JSON: {exc} (column {exc.pos + 1}); {_EXPECTED}")
+            continue
+        except RenderError as exc:
+            reader.fail(lineno, f"{exc}; fix field `{exc.field}` or skip the line")
+            continue
+        except ValueError as exc:
+            reader.fail(lineno, f"{exc}; {_EXPECTED}")
+            continue
+        call.line = lineno
+        calls.append(call)
+        refs.insert(0, scan)
+        del refs[_REFERENCE_SCANS:]
+    return reader.session(NAME, calls, contents)
+
+
+_EXPECTED = "expected one JSON object per line with `request`, `model`, `provider` (docs/format.md)"
+
+
+def record_line(
+    request: dict[str, Any],
+    *,
+    provider: str,
+    model: str,
+    api: str,
+    ts: str | None = None,
+    usage: dict[str, Any] | None = None,
+    response: dict[str, Any] | None = None,
+    meta: dict[str, Any] | None = None,
+) -> str:
+    """Serialize one call as a cacheviz request log line (compact, keys in spec order)."""
+    body: dict[str, Any] = {"ts": ts, "provider": provider, "api": api, "model": model}
+    body["request"] = request
+    body["response"] = {**(response or {}), "usage": usage}
+    if meta:
+        body["meta"] = meta
+    return json.dumps(body, ensure_ascii=False, separators=(",", ":"))
+
+
+__all__ = ["DESCRIPTION", "NAME", "detect", "read", "record_line"]

@@ -1,0 +1,103 @@
+"""Plain data: a session is calls; a call is ordered blocks plus reported usage.
+
+Block contents are content-addressed: a call holds only ``Block`` references (part,
+position, label, hash) and the session keeps one ``Content`` per distinct hash, so a
+block re-sent in a thousand requests is stored, rendered and tokenized once.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import TYPE_CHECKING, Any, Literal
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+    from cacheviz.analysis import Analysis
+
+Part = Literal["tools", "system", "messages"]
+Provenance = Literal["reported", "derived"]
+PARTS: tuple[Part, ...] = ("tools", "system", "messages")
+
+
+@dataclass(slots=True, frozen=True)
+class Usage:
+    """Usage as the provider reported it, normalized.
+
+    ``input_tokens`` is inclusive (uncached + cache read + cache write). Every field is
+    ``None`` when the provider did not report it: "not reported" is never 0.
+    ``provenance`` is "reported" when the inclusive input came straight from the
+    provider and "derived" when cacheviz added it up from reported parts.
+    """
+
+    input_tokens: int | None = None
+    cache_read_tokens: int | None = None
+    cache_write_tokens: int | None = None
+    cache_write_5m_tokens: int | None = None
+    cache_write_1h_tokens: int | None = None
+    output_tokens: int | None = None
+    provenance: Provenance = "reported"
+
+
+@dataclass(slots=True)
+class Content:
+    """The bytes of one distinct block, as sent, and their parsed value."""
+
+    raw: bytes
+    value: Any
+    kind: str  # render kind: "tool", "system", "message:<api>"
+
+
+@dataclass(slots=True, frozen=True)
+class Block:
+    """One CacheShape segment of one request."""
+
+    part: Part
+    position: int  # index within the part
+    label: str
+    hash: str
+
+
+@dataclass(slots=True)
+class Call:
+    """One API request (and what is known of its response)."""
+
+    index: int
+    line: int
+    ts: datetime | None
+    provider: str
+    api: str
+    model: str
+    blocks: list[Block]
+    usage: Usage | None = None
+    lineage_hint: str | None = None
+    meta: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(slots=True)
+class SkippedLine:
+    """A line left out with ``errors="skip"``, and why."""
+
+    line: int
+    reason: str
+
+
+@dataclass(slots=True)
+class Session:
+    """A loaded transcript: calls in request-time order plus their block contents."""
+
+    path: Path | None
+    format: str
+    calls: list[Call]
+    contents: dict[str, Content]
+    skipped: list[SkippedLine] = field(default_factory=list)
+
+    def analyze(self, *, lineage: str = "auto", encoding: str | None = None) -> Analysis:
+        """Tokenize, shape and compare every call; see :func:`cacheviz.analysis.analyze`."""
+        from cacheviz.analysis import analyze
+
+        return analyze(self, lineage=lineage, encoding=encoding)
+
+    def __repr__(self) -> str:
+        return f"<Session {self.format} {self.path} calls={len(self.calls)}>"

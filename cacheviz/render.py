@@ -1,0 +1,203 @@
+"""Cut a provider request body into ordered blocks, in the provider's cache order.
+
+* Anthropic Messages: ``tools`` → ``system`` → ``messages`` (documented cache order).
+* OpenAI Chat Completions and Responses: leading system/developer instructions →
+  ``tools`` → the conversation. OpenAI does not document the order it renders tools in;
+  its harmony format puts the instructions before the tool namespace, so we do too.
+
+Every block keeps the bytes it was sent with (see :mod:`cacheviz._jsonspan`); the text
+handed to the tokenizer is the provider-visible content (message text, tool call
+arguments, tool schemas as compact JSON in their own key order).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from cacheviz._jsonspan import Element, ObjectScan
+from cacheviz.model import Block, Content, Part
+
+APIS = ("messages", "chat.completions", "responses")
+BLOCK_KEYS: dict[str, frozenset[str]] = {
+    "messages": frozenset({"tools", "system", "messages"}),
+    "chat.completions": frozenset({"tools", "messages"}),
+    "responses": frozenset({"tools", "instructions", "input"}),
+}
+_SYSTEM_ROLES = frozenset({"system", "developer"})
+_MEDIA_TYPES = frozenset(
+    {"image", "image_url", "input_image", "document", "file", "input_file", "input_audio"}
+)
+
+
+class RenderError(ValueError):
+    """The request body lacks what its API requires; ``field`` names the culprit."""
+
+    def __init__(self, message: str, field: str) -> None:
+        super().__init__(message)
+        self.field = field
+
+
+def infer_api(provider: str, keys: set[str]) -> str:
+    """Guess the API of a request body from its provider and top-level keys."""
+    if "input" in keys and "messages" not in keys:
+        return "responses"
+    if provider == "anthropic" or "system" in keys:
+        return "messages"
+    return "chat.completions"
+
+
+def compact_json(value: Any) -> str:
+    """Serialize ``value`` compactly, keeping its key order (which providers do see)."""
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
+def _tool_label(value: Any, position: int) -> str:
+    if isinstance(value, dict):
+        function = value.get("function")
+        if isinstance(function, dict) and isinstance(function.get("name"), str):
+            return function["name"]
+        for key in ("name", "type"):
+            if isinstance(value.get(key), str):
+                return value[key]
+    return f"tool[{position}]"
+
+
+def _message_role(value: Any) -> str:
+    if isinstance(value, dict):
+        for key in ("role", "type"):
+            if isinstance(value.get(key), str):
+                return value[key]
+    return "item"
+
+
+def _add(
+    blocks: list[Block],
+    contents: dict[str, Content],
+    part: Part,
+    position: int,
+    label: str,
+    element: Element,
+    kind: str,
+) -> None:
+    if element.hash not in contents:
+        contents[element.hash] = Content(element.raw, element.value, kind)
+    blocks.append(Block(part, position, label, element.hash))
+
+
+def blocks_from_scan(api: str, scan: ObjectScan, contents: dict[str, Content]) -> list[Block]:
+    """Return the request's blocks in cache order, registering new contents.
+
+    Parameters
+    ----------
+    api
+        One of :data:`APIS`.
+    scan
+        The scanned request body (its block members split by :data:`BLOCK_KEYS`).
+    contents
+        The session's content store; new hashes are added to it.
+
+    Returns
+    -------
+    list of Block
+
+    Raises
+    ------
+    RenderError
+        When the body has no conversation (no ``messages``/``input``).
+    """
+    blocks: list[Block] = []
+    tools = scan.blocks.get("tools", [])
+    if api == "messages":
+        messages = scan.blocks.get("messages")
+        if not messages:
+            msg = "request has no `messages` (an Anthropic Messages body needs at least one)"
+            raise RenderError(msg, "request.messages")
+        for i, element in enumerate(tools):
+            _add(blocks, contents, "tools", i, _tool_label(element.value, i), element, "tool")
+        for i, element in enumerate(scan.blocks.get("system", [])):
+            _add(blocks, contents, "system", i, f"system[{i}]", element, "system")
+        conversation = messages
+        kind = "message:messages"
+        leading: list[Element] = []
+    else:
+        key = "messages" if api == "chat.completions" else "input"
+        conversation = list(scan.blocks.get(key, []))
+        if not conversation:
+            msg = f"request has no `{key}` (a {api} body needs at least one message)"
+            raise RenderError(msg, f"request.{key}")
+        leading = list(scan.blocks.get("instructions", []))
+        while conversation and _message_role(conversation[0].value) in _SYSTEM_ROLES:
+            leading.append(conversation.pop(0))
+        kind = f"message:{api}"
+        for i, element in enumerate(leading):
+            system_kind = "system" if isinstance(element.value, str) else kind
+            _add(blocks, contents, "system", i, f"system[{i}]", element, system_kind)
+        for i, element in enumerate(tools):
+            _add(blocks, contents, "tools", i, _tool_label(element.value, i), element, "tool")
+    for i, element in enumerate(conversation):
+        role = "user" if isinstance(element.value, str) else _message_role(element.value)
+        _add(blocks, contents, "messages", i, f"{role}#{i}", element, kind)
+    return blocks
+
+
+def _text_of_part(part: Any) -> str:
+    if isinstance(part, str):
+        return part
+    if not isinstance(part, dict):
+        return compact_json(part)
+    kind = part.get("type")
+    if kind in ("text", "input_text", "output_text", "summary_text", "reasoning_text"):
+        return str(part.get("text", ""))
+    if kind in ("tool_use", "server_tool_use"):
+        return f"{part.get('name', '')}\n{compact_json(part.get('input'))}"
+    if kind == "tool_result" or kind == "function_call_output":
+        return _text_of_content(part.get("content", part.get("output")))
+    if kind == "function_call":
+        return f"{part.get('name', '')}\n{part.get('arguments', '')}"
+    if kind == "thinking":
+        return str(part.get("thinking", ""))
+    if kind == "redacted_thinking":
+        return ""
+    if kind == "reasoning":
+        return _text_of_content(part.get("summary"))
+    if kind in _MEDIA_TYPES:
+        return f"[{kind}]"
+    return compact_json(part)
+
+
+def _text_of_content(content: Any) -> str:
+    if content is None:
+        return ""
+    if isinstance(content, list):
+        return "\n".join(_text_of_part(p) for p in content)
+    return _text_of_part(content)
+
+
+def render_text(content: Content) -> tuple[str | None, str]:
+    """Return ``(role, text)``: what the tokenizer sees of one block.
+
+    ``role`` is set for conversation messages (the tokenizer wraps them in message
+    markers) and ``None`` for tools and system text.
+    """
+    value = content.value
+    if content.kind == "tool":
+        return None, compact_json(value)
+    if content.kind == "system":
+        return None, _text_of_part(value)
+    if isinstance(value, str):
+        return "user", value
+    if not isinstance(value, dict):
+        return "item", compact_json(value)
+    role = _message_role(value)
+    if "role" in value:
+        pieces = [_text_of_content(value.get("content"))]
+        for call in value.get("tool_calls") or []:
+            function = call.get("function", {}) if isinstance(call, dict) else {}
+            if isinstance(function, dict):
+                pieces.append(f"{function.get('name', '')}\n{function.get('arguments', '')}")
+        if isinstance(value.get("function_call"), dict):
+            function = value["function_call"]
+            pieces.append(f"{function.get('name', '')}\n{function.get('arguments', '')}")
+        return role, "\n".join(p for p in pieces if p)
+    return role, _text_of_part(value)

@@ -1,0 +1,144 @@
+"""Tokenization: encodings, the model → encoding map, and a content-addressed token cache.
+
+Each distinct block is tokenized once per encoding, whatever the number of requests that
+re-send it. Counts are exact only for models whose tokenizer tiktoken ships (OpenAI);
+Claude, Gemini, DeepSeek and unknown models are counted with ``o200k_base`` and
+flagged approximate.
+
+Conversation messages are wrapped as chat templates do: a start marker, the role, the
+content, an end marker (OpenAI documents three tokens of framing per message). The two
+markers are synthetic ids (negative numbers) so that text can never forge them, and so
+that a message edited by appending text no longer matches at its old end.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+from array import array
+from collections.abc import Iterable
+
+from cacheviz.errors import EncodingUnavailableError
+from cacheviz.model import Content
+from cacheviz.render import render_text
+
+DEFAULT_ENCODING = "o200k_base"
+MESSAGE_START = -1
+MESSAGE_END = -2
+_LCP_CHUNK = 256
+
+
+def encoding_for_model(model: str) -> tuple[str, bool]:
+    """Return ``(encoding name, is_exact)`` for a model.
+
+    Examples
+    --------
+    >>> encoding_for_model("gpt-4o")
+    ('o200k_base', True)
+    >>> encoding_for_model("claude-sonnet-4-5")
+    ('o200k_base', False)
+    """
+    from tiktoken.model import encoding_name_for_model
+
+    for candidate in (model, model.rsplit("/", 1)[-1]):
+        try:
+            return encoding_name_for_model(candidate), True
+        except KeyError:
+            continue
+    return DEFAULT_ENCODING, False
+
+
+@functools.cache
+def get_encoding(name: str):  # noqa: ANN201 - tiktoken.Encoding, imported lazily
+    """Load a tiktoken encoding, or explain in one line how to make it loadable."""
+    import tiktoken
+
+    try:
+        return tiktoken.get_encoding(name)
+    except ValueError as exc:
+        msg = f"unknown tiktoken encoding {name!r} ({exc}); use o200k_base or cl100k_base"
+        raise EncodingUnavailableError(msg) from None
+    except Exception as exc:  # noqa: BLE001 - tiktoken raises requests/OS errors offline
+        where = os.environ.get("TIKTOKEN_CACHE_DIR")
+        hint = (
+            f"TIKTOKEN_CACHE_DIR={where} does not hold it"
+            if where
+            else "no network and TIKTOKEN_CACHE_DIR is not set"
+        )
+        msg = (
+            f"tiktoken encoding {name!r} could not be loaded ({hint}; {type(exc).__name__}). "
+            "Set TIKTOKEN_CACHE_DIR to a writable folder holding tiktoken's cached files "
+            "(e.g. a copy of ../shared/tiktoken), or run once with internet access"
+        )
+        raise EncodingUnavailableError(msg) from None
+
+
+def common_prefix_tokens(a: array, b: array) -> int:
+    """Length of the common prefix of two token arrays."""
+    n = min(len(a), len(b))
+    i = 0
+    step = _LCP_CHUNK
+    while i < n:
+        j = min(i + step, n)
+        if a[i:j] == b[i:j]:
+            i = j
+        elif step == 1:
+            break
+        else:
+            step = max(1, step // 16)
+    return i
+
+
+class TokenCache:
+    """Token arrays of block contents, keyed by content hash, for one encoding."""
+
+    def __init__(self, encoding: str, contents: dict[str, Content]) -> None:
+        self.encoding = encoding
+        self.contents = contents
+        self._tokens: dict[str, array] = {}
+        self._roles: dict[str, list[int]] = {}
+
+    def __len__(self) -> int:
+        return len(self._tokens)
+
+    def ensure(self, hashes: Iterable[str]) -> None:
+        """Tokenize every hash not seen yet, in one batch."""
+        contents = self.contents
+        missing = [h for h in dict.fromkeys(hashes) if h not in self._tokens]
+        if not missing:
+            return
+        enc = get_encoding(self.encoding)
+        rendered = [render_text(contents[h]) for h in missing]
+        texts = [text for _, text in rendered]
+        encoded = enc.encode_ordinary_batch(texts, num_threads=min(4, os.cpu_count() or 1))
+        for digest, (role, _), ids in zip(missing, rendered, encoded, strict=True):
+            if role is None:
+                self._tokens[digest] = array("i", ids)
+            else:
+                role_ids = self._roles.get(role)
+                if role_ids is None:
+                    role_ids = self._roles[role] = enc.encode_ordinary(role)
+                tokens = array("i", [MESSAGE_START, *role_ids])
+                tokens.extend(ids)
+                tokens.append(MESSAGE_END)
+                self._tokens[digest] = tokens
+
+    def __getitem__(self, digest: str) -> array:
+        tokens = self._tokens.get(digest)
+        if tokens is None:
+            self.ensure([digest])
+            tokens = self._tokens[digest]
+        return tokens
+
+    def decode(self, tokens: Iterable[int]) -> list[str]:
+        """Return the text of each token (markers as ``<|start|>``/``<|end|>``)."""
+        enc = get_encoding(self.encoding)
+        out = []
+        for token in tokens:
+            if token == MESSAGE_START:
+                out.append("<|start|>")
+            elif token == MESSAGE_END:
+                out.append("<|end|>")
+            else:
+                out.append(enc.decode_single_token_bytes(token).decode("utf-8", "replace"))
+        return out

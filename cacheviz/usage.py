@@ -1,0 +1,114 @@
+"""Normalize reported usage to one shape: inclusive input, cache read, cache write, output.
+
+Providers disagree on what "input" means (providers.md §1.3, §2.2, §3.2, §4.2):
+
+* Anthropic ``input_tokens`` counts only tokens after the last breakpoint; the
+  inclusive input is ``input_tokens + cache_read_input_tokens + cache_creation_input_tokens``.
+* OpenAI ``prompt_tokens`` / ``input_tokens`` already include ``cached_tokens``.
+* DeepSeek reports ``prompt_cache_hit_tokens`` + ``prompt_cache_miss_tokens``.
+* Gemini ``promptTokenCount`` includes ``cachedContentTokenCount``.
+
+Fields the provider did not report stay ``None``; they are never replaced by 0.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from cacheviz.model import Usage
+
+
+def _int(mapping: Any, *path: str) -> int | None:
+    value = mapping
+    for key in path:
+        if not isinstance(value, dict) or key not in value:
+            return None
+        value = value[key]
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    return int(value)
+
+
+def _sum(*values: int | None) -> int | None:
+    present = [v for v in values if v is not None]
+    return sum(present) if present else None
+
+
+def normalize_usage(usage: Any) -> Usage | None:
+    """Return the normalized :class:`~cacheviz.model.Usage`, or ``None`` if nothing is reported.
+
+    Parameters
+    ----------
+    usage
+        A provider's ``usage`` object (Anthropic, OpenAI Chat/Responses, DeepSeek) or
+        Gemini's ``usageMetadata``.
+
+    Examples
+    --------
+    >>> normalize_usage({"input_tokens": 10, "cache_read_input_tokens": 900,
+    ...                  "cache_creation_input_tokens": 90, "output_tokens": 5}).input_tokens
+    1000
+    >>> normalize_usage({"prompt_tokens": 1000, "completion_tokens": 5}).cache_read_tokens is None
+    True
+    """
+    if not isinstance(usage, dict) or not usage:
+        return None
+    if "cache_creation_input_tokens" in usage or "cache_read_input_tokens" in usage:
+        return _anthropic(usage)
+    if "prompt_cache_hit_tokens" in usage or "prompt_cache_miss_tokens" in usage:
+        hit = _int(usage, "prompt_cache_hit_tokens")
+        miss = _int(usage, "prompt_cache_miss_tokens")
+        total = _int(usage, "prompt_tokens")
+        return Usage(
+            input_tokens=total if total is not None else _sum(hit, miss),
+            cache_read_tokens=hit,
+            cache_write_tokens=None,
+            output_tokens=_int(usage, "completion_tokens"),
+            provenance="reported" if total is not None else "derived",
+        )
+    if "promptTokenCount" in usage or "cachedContentTokenCount" in usage:
+        output = _sum(_int(usage, "candidatesTokenCount"), _int(usage, "thoughtsTokenCount"))
+        return Usage(
+            input_tokens=_int(usage, "promptTokenCount"),
+            cache_read_tokens=_int(usage, "cachedContentTokenCount"),
+            output_tokens=output,
+        )
+    if "prompt_tokens" in usage:
+        details = "prompt_tokens_details"
+        return Usage(
+            input_tokens=_int(usage, "prompt_tokens"),
+            cache_read_tokens=_int(usage, details, "cached_tokens"),
+            cache_write_tokens=_int(usage, details, "cache_write_tokens"),
+            output_tokens=_int(usage, "completion_tokens"),
+        )
+    if "input_tokens" in usage or "output_tokens" in usage:
+        details = "input_tokens_details"
+        if details in usage:  # OpenAI Responses: input includes cached
+            return Usage(
+                input_tokens=_int(usage, "input_tokens"),
+                cache_read_tokens=_int(usage, details, "cached_tokens"),
+                cache_write_tokens=_int(usage, details, "cache_write_tokens"),
+                output_tokens=_int(usage, "output_tokens"),
+            )
+        return _anthropic(usage)
+    return None
+
+
+def _anthropic(usage: dict[str, Any]) -> Usage:
+    uncached = _int(usage, "input_tokens")
+    read = _int(usage, "cache_read_input_tokens")
+    write = _int(usage, "cache_creation_input_tokens")
+    write_5m = _int(usage, "cache_creation", "ephemeral_5m_input_tokens")
+    write_1h = _int(usage, "cache_creation", "ephemeral_1h_input_tokens")
+    if write is None and (write_5m is not None or write_1h is not None):
+        write = _sum(write_5m, write_1h)
+    inclusive = None if uncached is None else uncached + (read or 0) + (write or 0)
+    return Usage(
+        input_tokens=inclusive,
+        cache_read_tokens=read,
+        cache_write_tokens=write,
+        cache_write_5m_tokens=write_5m,
+        cache_write_1h_tokens=write_1h,
+        output_tokens=_int(usage, "output_tokens"),
+        provenance="derived",
+    )
