@@ -39,11 +39,13 @@ def detect(path: Path, head: bytes) -> bool:
         record = json.loads(first)
     except ValueError:
         return False
-    return (
-        isinstance(record, dict)
-        and isinstance(record.get("request"), dict)
-        and any(k in record for k in ("provider", "api", "model"))
-        and "method" not in record.get("request", {})
+    if not isinstance(record, dict) or not isinstance(record.get("request"), dict):
+        return False
+    request = record["request"]
+    if "body" in request and ("method" in request or "url" in request):
+        return False  # a raw HTTP capture (claude-trace), not a request body
+    return any(k in record for k in ("provider", "api", "model")) or any(
+        k in request for k in ("messages", "input", "model")
     )
 
 

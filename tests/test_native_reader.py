@@ -1,0 +1,157 @@
+import json
+import re
+import warnings
+from datetime import UTC, datetime
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import cacheviz
+from cacheviz.errors import CacheVizWarning, TranscriptError, UnknownFormatError
+
+MSG = [{"role": "user", "content": "hi"}]
+
+
+def test_load_reads_calls_blocks_and_reported_usage(write_log, anthropic_body):
+    usage = [{"input_tokens": 3, "cache_read_input_tokens": 100, "cache_creation_input_tokens": 7, "output_tokens": 2}]
+    path = write_log([anthropic_body(MSG, system="be brief")], usage=usage)
+    session = cacheviz.load(path)
+    assert session.format == "cacheviz"
+    (call,) = session.calls
+    assert (call.index, call.line, call.provider, call.api, call.model) == (0, 1, "anthropic", "messages", "claude-sonnet-4-5")
+    assert call.ts == datetime(2026, 1, 1, tzinfo=UTC)
+    assert [b.label for b in call.blocks] == ["system[0]", "user#0"]
+    assert call.usage.input_tokens == 110
+    assert call.usage.cache_read_tokens == 100
+
+
+def test_calls_are_ordered_by_request_time(write_log):
+    lines = [
+        json.dumps({"ts": "2026-01-01T00:00:05Z", "provider": "anthropic", "model": "m", "request": {"messages": MSG}}),
+        json.dumps({"ts": "2026-01-01T00:00:01+00:00", "provider": "anthropic", "model": "m", "request": {"messages": MSG}}),
+        json.dumps({"ts": "2026-01-01T02:00:03+02:00", "provider": "anthropic", "model": "m", "request": {"messages": MSG}}),
+    ]
+    session = cacheviz.load(write_log(lines))
+    assert [c.line for c in session.calls] == [2, 3, 1]
+    assert [c.index for c in session.calls] == [0, 1, 2]
+
+
+def test_missing_fields_are_inferred(write_log):
+    line = json.dumps({"ts": None, "request": {"model": "gpt-4o", "input": "hello"}})
+    (call,) = cacheviz.load(write_log([line])).calls
+    assert (call.provider, call.api, call.model, call.ts) == ("openai", "responses", "gpt-4o", None)
+
+
+def _one_line_error(path):
+    with pytest.raises(TranscriptError) as info:
+        cacheviz.load(path)
+    message = str(info.value)
+    assert "\n" not in message
+    return info.value, message
+
+
+@pytest.mark.parametrize(
+    ("bad", "expected"),
+    [
+        ("{not json", r"log\.jsonl:2: not valid JSON: .*column"),
+        ('{"provider":"anthropic","model":"m"}', r":2: no `request` object"),
+        ('{"provider":"anthropic","request":{"messages":[]}}', r":2: no model"),
+        ('{"provider":"anthropic","model":"m","request":{"system":"x"}}', r":2: request has no `messages`.*request\.messages"),
+        ('{"ts":"yesterday","model":"m","request":{"messages":[{"role":"user","content":"x"}]}}', r":2: field `ts` 'yesterday' is not ISO-8601"),
+        ('{"api":"completions","model":"m","request":{"messages":[{"role":"user","content":"x"}]}}', r":2: field `api` is 'completions'; expected one of"),
+        ('{"model":7,"request":{"messages":[]}}', r":2: field `model` is int"),
+        ('{"model":"m","request":{"messages":[{"role":"user","content":"x"}]}} trailing', r":2: not valid JSON: unexpected text"),
+    ],
+)
+def test_a_bad_line_is_one_line_with_file_and_line(write_log, anthropic_body, bad, expected):
+    path = write_log([anthropic_body(MSG), bad])
+    error, message = _one_line_error(path)
+    assert error.line == 2
+    assert re.search(expected, message), message
+    assert "--errors skip" in message
+
+
+def test_skip_loads_the_rest_and_counts(write_log, anthropic_body):
+    path = write_log([anthropic_body(MSG), "{oops", anthropic_body(MSG), "[]"])
+    with pytest.warns(CacheVizWarning, match=r"skipped 2 bad line\(s\); first at line 2"):
+        session = cacheviz.load(path, errors="skip")
+    assert len(session.calls) == 2
+    assert [s.line for s in session.skipped] == [2, 4]
+
+
+def test_invalid_utf8_is_reported_with_its_line(tmp_path, write_log, anthropic_body):
+    path = write_log([anthropic_body(MSG)])
+    path.write_bytes(path.read_bytes() + b'{"model":"\xff"}\n')
+    _, message = _one_line_error(path)
+    assert ":2: not valid UTF-8 at byte 11" in message
+
+
+def test_empty_file(tmp_path):
+    path = tmp_path / "empty.jsonl"
+    path.write_text("\n \n")
+    _, message = _one_line_error(path)
+    assert message.endswith("empty.jsonl: file is empty; expected a transcript")
+
+
+def test_unknown_format_lists_the_supported_ones(tmp_path):
+    path = tmp_path / "notes.txt"
+    path.write_text("hello\n")
+    with pytest.raises(UnknownFormatError, match=r"Supported: cacheviz: .*--format NAME"):
+        cacheviz.load(path)
+
+
+def test_unknown_forced_format_and_missing_file(tmp_path, write_log, anthropic_body):
+    with pytest.raises(UnknownFormatError, match="unknown format 'nope'. Supported: cacheviz"):
+        cacheviz.load(write_log([anthropic_body(MSG)]), format="nope")
+    with pytest.raises(TranscriptError, match="no such file"):
+        cacheviz.load(tmp_path / "missing.jsonl")
+
+
+def test_all_lines_bad_is_an_error_even_when_skipping(write_log):
+    path = write_log(["{", "{"])
+    with pytest.raises(TranscriptError, match=r"no API call could be read \(2 bad lines skipped\)"):
+        cacheviz.load(path, format="cacheviz", errors="skip")
+
+
+GOOD = json.dumps(
+    {"ts": "2026-01-01T00:00:00Z", "provider": "anthropic", "model": "m",
+     "request": {"system": [{"type": "text", "text": "s"}], "messages": MSG}, "response": {"usage": {"input_tokens": 1}}}
+)
+
+
+def _mutations():
+    good = GOOD.encode()
+    return st.one_of(
+        st.integers(0, len(good)).map(lambda n: good[:n]),  # truncated
+        st.binary(max_size=80),  # garbage, invalid UTF-8
+        st.tuples(st.integers(0, len(good) - 1), st.binary(min_size=1, max_size=3)).map(
+            lambda t: good[: t[0]] + t[1] + good[t[0] + 1 :]
+        ),  # byte flips
+        st.recursive(
+            st.none() | st.booleans() | st.integers() | st.text(max_size=5),
+            lambda c: st.lists(c, max_size=3) | st.dictionaries(
+                st.sampled_from(["ts", "model", "request", "messages", "system", "tools", "usage", "response", "meta", "api", "provider"]), c, max_size=4
+            ),
+            max_leaves=10,
+        ).map(lambda v: json.dumps(v).encode()),  # well-formed JSON, wrong shapes and types
+    )
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(lines=st.lists(_mutations(), min_size=1, max_size=4))
+def test_fuzzed_logs_load_or_fail_with_one_clear_line(tmp_path, lines):
+    path = tmp_path / "fuzz.jsonl"
+    path.write_bytes(GOOD.encode() + b"\n" + b"\n".join(lines) + b"\n")
+    for errors in ("raise", "skip"):
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", CacheVizWarning)
+                session = cacheviz.load(path, format="cacheviz", errors=errors)
+        except TranscriptError as exc:
+            assert "\n" not in str(exc)
+            assert str(path) in str(exc)
+            continue
+        assert len(session.calls) >= 1
+        session.analyze()
+
