@@ -34,8 +34,24 @@ class JSONSyntaxError(ValueError):
         self.pos = pos
 
 
+# Cache directives steer caching but are not part of the cached prefix: Anthropic moves
+# `cache_control` to the newest message on every call and still hits. Their values are
+# flat objects ({"type": "ephemeral", "ttl": "1h"}); a quote inside a string is escaped,
+# so an unescaped quoted key is a real member.
+_DIRECTIVE = re.compile(
+    rb'\s*,\s*(?<!\\)"(?:cache_control|prompt_cache_breakpoint)"\s*:\s*\{[^{}]*\}'
+    rb'|(?<!\\)"(?:cache_control|prompt_cache_breakpoint)"\s*:\s*\{[^{}]*\}\s*,?'
+)
+
+
 def digest(raw: bytes) -> str:
-    """Return the 16-hex-digit SHA-256 prefix used as a block hash (Whale-compatible)."""
+    """Return a block's hash: 16 hex digits of SHA-256 (Whale-compatible) over its bytes.
+
+    The bytes are taken as sent, except cache directives (``cache_control``,
+    ``prompt_cache_breakpoint``), which mark where to cache rather than what is cached.
+    """
+    if b"cache_control" in raw or b"prompt_cache_breakpoint" in raw:
+        raw = _DIRECTIVE.sub(b"", raw)
     return hashlib.sha256(raw).hexdigest()[:16]
 
 

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from cacheviz.model import Block, Content
-from cacheviz.render import compact_json, render_text
+from cacheviz.render import compact_json, render_text, without_directives
 
 _VOLATILE = re.compile(
     r"(?P<timestamp>\d{4}-\d{2}-\d{2}[T ]\d{1,2}:\d{2}(?::\d{2}(?:\.\d+)?)?"
@@ -84,13 +84,15 @@ def _volatile(old: str, new: str) -> str | None:
 
 def _changed_block(old: Content, new: Content, label: str) -> Diagnosis:
     offset = _first_difference(old.raw, new.raw)
-    if compact_json(old.value) == compact_json(new.value):
+    old_value, new_value = without_directives(old.value), without_directives(new.value)
+    old_json, new_json = compact_json(old_value), compact_json(new_value)
+    if old_json == new_json:
         return Diagnosis(
             "serialization_only",
             f"{label}: same JSON, other bytes (whitespace or escaping) from byte {offset}",
             offset,
         )
-    if old.value == new.value:
+    if old_value == new_value:
         return Diagnosis(
             "serialization_only", f"{label}: same JSON, keys in another order", offset
         )
@@ -99,7 +101,13 @@ def _changed_block(old: Content, new: Content, label: str) -> Diagnosis:
     volatile = _volatile(old_text, new_text)
     if volatile is not None:
         return Diagnosis("volatile_value", f"{label}: {volatile}", offset)
-    if new_text.startswith(old_text):
+    if new_text == old_text:
+        at = _first_difference(old_json, new_json)
+        detail = (
+            f"{label}: same text, other JSON fields: "
+            f"{_snip(old_json, at)!r} → {_snip(new_json, at)!r}"
+        )
+    elif new_text.startswith(old_text):
         detail = f"{label}: text appended inside the segment: {_snip(new_text, len(old_text))!r}"
     elif old_text.startswith(new_text):
         detail = f"{label}: trailing text removed: {_snip(old_text, len(new_text))!r}"

@@ -19,6 +19,19 @@ BlockKey = tuple[str, str]  # (part, hash)
 _MAX_SIBLINGS = 32  # earlier variants compared token by token at a branching node
 
 
+def differing_block_common(a: array, b: array) -> int:
+    """Common tokens of two blocks known to differ in bytes.
+
+    When their tokens are identical (a change the tokenizer does not see, such as a
+    field we do not render), the match is taken to end before the last token, so a
+    byte change is never hidden.
+    """
+    n = common_prefix_tokens(a, b)
+    if n == len(a) == len(b):
+        n = max(0, n - 1)
+    return n
+
+
 @dataclass(slots=True)
 class _Node:
     children: dict[BlockKey, _Node] = field(default_factory=dict)
@@ -73,7 +86,7 @@ class PrefixIndex:
         if depth < len(keys) and node.children:
             current = tokens_of(keys[depth][1])
             siblings = list(node.children)[-_MAX_SIBLINGS:]
-            matched += max(common_prefix_tokens(current, tokens_of(h)) for _, h in siblings)
+            matched += max(differing_block_common(current, tokens_of(h)) for _, h in siblings)
         result = Match(depth, matched)
         for key in keys[depth:]:
             child = _Node()
@@ -96,5 +109,7 @@ def match_previous(
         depth += 1
     matched = offsets[depth]
     if depth < limit:
-        matched += common_prefix_tokens(tokens_of(keys[depth][1]), tokens_of(previous[depth][1]))
+        matched += differing_block_common(
+            tokens_of(keys[depth][1]), tokens_of(previous[depth][1])
+        )
     return Match(depth, min(matched, prev_offsets[-1]))

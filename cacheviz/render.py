@@ -47,6 +47,18 @@ def infer_api(provider: str, keys: set[str]) -> str:
     return "chat.completions"
 
 
+DIRECTIVES = frozenset({"cache_control", "prompt_cache_breakpoint"})
+
+
+def without_directives(value: Any) -> Any:
+    """``value`` with cache directives removed at any depth (see ``_jsonspan.digest``)."""
+    if isinstance(value, dict):
+        return {k: without_directives(v) for k, v in value.items() if k not in DIRECTIVES}
+    if isinstance(value, list):
+        return [without_directives(v) for v in value]
+    return value
+
+
 def compact_json(value: Any) -> str:
     """Serialize ``value`` compactly, keeping its key order (which providers do see)."""
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"))

@@ -256,3 +256,22 @@ def test_encodings_per_model_and_forced(write_log, anthropic_body):
     assert forced.select("encoding", "tokens_exact").rows() == [("cl100k_base", True), ("cl100k_base", False)]
     # message framing: start marker + role + content + end marker
     assert calls["input_tokens"][0] == 2 + 1 + 2
+
+
+def test_moving_cache_control_is_not_a_drift(analyze):
+    msgs = _msgs(3)
+    marked = [*msgs[:2], {"role": "user", "content": [{"type": "text", "text": "go", "cache_control": {"type": "ephemeral"}}]}]
+    unmarked = [*msgs[:2], {"role": "user", "content": [{"type": "text", "text": "go"}]}]
+    later = [*unmarked, {"role": "assistant", "content": "done"},
+             {"role": "user", "content": [{"type": "text", "text": "next", "cache_control": {"type": "ephemeral"}}]}]
+    a = analyze([{"messages": marked, "system": SYSTEM}, {"messages": later, "system": SYSTEM}])
+    assert a.drifts.height == 0
+    assert a.calls["prefix_tokens"][1] == a.calls["input_tokens"][0]
+
+
+def test_a_changed_field_outside_the_text_is_an_edit(analyze):
+    one = [{"role": "user", "content": [{"type": "tool_result", "tool_use_id": "a1", "content": "ok"}]}]
+    two = [{"role": "user", "content": [{"type": "tool_result", "tool_use_id": "b2", "content": "ok"}]}]
+    d = _drift(analyze([{"messages": one, "system": SYSTEM}, {"messages": [*two, *_msgs(2)[1:]], "system": SYSTEM}]))
+    assert d["cause"] == "content_edited"
+    assert "same text, other JSON fields" in d["detail"]
