@@ -14,6 +14,7 @@ block whose source ends inside the common prefix is byte-identical in both reque
 
 from __future__ import annotations
 
+import bisect
 import hashlib
 import json
 import re
@@ -21,9 +22,10 @@ from dataclasses import dataclass, field
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from cacheviz._seq import common_prefix
+
 _WS = re.compile(r"[ \t\n\r]*")
 _SCANNER = json.decoder.JSONDecoder().scan_once
-_LCP_CHUNK = 4096
 
 
 class JSONSyntaxError(ValueError):
@@ -55,9 +57,13 @@ def digest(raw: bytes) -> str:
     return hashlib.sha256(raw).hexdigest()[:16]
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, eq=False)
 class Element:
-    """One element of a block array (or a block-valued string), with its source span."""
+    """One element of a block array (or a block-valued string), with its source span.
+
+    Equality is identity: a re-used element is the very object of the reference scan,
+    so lists of elements compare at C speed.
+    """
 
     start: int  # relative to the start of the scanned object
     end: int
@@ -88,6 +94,8 @@ class ObjectScan:
     members: list[Member] = field(default_factory=list)
     blocks: dict[str, list[Element]] = field(default_factory=dict)
     reused_chars: int = 0
+    ref: ObjectScan | None = None  # the reference scan whose elements were re-used
+    rendered: Any = None  # room for a consumer to cache what it derived from this scan
 
     def value(self, key: str, default: Any = None) -> Any:
         """Return the parsed value of the last non-block member called ``key``."""
@@ -129,22 +137,6 @@ def expect(text: str, pos: int, chars: str, what: str) -> tuple[str, int]:
     return text[pos], pos + 1
 
 
-def common_prefix_length(a: str, a0: int, b: str, b0: int) -> int:
-    """Length of the common prefix of ``a[a0:]`` and ``b[b0:]`` (chunked memcmp)."""
-    n = min(len(a) - a0, len(b) - b0)
-    i = 0
-    step = _LCP_CHUNK
-    while i < n:
-        j = min(i + step, n)
-        if a[a0 + i : a0 + j] == b[b0 + i : b0 + j]:
-            i = j
-            continue
-        if step == 1:
-            break
-        step = max(1, step // 16)
-    return i
-
-
 def _new_element(text: str, start: int, end: int, value: Any, base: int) -> Element:
     raw = text[start:end].encode("utf-8", "surrogatepass")
     return Element(start - base, end - base, value, digest(raw), raw)
@@ -169,6 +161,10 @@ def _scan_array(text: str, pos: int, base: int, out: list[Element], after_elemen
         pos = end
 
 
+def _element_end(element: Element) -> int:
+    return element.end
+
+
 def _resume_point(
     ref: ObjectScan, lcp: int
 ) -> tuple[list[Member], dict[str, list[Element]], int, Member | None, int]:
@@ -189,7 +185,8 @@ def _resume_point(
             resume = member.end
             continue
         if member.is_block and member.start < lcp and ref.text[ref.start + member.start] == "[":
-            kept = [e for e in ref.blocks[member.key] if e.end < lcp]
+            elements = ref.blocks[member.key]
+            kept = elements[: bisect.bisect_left(elements, lcp, key=_element_end)]
             if kept:
                 partial = Member(member.key, member.key_pos, member.start, -1, None, True)
                 members.append(partial)
@@ -240,12 +237,13 @@ def scan_object(
     open_member: Member | None = None
     cursor = base + 1
     best = max(
-        ((common_prefix_length(text, base, r.text, r.start), r) for r in refs),
+        ((common_prefix(text, r.text, base, r.start), r) for r in refs),
         key=lambda pair: pair[0],
         default=None,
     )
     if best is not None:
         lcp, ref = best
+        scan.ref = ref
         members, blocks, rel, open_member, reused = _resume_point(ref, lcp)
         scan.members, scan.blocks, scan.reused_chars = members, blocks, reused
         cursor = base + rel

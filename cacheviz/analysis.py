@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from array import array
 from dataclasses import dataclass
-from itertools import accumulate
+from itertools import accumulate, repeat
+from operator import attrgetter
 from typing import Any
 
 import polars as pl
@@ -12,8 +14,8 @@ from cacheviz import _schema
 from cacheviz.diagnose import Diagnosis, diagnose
 from cacheviz.lineage import assign_lineages, prefix_hash
 from cacheviz.model import Call, Session
-from cacheviz.prefix import PrefixIndex, match_previous
-from cacheviz.shape import log_hashes, segment_status, with_stability
+from cacheviz.prefix import LineageIndex, Match
+from cacheviz.shape import log_hashes, segments_frame
 from cacheviz.tokens import TokenCache, encoding_for_model
 
 _USAGE_FIELDS = {
@@ -24,14 +26,7 @@ _USAGE_FIELDS = {
     "reported_cache_write_1h_tokens": "cache_write_1h_tokens",
     "reported_output_tokens": "output_tokens",
 }
-
-
-@dataclass(slots=True)
-class _State:
-    """What a lineage remembers of its latest call."""
-
-    call: Call
-    offsets: list[int]
+_BLOCK_ID = attrgetter("id")
 
 
 @dataclass
@@ -62,20 +57,24 @@ class Analysis:
             reported = None
             if row["usage_provenance"] is not None:
                 reported = {
-                    "input_tokens": row["reported_input_tokens"],
-                    "cache_read_tokens": row["reported_cache_read_tokens"],
-                    "cache_write_tokens": row["reported_cache_write_tokens"],
-                    "cache_write_5m_tokens": row["reported_cache_write_5m_tokens"],
-                    "cache_write_1h_tokens": row["reported_cache_write_1h_tokens"],
-                    "output_tokens": row["reported_output_tokens"],
-                    "provenance": row["usage_provenance"],
+                    key: row[f"reported_{key}"]
+                    for key in (
+                        "input_tokens",
+                        "cache_read_tokens",
+                        "cache_write_tokens",
+                        "cache_write_5m_tokens",
+                        "cache_write_1h_tokens",
+                        "output_tokens",
+                    )
                 }
+                reported["provenance"] = row["usage_provenance"]
+            ts = row["ts"]
             calls.append(
                 {
                     "index": row["index"],
                     "lineage": row["lineage"],
                     "model": row["model"],
-                    "ts": None if row["ts"] is None else row["ts"].isoformat().replace("+00:00", "Z"),
+                    "ts": None if ts is None else ts.isoformat().replace("+00:00", "Z"),
                     "input_tokens": row["input_tokens"],
                     "prefix_tokens": row["prefix_tokens"],
                     "new_tokens": row["new_tokens"],
@@ -83,13 +82,16 @@ class Analysis:
                     "drift": None
                     if drift is None
                     else {
-                        "part": drift["part"],
-                        "position": drift["position"],
-                        "label": drift["label"],
-                        "token_offset": drift["token_offset"],
-                        "tokens_lost": drift["tokens_lost"],
-                        "cause": drift["cause"],
-                        "detail": drift["detail"],
+                        key: drift[key]
+                        for key in (
+                            "part",
+                            "position",
+                            "label",
+                            "token_offset",
+                            "tokens_lost",
+                            "cause",
+                            "detail",
+                        )
                     },
                     "reported": reported,
                 }
@@ -112,8 +114,8 @@ def analyze(session: Session, *, lineage: str = "auto", encoding: str | None = N
     lineage
         How to group calls into lineages; see :mod:`cacheviz.lineage`.
     encoding
-        Force one tiktoken encoding for every call (default: per model, o200k_base
-        approximation where the model's tokenizer is not public).
+        Force one tiktoken encoding for every call (default: per model, ``o200k_base``
+        as an approximation where the model's tokenizer is not public).
 
     Returns
     -------
@@ -126,82 +128,80 @@ def analyze(session: Session, *, lineage: str = "auto", encoding: str | None = N
     for call in calls:
         own, is_exact = encoding_for_model(call.model)
         name = encoding or own
-        cache = caches.get(name)
-        if cache is None:
-            cache = caches[name] = TokenCache(name, session.contents)
-        call_cache.append(cache)
+        if name not in caches:
+            caches[name] = TokenCache(name, session.contents)
+        call_cache.append(caches[name])
         exact.append(is_exact and name == own)
-    for cache in caches.values():
-        cache.ensure(
-            b.hash for call, c in zip(calls, call_cache, strict=True) if c is cache for b in call.blocks
-        )
+    keys = [[b.hash for b in call.blocks] for call in calls]
+    if len(caches) == 1:
+        next(iter(caches.values())).ensure(session.contents)
+    else:
+        for cache in caches.values():
+            cache.ensure(h for i, c in enumerate(call_cache) if c is cache for h in keys[i])
+    lengths = {name: cache.lengths() for name, cache in caches.items()}
     offsets = [
-        [0, *accumulate(len(call_cache[i][b.hash]) for b in call.blocks)]
-        for i, call in enumerate(calls)
+        [0, *accumulate(map(lengths[call_cache[i].encoding].__getitem__, keys[i]))]
+        for i in range(len(calls))
     ]
     lineages = assign_lineages(
-        calls, lambda call, h: len(call_cache[call.index][h]), mode=lineage
+        calls,
+        keys,
+        offsets,
+        lambda i, h: lengths[call_cache[i].encoding][h],
+        mode=lineage,
     )
 
-    calls_cols: dict[str, list[Any]] = {name: [] for name in _schema.CALLS}
-    seg_cols: dict[str, list[Any]] = {name: [] for name in _schema.SEGMENTS if name != "stability"}
+    call_cols: dict[str, list[Any]] = {name: [] for name in _schema.CALLS}
     drift_cols: dict[str, list[Any]] = {name: [] for name in _schema.DRIFTS}
-    indexes: dict[str, PrefixIndex] = {}
-    latest: dict[str, _State] = {}
-
+    indexes: dict[str, LineageIndex] = {}
+    latest: dict[str, int] = {}
+    block_ids = array("q")
+    row_calls = array("q")
     for i, call in enumerate(calls):
         name = lineages[i]
-        cache = call_cache[i]
-        own_offsets = offsets[i]
-        keys = [(b.part, b.hash) for b in call.blocks]
-        index = indexes.setdefault(name, PrefixIndex())
-        prefix = index.match_and_insert(keys, own_offsets, cache.__getitem__).tokens
+        index = indexes.setdefault(name, LineageIndex())
+        best, previous = index.add(keys[i], offsets[i], call_cache[i].__getitem__)
         before = latest.get(name)
-        latest[name] = _State(call, own_offsets)
-        drift: Diagnosis | None = None
-        common = None
-        if before is not None:
-            prev_keys = [(b.part, b.hash) for b in before.call.blocks]
-            found = match_previous(
-                prev_keys, before.offsets, keys, own_offsets, cache.__getitem__
-            )
-            common = found.tokens
-            if before.call.model != call.model:
-                drift = Diagnosis(
-                    "unknown", f"model changed from {before.call.model} to {call.model}"
-                )
-                common = 0
-            elif common < before.offsets[-1]:
-                drift = diagnose(before.call.blocks, call.blocks, found.blocks, session.contents)
+        latest[name] = i
+        drift = None
+        if before is not None and previous is not None:
+            drift = _drift(session, calls[before], call, offsets[before], previous)
             if drift is not None:
-                at = 0 if before.call.model != call.model else found.blocks
-                _add_drift(drift_cols, call, name, before, at, common, own_offsets, drift)
-        _add_call(calls_cols, call, name, cache.encoding, exact[i], own_offsets, prefix, before, common, drift)
-        previous_blocks = None if before is None else before.call.blocks
-        for j, block in enumerate(call.blocks):
-            seg_cols["call"].append(call.index)
-            seg_cols["lineage"].append(name)
-            seg_cols["part"].append(block.part)
-            seg_cols["position"].append(block.position)
-            seg_cols["label"].append(block.label)
-            seg_cols["hash"].append(block.hash)
-            seg_cols["bytes"].append(len(session.contents[block.hash].raw))
-            seg_cols["tokens"].append(own_offsets[j + 1] - own_offsets[j])
-            seg_cols["token_offset"].append(own_offsets[j])
-            seg_cols["status"].append(
-                segment_status(j, block, own_offsets[j + 1], prefix, previous_blocks)
-            )
+                at, common, diagnosis = drift
+                _add_drift(drift_cols, call, name, calls[before], at, common, offsets, diagnosis)
+        _add_call(
+            call_cols,
+            call,
+            name,
+            call_cache[i].encoding,
+            exact[i],
+            offsets[i][-1],
+            best,
+            None if before is None else calls[before].index,
+            None if previous is None else (0 if drift and drift[0] == -1 else previous.tokens),
+            None if drift is None else drift[2],
+        )
+        block_ids.extend(map(_BLOCK_ID, call.blocks))
+        row_calls.extend(repeat(call.index, len(call.blocks)))
 
-    segments = with_stability(
-        pl.DataFrame(seg_cols, schema={k: _schema.SEGMENTS[k] for k in seg_cols})
-    ).select(list(_schema.SEGMENTS))
+    calls_frame = _schema.frame(_schema.CALLS, call_cols)
+    segments = segments_frame(session, calls_frame, row_calls, block_ids, lengths)
     return Analysis(
-        session,
-        _schema.frame(_schema.CALLS, calls_cols),
-        segments,
-        _schema.frame(_schema.DRIFTS, drift_cols),
-        caches,
+        session, calls_frame, segments, _schema.frame(_schema.DRIFTS, drift_cols), caches
     )
+
+
+def _drift(
+    session: Session, before: Call, call: Call, before_offsets: list[int], previous: Match
+) -> tuple[int, int, Diagnosis] | None:
+    """``(block index, common tokens, diagnosis)`` when ``call`` drifts from ``before``."""
+    if before.model != call.model:
+        detail = f"model changed from {before.model} to {call.model}"
+        return -1, 0, Diagnosis("unknown", detail)
+    if previous.tokens >= before_offsets[-1]:
+        return None
+    diagnosis = diagnose(before.blocks, call.blocks, previous.blocks, session.contents)
+    return previous.blocks, previous.tokens, diagnosis
 
 
 def _add_call(
@@ -210,14 +210,13 @@ def _add_call(
     lineage: str,
     encoding: str,
     exact: bool,
-    offsets: list[int],
-    prefix: int,
-    before: _State | None,
+    total: int,
+    best: Match,
+    prev_call: int | None,
     common: int | None,
     drift: Diagnosis | None,
 ) -> None:
     head, tail = log_hashes(call.blocks)
-    total = offsets[-1]
     values: dict[str, Any] = {
         "index": call.index,
         "line": call.line,
@@ -230,9 +229,9 @@ def _add_call(
         "tokens_exact": exact,
         "n_segments": len(call.blocks),
         "input_tokens": total,
-        "prefix_tokens": prefix,
-        "new_tokens": total - prefix,
-        "prev_call": None if before is None else before.call.index,
+        "prefix_tokens": best.tokens,
+        "new_tokens": total - best.tokens,
+        "prev_call": prev_call,
         "prev_common_tokens": common,
         "drift": drift is not None,
         "drift_cause": None if drift is None else drift.cause,
@@ -251,24 +250,26 @@ def _add_drift(
     cols: dict[str, list[Any]],
     call: Call,
     lineage: str,
-    before: _State,
+    before: Call,
     at: int,
     common: int,
-    offsets: list[int],
+    offsets: list[list[int]],
     drift: Diagnosis,
 ) -> None:
-    previous = before.call.blocks
+    at = max(at, 0)
+    previous = before.blocks
     here = call.blocks[at] if at < len(call.blocks) else previous[at]
+    own = offsets[call.index]
     values = {
         "call": call.index,
         "lineage": lineage,
-        "prev_call": before.call.index,
+        "prev_call": before.index,
         "part": here.part,
         "position": here.position,
         "label": here.label,
         "token_offset": common,
-        "block_token_offset": offsets[min(at, len(call.blocks))],
-        "tokens_lost": before.offsets[-1] - common,
+        "block_token_offset": own[min(at, len(call.blocks))],
+        "tokens_lost": offsets[before.index][-1] - common,
         "cause": drift.cause,
         "detail": drift.detail,
         "hash": call.blocks[at].hash if at < len(call.blocks) else None,

@@ -26,6 +26,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Callable, Sequence
 
+from cacheviz._seq import common_prefix
 from cacheviz.model import Call
 
 LINEAGE_MODES = ("auto", "model+prefix", "model", "single")
@@ -40,7 +41,9 @@ def prefix_hash(call: Call) -> str:
 
 def assign_lineages(
     calls: Sequence[Call],
-    tokens_of: Callable[[Call, str], int],
+    keys: Sequence[list[str]],
+    offsets: Sequence[Sequence[int]],
+    token_count: Callable[[int, str], int],
     *,
     mode: str = "auto",
 ) -> list[str]:
@@ -50,8 +53,12 @@ def assign_lineages(
     ----------
     calls
         The session's calls in request-time order.
-    tokens_of
-        ``tokens_of(call, hash)``: token count of one of the call's blocks.
+    keys
+        Each call's block hashes in cache order.
+    offsets
+        Each call's cumulative token offsets (``offsets[i][-1]`` is its total).
+    token_count
+        ``token_count(call index, hash)``: tokens of one block of that call.
     mode
         One of :data:`LINEAGE_MODES`.
 
@@ -70,35 +77,36 @@ def assign_lineages(
         return [f"{call.model}:{prefix_hash(call)[:6]}" for call in calls]
 
     names: list[str] = []
-    latest: dict[str, tuple[dict[str, int], int]] = {}  # lineage -> (hash->tokens, total)
+    latest: dict[str, int] = {}  # lineage -> index of its latest call
+    hash_sets: dict[int, set[str]] = {}
     by_model: dict[str, list[str]] = {}
-    for call in calls:
-        weights = {b.hash: tokens_of(call, b.hash) for b in call.blocks}
-        total = sum(weights.values())
+
+    def share(i: int, j: int, candidates: int) -> float:
+        denominator = max(1, min(offsets[i][-1], offsets[j][-1]))
+        in_prefix = offsets[i][common_prefix(keys[i], keys[j])] / denominator
+        if in_prefix >= JOIN_SHARE and candidates == 1:
+            return in_prefix  # enough, and nothing to choose between
+        other = hash_sets.get(j)
+        if other is None:
+            other = hash_sets[j] = set(keys[j])
+        shared = sum(token_count(i, h) for h in set(keys[i]) & other)
+        return shared / denominator
+
+    for i, call in enumerate(calls):
         if call.lineage_hint is not None:
             name = call.lineage_hint
         else:
-            name = _best_lineage(weights, total, by_model.get(call.model, []), latest)
-            if name is None:
-                existing = by_model.setdefault(call.model, [])
-                name = call.model if not existing else f"{call.model}#{len(existing) + 1}"
-                existing.append(name)
-        latest[name] = (weights, total)
+            candidates = by_model.setdefault(call.model, [])
+            scored = [(share(i, latest[c], len(candidates)), c) for c in candidates]
+            best = max(scored, default=(0.0, ""), key=lambda pair: pair[0])
+            if best[0] >= JOIN_SHARE:
+                name = best[1]
+            else:
+                name = call.model if not candidates else f"{call.model}#{len(candidates) + 1}"
+                candidates.append(name)
+        previous = latest.get(name)
+        if previous is not None:
+            hash_sets.pop(previous, None)
+        latest[name] = i
         names.append(name)
     return names
-
-
-def _best_lineage(
-    weights: dict[str, int],
-    total: int,
-    candidates: list[str],
-    latest: dict[str, tuple[dict[str, int], int]],
-) -> str | None:
-    best, best_share = None, 0.0
-    for name in candidates:
-        other, other_total = latest[name]
-        shared = sum(n for h, n in weights.items() if h in other)
-        share = shared / max(1, min(total, other_total))
-        if share > best_share:
-            best, best_share = name, share
-    return best if best_share >= JOIN_SHARE else None

@@ -49,10 +49,15 @@ class Content:
     kind: str  # render kind: "tool", "system", "message:<api>"
 
 
-@dataclass(slots=True, frozen=True)
+@dataclass(slots=True, frozen=True, eq=False)
 class Block:
-    """One CacheShape segment of one request."""
+    """One CacheShape segment of one request.
 
+    Blocks are shared: a request that re-sends a block at the same place holds the very
+    object of the earlier request. ``id`` is its row in ``Session.blocks``.
+    """
+
+    id: int
     part: Part
     position: int  # index within the part
     label: str
@@ -91,6 +96,7 @@ class Session:
     format: str
     calls: list[Call]
     contents: dict[str, Content]
+    blocks: list[Block] = field(default_factory=list)  # every distinct Block, by id
     skipped: list[SkippedLine] = field(default_factory=list)
 
     def analyze(self, *, lineage: str = "auto", encoding: str | None = None) -> Analysis:

@@ -1,21 +1,23 @@
 """The common-prefix line: how far each request matches what its lineage sent before.
 
-A :class:`PrefixIndex` is a radix trie over block-key chains (``(part, hash)`` per
-block). Walking a request down the trie finds the longest run of leading blocks that
-some earlier request of the lineage sent; inside the first differing block the token
-arrays are compared with those of every earlier block at that node, so the line lands
-on the exact token where the match ends.
+A :class:`LineageIndex` holds a compressed radix trie over block-hash chains. Walking a
+request down the trie finds the longest run of leading blocks that some earlier request
+of the lineage sent; inside the first differing block the token arrays are compared
+with those of the earlier blocks at that point, so the line lands on the exact token
+where the match ends. Edges are slices of the requests' own hash lists and are compared
+at C speed, so a request costs time in proportion to its branch points and new blocks,
+not to its length.
 """
 
 from __future__ import annotations
 
 from array import array
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from itertools import islice
 
-from cacheviz.tokens import common_prefix_tokens
+from cacheviz._seq import common_prefix
 
-BlockKey = tuple[str, str]  # (part, hash)
 _MAX_SIBLINGS = 32  # earlier variants compared token by token at a branching node
 
 
@@ -26,90 +28,111 @@ def differing_block_common(a: array, b: array) -> int:
     field we do not render), the match is taken to end before the last token, so a
     byte change is never hidden.
     """
-    n = common_prefix_tokens(a, b)
+    n = common_prefix(a, b)
     if n == len(a) == len(b):
         n = max(0, n - 1)
     return n
 
 
-@dataclass(slots=True)
-class _Node:
-    children: dict[BlockKey, _Node] = field(default_factory=dict)
-
-
 @dataclass(slots=True, frozen=True)
 class Match:
-    """Where a request stops matching: ``blocks`` whole blocks, then ``tokens`` in all."""
+    """Where a request stops matching: after ``blocks`` whole blocks, at ``tokens``."""
 
     blocks: int
     tokens: int
 
 
-class PrefixIndex:
-    """Radix trie of the block-key chains sent so far by one lineage."""
+class _Node:
+    __slots__ = ("edges",)
+
+    def __init__(self) -> None:
+        self.edges: dict[str, _Edge] = {}
+
+
+class _Edge:
+    """``keys[start:end]`` of the request that created it, leading to ``child``."""
+
+    __slots__ = ("child", "end", "keys", "start")
+
+    def __init__(self, keys: list[str], start: int, end: int, child: _Node) -> None:
+        self.keys, self.start, self.end, self.child = keys, start, end, child
+
+
+class LineageIndex:
+    """Everything one lineage has sent so far: a radix trie plus its latest request."""
 
     def __init__(self) -> None:
         self._root = _Node()
+        self._previous: tuple[list[str], list[int]] | None = None
 
-    def match_and_insert(
+    def add(
         self,
-        keys: Sequence[BlockKey],
+        keys: list[str],
         offsets: Sequence[int],
         tokens_of: Callable[[str], array],
-    ) -> Match:
-        """Match ``keys`` against earlier chains, then add them to the index.
+    ) -> tuple[Match, Match | None]:
+        """Match a request against the lineage, then record it.
 
         Parameters
         ----------
         keys
-            The request's block keys in cache order.
+            The request's block hashes in cache order (kept by the index: don't mutate).
         offsets
-            Cumulative token offsets: ``offsets[i]`` tokens precede block ``i`` and
-            ``offsets[-1]`` is the request's total (``len(offsets) == len(keys) + 1``).
+            Cumulative token offsets, ``len(keys) + 1`` long (``offsets[-1]`` = total).
         tokens_of
             Token array of a block hash.
 
         Returns
         -------
-        Match
-            The longest prefix any earlier chain shares with this one.
+        tuple of Match
+            The longest prefix shared with any earlier request of the lineage, and the
+            prefix shared with the previous request (``None`` for the first).
         """
+        best = self._match_and_insert(keys, offsets, tokens_of)
+        previous = None
+        if self._previous is not None:
+            prev_keys, prev_offsets = self._previous
+            depth = common_prefix(prev_keys, keys)
+            tokens = offsets[depth]
+            if depth < min(len(keys), len(prev_keys)):
+                tokens += differing_block_common(tokens_of(keys[depth]), tokens_of(prev_keys[depth]))
+            previous = Match(depth, min(tokens, prev_offsets[-1]))
+        self._previous = (keys, list(offsets))
+        return best, previous
+
+    def _match_and_insert(
+        self, keys: list[str], offsets: Sequence[int], tokens_of: Callable[[str], array]
+    ) -> Match:
         node = self._root
         depth = 0
-        for key in keys:
-            child = node.children.get(key)
-            if child is None:
+        total = len(keys)
+        siblings: list[str] = []
+        while depth < total:
+            edge = node.edges.get(keys[depth])
+            if edge is None:
+                siblings = list(islice(reversed(node.edges), _MAX_SIBLINGS))
+                node.edges[keys[depth]] = _Edge(keys, depth, total, _Node())
                 break
-            node = child
-            depth += 1
+            length = edge.end - edge.start
+            run = common_prefix(edge.keys, keys, edge.start, depth, length)
+            if run == length:
+                node = edge.child
+                depth += length
+                continue
+            depth += run
+            if depth == total:  # this request is a prefix of an earlier one
+                break
+            siblings = [edge.keys[edge.start + run]]
+            middle = _Node()
+            middle.edges[edge.keys[edge.start + run]] = _Edge(
+                edge.keys, edge.start + run, edge.end, edge.child
+            )
+            middle.edges[keys[depth]] = _Edge(keys, depth, total, _Node())
+            edge.end = edge.start + run
+            edge.child = middle
+            break
         matched = offsets[depth]
-        if depth < len(keys) and node.children:
-            current = tokens_of(keys[depth][1])
-            siblings = list(node.children)[-_MAX_SIBLINGS:]
-            matched += max(differing_block_common(current, tokens_of(h)) for _, h in siblings)
-        result = Match(depth, matched)
-        for key in keys[depth:]:
-            child = _Node()
-            node.children[key] = child
-            node = child
-        return result
-
-
-def match_previous(
-    previous: Sequence[BlockKey],
-    prev_offsets: Sequence[int],
-    keys: Sequence[BlockKey],
-    offsets: Sequence[int],
-    tokens_of: Callable[[str], array],
-) -> Match:
-    """Common prefix of a request with one earlier request, in blocks and tokens."""
-    depth = 0
-    limit = min(len(previous), len(keys))
-    while depth < limit and previous[depth] == keys[depth]:
-        depth += 1
-    matched = offsets[depth]
-    if depth < limit:
-        matched += differing_block_common(
-            tokens_of(keys[depth][1]), tokens_of(previous[depth][1])
-        )
-    return Match(depth, min(matched, prev_offsets[-1]))
+        if siblings:
+            current = tokens_of(keys[depth])
+            matched += max(differing_block_common(current, tokens_of(h)) for h in siblings)
+        return Match(depth, matched)

@@ -13,6 +13,7 @@ arguments, tool schemas as compact JSON in their own key order).
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass, field
 from typing import Any
 
 from cacheviz._jsonspan import Element, ObjectScan
@@ -83,22 +84,88 @@ def _message_role(value: Any) -> str:
     return "item"
 
 
-def _add(
-    blocks: list[Block],
-    contents: dict[str, Content],
-    part: Part,
-    position: int,
-    label: str,
-    element: Element,
-    kind: str,
-) -> None:
-    if element.hash not in contents:
-        contents[element.hash] = Content(element.raw, element.value, kind)
-    blocks.append(Block(part, position, label, element.hash))
+@dataclass
+class BlockStore:
+    """The session's distinct block contents (by hash) and Block objects (by id)."""
+
+    contents: dict[str, Content] = field(default_factory=dict)
+    blocks: list[Block] = field(default_factory=list)
+
+    def add(self, part: Part, position: int, label: str, element: Element, kind: str) -> Block:
+        """Register a new Block (and its content, if unseen)."""
+        if element.hash not in self.contents:
+            self.contents[element.hash] = Content(element.raw, element.value, kind)
+        block = Block(len(self.blocks), part, position, label, element.hash)
+        self.blocks.append(block)
+        return block
 
 
-def blocks_from_scan(api: str, scan: ObjectScan, contents: dict[str, Content]) -> list[Block]:
-    """Return the request's blocks in cache order, registering new contents.
+_Sources = list[tuple[Part, list[Element], list[str]]]  # part, its elements, their kinds
+
+
+def _sources(api: str, scan: ObjectScan) -> _Sources:
+    tools = scan.blocks.get("tools", [])
+    if api == "messages":
+        messages = scan.blocks.get("messages")
+        if not messages:
+            msg = "request has no `messages` (an Anthropic Messages body needs at least one)"
+            raise RenderError(msg, "request.messages")
+        system = scan.blocks.get("system", [])
+        return [
+            ("tools", tools, ["tool"] * len(tools)),
+            ("system", system, ["system"] * len(system)),
+            ("messages", messages, ["message:messages"] * len(messages)),
+        ]
+    key = "messages" if api == "chat.completions" else "input"
+    conversation = scan.blocks.get(key, [])
+    if not conversation:
+        msg = f"request has no `{key}` (a {api} body needs at least one message)"
+        raise RenderError(msg, f"request.{key}")
+    kind = f"message:{api}"
+    leading = 0
+    while leading < len(conversation) and _message_role(conversation[leading].value) in _SYSTEM_ROLES:
+        leading += 1
+    instructions = scan.blocks.get("instructions", [])
+    system = instructions + conversation[:leading]
+    kinds = ["system"] * len(instructions) + [kind] * leading
+    rest = conversation[leading:]
+    return [
+        ("system", system, kinds),
+        ("tools", tools, ["tool"] * len(tools)),
+        ("messages", rest, [kind] * len(rest)),
+    ]
+
+
+def _label(part: Part, position: int, element: Element) -> str:
+    if part == "tools":
+        return _tool_label(element.value, position)
+    if part == "system":
+        return f"system[{position}]"
+    role = "user" if isinstance(element.value, str) else _message_role(element.value)
+    return f"{role}#{position}"
+
+
+def _shared_run(a: list[Element], b: list[Element]) -> int:
+    """Leading elements that are the very same objects (re-used by the scanner)."""
+    n = min(len(a), len(b))
+    if a[:n] == b[:n]:
+        return n
+    lo, hi = 0, n - 1
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if a[:mid] == b[:mid]:
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo
+
+
+def blocks_from_scan(api: str, scan: ObjectScan, store: BlockStore) -> list[Block]:
+    """Return the request's blocks in cache order, registering new ones in ``store``.
+
+    Blocks whose elements the scanner re-used from its reference request are taken
+    from that request's blocks (same objects), so the work per request grows with its
+    new blocks only.
 
     Parameters
     ----------
@@ -106,8 +173,8 @@ def blocks_from_scan(api: str, scan: ObjectScan, contents: dict[str, Content]) -
         One of :data:`APIS`.
     scan
         The scanned request body (its block members split by :data:`BLOCK_KEYS`).
-    contents
-        The session's content store; new hashes are added to it.
+    store
+        The session's block store.
 
     Returns
     -------
@@ -118,38 +185,23 @@ def blocks_from_scan(api: str, scan: ObjectScan, contents: dict[str, Content]) -
     RenderError
         When the body has no conversation (no ``messages``/``input``).
     """
+    previous = scan.ref.rendered if scan.ref is not None else None
+    scan.ref = None  # keep no chain of scans alive
+    rendered: dict[str, tuple[list[Element], list[Block]]] = {}
     blocks: list[Block] = []
-    tools = scan.blocks.get("tools", [])
-    if api == "messages":
-        messages = scan.blocks.get("messages")
-        if not messages:
-            msg = "request has no `messages` (an Anthropic Messages body needs at least one)"
-            raise RenderError(msg, "request.messages")
-        for i, element in enumerate(tools):
-            _add(blocks, contents, "tools", i, _tool_label(element.value, i), element, "tool")
-        for i, element in enumerate(scan.blocks.get("system", [])):
-            _add(blocks, contents, "system", i, f"system[{i}]", element, "system")
-        conversation = messages
-        kind = "message:messages"
-        leading: list[Element] = []
-    else:
-        key = "messages" if api == "chat.completions" else "input"
-        conversation = list(scan.blocks.get(key, []))
-        if not conversation:
-            msg = f"request has no `{key}` (a {api} body needs at least one message)"
-            raise RenderError(msg, f"request.{key}")
-        leading = list(scan.blocks.get("instructions", []))
-        while conversation and _message_role(conversation[0].value) in _SYSTEM_ROLES:
-            leading.append(conversation.pop(0))
-        kind = f"message:{api}"
-        for i, element in enumerate(leading):
-            system_kind = "system" if isinstance(element.value, str) else kind
-            _add(blocks, contents, "system", i, f"system[{i}]", element, system_kind)
-        for i, element in enumerate(tools):
-            _add(blocks, contents, "tools", i, _tool_label(element.value, i), element, "tool")
-    for i, element in enumerate(conversation):
-        role = "user" if isinstance(element.value, str) else _message_role(element.value)
-        _add(blocks, contents, "messages", i, f"{role}#{i}", element, kind)
+    for part, elements, kinds in _sources(api, scan):
+        shared: list[Block] = []
+        if previous is not None and part in previous:
+            old_elements, old_blocks = previous[part]
+            shared = old_blocks[: _shared_run(elements, old_elements)]
+        part_blocks = shared
+        for position in range(len(shared), len(elements)):
+            element = elements[position]
+            label = _label(part, position, element)
+            part_blocks.append(store.add(part, position, label, element, kinds[position]))
+        rendered[part] = (elements, part_blocks)
+        blocks.extend(part_blocks)
+    scan.rendered = rendered
     return blocks
 
 

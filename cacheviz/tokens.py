@@ -25,7 +25,6 @@ from cacheviz.render import render_text
 DEFAULT_ENCODING = "o200k_base"
 MESSAGE_START = -1
 MESSAGE_END = -2
-_LCP_CHUNK = 256
 
 
 def encoding_for_model(model: str) -> tuple[str, bool]:
@@ -73,22 +72,6 @@ def get_encoding(name: str):  # noqa: ANN201 - tiktoken.Encoding, imported lazil
         raise EncodingUnavailableError(msg) from None
 
 
-def common_prefix_tokens(a: array, b: array) -> int:
-    """Length of the common prefix of two token arrays."""
-    n = min(len(a), len(b))
-    i = 0
-    step = _LCP_CHUNK
-    while i < n:
-        j = min(i + step, n)
-        if a[i:j] == b[i:j]:
-            i = j
-        elif step == 1:
-            break
-        else:
-            step = max(1, step // 16)
-    return i
-
-
 class TokenCache:
     """Token arrays of block contents, keyed by content hash, for one encoding."""
 
@@ -122,6 +105,10 @@ class TokenCache:
                 tokens.extend(ids)
                 tokens.append(MESSAGE_END)
                 self._tokens[digest] = tokens
+
+    def lengths(self) -> dict[str, int]:
+        """Token count of every tokenized hash."""
+        return {digest: len(tokens) for digest, tokens in self._tokens.items()}
 
     def __getitem__(self, digest: str) -> array:
         tokens = self._tokens.get(digest)

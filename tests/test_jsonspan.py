@@ -4,7 +4,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from cacheviz._jsonspan import JSONSyntaxError, common_prefix_length, digest, scan_object
+from cacheviz._jsonspan import JSONSyntaxError, digest, scan_object
+from cacheviz._seq import common_prefix
 
 KEYS = frozenset({"tools", "system", "messages"})
 
@@ -66,9 +67,10 @@ def test_invalid_json_raises_with_a_position(text):
 
 def test_common_prefix_length_is_exact():
     a = "x" * 10_000 + "abc"
-    assert common_prefix_length(a, 0, "x" * 10_000 + "abd", 0) == 10_002
-    assert common_prefix_length("zz" + a, 2, a, 0) == len(a)
-    assert common_prefix_length("", 0, a, 0) == 0
+    assert common_prefix(a, "x" * 10_000 + "abd") == 10_002
+    assert common_prefix("zz" + a, a, 2, 0) == len(a)
+    assert common_prefix("", a) == 0
+    assert common_prefix(list(range(5000)), [*range(4999), 7]) == 4999
 
 
 json_values = st.recursive(

@@ -2,14 +2,14 @@ import pytest
 
 from cacheviz._jsonspan import scan_object
 from cacheviz.model import Content
-from cacheviz.render import BLOCK_KEYS, RenderError, blocks_from_scan, infer_api, render_text
+from cacheviz.render import BLOCK_KEYS, BlockStore, RenderError, blocks_from_scan, infer_api, render_text
 
 ALL = frozenset().union(*BLOCK_KEYS.values())
 
 
 def _blocks(api, text):
-    contents = {}
-    return blocks_from_scan(api, scan_object(text, 0, ALL), contents), contents
+    store = BlockStore()
+    return blocks_from_scan(api, scan_object(text, 0, ALL), store), store.contents
 
 
 def test_anthropic_order_is_tools_system_messages():

@@ -8,7 +8,8 @@ from datetime import datetime
 from pathlib import Path
 
 from cacheviz.errors import CacheVizWarning, TranscriptError
-from cacheviz.model import Call, Content, Session, SkippedLine
+from cacheviz.model import Call, Session, SkippedLine
+from cacheviz.render import BlockStore
 
 ERROR_MODES = ("raise", "skip")
 
@@ -48,7 +49,7 @@ class LineReader:
             )
         self.skipped.append(SkippedLine(lineno, reason))
 
-    def session(self, fmt: str, calls: list[Call], contents: dict[str, Content]) -> Session:
+    def session(self, fmt: str, calls: list[Call], store: BlockStore) -> Session:
         """Order the calls by request time, number them, and build the session."""
         if not calls:
             detail = f" ({len(self.skipped)} bad lines skipped)" if self.skipped else ""
@@ -65,7 +66,7 @@ class LineReader:
         ordered = order_by_time(calls)
         for index, call in enumerate(ordered):
             call.index = index
-        return Session(self.path, fmt, ordered, contents, self.skipped)
+        return Session(self.path, fmt, ordered, store.contents, store.blocks, self.skipped)
 
 
 def order_by_time(calls: list[Call]) -> list[Call]:

@@ -13,8 +13,8 @@ from typing import Any
 from cacheviz._jsonspan import JSONSyntaxError, ObjectScan, scan_object
 from cacheviz.errors import TranscriptError
 from cacheviz.formats._lines import LineReader
-from cacheviz.model import Call, Content, Session
-from cacheviz.render import APIS, BLOCK_KEYS, RenderError, blocks_from_scan, infer_api
+from cacheviz.model import Call, Session
+from cacheviz.render import APIS, BLOCK_KEYS, BlockStore, RenderError, blocks_from_scan, infer_api
 from cacheviz.usage import normalize_usage
 
 NAME = "cacheviz"
@@ -81,7 +81,7 @@ def _string_field(record: ObjectScan, key: str) -> str | None:
 
 
 def _call_from_line(
-    text: str, refs: list[ObjectScan], contents: dict[str, Content]
+    text: str, refs: list[ObjectScan], store: BlockStore
 ) -> tuple[Call, ObjectScan]:
     def scan_request(t: str, pos: int) -> tuple[ObjectScan, int]:
         scan = scan_object(t, pos, _ALL_BLOCK_KEYS, refs)
@@ -116,7 +116,7 @@ def _call_from_line(
     if not isinstance(hint, str):
         parts = [str(meta[k]) for k in ("session", "agent") if isinstance(meta.get(k), str)]
         hint = "/".join(parts) or None
-    blocks = blocks_from_scan(api, request, contents)
+    blocks = blocks_from_scan(api, request, store)
     call = Call(-1, 0, ts, provider, api, model, blocks, usage, hint, meta)
     return call, request
 
@@ -138,12 +138,12 @@ def read(path: Path, *, errors: str = "raise") -> Session:
         On the first bad line (``errors="raise"``) or when no call could be read.
     """
     reader = LineReader(path, errors=errors)
-    contents: dict[str, Content] = {}
+    store = BlockStore()
     calls: list[Call] = []
     refs: list[ObjectScan] = []
     for lineno, text in reader.lines():
         try:
-            call, scan = _call_from_line(text, refs, contents)
+            call, scan = _call_from_line(text, refs, store)
         except JSONSyntaxError as exc:
             reader.fail(lineno, f"not valid JSON: {exc} (column {exc.pos + 1}); {_EXPECTED}")
             continue
@@ -157,7 +157,7 @@ def read(path: Path, *, errors: str = "raise") -> Session:
         calls.append(call)
         refs.insert(0, scan)
         del refs[_REFERENCE_SCANS:]
-    return reader.session(NAME, calls, contents)
+    return reader.session(NAME, calls, store)
 
 
 _EXPECTED = "expected one JSON object per line with `request`, `model`, `provider` (docs/format.md)"

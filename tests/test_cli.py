@@ -1,0 +1,91 @@
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from cacheviz import cli
+
+SAMPLES = Path(__file__).resolve().parent.parent / "sample_sessions"
+
+
+def test_summary_table_has_a_row_per_call_and_totals(capsys):
+    assert cli.main(["summary", str(SAMPLES / "timestamp_in_system.jsonl")]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[0].endswith("(cacheviz, 8 calls)")
+    rows = [line for line in out if line.strip()[:1].isdigit()]
+    assert len(rows) == 8
+    assert sum("✗ volatile_value at system/system[1]" in r for r in rows) == 7
+    assert out[-1].startswith("total: ") and "7 drift(s)" in out[-1]
+    assert "counts approximate" in out[-1]
+
+
+def test_summary_json_contract(capsys):
+    assert cli.main(["summary", str(SAMPLES / "compaction.jsonl"), "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["format"] == "cacheviz"
+    for call in doc["calls"]:
+        assert isinstance(call["index"], int)
+        assert isinstance(call["lineage"], str) and isinstance(call["model"], str)
+        assert call["ts"] is None or call["ts"].endswith("Z")
+        assert isinstance(call["input_tokens"], int) and isinstance(call["prefix_tokens"], int)
+        assert call["reported"] is None
+        drift = call["drift"]
+        if drift is not None:
+            assert drift["part"] in ("tools", "system", "messages")
+            assert isinstance(drift["position"], int) and isinstance(drift["token_offset"], int)
+            assert isinstance(drift["cause"], str)
+    assert [c["index"] for c in doc["calls"] if c["drift"]] == [8]
+
+
+def test_reported_usage_in_json(write_log, anthropic_body, capsys):
+    usage = [{"input_tokens": 4, "cache_read_input_tokens": 10, "cache_creation_input_tokens": 0, "output_tokens": 1}]
+    path = write_log([anthropic_body([{"role": "user", "content": "hi"}])], usage=usage)
+    assert cli.main(["summary", str(path), "--json"]) == 0
+    reported = json.loads(capsys.readouterr().out)["calls"][0]["reported"]
+    assert {k: reported[k] for k in ("input_tokens", "cache_read_tokens", "cache_write_tokens", "output_tokens")} == {
+        "input_tokens": 14, "cache_read_tokens": 10, "cache_write_tokens": 0, "output_tokens": 1,
+    }
+
+
+@pytest.mark.parametrize(
+    ("content", "expected"),
+    [
+        (b"", "file is empty"),
+        (b"hello\n", "can't tell the transcript format"),
+        (b'{"model":"m","request":{"messages":[{"role":"user","content":"x"}]}}\n{broken\n', ":2: not valid JSON"),
+        (b'{"model":"m","request":{"system":"x"}}\n', ":1: request has no `messages`"),
+    ],
+)
+def test_bad_input_is_one_line_and_exit_2(tmp_path, capsys, content, expected):
+    path = tmp_path / "bad.jsonl"
+    path.write_bytes(content)
+    assert cli.main(["summary", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("cacheviz: error: ")
+    assert expected in err
+    assert "Traceback" not in err
+
+
+def test_missing_file_exit_2(tmp_path, capsys):
+    assert cli.main(["summary", str(tmp_path / "nope.jsonl")]) == 2
+    assert "no such file" in capsys.readouterr().err
+
+
+def test_errors_skip_reports_the_count(tmp_path, capsys):
+    good = (SAMPLES / "append_only.jsonl").read_text().splitlines()
+    path = tmp_path / "mixed.jsonl"
+    path.write_text("\n".join([good[0], "{bad", good[1], "[1,2]"]) + "\n")
+    assert cli.main(["summary", str(path), "--errors", "skip"]) == 0
+    captured = capsys.readouterr()
+    assert "skipped 2 bad line(s); first at line 2" in captured.err
+    assert "2 bad line(s) skipped" in captured.out
+
+
+def test_console_script_runs_as_a_module():
+    result = subprocess.run(
+        [sys.executable, "-m", "cacheviz", "summary", str(SAMPLES / "append_only.jsonl"), "--json"],
+        capture_output=True, text=True, check=True,
+    )
+    assert len(json.loads(result.stdout)["calls"]) == 12
