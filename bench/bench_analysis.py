@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import random
 import resource
 import subprocess
 import sys
@@ -34,9 +35,25 @@ from cacheviz.formats.native import record_line  # noqa: E402
 from cacheviz.samples import ANTHROPIC, Agent, Prose, _tool_specs  # noqa: E402
 
 
+class VariedProse(Prose):
+    """Prose over a large made-up vocabulary, so tokenizing it costs what real text costs."""
+
+    def __init__(self, seed: int) -> None:
+        super().__init__(seed)
+        rng = random.Random(seed + 1)
+        syllables = [c + v for c in "bcdfghjklmnprstvwxz" for v in "aeiouy"] + ["th", "ng", "qu"]
+        self.vocabulary = [
+            "".join(rng.choice(syllables) for _ in range(rng.randint(1, 4))) for _ in range(6000)
+        ] + [f"{rng.choice(syllables)}_{rng.randint(0, 999)}" for _ in range(2000)]
+
+    def sentence(self, words: int = 12) -> str:
+        picked = [self.rng.choice(self.vocabulary) for _ in range(words)]
+        return " ".join(picked).capitalize() + "."
+
+
 def generate(path: Path, calls: int) -> dict[str, Any]:
     """Write a long session: ~20k-token system, 40 tools, ~50 tokens of history per call."""
-    static = Prose(2024)
+    static = VariedProse(2024)
     system = [
         "You are a meticulous coding agent. " + static.paragraph(400),
         "Project rules. " + static.paragraph(300),
@@ -46,6 +63,7 @@ def generate(path: Path, calls: int) -> dict[str, Any]:
         specs += [(f"{name}_{i}", d, s) for name, d, s in _tool_specs(static)]
     tools = ANTHROPIC.tools(specs[:40])
     agent = Agent(ANTHROPIC, 7)
+    agent.prose = VariedProse(7)
     agent.history.append(ANTHROPIC.user(agent.user_turn()))
     with path.open("w", encoding="utf-8") as out:
         for index in range(calls):
@@ -103,6 +121,9 @@ def phase_analyze(path: Path) -> dict[str, Any]:
     loaded = time.perf_counter() - start
     analysis = session.analyze()
     total = time.perf_counter() - start
+    start = time.perf_counter()
+    segments = analysis.segments.height
+    segments_s = time.perf_counter() - start
     calls = analysis.calls
     return {
         "load_s": loaded,
@@ -112,6 +133,8 @@ def phase_analyze(path: Path) -> dict[str, Any]:
         "total_input_tokens": int(calls["input_tokens"].sum()),
         "unique_blocks": len(session.contents),
         "drifts": analysis.drifts.height,
+        "segments": segments,
+        "segments_s": segments_s,
     }
 
 
@@ -181,7 +204,8 @@ def main() -> None:
         print(f"read + orjson.loads:      {parse['orjson_s']:7.2f} s")
     print(f"cacheviz load:            {analyze['load_s']:7.2f} s")
     print(f"cacheviz load + analyze:  {analyze['analyze_s']:7.2f} s   peak {analyze['peak_rss_mb']:,.0f} MB "
-          f"(interpreter + imports alone: {baseline:,.0f} MB)")
+          f"(imports + o200k_base loaded: {baseline:,.0f} MB)")
+    print(f"segments frame ({analyze['segments']:,} rows, built on first access): {analyze['segments_s']:.2f} s")
     print(f"  = {analyze['analyze_s'] / parse['json_s']:.2f}x json.loads parse time", end="")
     if "orjson_s" in parse:
         print(f", {analyze['analyze_s'] / parse['orjson_s']:.2f}x orjson parse time", end="")
@@ -192,7 +216,10 @@ def main() -> None:
 
 
 def run_phase_import() -> float:
-    code = "import resource, cacheviz, polars, tiktoken; print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)"
+    code = (
+        "import resource, cacheviz; from cacheviz.tokens import get_encoding; get_encoding('o200k_base'); "
+        "print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)"
+    )
     return float(subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True).stdout)
 
 

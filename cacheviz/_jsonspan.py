@@ -236,11 +236,13 @@ def scan_object(
     scan = ObjectScan(text, base, -1)
     open_member: Member | None = None
     cursor = base + 1
-    best = max(
-        ((common_prefix(text, r.text, base, r.start), r) for r in refs),
-        key=lambda pair: pair[0],
-        default=None,
-    )
+    best = None
+    for candidate in refs:  # most recent first; stop once one covers most of its text
+        lcp = common_prefix(text, candidate.text, base, candidate.start)
+        if best is None or lcp > best[0]:
+            best = (lcp, candidate)
+        if 2 * lcp >= candidate.end - candidate.start:
+            break
     if best is not None:
         lcp, ref = best
         scan.ref = ref

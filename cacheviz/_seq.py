@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 _CHUNK = 4096
+_TEXT_CHUNK = 65536  # chars; compared in place with str.startswith (one small copy)
 
 
 def common_prefix(
@@ -26,10 +27,16 @@ def common_prefix(
     if limit is not None:
         n = min(n, limit)
     i = 0
-    step = _CHUNK
+    text = isinstance(a, str) and isinstance(b, str)
+    step = _TEXT_CHUNK if text else _CHUNK
     while i < n:
         j = min(i + step, n)
-        if a[a0 + i : a0 + j] == b[b0 + i : b0 + j]:
+        same = (
+            a.startswith(b[b0 + i : b0 + j], a0 + i)  # type: ignore[attr-defined]
+            if text
+            else a[a0 + i : a0 + j] == b[b0 + i : b0 + j]
+        )
+        if same:
             i = j
         elif step == 1:
             break

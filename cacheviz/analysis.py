@@ -2,20 +2,19 @@
 
 from __future__ import annotations
 
-from array import array
 from dataclasses import dataclass
-from itertools import accumulate, repeat
-from operator import attrgetter
+from itertools import accumulate
 from typing import Any
 
 import polars as pl
 
 from cacheviz import _schema
+from cacheviz._seq import common_prefix
 from cacheviz.diagnose import Diagnosis, diagnose
-from cacheviz.lineage import assign_lineages, prefix_hash
+from cacheviz.lineage import assign_lineages
 from cacheviz.model import Call, Session
 from cacheviz.prefix import LineageIndex, Match
-from cacheviz.shape import log_hashes, segments_frame
+from cacheviz.shape import log_hashes, prefix_hash, segments_frame
 from cacheviz.tokens import TokenCache, encoding_for_model
 
 _USAGE_FIELDS = {
@@ -26,26 +25,34 @@ _USAGE_FIELDS = {
     "reported_cache_write_1h_tokens": "cache_write_1h_tokens",
     "reported_output_tokens": "output_tokens",
 }
-_BLOCK_ID = attrgetter("id")
 
 
 @dataclass
 class Analysis:
     """The analysed session: ``calls``, ``segments`` and ``drifts`` polars frames.
 
-    Columns and dtypes are listed in :mod:`cacheviz._schema`.
+    Columns and dtypes are listed in :mod:`cacheviz._schema`. ``segments`` (one row per
+    call and segment, millions for long sessions) is built on first access.
     """
 
     session: Session
     calls: pl.DataFrame
-    segments: pl.DataFrame
     drifts: pl.DataFrame
     token_caches: dict[str, TokenCache]
+    _segments: pl.DataFrame | None = None
+
+    @property
+    def segments(self) -> pl.DataFrame:
+        """One row per (call, segment): the CacheShape of every request."""
+        if self._segments is None:
+            lengths = {name: cache.lengths() for name, cache in self.token_caches.items()}
+            self._segments = segments_frame(self.session, self.calls, lengths)
+        return self._segments
 
     def __repr__(self) -> str:
         return (
             f"<Analysis {self.session.format} calls={self.calls.height} "
-            f"drifts={self.drifts.height} segments={self.segments.height}>"
+            f"drifts={self.drifts.height}>"
         )
 
     def summary(self) -> dict[str, Any]:
@@ -132,17 +139,14 @@ def analyze(session: Session, *, lineage: str = "auto", encoding: str | None = N
             caches[name] = TokenCache(name, session.contents)
         call_cache.append(caches[name])
         exact.append(is_exact and name == own)
-    keys = [[b.hash for b in call.blocks] for call in calls]
+    keys = [call.hashes for call in calls]
     if len(caches) == 1:
         next(iter(caches.values())).ensure(session.contents)
     else:
         for cache in caches.values():
             cache.ensure(h for i, c in enumerate(call_cache) if c is cache for h in keys[i])
     lengths = {name: cache.lengths() for name, cache in caches.items()}
-    offsets = [
-        [0, *accumulate(map(lengths[call_cache[i].encoding].__getitem__, keys[i]))]
-        for i in range(len(calls))
-    ]
+    offsets = _offsets(keys, [lengths[c.encoding] for c in call_cache])
     lineages = assign_lineages(
         calls,
         keys,
@@ -155,8 +159,6 @@ def analyze(session: Session, *, lineage: str = "auto", encoding: str | None = N
     drift_cols: dict[str, list[Any]] = {name: [] for name in _schema.DRIFTS}
     indexes: dict[str, LineageIndex] = {}
     latest: dict[str, int] = {}
-    block_ids = array("q")
-    row_calls = array("q")
     for i, call in enumerate(calls):
         name = lineages[i]
         index = indexes.setdefault(name, LineageIndex())
@@ -181,14 +183,34 @@ def analyze(session: Session, *, lineage: str = "auto", encoding: str | None = N
             None if previous is None else (0 if drift and drift[0] == -1 else previous.tokens),
             None if drift is None else drift[2],
         )
-        block_ids.extend(map(_BLOCK_ID, call.blocks))
-        row_calls.extend(repeat(call.index, len(call.blocks)))
 
-    calls_frame = _schema.frame(_schema.CALLS, call_cols)
-    segments = segments_frame(session, calls_frame, row_calls, block_ids, lengths)
     return Analysis(
-        session, calls_frame, segments, _schema.frame(_schema.DRIFTS, drift_cols), caches
+        session,
+        _schema.frame(_schema.CALLS, call_cols),
+        _schema.frame(_schema.DRIFTS, drift_cols),
+        caches,
     )
+
+
+def _offsets(keys: list[list[str]], lengths: list[dict[str, int]]) -> list[list[int]]:
+    """Cumulative token offsets of every call's blocks.
+
+    A call shares most of its blocks with the call before it, so the offsets of the
+    shared leading blocks are copied rather than summed again.
+    """
+    out: list[list[int]] = []
+    for i, hashes in enumerate(keys):
+        count = lengths[i].__getitem__
+        shared = 0
+        if i and lengths[i] is lengths[i - 1]:
+            shared = common_prefix(keys[i - 1], hashes)
+        if shared:
+            offsets = out[i - 1][:shared]
+            offsets += accumulate(map(count, hashes[shared:]), initial=out[i - 1][shared])
+            out.append(offsets)
+        else:
+            out.append([0, *accumulate(map(count, hashes))])
+    return out
 
 
 def _drift(
@@ -216,7 +238,7 @@ def _add_call(
     common: int | None,
     drift: Diagnosis | None,
 ) -> None:
-    head, tail = log_hashes(call.blocks)
+    head, tail = log_hashes(call)
     values: dict[str, Any] = {
         "index": call.index,
         "line": call.line,

@@ -23,20 +23,14 @@ Modes
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Callable, Sequence
 
 from cacheviz._seq import common_prefix
 from cacheviz.model import Call
+from cacheviz.shape import prefix_hash
 
 LINEAGE_MODES = ("auto", "model+prefix", "model", "single")
 JOIN_SHARE = 0.5  # share of the smaller request's tokens two calls must have in common
-
-
-def prefix_hash(call: Call) -> str:
-    """Whale's prefix hash: over the hashes of the tools and system segments."""
-    hashes = "".join(b.hash for b in call.blocks if b.part != "messages")
-    return hashlib.sha256(hashes.encode()).hexdigest()[:16]
 
 
 def assign_lineages(

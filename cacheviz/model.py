@@ -78,6 +78,16 @@ class Call:
     usage: Usage | None = None
     lineage_hint: str | None = None
     meta: dict[str, Any] = field(default_factory=dict)
+    hashes: list[str] = field(default_factory=list)  # block hashes, derived when not given
+    message_start: int = -1  # index of the first "messages" block, derived when not given
+
+    def __post_init__(self) -> None:
+        if not self.hashes and self.blocks:
+            self.hashes = [b.hash for b in self.blocks]
+        if self.message_start < 0:
+            self.message_start = next(
+                (i for i, b in enumerate(self.blocks) if b.part == "messages"), len(self.blocks)
+            )
 
 
 @dataclass(slots=True)

@@ -11,6 +11,7 @@ not to its length.
 
 from __future__ import annotations
 
+import bisect
 from array import array
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -59,11 +60,17 @@ class _Edge:
 
 
 class LineageIndex:
-    """Everything one lineage has sent so far: a radix trie plus its latest request."""
+    """Everything one lineage has sent so far: a radix trie plus its latest request.
+
+    The latest request's path through the trie is kept, so the next request - usually
+    the same bytes plus a few new blocks - resumes the walk where it leaves that path
+    instead of walking from the root.
+    """
 
     def __init__(self) -> None:
         self._root = _Node()
         self._previous: tuple[list[str], list[int]] | None = None
+        self._path: list[tuple[int, _Node]] = [(0, self._root)]  # (depth, node) of the latest
 
     def add(
         self,
@@ -88,8 +95,8 @@ class LineageIndex:
             The longest prefix shared with any earlier request of the lineage, and the
             prefix shared with the previous request (``None`` for the first).
         """
-        best = self._match_and_insert(keys, offsets, tokens_of)
         previous = None
+        start = 0
         if self._previous is not None:
             prev_keys, prev_offsets = self._previous
             depth = common_prefix(prev_keys, keys)
@@ -97,42 +104,56 @@ class LineageIndex:
             if depth < min(len(keys), len(prev_keys)):
                 tokens += differing_block_common(tokens_of(keys[depth]), tokens_of(prev_keys[depth]))
             previous = Match(depth, min(tokens, prev_offsets[-1]))
+            start = bisect.bisect_right(self._path, depth, key=_depth) - 1
+        best = self._walk_and_insert(keys, offsets, tokens_of, self._path[: start + 1])
         self._previous = (keys, list(offsets))
         return best, previous
 
-    def _match_and_insert(
-        self, keys: list[str], offsets: Sequence[int], tokens_of: Callable[[str], array]
+    def _walk_and_insert(
+        self,
+        keys: list[str],
+        offsets: Sequence[int],
+        tokens_of: Callable[[str], array],
+        path: list[tuple[int, _Node]],
     ) -> Match:
-        node = self._root
-        depth = 0
+        depth, node = path[-1]
         total = len(keys)
         siblings: list[str] = []
         while depth < total:
             edge = node.edges.get(keys[depth])
             if edge is None:
                 siblings = list(islice(reversed(node.edges), _MAX_SIBLINGS))
-                node.edges[keys[depth]] = _Edge(keys, depth, total, _Node())
+                leaf = _Node()
+                node.edges[keys[depth]] = _Edge(keys, depth, total, leaf)
+                path.append((total, leaf))
                 break
             length = edge.end - edge.start
             run = common_prefix(edge.keys, keys, edge.start, depth, length)
             if run == length:
                 node = edge.child
                 depth += length
+                path.append((depth, node))
                 continue
             depth += run
             if depth == total:  # this request is a prefix of an earlier one
                 break
             siblings = [edge.keys[edge.start + run]]
-            middle = _Node()
+            middle, leaf = _Node(), _Node()
             middle.edges[edge.keys[edge.start + run]] = _Edge(
                 edge.keys, edge.start + run, edge.end, edge.child
             )
-            middle.edges[keys[depth]] = _Edge(keys, depth, total, _Node())
+            middle.edges[keys[depth]] = _Edge(keys, depth, total, leaf)
             edge.end = edge.start + run
             edge.child = middle
+            path += [(depth, middle), (total, leaf)]
             break
+        self._path = path
         matched = offsets[depth]
         if siblings:
             current = tokens_of(keys[depth])
             matched += max(differing_block_common(current, tokens_of(h)) for h in siblings)
         return Match(depth, matched)
+
+
+def _depth(step: tuple[int, _Node]) -> int:
+    return step[0]

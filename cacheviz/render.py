@@ -160,7 +160,16 @@ def _shared_run(a: list[Element], b: list[Element]) -> int:
     return lo
 
 
-def blocks_from_scan(api: str, scan: ObjectScan, store: BlockStore) -> list[Block]:
+@dataclass(slots=True)
+class Rendered:
+    """A request's blocks, their hashes, and where the conversation starts."""
+
+    blocks: list[Block]
+    hashes: list[str]
+    message_start: int
+
+
+def blocks_from_scan(api: str, scan: ObjectScan, store: BlockStore) -> Rendered:
     """Return the request's blocks in cache order, registering new ones in ``store``.
 
     Blocks whose elements the scanner re-used from its reference request are taken
@@ -178,7 +187,7 @@ def blocks_from_scan(api: str, scan: ObjectScan, store: BlockStore) -> list[Bloc
 
     Returns
     -------
-    list of Block
+    Rendered
 
     Raises
     ------
@@ -187,22 +196,29 @@ def blocks_from_scan(api: str, scan: ObjectScan, store: BlockStore) -> list[Bloc
     """
     previous = scan.ref.rendered if scan.ref is not None else None
     scan.ref = None  # keep no chain of scans alive
-    rendered: dict[str, tuple[list[Element], list[Block]]] = {}
+    parts: dict[str, tuple[list[Element], list[Block], list[str]]] = {}
     blocks: list[Block] = []
+    hashes: list[str] = []
+    message_start = 0
     for part, elements, kinds in _sources(api, scan):
-        shared: list[Block] = []
+        part_blocks: list[Block] = []
+        part_hashes: list[str] = []
         if previous is not None and part in previous:
-            old_elements, old_blocks = previous[part]
-            shared = old_blocks[: _shared_run(elements, old_elements)]
-        part_blocks = shared
-        for position in range(len(shared), len(elements)):
+            old_elements, old_blocks, old_hashes = previous[part]
+            shared = _shared_run(elements, old_elements)
+            part_blocks, part_hashes = old_blocks[:shared], old_hashes[:shared]
+        for position in range(len(part_blocks), len(elements)):
             element = elements[position]
             label = _label(part, position, element)
             part_blocks.append(store.add(part, position, label, element, kinds[position]))
-        rendered[part] = (elements, part_blocks)
-        blocks.extend(part_blocks)
-    scan.rendered = rendered
-    return blocks
+            part_hashes.append(element.hash)
+        parts[part] = (elements, part_blocks, part_hashes)
+        if part == "messages":
+            message_start = len(blocks)
+        blocks += part_blocks
+        hashes += part_hashes
+    scan.rendered = parts
+    return Rendered(blocks, hashes, message_start)
 
 
 def _text_of_part(part: Any) -> str:

@@ -5,31 +5,36 @@ from __future__ import annotations
 import hashlib
 from array import array
 from collections.abc import Sequence
+from itertools import repeat
+from operator import attrgetter
 
 import polars as pl
 
 from cacheviz import _schema
-from cacheviz.model import Block, Session
+from cacheviz.model import PARTS, Call, Session
 
 TAIL_MESSAGES = 8  # Whale's cacheShapeTailMessages
+_BLOCK_ID = attrgetter("id")
 
 
 def _chain_hash(hashes: Sequence[str]) -> str:
     return hashlib.sha256("".join(hashes).encode()).hexdigest()[:16]
 
 
-def log_hashes(blocks: Sequence[Block]) -> tuple[str, str]:
+def log_hashes(call: Call) -> tuple[str, str]:
     """Whale's log head and tail hashes (tail = the last 8 messages)."""
-    messages = [b.hash for b in blocks if b.part == "messages"]
-    cut = max(0, len(messages) - TAIL_MESSAGES)
-    return _chain_hash(messages[:cut]), _chain_hash(messages[cut:])
+    cut = max(call.message_start, len(call.hashes) - TAIL_MESSAGES)
+    return _chain_hash(call.hashes[call.message_start : cut]), _chain_hash(call.hashes[cut:])
+
+
+def prefix_hash(call: Call) -> str:
+    """Whale's prefix hash: over the hashes of the tools and system segments."""
+    return _chain_hash(call.hashes[: call.message_start])
 
 
 def segments_frame(
     session: Session,
     calls: pl.DataFrame,
-    row_calls: array,
-    block_ids: array,
     lengths: dict[str, dict[str, int]],
 ) -> pl.DataFrame:
     """One row per (call, segment), built with joins over the distinct blocks.
@@ -40,8 +45,6 @@ def segments_frame(
         The session (its ``blocks`` table gives part, position, label and hash).
     calls
         The calls frame (index, lineage, encoding, prefix_tokens, prev_call, n_segments).
-    row_calls, block_ids
-        One entry per (call, segment), in call order: the call index and the block id.
     lengths
         Token count of each content hash, per encoding.
 
@@ -55,55 +58,58 @@ def segments_frame(
         of the lineage that reaches a (part, position) sends the same hash there.
     """
     table = session.blocks
-    blocks = pl.DataFrame(
-        {
-            "block": pl.int_range(len(table), eager=True),
-            "part": [b.part for b in table],
-            "position": [b.position for b in table],
-            "label": [b.label for b in table],
-            "hash": [b.hash for b in table],
-        },
-        schema_overrides={"block": pl.Int64, "position": pl.Int64},
-    )
-    sizes = pl.DataFrame(
-        {"hash": list(session.contents), "bytes": [len(c.raw) for c in session.contents.values()]},
-        schema={"hash": pl.String, "bytes": pl.Int64},
-    )
-    tokens = pl.concat(
-        [
-            pl.DataFrame(
-                {"encoding": name, "hash": list(counts), "tokens": list(counts.values())},
-                schema={"encoding": pl.String, "hash": pl.String, "tokens": pl.Int64},
-            )
-            for name, counts in lengths.items()
-        ]
-        or [pl.DataFrame(schema={"encoding": pl.String, "hash": pl.String, "tokens": pl.Int64})]
-    )
+    contents = session.contents
     info = calls.select(
         pl.col("index").alias("call"), "lineage", "encoding", "prefix_tokens", "prev_call"
     )
+    encodings = info["encoding"].unique().to_list()
+    part_codes = {part: code for code, part in enumerate(PARTS)}
+    blocks = pl.DataFrame(
+        {
+            "block": range(len(table)),
+            "part": [b.part for b in table],
+            "position": [b.position for b in table],
+            # (part, position) as one integer, for cheap joins and windows
+            "slot": [part_codes[b.part] << 32 | b.position for b in table],
+            "label": [b.label for b in table],
+            "hash": [b.hash for b in table],
+            "bytes": [len(contents[b.hash].raw) for b in table],
+            **{
+                f"tokens:{name}": [lengths[name].get(b.hash) for b in table]
+                for name in encodings
+            },
+        },
+        schema_overrides={"block": pl.Int64, "position": pl.Int64, "slot": pl.Int64},
+    )
+    tokens = pl.col(f"tokens:{encodings[0]}") if encodings else pl.lit(None, pl.Int64)
+    for name in encodings[1:]:
+        tokens = pl.when(pl.col("encoding") == name).then(pl.col(f"tokens:{name}")).otherwise(tokens)
+    row_calls, block_ids = array("q"), array("q")
+    for call in session.calls:
+        block_ids.extend(map(_BLOCK_ID, call.blocks))
+        row_calls.extend(repeat(call.index, len(call.blocks)))
     rows = pl.DataFrame(
         {"call": pl.Series(row_calls, dtype=pl.Int64), "block": pl.Series(block_ids, dtype=pl.Int64)}
     )
     seg = (
         rows.join(blocks, on="block", how="left", maintain_order="left")
         .join(info, on="call", how="left", maintain_order="left")
-        .join(tokens, on=["encoding", "hash"], how="left", maintain_order="left")
-        .join(sizes, on="hash", how="left", maintain_order="left")
+        .with_columns(tokens=tokens)
         .with_columns(token_offset=pl.col("tokens").cum_sum().over("call") - pl.col("tokens"))
     )
-    before = seg.select(
-        pl.col("call").alias("prev_call"), "part", "position", pl.col("hash").alias("prev_hash")
+    before = seg.select(pl.col("call").alias("prev_call"), "slot", pl.col("block").alias("prev_block"))
+    seg = seg.join(before, on=["prev_call", "slot"], how="left", maintain_order="left")
+    prev_hash = pl.col("prev_block").replace_strict(
+        blocks["block"], blocks["hash"], default=None, return_dtype=pl.String
     )
-    seg = seg.join(before, on=["prev_call", "part", "position"], how="left", maintain_order="left")
     inside = pl.col("token_offset") + pl.col("tokens") <= pl.col("prefix_tokens")
-    same_place = pl.col("hash").n_unique().over(["lineage", "part", "position"]) == 1
+    same_place = pl.col("hash").n_unique().over(["lineage", "slot"]) == 1
     seg = seg.with_columns(
         status=pl.when(inside)
         .then(pl.lit("same"))
-        .when(pl.col("prev_hash").is_null())
+        .when(pl.col("prev_block").is_null())
         .then(pl.lit("new"))
-        .when(pl.col("prev_hash") == pl.col("hash"))
+        .when(prev_hash == pl.col("hash"))
         .then(pl.lit("invalidated"))
         .otherwise(pl.lit("changed")),
         stability=pl.when(same_place).then(pl.lit("immutable")).otherwise(pl.lit("dynamic")),

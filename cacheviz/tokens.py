@@ -25,6 +25,7 @@ from cacheviz.render import render_text
 DEFAULT_ENCODING = "o200k_base"
 MESSAGE_START = -1
 MESSAGE_END = -2
+_BATCH_CHARS = 4_000_000
 
 
 def encoding_for_model(model: str) -> tuple[str, bool]:
@@ -93,7 +94,10 @@ class TokenCache:
         enc = get_encoding(self.encoding)
         rendered = [render_text(contents[h]) for h in missing]
         texts = [text for _, text in rendered]
-        encoded = enc.encode_ordinary_batch(texts, num_threads=min(4, os.cpu_count() or 1))
+        if sum(map(len, texts)) > _BATCH_CHARS:
+            encoded = enc.encode_ordinary_batch(texts, num_threads=min(4, os.cpu_count() or 1))
+        else:  # a thread pool costs more than it saves on little text
+            encoded = [enc.encode_ordinary(text) for text in texts]
         for digest, (role, _), ids in zip(missing, rendered, encoded, strict=True):
             if role is None:
                 self._tokens[digest] = array("i", ids)

@@ -9,7 +9,7 @@ ALL = frozenset().union(*BLOCK_KEYS.values())
 
 def _blocks(api, text):
     store = BlockStore()
-    return blocks_from_scan(api, scan_object(text, 0, ALL), store), store.contents
+    return blocks_from_scan(api, scan_object(text, 0, ALL), store).blocks, store.contents
 
 
 def test_anthropic_order_is_tools_system_messages():

@@ -26,16 +26,29 @@ class LineReader:
         self.skipped: list[SkippedLine] = []
 
     def lines(self) -> Iterator[tuple[int, str]]:
-        """Yield ``(line number, text)`` for every non-blank line."""
+        """Yield ``(line number, text)`` for every non-blank line.
+
+        Lines are decoded straight from the file's buffer (no split copy of the file).
+        """
         data = self.path.read_bytes()
-        if not data.strip():
+        if not data or data.isspace():
             msg = "file is empty; expected one JSON object per line"
             raise TranscriptError(msg, path=self.path)
-        for lineno, raw in enumerate(data.split(b"\n"), start=1):
-            if not raw.strip():
-                continue
+        view = memoryview(data)
+        start = 0
+        lineno = 0
+        size = len(data)
+        while start < size:
+            lineno += 1
+            end = data.find(b"\n", start)
+            if end < 0:
+                end = size
+            first = data[start : start + 1]
+            line_start, start = start, end + 1
+            if not first or (first in b" \t\r" and data[line_start:end].isspace()):
+                continue  # a blank line
             try:
-                text = raw.decode("utf-8")
+                text = str(view[line_start:end], "utf-8")
             except UnicodeDecodeError as exc:
                 self.fail(lineno, f"not valid UTF-8 at byte {exc.start + 1}; re-save the file as UTF-8")
                 continue

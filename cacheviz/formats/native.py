@@ -116,8 +116,11 @@ def _call_from_line(
     if not isinstance(hint, str):
         parts = [str(meta[k]) for k in ("session", "agent") if isinstance(meta.get(k), str)]
         hint = "/".join(parts) or None
-    blocks = blocks_from_scan(api, request, store)
-    call = Call(-1, 0, ts, provider, api, model, blocks, usage, hint, meta)
+    rendered = blocks_from_scan(api, request, store)
+    call = Call(
+        -1, 0, ts, provider, api, model, rendered.blocks, usage, hint, meta,
+        rendered.hashes, rendered.message_start,
+    )
     return call, request
 
 
