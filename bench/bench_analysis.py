@@ -68,7 +68,15 @@ def generate(path: Path, calls: int) -> dict[str, Any]:
     with path.open("w", encoding="utf-8") as out:
         for index in range(calls):
             body = ANTHROPIC.request(system, tools, agent.history)
-            out.write(record_line(body, provider="anthropic", model=ANTHROPIC.model, api="messages", ts=agent.tick()))
+            out.write(
+                record_line(
+                    body,
+                    provider="anthropic",
+                    model=ANTHROPIC.model,
+                    api="messages",
+                    ts=agent.tick(),
+                )
+            )
             out.write("\n")
             rng = agent.prose.rng
             if index % 25 == 24:
@@ -78,8 +86,11 @@ def generate(path: Path, calls: int) -> dict[str, Any]:
                 name = rng.choice([s[0] for s in specs[:40]])
                 agent.history.extend(
                     ANTHROPIC.tool_round(
-                        agent.prose.sentence(6), name, {"path": f"src/{index}.py"},
-                        agent.prose.ident("toolu_"), agent.prose.code(2),
+                        agent.prose.sentence(6),
+                        name,
+                        {"path": f"src/{index}.py"},
+                        agent.prose.ident("toolu_"),
+                        agent.prose.code(2),
                     )
                 )
     return {"calls": calls, "bytes": path.stat().st_size}
@@ -163,7 +174,10 @@ PHASES = {"parse": phase_parse, "analyze": phase_analyze, "naive": phase_naive}
 def run_phase(name: str, path: Path) -> dict[str, Any]:
     out = subprocess.run(
         [sys.executable, __file__, "--phase", name, str(path)],
-        check=True, capture_output=True, text=True, env=os.environ.copy(),
+        check=True,
+        capture_output=True,
+        text=True,
+        env=os.environ.copy(),
     ).stdout
     return json.loads(out)
 
@@ -188,30 +202,44 @@ def main() -> None:
     if not path.exists():
         start = time.perf_counter()
         info = generate(path, args.calls)
-        print(f"generated {path.name}: {info['bytes'] / 1e6:.1f} MB in {time.perf_counter() - start:.1f} s")
+        print(
+            f"generated {path.name}: {info['bytes'] / 1e6:.1f} MB in {time.perf_counter() - start:.1f} s"
+        )
     parse = min((run_phase("parse", path) for _ in range(args.repeat)), key=lambda r: r["json_s"])
-    analyze = min((run_phase("analyze", path) for _ in range(args.repeat)), key=lambda r: r["analyze_s"])
+    analyze = min(
+        (run_phase("analyze", path) for _ in range(args.repeat)), key=lambda r: r["analyze_s"]
+    )
     naive = None if args.skip_naive else run_phase("naive", path)
     baseline = run_phase_import()
 
     size = path.stat().st_size / 1e6
-    print(f"\nsession: {analyze['calls']:,} calls, {size:.1f} MB, mean request "
-          f"{analyze['mean_input_tokens']:,.0f} tokens, {analyze['total_input_tokens'] / 1e6:.1f} M tokens in all, "
-          f"{analyze['unique_blocks']:,} unique blocks, {analyze['drifts']} drifts")
+    print(
+        f"\nsession: {analyze['calls']:,} calls, {size:.1f} MB, mean request "
+        f"{analyze['mean_input_tokens']:,.0f} tokens, {analyze['total_input_tokens'] / 1e6:.1f} M tokens in all, "
+        f"{analyze['unique_blocks']:,} unique blocks, {analyze['drifts']} drifts"
+    )
     print(f"read file:                {parse['read_s']:7.2f} s")
-    print(f"read + json.loads:        {parse['json_s']:7.2f} s   peak {parse['peak_rss_mb']:,.0f} MB")
+    print(
+        f"read + json.loads:        {parse['json_s']:7.2f} s   peak {parse['peak_rss_mb']:,.0f} MB"
+    )
     if "orjson_s" in parse:
         print(f"read + orjson.loads:      {parse['orjson_s']:7.2f} s")
     print(f"cacheviz load:            {analyze['load_s']:7.2f} s")
-    print(f"cacheviz load + analyze:  {analyze['analyze_s']:7.2f} s   peak {analyze['peak_rss_mb']:,.0f} MB "
-          f"(imports + o200k_base loaded: {baseline:,.0f} MB)")
-    print(f"segments frame ({analyze['segments']:,} rows, built on first access): {analyze['segments_s']:.2f} s")
+    print(
+        f"cacheviz load + analyze:  {analyze['analyze_s']:7.2f} s   peak {analyze['peak_rss_mb']:,.0f} MB "
+        f"(imports + o200k_base loaded: {baseline:,.0f} MB)"
+    )
+    print(
+        f"segments frame ({analyze['segments']:,} rows, built on first access): {analyze['segments_s']:.2f} s"
+    )
     print(f"  = {analyze['analyze_s'] / parse['json_s']:.2f}x json.loads parse time", end="")
     if "orjson_s" in parse:
         print(f", {analyze['analyze_s'] / parse['orjson_s']:.2f}x orjson parse time", end="")
     print()
     if naive:
-        print(f"naive (parse + tokenize every request): {naive['naive_s']:7.2f} s   peak {naive['peak_rss_mb']:,.0f} MB")
+        print(
+            f"naive (parse + tokenize every request): {naive['naive_s']:7.2f} s   peak {naive['peak_rss_mb']:,.0f} MB"
+        )
         print(f"  cacheviz is {naive['naive_s'] / analyze['analyze_s']:.1f}x faster than naive")
 
 
@@ -220,7 +248,11 @@ def run_phase_import() -> float:
         "import resource, cacheviz; from cacheviz.tokens import get_encoding; get_encoding('o200k_base'); "
         "print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)"
     )
-    return float(subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True).stdout)
+    return float(
+        subprocess.run(
+            [sys.executable, "-c", code], check=True, capture_output=True, text=True
+        ).stdout
+    )
 
 
 if __name__ == "__main__":

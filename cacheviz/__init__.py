@@ -1,7 +1,7 @@
 """cacheviz: see where an LLM agent's prompt cache held, where it broke, and why.
 
 >>> import cacheviz
->>> analysis = cacheviz.load("sample_sessions/timestamp_in_system.jsonl").analyze()  # doctest: +SKIP
+>>> analysis = cacheviz.load("sample_sessions/compaction.jsonl").analyze()  # doctest: +SKIP
 >>> analysis.drifts  # doctest: +SKIP
 """
 

@@ -18,8 +18,8 @@ import bisect
 import hashlib
 import json
 import re
-from dataclasses import dataclass, field
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 from cacheviz._seq import common_prefix

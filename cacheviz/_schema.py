@@ -98,7 +98,7 @@ def frame(schema: Mapping[str, pl.DataType], columns: Mapping[str, Sequence[Any]
     missing = set(schema) - set(columns)
     extra = set(columns) - set(schema)
     if missing or extra:
-        msg = f"frame columns differ from the schema: missing {sorted(missing)}, extra {sorted(extra)}"
+        msg = f"columns differ from the schema: missing {sorted(missing)}, extra {sorted(extra)}"
         raise AssertionError(msg)
     return pl.DataFrame({name: columns[name] for name in schema}, schema=dict(schema))
 

@@ -20,8 +20,8 @@ _VOLATILE = re.compile(
     r"|(?P<uuid>\b[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}\b"
     r"|\b[0-9a-f]{16,}\b)"
     r"|(?P<date>\d{4}-\d{2}-\d{2}|\b\d{1,2}/\d{1,2}/\d{2,4}\b"
-    r"|\b(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun)[a-z]*,? (?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec)"
-    r"[a-z]* \d{1,2},? \d{4}\b)"
+    r"|\b(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun)[a-z]*,? "
+    r"(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec)[a-z]* \d{1,2},? \d{4}\b)"
     r"|(?P<counter>\d+(?:\.\d+)?)"
 )
 _SNIPPET = 40
@@ -93,9 +93,7 @@ def _changed_block(old: Content, new: Content, label: str) -> Diagnosis:
             offset,
         )
     if old_value == new_value:
-        return Diagnosis(
-            "serialization_only", f"{label}: same JSON, keys in another order", offset
-        )
+        return Diagnosis("serialization_only", f"{label}: same JSON, keys in another order", offset)
     _, old_text = render_text(old)
     _, new_text = render_text(new)
     volatile = _volatile(old_text, new_text)
@@ -114,8 +112,7 @@ def _changed_block(old: Content, new: Content, label: str) -> Diagnosis:
     else:
         at = _first_difference(old_text, new_text)
         detail = (
-            f"{label}: edited at character {at}: "
-            f"{_snip(old_text, at)!r} → {_snip(new_text, at)!r}"
+            f"{label}: edited at character {at}: {_snip(old_text, at)!r} → {_snip(new_text, at)!r}"
         )
     return Diagnosis("content_edited", detail, offset)
 

@@ -23,7 +23,9 @@ class CacheVizError(Exception):
 class TranscriptError(CacheVizError, ValueError):
     """A transcript could not be read; ``path`` and ``line`` say where."""
 
-    def __init__(self, message: str, *, path: str | Path | None = None, line: int | None = None):
+    def __init__(
+        self, message: str, *, path: str | Path | None = None, line: int | None = None
+    ) -> None:
         where = ""
         if path is not None:
             where = f"{path}:{line}: " if line is not None else f"{path}: "

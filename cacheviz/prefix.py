@@ -102,7 +102,9 @@ class LineageIndex:
             depth = common_prefix(prev_keys, keys)
             tokens = offsets[depth]
             if depth < min(len(keys), len(prev_keys)):
-                tokens += differing_block_common(tokens_of(keys[depth]), tokens_of(prev_keys[depth]))
+                tokens += differing_block_common(
+                    tokens_of(keys[depth]), tokens_of(prev_keys[depth])
+                )
             previous = Match(depth, min(tokens, prev_offsets[-1]))
             start = bisect.bisect_right(self._path, depth, key=_depth) - 1
         best = self._walk_and_insert(keys, offsets, tokens_of, self._path[: start + 1])

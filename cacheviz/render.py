@@ -123,7 +123,9 @@ def _sources(api: str, scan: ObjectScan) -> _Sources:
         raise RenderError(msg, f"request.{key}")
     kind = f"message:{api}"
     leading = 0
-    while leading < len(conversation) and _message_role(conversation[leading].value) in _SYSTEM_ROLES:
+    while (
+        leading < len(conversation) and _message_role(conversation[leading].value) in _SYSTEM_ROLES
+    ):
         leading += 1
     instructions = scan.blocks.get("instructions", [])
     system = instructions + conversation[:leading]

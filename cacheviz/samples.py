@@ -19,14 +19,85 @@ from typing import Any
 
 from cacheviz.formats.native import record_line
 
-_WORDS = (
-    "cache prefix token request model agent tool file parser session layout message system "
-    "history schema index segment hash byte provider prompt context window memory summary "
-    "config module function test build commit branch review error result value field table "
-    "query buffer stream render widget frame column record offset length budget latency cost "
-    "retry policy stable append replay trace span metric report project workspace directory "
-    "path import export handler client server route cursor batch chunk queue worker task plan"
-).split()
+_WORDS = [
+    "cache",
+    "prefix",
+    "token",
+    "request",
+    "model",
+    "agent",
+    "tool",
+    "file",
+    "parser",
+    "session",
+    "layout",
+    "message",
+    "system",
+    "history",
+    "schema",
+    "index",
+    "segment",
+    "hash",
+    "byte",
+    "provider",
+    "prompt",
+    "context",
+    "window",
+    "memory",
+    "summary",
+    "config",
+    "module",
+    "function",
+    "test",
+    "build",
+    "commit",
+    "branch",
+    "review",
+    "error",
+    "result",
+    "value",
+    "field",
+    "table",
+    "query",
+    "buffer",
+    "stream",
+    "render",
+    "widget",
+    "frame",
+    "column",
+    "record",
+    "offset",
+    "length",
+    "budget",
+    "latency",
+    "cost",
+    "retry",
+    "policy",
+    "stable",
+    "append",
+    "replay",
+    "trace",
+    "span",
+    "metric",
+    "report",
+    "project",
+    "workspace",
+    "directory",
+    "path",
+    "import",
+    "export",
+    "handler",
+    "client",
+    "server",
+    "route",
+    "cursor",
+    "batch",
+    "chunk",
+    "queue",
+    "worker",
+    "task",
+    "plan",
+]
 _START = datetime(2026, 3, 2, 9, 0, 0, tzinfo=UTC)
 
 
@@ -58,7 +129,14 @@ class Prose:
         return f"{prefix}{self.rng.getrandbits(64):016x}"
 
 
-_TOOL_NAMES = ("read_file", "write_file", "list_directory", "search_code", "run_command", "edit_file")
+_TOOL_NAMES = (
+    "read_file",
+    "write_file",
+    "list_directory",
+    "search_code",
+    "run_command",
+    "edit_file",
+)
 
 
 def _tool_specs(prose: Prose) -> list[tuple[str, str, dict[str, Any]]]:
@@ -93,7 +171,9 @@ class Dialect:
                 {"type": "function", "function": {"name": n, "description": d, "parameters": s}}
                 for n, d, s in specs
             ]
-        return [{"type": "function", "name": n, "description": d, "parameters": s} for n, d, s in specs]
+        return [
+            {"type": "function", "name": n, "description": d, "parameters": s} for n, d, s in specs
+        ]
 
     def user(self, text: str | list[str]) -> dict[str, Any]:
         """A user message (a list of strings becomes several text parts)."""
@@ -108,7 +188,9 @@ class Dialect:
             return {"role": "assistant", "content": [{"type": "output_text", "text": text}]}
         return {"role": "assistant", "content": text}
 
-    def tool_round(self, text: str, name: str, args: dict[str, Any], call_id: str, output: str) -> list[dict[str, Any]]:
+    def tool_round(
+        self, text: str, name: str, args: dict[str, Any], call_id: str, output: str
+    ) -> list[dict[str, Any]]:
         """An assistant tool call and the tool's result, as this API sends them back."""
         if self.api == "messages":
             return [
@@ -247,7 +329,9 @@ def _loop(
 def append_only() -> Iterator[Request]:
     """Stable system and tools, history only appended: the layout that caches."""
     agent, system, tools = _base(1, ANTHROPIC)
-    for _, _, ts, body in _loop(agent, [3, 2, 4, 3], lambda _, h: ANTHROPIC.request(system, tools, h)):
+    for _, _, ts, body in _loop(
+        agent, [3, 2, 4, 3], lambda _, h: ANTHROPIC.request(system, tools, h)
+    ):
         yield ts, ANTHROPIC, body, {}
 
 

@@ -74,22 +74,24 @@ def segments_frame(
             "label": [b.label for b in table],
             "hash": [b.hash for b in table],
             "bytes": [len(contents[b.hash].raw) for b in table],
-            **{
-                f"tokens:{name}": [lengths[name].get(b.hash) for b in table]
-                for name in encodings
-            },
+            **{f"tokens:{name}": [lengths[name].get(b.hash) for b in table] for name in encodings},
         },
         schema_overrides={"block": pl.Int64, "position": pl.Int64, "slot": pl.Int64},
     )
     tokens = pl.col(f"tokens:{encodings[0]}") if encodings else pl.lit(None, pl.Int64)
     for name in encodings[1:]:
-        tokens = pl.when(pl.col("encoding") == name).then(pl.col(f"tokens:{name}")).otherwise(tokens)
+        tokens = (
+            pl.when(pl.col("encoding") == name).then(pl.col(f"tokens:{name}")).otherwise(tokens)
+        )
     row_calls, block_ids = array("q"), array("q")
     for call in session.calls:
         block_ids.extend(map(_BLOCK_ID, call.blocks))
         row_calls.extend(repeat(call.index, len(call.blocks)))
     rows = pl.DataFrame(
-        {"call": pl.Series(row_calls, dtype=pl.Int64), "block": pl.Series(block_ids, dtype=pl.Int64)}
+        {
+            "call": pl.Series(row_calls, dtype=pl.Int64),
+            "block": pl.Series(block_ids, dtype=pl.Int64),
+        }
     )
     seg = (
         rows.join(blocks, on="block", how="left", maintain_order="left")
@@ -97,7 +99,9 @@ def segments_frame(
         .with_columns(tokens=tokens)
         .with_columns(token_offset=pl.col("tokens").cum_sum().over("call") - pl.col("tokens"))
     )
-    before = seg.select(pl.col("call").alias("prev_call"), "slot", pl.col("block").alias("prev_block"))
+    before = seg.select(
+        pl.col("call").alias("prev_call"), "slot", pl.col("block").alias("prev_block")
+    )
     seg = seg.join(before, on=["prev_call", "slot"], how="left", maintain_order="left")
     prev_hash = pl.col("prev_block").replace_strict(
         blocks["block"], blocks["hash"], default=None, return_dtype=pl.String

@@ -8,7 +8,11 @@ from cacheviz import _schema
 
 SYSTEM = [{"type": "text", "text": "You are a careful engineer. " * 20}]
 TOOLS = [
-    {"name": n, "description": f"The {n} tool does {n} things well.", "input_schema": {"type": "object"}}
+    {
+        "name": n,
+        "description": f"The {n} tool does {n} things well.",
+        "input_schema": {"type": "object"},
+    }
     for n in ("read", "write", "grep")
 ]
 
@@ -31,7 +35,9 @@ def analyze(write_log, anthropic_body):
 
 
 def _line(body, **fields):
-    return json.dumps({"ts": None, "provider": "anthropic", "model": body["model"], **fields, "request": body})
+    return json.dumps(
+        {"ts": None, "provider": "anthropic", "model": body["model"], **fields, "request": body}
+    )
 
 
 def test_frames_have_the_schema(analyze):
@@ -76,11 +82,17 @@ def test_the_line_lands_inside_the_first_differing_block(analyze):
     msgs = _msgs(3)
     longer = [*msgs[:2], {"role": "user", "content": msgs[2]["content"] + " and more words here"}]
     a = analyze([{"messages": msgs, "system": SYSTEM}, {"messages": longer, "system": SYSTEM}])
-    block = a.segments.filter((pl.col("call") == 1) & (pl.col("label") == "user#2")).row(0, named=True)
+    block = a.segments.filter((pl.col("call") == 1) & (pl.col("label") == "user#2")).row(
+        0, named=True
+    )
     prefix = a.calls["prefix_tokens"][1]
     assert block["token_offset"] < prefix < a.calls["input_tokens"][0]
     (drift,) = a.drifts.iter_rows(named=True)
-    assert (drift["cause"], drift["label"], drift["token_offset"]) == ("content_edited", "user#2", prefix)
+    assert (drift["cause"], drift["label"], drift["token_offset"]) == (
+        "content_edited",
+        "user#2",
+        prefix,
+    )
     assert drift["tokens_lost"] == a.calls["input_tokens"][0] - prefix
     assert "text appended" in drift["detail"]
 
@@ -94,18 +106,31 @@ def test_serialization_only_whitespace_change(analyze, anthropic_body):
     body = anthropic_body(_msgs(3), system=SYSTEM)
     compact = json.dumps(body, separators=(",", ":"))
     spaced = compact.replace('"content":"message number 1', '"content": "message number 1')
-    a = analyze([_line(json.loads(compact)).replace(json.dumps(body), compact), _line(body).replace(json.dumps(body), spaced)])
+    a = analyze(
+        [
+            _line(json.loads(compact)).replace(json.dumps(body), compact),
+            _line(body).replace(json.dumps(body), spaced),
+        ]
+    )
     d = _drift(a)
     assert (d["cause"], d["label"]) == ("serialization_only", "assistant#1")
     assert d["byte_offset"] == len('{"role":"assistant","content":')
 
 
 def test_serialization_only_key_order_change(analyze):
-    one = {"role": "assistant", "content": [{"type": "tool_use", "id": "t1", "name": "read", "input": {"a": 1, "b": 2}}]}
-    two = {"role": "assistant", "content": [{"type": "tool_use", "name": "read", "id": "t1", "input": {"a": 1, "b": 2}}]}
+    one = {
+        "role": "assistant",
+        "content": [{"type": "tool_use", "id": "t1", "name": "read", "input": {"a": 1, "b": 2}}],
+    }
+    two = {
+        "role": "assistant",
+        "content": [{"type": "tool_use", "name": "read", "id": "t1", "input": {"a": 1, "b": 2}}],
+    }
     first = [_msgs(1)[0], one, {"role": "user", "content": "ok"}]
     second = [_msgs(1)[0], two, {"role": "user", "content": "ok"}]
-    d = _drift(analyze([{"messages": first, "system": SYSTEM}, {"messages": second, "system": SYSTEM}]))
+    d = _drift(
+        analyze([{"messages": first, "system": SYSTEM}, {"messages": second, "system": SYSTEM}])
+    )
     assert d["cause"] == "serialization_only"
     assert "keys in another order" in d["detail"]
 
@@ -116,14 +141,22 @@ def test_serialization_only_key_order_change(analyze):
         ("Now: 2026-01-01T10:00:00Z.", "Now: 2026-01-01T10:05:13Z.", "timestamp"),
         ("Today is 2026-01-01.", "Today is 2026-01-02.", "date"),
         ("Today: Sun Jul 13 2026", "Today: Mon Jul 14 2026", "date"),
-        ("Run 3f2b1c9a-1111-4222-8333-444455556666", "Run 9d9d1c9a-1111-4222-8333-444455556666", "uuid"),
+        (
+            "Run 3f2b1c9a-1111-4222-8333-444455556666",
+            "Run 9d9d1c9a-1111-4222-8333-444455556666",
+            "uuid",
+        ),
         ("Credits left: 41", "Credits left: 40", "counter"),
     ],
 )
 def test_volatile_values_in_the_system_prompt(analyze, old, new, kind):
     sys_old = [*SYSTEM, {"type": "text", "text": old}]
     sys_new = [*SYSTEM, {"type": "text", "text": new}]
-    d = _drift(analyze([{"messages": _msgs(1), "system": sys_old}, {"messages": _msgs(3), "system": sys_new}]))
+    d = _drift(
+        analyze(
+            [{"messages": _msgs(1), "system": sys_old}, {"messages": _msgs(3), "system": sys_new}]
+        )
+    )
     assert (d["cause"], d["part"], d["label"]) == ("volatile_value", "system", "system[1]")
     assert d["detail"].startswith(f"system[1]: {kind} changed")
 
@@ -154,7 +187,12 @@ def test_block_added_and_removed(analyze):
     assert (added["cause"], added["label"]) == ("block_added", "system[1]")
     msgs = _msgs(7)
     removed = _drift(
-        analyze([{"messages": msgs, "system": SYSTEM}, {"messages": [*msgs[:3], *msgs[5:]], "system": SYSTEM}])
+        analyze(
+            [
+                {"messages": msgs, "system": SYSTEM},
+                {"messages": [*msgs[:3], *msgs[5:]], "system": SYSTEM},
+            ]
+        )
     )
     assert (removed["cause"], removed["label"]) == ("block_removed", "assistant#3")
     assert "2 segment(s) removed: assistant#3, user#4" in removed["detail"]
@@ -162,16 +200,24 @@ def test_block_added_and_removed(analyze):
 
 def test_rewinding_to_an_earlier_state_is_a_removal_at_the_end(analyze):
     msgs = _msgs(5)
-    d = _drift(analyze([{"messages": msgs, "system": SYSTEM}, {"messages": msgs[:3], "system": SYSTEM}]))
+    d = _drift(
+        analyze([{"messages": msgs, "system": SYSTEM}, {"messages": msgs[:3], "system": SYSTEM}])
+    )
     assert (d["cause"], d["label"], d["tokens_lost"] > 0) == ("block_removed", "assistant#3", True)
 
 
 def test_sliding_window_and_compaction(analyze):
     msgs = _msgs(11)
-    window = _drift(analyze([{"messages": msgs[:9], "system": SYSTEM}, {"messages": msgs[2:11], "system": SYSTEM}]))
+    window = _drift(
+        analyze(
+            [{"messages": msgs[:9], "system": SYSTEM}, {"messages": msgs[2:11], "system": SYSTEM}]
+        )
+    )
     assert (window["cause"], window["label"]) == ("truncated_front", "user#0")
     summary = [{"role": "user", "content": "Summary: we fixed the parser."}]
-    compacted = _drift(analyze([{"messages": msgs, "system": SYSTEM}, {"messages": summary, "system": SYSTEM}]))
+    compacted = _drift(
+        analyze([{"messages": msgs, "system": SYSTEM}, {"messages": summary, "system": SYSTEM}])
+    )
     assert compacted["cause"] == "history_replaced"
 
 
@@ -180,13 +226,19 @@ def test_model_switch_in_an_explicit_lineage(analyze, anthropic_body):
     two = anthropic_body(_msgs(3), system=SYSTEM, model="claude-opus-4-1")
     a = analyze([_line(one, meta={"lineage": "main"}), _line(two, meta={"lineage": "main"})])
     d = _drift(a)
-    assert (d["cause"], d["detail"]) == ("unknown", "model changed from claude-sonnet-4-5 to claude-opus-4-1")
+    assert (d["cause"], d["detail"]) == (
+        "unknown",
+        "model changed from claude-sonnet-4-5 to claude-opus-4-1",
+    )
 
 
 def test_stability_marks_the_changing_position_dynamic(analyze):
     a = analyze(
         [
-            {"messages": _msgs(1), "system": [*SYSTEM, {"type": "text", "text": f"Now: 2026-01-01T10:0{i}:00Z"}]}
+            {
+                "messages": _msgs(1),
+                "system": [*SYSTEM, {"type": "text", "text": f"Now: 2026-01-01T10:0{i}:00Z"}],
+            }
             for i in range(3)
         ]
     )
@@ -223,7 +275,11 @@ def test_lineages_keep_a_drifting_thread_together_and_side_calls_apart(write_log
     path = write_log(bodies)
     auto = cacheviz.load(path).analyze()
     assert auto.calls["lineage"].to_list() == [
-        "claude-sonnet-4-5", "claude-haiku-4-5", "claude-sonnet-4-5", "claude-haiku-4-5#2", "claude-sonnet-4-5"
+        "claude-sonnet-4-5",
+        "claude-haiku-4-5",
+        "claude-sonnet-4-5",
+        "claude-haiku-4-5#2",
+        "claude-sonnet-4-5",
     ]
     assert auto.calls["drift"].to_list() == [False, False, True, False, True]
     strict = cacheviz.load(path).analyze(lineage="model+prefix")
@@ -237,12 +293,26 @@ def test_lineages_keep_a_drifting_thread_together_and_side_calls_apart(write_log
 
 def test_explicit_lineages_are_never_mixed(analyze, anthropic_body):
     main = [anthropic_body(_msgs(n), system=SYSTEM) for n in (1, 3, 5)]
-    sub = [anthropic_body([{"role": "user", "content": f"sub task {i}"}], system=SYSTEM) for i in range(2)]
+    sub = [
+        anthropic_body([{"role": "user", "content": f"sub task {i}"}], system=SYSTEM)
+        for i in range(2)
+    ]
     a = analyze(
-        [_line(main[0]), _line(sub[0], meta={"lineage": "agent-1"}), _line(main[1]),
-         _line(sub[1], meta={"lineage": "agent-2"}), _line(main[2])]
+        [
+            _line(main[0]),
+            _line(sub[0], meta={"lineage": "agent-1"}),
+            _line(main[1]),
+            _line(sub[1], meta={"lineage": "agent-2"}),
+            _line(main[2]),
+        ]
     )
-    assert a.calls["lineage"].to_list() == ["claude-sonnet-4-5", "agent-1", "claude-sonnet-4-5", "agent-2", "claude-sonnet-4-5"]
+    assert a.calls["lineage"].to_list() == [
+        "claude-sonnet-4-5",
+        "agent-1",
+        "claude-sonnet-4-5",
+        "agent-2",
+        "claude-sonnet-4-5",
+    ]
     assert not a.calls["drift"].any()
 
 
@@ -251,27 +321,56 @@ def test_encodings_per_model_and_forced(write_log, anthropic_body):
     claude = anthropic_body([{"role": "user", "content": "hello world"}])
     path = write_log([gpt4, claude])
     calls = cacheviz.load(path).analyze().calls
-    assert calls.select("encoding", "tokens_exact").rows() == [("cl100k_base", True), ("o200k_base", False)]
+    assert calls.select("encoding", "tokens_exact").rows() == [
+        ("cl100k_base", True),
+        ("o200k_base", False),
+    ]
     forced = cacheviz.load(path).analyze(encoding="cl100k_base").calls
-    assert forced.select("encoding", "tokens_exact").rows() == [("cl100k_base", True), ("cl100k_base", False)]
+    assert forced.select("encoding", "tokens_exact").rows() == [
+        ("cl100k_base", True),
+        ("cl100k_base", False),
+    ]
     # message framing: start marker + role + content + end marker
     assert calls["input_tokens"][0] == 2 + 1 + 2
 
 
 def test_moving_cache_control_is_not_a_drift(analyze):
     msgs = _msgs(3)
-    marked = [*msgs[:2], {"role": "user", "content": [{"type": "text", "text": "go", "cache_control": {"type": "ephemeral"}}]}]
+    marked = [
+        *msgs[:2],
+        {
+            "role": "user",
+            "content": [{"type": "text", "text": "go", "cache_control": {"type": "ephemeral"}}],
+        },
+    ]
     unmarked = [*msgs[:2], {"role": "user", "content": [{"type": "text", "text": "go"}]}]
-    later = [*unmarked, {"role": "assistant", "content": "done"},
-             {"role": "user", "content": [{"type": "text", "text": "next", "cache_control": {"type": "ephemeral"}}]}]
+    later = [
+        *unmarked,
+        {"role": "assistant", "content": "done"},
+        {
+            "role": "user",
+            "content": [{"type": "text", "text": "next", "cache_control": {"type": "ephemeral"}}],
+        },
+    ]
     a = analyze([{"messages": marked, "system": SYSTEM}, {"messages": later, "system": SYSTEM}])
     assert a.drifts.height == 0
     assert a.calls["prefix_tokens"][1] == a.calls["input_tokens"][0]
 
 
 def test_a_changed_field_outside_the_text_is_an_edit(analyze):
-    one = [{"role": "user", "content": [{"type": "tool_result", "tool_use_id": "a1", "content": "ok"}]}]
-    two = [{"role": "user", "content": [{"type": "tool_result", "tool_use_id": "b2", "content": "ok"}]}]
-    d = _drift(analyze([{"messages": one, "system": SYSTEM}, {"messages": [*two, *_msgs(2)[1:]], "system": SYSTEM}]))
+    one = [
+        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "a1", "content": "ok"}]}
+    ]
+    two = [
+        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "b2", "content": "ok"}]}
+    ]
+    d = _drift(
+        analyze(
+            [
+                {"messages": one, "system": SYSTEM},
+                {"messages": [*two, *_msgs(2)[1:]], "system": SYSTEM},
+            ]
+        )
+    )
     assert d["cause"] == "content_edited"
     assert "same text, other JSON fields" in d["detail"]

@@ -40,12 +40,25 @@ def test_summary_json_contract(capsys):
 
 
 def test_reported_usage_in_json(write_log, anthropic_body, capsys):
-    usage = [{"input_tokens": 4, "cache_read_input_tokens": 10, "cache_creation_input_tokens": 0, "output_tokens": 1}]
+    usage = [
+        {
+            "input_tokens": 4,
+            "cache_read_input_tokens": 10,
+            "cache_creation_input_tokens": 0,
+            "output_tokens": 1,
+        }
+    ]
     path = write_log([anthropic_body([{"role": "user", "content": "hi"}])], usage=usage)
     assert cli.main(["summary", str(path), "--json"]) == 0
     reported = json.loads(capsys.readouterr().out)["calls"][0]["reported"]
-    assert {k: reported[k] for k in ("input_tokens", "cache_read_tokens", "cache_write_tokens", "output_tokens")} == {
-        "input_tokens": 14, "cache_read_tokens": 10, "cache_write_tokens": 0, "output_tokens": 1,
+    assert {
+        k: reported[k]
+        for k in ("input_tokens", "cache_read_tokens", "cache_write_tokens", "output_tokens")
+    } == {
+        "input_tokens": 14,
+        "cache_read_tokens": 10,
+        "cache_write_tokens": 0,
+        "output_tokens": 1,
     }
 
 
@@ -54,7 +67,10 @@ def test_reported_usage_in_json(write_log, anthropic_body, capsys):
     [
         (b"", "file is empty"),
         (b"hello\n", "can't tell the transcript format"),
-        (b'{"model":"m","request":{"messages":[{"role":"user","content":"x"}]}}\n{broken\n', ":2: not valid JSON"),
+        (
+            b'{"model":"m","request":{"messages":[{"role":"user","content":"x"}]}}\n{broken\n',
+            ":2: not valid JSON",
+        ),
         (b'{"model":"m","request":{"system":"x"}}\n', ":1: request has no `messages`"),
     ],
 )
@@ -86,6 +102,8 @@ def test_errors_skip_reports_the_count(tmp_path, capsys):
 def test_console_script_runs_as_a_module():
     result = subprocess.run(
         [sys.executable, "-m", "cacheviz", "summary", str(SAMPLES / "append_only.jsonl"), "--json"],
-        capture_output=True, text=True, check=True,
+        capture_output=True,
+        text=True,
+        check=True,
     )
     assert len(json.loads(result.stdout)["calls"]) == 12

@@ -55,7 +55,7 @@ def test_a_number_cut_by_the_common_prefix_is_not_reused():
 
 @pytest.mark.parametrize(
     "text",
-    ['{"messages": [1,]}', '{"messages" 1}', '{"a": tru}', '[1]', '{"a":1} x', '{"a":1'],
+    ['{"messages": [1,]}', '{"messages" 1}', '{"a": tru}', "[1]", '{"a":1} x', '{"a":1'],
 )
 def test_invalid_json_raises_with_a_position(text):
     with pytest.raises(JSONSyntaxError) as info:
@@ -75,8 +75,9 @@ def test_common_prefix_length_is_exact():
 
 json_values = st.recursive(
     st.none() | st.booleans() | st.integers(-1000, 1000) | st.text(max_size=8),
-    lambda children: st.lists(children, max_size=3)
-    | st.dictionaries(st.text(max_size=4), children, max_size=3),
+    lambda children: (
+        st.lists(children, max_size=3) | st.dictionaries(st.text(max_size=4), children, max_size=3)
+    ),
     max_leaves=8,
 )
 bodies = st.fixed_dictionaries(

@@ -14,12 +14,25 @@ MSG = [{"role": "user", "content": "hi"}]
 
 
 def test_load_reads_calls_blocks_and_reported_usage(write_log, anthropic_body):
-    usage = [{"input_tokens": 3, "cache_read_input_tokens": 100, "cache_creation_input_tokens": 7, "output_tokens": 2}]
+    usage = [
+        {
+            "input_tokens": 3,
+            "cache_read_input_tokens": 100,
+            "cache_creation_input_tokens": 7,
+            "output_tokens": 2,
+        }
+    ]
     path = write_log([anthropic_body(MSG, system="be brief")], usage=usage)
     session = cacheviz.load(path)
     assert session.format == "cacheviz"
     (call,) = session.calls
-    assert (call.index, call.line, call.provider, call.api, call.model) == (0, 1, "anthropic", "messages", "claude-sonnet-4-5")
+    assert (call.index, call.line, call.provider, call.api, call.model) == (
+        0,
+        1,
+        "anthropic",
+        "messages",
+        "claude-sonnet-4-5",
+    )
     assert call.ts == datetime(2026, 1, 1, tzinfo=UTC)
     assert [b.label for b in call.blocks] == ["system[0]", "user#0"]
     assert call.usage.input_tokens == 110
@@ -28,9 +41,30 @@ def test_load_reads_calls_blocks_and_reported_usage(write_log, anthropic_body):
 
 def test_calls_are_ordered_by_request_time(write_log):
     lines = [
-        json.dumps({"ts": "2026-01-01T00:00:05Z", "provider": "anthropic", "model": "m", "request": {"messages": MSG}}),
-        json.dumps({"ts": "2026-01-01T00:00:01+00:00", "provider": "anthropic", "model": "m", "request": {"messages": MSG}}),
-        json.dumps({"ts": "2026-01-01T02:00:03+02:00", "provider": "anthropic", "model": "m", "request": {"messages": MSG}}),
+        json.dumps(
+            {
+                "ts": "2026-01-01T00:00:05Z",
+                "provider": "anthropic",
+                "model": "m",
+                "request": {"messages": MSG},
+            }
+        ),
+        json.dumps(
+            {
+                "ts": "2026-01-01T00:00:01+00:00",
+                "provider": "anthropic",
+                "model": "m",
+                "request": {"messages": MSG},
+            }
+        ),
+        json.dumps(
+            {
+                "ts": "2026-01-01T02:00:03+02:00",
+                "provider": "anthropic",
+                "model": "m",
+                "request": {"messages": MSG},
+            }
+        ),
     ]
     session = cacheviz.load(write_log(lines))
     assert [c.line for c in session.calls] == [2, 3, 1]
@@ -57,11 +91,23 @@ def _one_line_error(path):
         ("{not json", r"log\.jsonl:2: not valid JSON: .*column"),
         ('{"provider":"anthropic","model":"m"}', r":2: no `request` object"),
         ('{"provider":"anthropic","request":{"messages":[]}}', r":2: no model"),
-        ('{"provider":"anthropic","model":"m","request":{"system":"x"}}', r":2: request has no `messages`.*request\.messages"),
-        ('{"ts":"yesterday","model":"m","request":{"messages":[{"role":"user","content":"x"}]}}', r":2: field `ts` 'yesterday' is not ISO-8601"),
-        ('{"api":"completions","model":"m","request":{"messages":[{"role":"user","content":"x"}]}}', r":2: field `api` is 'completions'; expected one of"),
+        (
+            '{"provider":"anthropic","model":"m","request":{"system":"x"}}',
+            r":2: request has no `messages`.*request\.messages",
+        ),
+        (
+            '{"ts":"yesterday","model":"m","request":{"messages":[{"role":"user","content":"x"}]}}',
+            r":2: field `ts` 'yesterday' is not ISO-8601",
+        ),
+        (
+            '{"api":"completions","model":"m","request":{"messages":[{"role":"user","content":"x"}]}}',
+            r":2: field `api` is 'completions'; expected one of",
+        ),
         ('{"model":7,"request":{"messages":[]}}', r":2: field `model` is int"),
-        ('{"model":"m","request":{"messages":[{"role":"user","content":"x"}]}} trailing', r":2: not valid JSON: unexpected text"),
+        (
+            '{"model":"m","request":{"messages":[{"role":"user","content":"x"}]}} trailing',
+            r":2: not valid JSON: unexpected text",
+        ),
     ],
 )
 def test_a_bad_line_is_one_line_with_file_and_line(write_log, anthropic_body, bad, expected):
@@ -102,7 +148,7 @@ def test_unknown_format_lists_the_supported_ones(tmp_path):
 
 
 def test_unknown_forced_format_and_missing_file(tmp_path, write_log, anthropic_body):
-    with pytest.raises(UnknownFormatError, match="unknown format 'nope'. Supported: cacheviz"):
+    with pytest.raises(UnknownFormatError, match=r"unknown format 'nope'\. Supported: cacheviz"):
         cacheviz.load(write_log([anthropic_body(MSG)]), format="nope")
     with pytest.raises(TranscriptError, match="no such file"):
         cacheviz.load(tmp_path / "missing.jsonl")
@@ -115,8 +161,13 @@ def test_all_lines_bad_is_an_error_even_when_skipping(write_log):
 
 
 GOOD = json.dumps(
-    {"ts": "2026-01-01T00:00:00Z", "provider": "anthropic", "model": "m",
-     "request": {"system": [{"type": "text", "text": "s"}], "messages": MSG}, "response": {"usage": {"input_tokens": 1}}}
+    {
+        "ts": "2026-01-01T00:00:00Z",
+        "provider": "anthropic",
+        "model": "m",
+        "request": {"system": [{"type": "text", "text": "s"}], "messages": MSG},
+        "response": {"usage": {"input_tokens": 1}},
+    }
 )
 
 
@@ -130,15 +181,36 @@ def _mutations():
         ),  # byte flips
         st.recursive(
             st.none() | st.booleans() | st.integers() | st.text(max_size=5),
-            lambda c: st.lists(c, max_size=3) | st.dictionaries(
-                st.sampled_from(["ts", "model", "request", "messages", "system", "tools", "usage", "response", "meta", "api", "provider"]), c, max_size=4
+            lambda c: (
+                st.lists(c, max_size=3)
+                | st.dictionaries(
+                    st.sampled_from(
+                        [
+                            "ts",
+                            "model",
+                            "request",
+                            "messages",
+                            "system",
+                            "tools",
+                            "usage",
+                            "response",
+                            "meta",
+                            "api",
+                            "provider",
+                        ]
+                    ),
+                    c,
+                    max_size=4,
+                )
             ),
             max_leaves=10,
         ).map(lambda v: json.dumps(v).encode()),  # well-formed JSON, wrong shapes and types
     )
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
 @given(lines=st.lists(_mutations(), min_size=1, max_size=4))
 def test_fuzzed_logs_load_or_fail_with_one_clear_line(tmp_path, lines):
     path = tmp_path / "fuzz.jsonl"
@@ -154,4 +226,3 @@ def test_fuzzed_logs_load_or_fail_with_one_clear_line(tmp_path, lines):
             continue
         assert len(session.calls) >= 1
         session.analyze()
-

@@ -34,13 +34,17 @@ requests = st.lists(st.lists(st.sampled_from(sorted(TOKENS)), max_size=12), min_
 @given(requests=requests, grow=st.booleans())
 def test_the_trie_finds_the_longest_prefix_of_any_earlier_request(requests, grow):
     if grow:  # agent-like: each request extends or edits the previous one
-        requests = [requests[0]] + [requests[i - 1][: len(r) // 2] + r for i, r in enumerate(requests) if i]
+        requests = [requests[0]] + [
+            requests[i - 1][: len(r) // 2] + r for i, r in enumerate(requests) if i
+        ]
     index = LineageIndex()
     for i, keys in enumerate(requests):
         best, previous = index.add(list(keys), _offsets(keys), TOKENS.__getitem__)
         assert best.tokens == _brute_force(requests[:i], keys)
         if i:
-            assert previous.tokens == min(_brute_force([requests[i - 1]], keys), _offsets(requests[i - 1])[-1])
+            assert previous.tokens == min(
+                _brute_force([requests[i - 1]], keys), _offsets(requests[i - 1])[-1]
+            )
         else:
             assert previous is None
 

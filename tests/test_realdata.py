@@ -24,8 +24,17 @@ def _as_request_log(source, target):
         response = row["response"].get("body")
         usage = response.get("usage") if isinstance(response, dict) else None
         if usage:
-            expected_input += sum(usage.get(k) or 0 for k in ("input_tokens", "cache_read_input_tokens", "cache_creation_input_tokens"))
-        line = {"ts": ts, "provider": "anthropic", "model": body["model"], "request": body, "response": {"usage": usage}}
+            expected_input += sum(
+                usage.get(k) or 0
+                for k in ("input_tokens", "cache_read_input_tokens", "cache_creation_input_tokens")
+            )
+        line = {
+            "ts": ts,
+            "provider": "anthropic",
+            "model": body["model"],
+            "request": body,
+            "response": {"usage": usage},
+        }
         lines.append(json.dumps(line))
     target.write_text("\n".join(lines) + "\n")
     return rows, expected_input
@@ -45,7 +54,11 @@ def test_claude_code_main_thread_is_append_only_and_side_calls_are_apart(realdat
     assert sonnet["prefix_tokens"].to_list()[1:] == sonnet["input_tokens"].to_list()[:-1]
     # 17 tools, 2 system blocks, then the conversation, in cache order
     last = analysis.segments.filter(pl.col("call") == sonnet["index"][-1])
-    assert last.group_by("part", maintain_order=True).len().rows() == [("tools", 17), ("system", 2), ("messages", 5)]
+    assert last.group_by("part", maintain_order=True).len().rows() == [
+        ("tools", 17),
+        ("system", 2),
+        ("messages", 5),
+    ]
 
     haiku = calls.filter(pl.col("model").str.contains("haiku"))
     assert not set(haiku["lineage"]) & set(sonnet["lineage"])

@@ -2,7 +2,14 @@ import pytest
 
 from cacheviz._jsonspan import scan_object
 from cacheviz.model import Content
-from cacheviz.render import BLOCK_KEYS, BlockStore, RenderError, blocks_from_scan, infer_api, render_text
+from cacheviz.render import (
+    BLOCK_KEYS,
+    BlockStore,
+    RenderError,
+    blocks_from_scan,
+    infer_api,
+    render_text,
+)
 
 ALL = frozenset().union(*BLOCK_KEYS.values())
 

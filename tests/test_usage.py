@@ -12,7 +12,10 @@ from cacheviz.usage import normalize_usage
                 "input_tokens": 12,
                 "cache_creation_input_tokens": 300,
                 "cache_read_input_tokens": 5000,
-                "cache_creation": {"ephemeral_5m_input_tokens": 100, "ephemeral_1h_input_tokens": 200},
+                "cache_creation": {
+                    "ephemeral_5m_input_tokens": 100,
+                    "ephemeral_1h_input_tokens": 200,
+                },
                 "output_tokens": 40,
             },
             Usage(5312, 5000, 300, 100, 200, 40, "derived"),
@@ -24,7 +27,11 @@ from cacheviz.usage import normalize_usage
             id="anthropic-without-cache-fields-is-not-zero",
         ),
         pytest.param(
-            {"prompt_tokens": 2006, "completion_tokens": 300, "prompt_tokens_details": {"cached_tokens": 1920}},
+            {
+                "prompt_tokens": 2006,
+                "completion_tokens": 300,
+                "prompt_tokens_details": {"cached_tokens": 1920},
+            },
             Usage(2006, 1920, None, None, None, 300, "reported"),
             id="openai-chat-input-includes-cached",
         ),
@@ -43,7 +50,12 @@ from cacheviz.usage import normalize_usage
             id="openai-responses",
         ),
         pytest.param(
-            {"prompt_tokens": 1000, "prompt_cache_hit_tokens": 896, "prompt_cache_miss_tokens": 104, "completion_tokens": 9},
+            {
+                "prompt_tokens": 1000,
+                "prompt_cache_hit_tokens": 896,
+                "prompt_cache_miss_tokens": 104,
+                "completion_tokens": 9,
+            },
             Usage(1000, 896, None, None, None, 9, "reported"),
             id="deepseek",
         ),
@@ -53,7 +65,12 @@ from cacheviz.usage import normalize_usage
             id="deepseek-hit-plus-miss",
         ),
         pytest.param(
-            {"promptTokenCount": 9000, "cachedContentTokenCount": 8000, "candidatesTokenCount": 50, "thoughtsTokenCount": 25},
+            {
+                "promptTokenCount": 9000,
+                "cachedContentTokenCount": 8000,
+                "candidatesTokenCount": 50,
+                "thoughtsTokenCount": 25,
+            },
             Usage(9000, 8000, None, None, None, 75, "reported"),
             id="gemini-thoughts-are-output",
         ),
@@ -69,5 +86,7 @@ def test_nothing_reported_is_none(usage):
 
 
 def test_wrong_types_are_not_reported_rather_than_crashing():
-    usage = normalize_usage({"input_tokens": "12", "output_tokens": True, "cache_read_input_tokens": 5})
+    usage = normalize_usage(
+        {"input_tokens": "12", "output_tokens": True, "cache_read_input_tokens": 5}
+    )
     assert usage == Usage(None, 5, None, None, None, None, "derived")

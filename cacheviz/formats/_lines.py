@@ -50,16 +50,17 @@ class LineReader:
             try:
                 text = str(view[line_start:end], "utf-8")
             except UnicodeDecodeError as exc:
-                self.fail(lineno, f"not valid UTF-8 at byte {exc.start + 1}; re-save the file as UTF-8")
+                self.fail(
+                    lineno, f"not valid UTF-8 at byte {exc.start + 1}; re-save the file as UTF-8"
+                )
                 continue
             yield lineno, text
 
     def fail(self, lineno: int, reason: str) -> None:
         """Raise for a bad line, or record it when skipping."""
         if self.errors == "raise":
-            raise TranscriptError(
-                f"{reason} (or pass --errors skip / errors='skip')", path=self.path, line=lineno
-            )
+            msg = f"{reason} (or pass --errors skip / errors='skip')"
+            raise TranscriptError(msg, path=self.path, line=lineno)
         self.skipped.append(SkippedLine(lineno, reason))
 
     def session(self, fmt: str, calls: list[Call], store: BlockStore) -> Session:

@@ -11,7 +11,6 @@ from pathlib import Path
 from typing import Any
 
 from cacheviz._jsonspan import JSONSyntaxError, ObjectScan, scan_object
-from cacheviz.errors import TranscriptError
 from cacheviz.formats._lines import LineReader
 from cacheviz.model import Call, Session
 from cacheviz.render import APIS, BLOCK_KEYS, BlockStore, RenderError, blocks_from_scan, infer_api
@@ -118,8 +117,18 @@ def _call_from_line(
         hint = "/".join(parts) or None
     rendered = blocks_from_scan(api, request, store)
     call = Call(
-        -1, 0, ts, provider, api, model, rendered.blocks, usage, hint, meta,
-        rendered.hashes, rendered.message_start,
+        -1,
+        0,
+        ts,
+        provider,
+        api,
+        model,
+        rendered.blocks,
+        usage,
+        hint,
+        meta,
+        rendered.hashes,
+        rendered.message_start,
     )
     return call, request
 
