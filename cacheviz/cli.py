@@ -72,6 +72,12 @@ def _print_table(doc: dict[str, Any], out: TextIO) -> None:
             f"{_fmt(reported.get('input_tokens')):>8} {_fmt(reported.get('cache_read_tokens')):>8} "
             f"{_fmt(reported.get('cache_write_tokens')):>9}  {marker}\n"
         )
+    details = [c for c in calls if c["drift"] is not None]
+    if details:
+        out.write("drifts:\n")
+        for call in details:
+            d = call["drift"]
+            out.write(f"{call['index']:>4}  {d['cause']}: {d['detail']}\n")
     share = totals["prefix"] / totals["input"] if totals["input"] else 0.0
     out.write(
         f"total: {totals['input']:,} tokens, {totals['prefix']:,} in a common prefix "

@@ -14,9 +14,12 @@ def test_summary_table_has_a_row_per_call_and_totals(capsys):
     assert cli.main(["summary", str(SAMPLES / "timestamp_in_system.jsonl")]) == 0
     out = capsys.readouterr().out.splitlines()
     assert out[0].endswith("(cacheviz, 8 calls)")
-    rows = [line for line in out if line.strip()[:1].isdigit()]
+    rows = out[2 : out.index("drifts:")]
     assert len(rows) == 8
     assert sum("✗ volatile_value at system/system[1]" in r for r in rows) == 7
+    details = out[out.index("drifts:") + 1 : -1]
+    assert len(details) == 7
+    assert all("timestamp changed" in line for line in details)
     assert out[-1].startswith("total: ") and "7 drift(s)" in out[-1]
     assert "counts approximate" in out[-1]
 
@@ -107,3 +110,24 @@ def test_console_script_runs_as_a_module():
         check=True,
     )
     assert len(json.loads(result.stdout)["calls"]) == 12
+
+
+def test_missing_tiktoken_files_are_one_line_with_the_fix(tmp_path):
+    env = {
+        "PATH": "/usr/bin:/bin",
+        "TIKTOKEN_CACHE_DIR": str(tmp_path / "empty-cache"),
+        "HOME": str(tmp_path),
+    }
+    code = (
+        "import sys, socket\n"
+        "socket.socket.connect = lambda *a, **k: (_ for _ in ()).throw(OSError('offline'))\n"
+        "from cacheviz import cli\n"
+        f"sys.exit(cli.main(['summary', {str(SAMPLES / 'append_only.jsonl')!r}]))\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120
+    )
+    assert result.returncode == 2
+    assert result.stderr.count("\n") == 1
+    assert "tiktoken encoding 'o200k_base' could not be loaded" in result.stderr
+    assert "TIKTOKEN_CACHE_DIR" in result.stderr
