@@ -109,6 +109,19 @@ class ObjectScan:
         return any(m.key == key for m in self.members)
 
 
+def json_type(value: Any) -> str:
+    """The JSON name of a parsed value's type ("a string", "an array", "null", ...)."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, (int, float)):
+        return "a number"
+    if isinstance(value, str):
+        return "a string"
+    return "an array" if isinstance(value, list) else "an object"
+
+
 def skip_ws(text: str, pos: int) -> int:
     """Return the index of the first non-whitespace character at or after ``pos``."""
     return _WS.match(text, pos).end()  # type: ignore[union-attr]

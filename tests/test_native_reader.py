@@ -90,6 +90,10 @@ def _one_line_error(path):
     [
         ("{not json", r"log\.jsonl:2: not valid JSON: .*column"),
         ('{"provider":"anthropic","model":"m"}', r":2: no `request` object"),
+        (
+            '{"model":"m","request":"hello"}',
+            r":2: `request` is a string; expected the provider's request body",
+        ),
         ('{"provider":"anthropic","request":{"messages":[]}}', r":2: no model"),
         (
             '{"provider":"anthropic","model":"m","request":{"system":"x"}}',
@@ -103,7 +107,10 @@ def _one_line_error(path):
             '{"api":"completions","model":"m","request":{"messages":[{"role":"user","content":"x"}]}}',
             r":2: field `api` is 'completions'; expected one of",
         ),
-        ('{"model":7,"request":{"messages":[]}}', r":2: field `model` is int"),
+        (
+            '{"model":7,"request":{"messages":[]}}',
+            r":2: field `model` is a number; expected a string",
+        ),
         (
             '{"model":"m","request":{"messages":[{"role":"user","content":"x"}]}} trailing',
             r":2: not valid JSON: unexpected text",

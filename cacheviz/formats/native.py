@@ -10,7 +10,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from cacheviz._jsonspan import JSONSyntaxError, ObjectScan, scan_object
+from cacheviz._jsonspan import JSONSyntaxError, ObjectScan, json_type, scan_object, scan_value
 from cacheviz.formats._lines import LineReader
 from cacheviz.model import Call, Session
 from cacheviz.render import APIS, BLOCK_KEYS, BlockStore, RenderError, blocks_from_scan, infer_api
@@ -53,7 +53,7 @@ def parse_ts(value: Any) -> datetime | None:
     if value is None:
         return None
     if not isinstance(value, str):
-        msg = f"field `ts` is {type(value).__name__}; expected an ISO-8601 string or null"
+        msg = f"field `ts` is {json_type(value)}; expected an ISO-8601 string or null"
         raise ValueError(msg)
     try:
         ts = datetime.fromisoformat(value)
@@ -74,7 +74,7 @@ def _provider_for(model: str) -> str:
 def _string_field(record: ObjectScan, key: str) -> str | None:
     value = record.value(key)
     if value is not None and not isinstance(value, str):
-        msg = f"field `{key}` is {type(value).__name__}; expected a string"
+        msg = f"field `{key}` is {json_type(value)}; expected a string"
         raise ValueError(msg)
     return value
 
@@ -83,6 +83,10 @@ def _call_from_line(
     text: str, refs: list[ObjectScan], store: BlockStore
 ) -> tuple[Call, ObjectScan]:
     def scan_request(t: str, pos: int) -> tuple[ObjectScan, int]:
+        if t[pos : pos + 1] != "{":
+            value, _ = scan_value(t, pos)
+            msg = f"`request` is {json_type(value)}; expected the provider's request body object"
+            raise ValueError(msg)
         scan = scan_object(t, pos, _ALL_BLOCK_KEYS, refs)
         return scan, scan.end
 
