@@ -11,6 +11,7 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from cacheviz._seq import common_prefix
 from cacheviz.model import Block, Content
 from cacheviz.render import compact_json, render_text, without_directives
 
@@ -39,18 +40,6 @@ class Diagnosis:
 def _snip(text: str, start: int) -> str:
     piece = text[start : start + _SNIPPET]
     return piece + ("…" if len(text) > start + _SNIPPET else "")
-
-
-def _first_difference(a: bytes | str, b: bytes | str) -> int:
-    n = min(len(a), len(b))
-    lo, hi = 0, n
-    while lo < hi:  # binary search on prefix equality (C-speed compares)
-        mid = (lo + hi + 1) // 2
-        if a[:mid] == b[:mid]:
-            lo = mid
-        else:
-            hi = mid - 1
-    return lo
 
 
 def _find_run(haystack: Sequence[object], needle: Sequence[object]) -> int | None:
@@ -83,7 +72,7 @@ def _volatile(old: str, new: str) -> str | None:
 
 
 def _changed_block(old: Content, new: Content, label: str) -> Diagnosis:
-    offset = _first_difference(old.raw, new.raw)
+    offset = common_prefix(old.raw, new.raw)
     old_value, new_value = without_directives(old.value), without_directives(new.value)
     old_json, new_json = compact_json(old_value), compact_json(new_value)
     if old_json == new_json:
@@ -100,7 +89,7 @@ def _changed_block(old: Content, new: Content, label: str) -> Diagnosis:
     if volatile is not None:
         return Diagnosis("volatile_value", f"{label}: {volatile}", offset)
     if new_text == old_text:
-        at = _first_difference(old_json, new_json)
+        at = common_prefix(old_json, new_json)
         detail = (
             f"{label}: same text, other JSON fields: "
             f"{_snip(old_json, at)!r} → {_snip(new_json, at)!r}"
@@ -110,7 +99,7 @@ def _changed_block(old: Content, new: Content, label: str) -> Diagnosis:
     elif old_text.startswith(new_text):
         detail = f"{label}: trailing text removed: {_snip(old_text, len(new_text))!r}"
     else:
-        at = _first_difference(old_text, new_text)
+        at = common_prefix(old_text, new_text)
         detail = (
             f"{label}: edited at character {at}: {_snip(old_text, at)!r} → {_snip(new_text, at)!r}"
         )

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from cacheviz._jsonspan import Element, ObjectScan
+from cacheviz._seq import common_prefix
 from cacheviz.model import Block, Content, Part
 
 APIS = ("messages", "chat.completions", "responses")
@@ -147,21 +148,6 @@ def _label(part: Part, position: int, element: Element) -> str:
     return f"{role}#{position}"
 
 
-def _shared_run(a: list[Element], b: list[Element]) -> int:
-    """Leading elements that are the very same objects (re-used by the scanner)."""
-    n = min(len(a), len(b))
-    if a[:n] == b[:n]:
-        return n
-    lo, hi = 0, n - 1
-    while lo < hi:
-        mid = (lo + hi + 1) // 2
-        if a[:mid] == b[:mid]:
-            lo = mid
-        else:
-            hi = mid - 1
-    return lo
-
-
 @dataclass(slots=True)
 class Rendered:
     """A request's blocks, their hashes, and where the conversation starts."""
@@ -207,7 +193,7 @@ def blocks_from_scan(api: str, scan: ObjectScan, store: BlockStore) -> Rendered:
         part_hashes: list[str] = []
         if previous is not None and part in previous:
             old_elements, old_blocks, old_hashes = previous[part]
-            shared = _shared_run(elements, old_elements)
+            shared = common_prefix(elements, old_elements)  # the very same objects
             part_blocks, part_hashes = old_blocks[:shared], old_hashes[:shared]
         for position in range(len(part_blocks), len(elements)):
             element = elements[position]
