@@ -26,6 +26,7 @@ _VOLATILE = re.compile(
     r"|(?P<counter>\d+(?:\.\d+)?)"
 )
 _SNIPPET = 40
+_THINKING = frozenset({"thinking", "redacted_thinking"})
 
 
 @dataclass(slots=True, frozen=True)
@@ -71,6 +72,16 @@ def _volatile(old: str, new: str) -> str | None:
     return None
 
 
+def _thinking_dropped(old: object, new: object) -> bool:
+    if not (isinstance(old, dict) and isinstance(new, dict)):
+        return False
+    before, after = old.get("content"), new.get("content")
+    if not (isinstance(before, list) and isinstance(after, list)):
+        return False
+    kept = [p for p in before if not (isinstance(p, dict) and p.get("type") in _THINKING)]
+    return len(kept) < len(before) and kept == after
+
+
 def _changed_block(old: Content, new: Content, label: str) -> Diagnosis:
     offset = common_prefix(old.raw, new.raw)
     old_value, new_value = without_directives(old.value), without_directives(new.value)
@@ -83,6 +94,13 @@ def _changed_block(old: Content, new: Content, label: str) -> Diagnosis:
         )
     if old_value == new_value:
         return Diagnosis("serialization_only", f"{label}: same JSON, keys in another order", offset)
+    if _thinking_dropped(old_value, new_value):
+        return Diagnosis(
+            "content_edited",
+            f"{label}: thinking block(s) dropped from an earlier assistant turn (Haiku, and "
+            "Opus/Sonnet before 4.5/4.6, strip them after a new user turn)",
+            offset,
+        )
     _, old_text = render_text(old)
     _, new_text = render_text(new)
     volatile = _volatile(old_text, new_text)

@@ -374,3 +374,23 @@ def test_a_changed_field_outside_the_text_is_an_edit(analyze):
     )
     assert d["cause"] == "content_edited"
     assert "same text, other JSON fields" in d["detail"]
+
+
+def test_dropped_thinking_blocks_are_named(analyze):
+    thinking = {"type": "thinking", "thinking": "Let me look.", "signature": "c2ln"}
+    answer = {"type": "text", "text": "Done."}
+    first = [
+        _msgs(1)[0],
+        {"role": "assistant", "content": [thinking, answer]},
+        {"role": "user", "content": "next"},
+    ]
+    second = [
+        _msgs(1)[0],
+        {"role": "assistant", "content": [answer]},
+        {"role": "user", "content": "next"},
+    ]
+    d = _drift(
+        analyze([{"messages": first, "system": SYSTEM}, {"messages": second, "system": SYSTEM}])
+    )
+    assert (d["cause"], d["label"]) == ("content_edited", "assistant#1")
+    assert "thinking block(s) dropped" in d["detail"]
