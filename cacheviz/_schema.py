@@ -35,6 +35,8 @@ CALLS: dict[str, pl.DataType] = {
     "model": _STR,
     "encoding": _STR,  # tiktoken encoding used to count
     "tokens_exact": _BOOL,  # False when the model's own tokenizer is not public
+    "reconstructed": _BOOL,  # request rebuilt from a conversation log, not the bytes sent
+    "unlogged_tokens": _INT,  # size of the unlogged prefix (system + tools), inferred
     "n_segments": _INT,
     "input_tokens": _INT,  # our count of the whole request
     "prefix_tokens": _INT,  # leading tokens sent before by an earlier call of the lineage
@@ -59,6 +61,7 @@ SEGMENTS: dict[str, pl.DataType] = {
     "bytes": _INT,
     "tokens": _INT,
     "token_offset": _INT,  # tokens before this segment in its request
+    "opaque": _BOOL,  # the unlogged prefix of a reconstructed request (size inferred)
     "stability": _STR,  # immutable | dynamic
     "status": _STR,  # same (inside the prefix) | changed | new
 }

@@ -12,7 +12,7 @@ from cacheviz import _schema
 from cacheviz._seq import common_prefix
 from cacheviz.diagnose import Diagnosis, diagnose
 from cacheviz.lineage import assign_lineages
-from cacheviz.model import Call, Session
+from cacheviz.model import OPAQUE, Call, Session
 from cacheviz.prefix import LineageIndex, Match
 from cacheviz.shape import log_hashes, prefix_hash, segments_frame
 from cacheviz.tokens import TokenCache, encoding_for_model
@@ -145,6 +145,7 @@ def analyze(session: Session, *, lineage: str = "auto", encoding: str | None = N
     else:
         for cache in caches.values():
             cache.ensure(h for i, c in enumerate(call_cache) if c is cache for h in keys[i])
+    unlogged = _size_unlogged(session, call_cache)
     lengths = {name: cache.lengths() for name, cache in caches.items()}
     offsets = _offsets(keys, [lengths[c.encoding] for c in call_cache])
     lineages = assign_lineages(
@@ -182,6 +183,7 @@ def analyze(session: Session, *, lineage: str = "auto", encoding: str | None = N
             None if before is None else calls[before].index,
             None if previous is None else (0 if drift and drift[0] == -1 else previous.tokens),
             None if drift is None else drift[2],
+            unlogged,
         )
 
     return Analysis(
@@ -190,6 +192,33 @@ def analyze(session: Session, *, lineage: str = "auto", encoding: str | None = N
         _schema.frame(_schema.DRIFTS, drift_cols),
         caches,
     )
+
+
+def _size_unlogged(session: Session, call_cache: list[TokenCache]) -> dict[str, int]:
+    """Infer the size of each unlogged prefix block from reported usage.
+
+    Conversation logs (Claude Code, Codex, Cline, ...) keep the messages but not the
+    system prompt and tool schemas. Their requests start with one opaque block whose
+    size is the inclusive input reported for the first call that carries it, minus what
+    that call's visible blocks count. Without reported usage it stays 0.
+    """
+    opaque = {h for h, c in session.contents.items() if c.kind == OPAQUE}
+    sizes: dict[str, int] = {}
+    if not opaque:
+        return sizes
+    for call, cache in zip(session.calls, call_cache, strict=True):
+        for digest in call.hashes:
+            if digest not in opaque or digest in sizes:
+                continue
+            reported = call.usage.input_tokens if call.usage else None
+            if reported is None:
+                continue
+            visible = sum(len(cache[h]) for h in call.hashes if h not in opaque)
+            sizes[digest] = max(0, reported - visible)
+    for cache in {id(c): c for c in call_cache}.values():
+        for digest in opaque:
+            cache.set_unlogged(digest, sizes.get(digest, 0))
+    return sizes
 
 
 def _offsets(keys: list[list[str]], lengths: list[dict[str, int]]) -> list[list[int]]:
@@ -237,8 +266,10 @@ def _add_call(
     prev_call: int | None,
     common: int | None,
     drift: Diagnosis | None,
+    unlogged: dict[str, int],
 ) -> None:
     head, tail = log_hashes(call)
+    hidden = [unlogged.get(h, 0) for h in call.hashes[: call.message_start] if h in unlogged]
     values: dict[str, Any] = {
         "index": call.index,
         "line": call.line,
@@ -249,6 +280,8 @@ def _add_call(
         "model": call.model,
         "encoding": encoding,
         "tokens_exact": exact,
+        "reconstructed": call.reconstructed,
+        "unlogged_tokens": sum(hidden) if hidden else None,
         "n_segments": len(call.blocks),
         "input_tokens": total,
         "prefix_tokens": best.tokens,

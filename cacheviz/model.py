@@ -17,6 +17,7 @@ if TYPE_CHECKING:
     from cacheviz.analysis import Analysis
 
 Part = Literal["tools", "system", "messages"]
+OPAQUE = "opaque"  # Content.kind of the unlogged prefix of a reconstructed request
 Provenance = Literal["reported", "derived"]
 PARTS: tuple[Part, ...] = ("tools", "system", "messages")
 
@@ -46,7 +47,7 @@ class Content:
 
     raw: bytes
     value: Any
-    kind: str  # render kind: "tool", "system", "message:<api>"
+    kind: str  # render kind: "tool", "system", "message:<api>", or OPAQUE
 
 
 @dataclass(slots=True, frozen=True, eq=False)
@@ -78,6 +79,7 @@ class Call:
     usage: Usage | None = None
     lineage_hint: str | None = None
     meta: dict[str, Any] = field(default_factory=dict)
+    reconstructed: bool = False  # rebuilt from a conversation log, not the bytes sent
     hashes: list[str] = field(default_factory=list)  # block hashes, derived when not given
     message_start: int = -1  # index of the first "messages" block, derived when not given
 
@@ -108,6 +110,7 @@ class Session:
     contents: dict[str, Content]
     blocks: list[Block] = field(default_factory=list)  # every distinct Block, by id
     skipped: list[SkippedLine] = field(default_factory=list)
+    ignored: dict[str, int] = field(default_factory=dict)  # records that are not calls, by kind
 
     def analyze(self, *, lineage: str = "auto", encoding: str | None = None) -> Analysis:
         """Tokenize, shape and compare every call; see :func:`cacheviz.analysis.analyze`."""

@@ -11,7 +11,7 @@ from operator import attrgetter
 import polars as pl
 
 from cacheviz import _schema
-from cacheviz.model import PARTS, Call, Session
+from cacheviz.model import OPAQUE, PARTS, Call, Session
 
 TAIL_MESSAGES = 8  # Whale's cacheShapeTailMessages
 _BLOCK_ID = attrgetter("id")
@@ -74,6 +74,7 @@ def segments_frame(
             "label": [b.label for b in table],
             "hash": [b.hash for b in table],
             "bytes": [len(contents[b.hash].raw) for b in table],
+            "opaque": [contents[b.hash].kind == OPAQUE for b in table],
             **{f"tokens:{name}": [lengths[name].get(b.hash) for b in table] for name in encodings},
         },
         schema_overrides={"block": pl.Int64, "position": pl.Int64, "slot": pl.Int64},

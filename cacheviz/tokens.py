@@ -19,12 +19,13 @@ from array import array
 from collections.abc import Iterable
 
 from cacheviz.errors import EncodingUnavailableError
-from cacheviz.model import Content
+from cacheviz.model import OPAQUE, Content
 from cacheviz.render import render_text
 
 DEFAULT_ENCODING = "o200k_base"
 MESSAGE_START = -1
 MESSAGE_END = -2
+UNLOGGED = -3  # one token of a prefix the transcript did not log (size inferred)
 _BATCH_CHARS = 4_000_000
 
 
@@ -89,6 +90,9 @@ class TokenCache:
         """Tokenize every hash not seen yet, in one batch."""
         contents = self.contents
         missing = [h for h in dict.fromkeys(hashes) if h not in self._tokens]
+        for digest in [h for h in missing if self.contents[h].kind == OPAQUE]:
+            self._tokens[digest] = array("i")  # sized later by set_unlogged()
+            missing.remove(digest)
         if not missing:
             return
         enc = get_encoding(self.encoding)
@@ -110,6 +114,10 @@ class TokenCache:
                 tokens.append(MESSAGE_END)
                 self._tokens[digest] = tokens
 
+    def set_unlogged(self, digest: str, tokens: int) -> None:
+        """Give an unlogged-prefix block its inferred size."""
+        self._tokens[digest] = array("i", [UNLOGGED]) * tokens
+
     def lengths(self) -> dict[str, int]:
         """Token count of every tokenized hash."""
         return {digest: len(tokens) for digest, tokens in self._tokens.items()}
@@ -130,6 +138,8 @@ class TokenCache:
                 out.append("<|start|>")
             elif token == MESSAGE_END:
                 out.append("<|end|>")
+            elif token == UNLOGGED:
+                out.append("<|unlogged|>")
             else:
                 out.append(enc.decode_single_token_bytes(token).decode("utf-8", "replace"))
         return out

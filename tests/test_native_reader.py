@@ -92,7 +92,7 @@ def _one_line_error(path):
         ('{"provider":"anthropic","model":"m"}', r":2: no `request` object"),
         (
             '{"model":"m","request":"hello"}',
-            r":2: `request` is a string; expected the provider's request body",
+            r":2: `request` is a string; expected the request body object",
         ),
         ('{"provider":"anthropic","request":{"messages":[]}}', r":2: no model"),
         (

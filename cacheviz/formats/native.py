@@ -10,25 +10,15 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from cacheviz._jsonspan import JSONSyntaxError, ObjectScan, json_type, scan_object, scan_value
+from cacheviz._jsonspan import JSONSyntaxError, ObjectScan, json_type
+from cacheviz.formats._body import call_from_body, scan_line
 from cacheviz.formats._lines import LineReader
 from cacheviz.model import Call, Session
-from cacheviz.render import APIS, BLOCK_KEYS, BlockStore, RenderError, blocks_from_scan, infer_api
+from cacheviz.render import BlockStore, RenderError
 from cacheviz.usage import normalize_usage
 
 NAME = "cacheviz"
 DESCRIPTION = "cacheviz request log v1 (JSONL: ts, provider, api, model, request, response, meta)"
-_ALL_BLOCK_KEYS = frozenset().union(*BLOCK_KEYS.values())
-_REFERENCE_SCANS = 3  # how many recent requests to try as a byte-prefix reference
-_MODEL_PROVIDERS = (
-    ("claude", "anthropic"),
-    ("gpt", "openai"),
-    ("o1", "openai"),
-    ("o3", "openai"),
-    ("o4", "openai"),
-    ("gemini", "google"),
-    ("deepseek", "deepseek"),
-)
 
 
 def detect(path: Path, head: bytes) -> bool:
@@ -63,14 +53,6 @@ def parse_ts(value: Any) -> datetime | None:
     return ts.replace(tzinfo=UTC) if ts.tzinfo is None else ts.astimezone(UTC)
 
 
-def _provider_for(model: str) -> str:
-    lowered = model.lower()
-    for needle, provider in _MODEL_PROVIDERS:
-        if lowered.startswith(needle) or f"/{needle}" in lowered:
-            return provider
-    return "unknown"
-
-
 def _string_field(record: ObjectScan, key: str) -> str | None:
     value = record.value(key)
     if value is not None and not isinstance(value, str):
@@ -79,36 +61,11 @@ def _string_field(record: ObjectScan, key: str) -> str | None:
     return value
 
 
-def _call_from_line(
-    text: str, refs: list[ObjectScan], store: BlockStore
-) -> tuple[Call, ObjectScan]:
-    def scan_request(t: str, pos: int) -> tuple[ObjectScan, int]:
-        if t[pos : pos + 1] != "{":
-            value, _ = scan_value(t, pos)
-            msg = f"`request` is {json_type(value)}; expected the provider's request body object"
-            raise ValueError(msg)
-        scan = scan_object(t, pos, _ALL_BLOCK_KEYS, refs)
-        return scan, scan.end
-
-    record = scan_object(text, 0, frozenset(), nested={"request": scan_request})
-    rest = text[record.end :].strip()
-    if rest:
-        msg = f"unexpected text after the JSON object: {rest[:20]!r}"
-        raise JSONSyntaxError(msg, record.end)
-    request = record.value("request")
-    if not isinstance(request, ObjectScan):
+def _call_from_line(text: str, refs: list[ObjectScan], store: BlockStore) -> Call:
+    record, request = scan_line(text, ("request",), refs)
+    if request is None:
         msg = "no `request` object; expected the provider's request body under `request`"
         raise ValueError(msg)
-    model = _string_field(record, "model") or request.value("model")
-    if not isinstance(model, str) or not model:
-        msg = "no model: set `model` on the line or in `request.model`"
-        raise ValueError(msg)
-    provider = _string_field(record, "provider") or _provider_for(model)
-    api = _string_field(record, "api") or infer_api(provider, {m.key for m in request.members})
-    if api not in APIS:
-        msg = f"field `api` is {api!r}; expected one of {', '.join(APIS)}"
-        raise ValueError(msg)
-    ts = parse_ts(record.value("ts"))
     response = record.value("response")
     usage = None
     if isinstance(response, dict):
@@ -119,22 +76,17 @@ def _call_from_line(
     if not isinstance(hint, str):
         parts = [str(meta[k]) for k in ("session", "agent") if isinstance(meta.get(k), str)]
         hint = "/".join(parts) or None
-    rendered = blocks_from_scan(api, request, store)
-    call = Call(
-        -1,
-        0,
-        ts,
-        provider,
-        api,
-        model,
-        rendered.blocks,
-        usage,
-        hint,
-        meta,
-        rendered.hashes,
-        rendered.message_start,
+    return call_from_body(
+        request,
+        store,
+        model=_string_field(record, "model"),
+        provider=_string_field(record, "provider"),
+        api=_string_field(record, "api"),
+        ts=parse_ts(record.value("ts")),
+        usage=usage,
+        lineage=hint,
+        meta=meta,
     )
-    return call, request
 
 
 def read(path: Path, *, errors: str = "raise") -> Session:
@@ -159,7 +111,7 @@ def read(path: Path, *, errors: str = "raise") -> Session:
     refs: list[ObjectScan] = []
     for lineno, text in reader.lines():
         try:
-            call, scan = _call_from_line(text, refs, store)
+            call = _call_from_line(text, refs, store)
         except JSONSyntaxError as exc:
             reader.fail(lineno, f"not valid JSON: {exc} (column {exc.pos + 1}); {_EXPECTED}")
             continue
@@ -171,8 +123,6 @@ def read(path: Path, *, errors: str = "raise") -> Session:
             continue
         call.line = lineno
         calls.append(call)
-        refs.insert(0, scan)
-        del refs[_REFERENCE_SCANS:]
     return reader.session(NAME, calls, store)
 
 

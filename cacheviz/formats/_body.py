@@ -1,0 +1,125 @@
+"""Shared plumbing for formats that log provider request bodies verbatim.
+
+A JSONL line holds a request body at some path (``request`` in the native log,
+``request.body`` in claude-trace captures). :func:`scan_line` walks the line with the
+span scanner, so the body's blocks keep their bytes as logged and are re-used from the
+previous lines when unchanged; :func:`call_from_body` turns the body into a :class:`Call`.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from cacheviz._jsonspan import JSONSyntaxError, ObjectScan, json_type, scan_object, scan_value
+from cacheviz.model import Call, Usage
+from cacheviz.render import APIS, BLOCK_KEYS, BlockStore, blocks_from_scan, infer_api
+
+ALL_BLOCK_KEYS = frozenset().union(*BLOCK_KEYS.values())
+REFERENCE_SCANS = 3  # how many recent requests to try as a byte-prefix reference
+_MODEL_PROVIDERS = (
+    ("claude", "anthropic"),
+    ("gpt", "openai"),
+    ("o1", "openai"),
+    ("o3", "openai"),
+    ("o4", "openai"),
+    ("codex", "openai"),
+    ("gemini", "google"),
+    ("deepseek", "deepseek"),
+)
+
+
+def provider_for(model: str) -> str:
+    """Guess the provider from a model name (``unknown`` when nothing fits)."""
+    lowered = model.lower()
+    for needle, provider in _MODEL_PROVIDERS:
+        if lowered.startswith(needle) or f"/{needle}" in lowered:
+            return provider
+    return "unknown"
+
+
+def scan_line(
+    text: str, path: tuple[str, ...], refs: list[ObjectScan]
+) -> tuple[ObjectScan, ObjectScan | None]:
+    """Scan one JSONL line; return the line's object and the body found at ``path``.
+
+    The body is ``None`` when a member on the path is missing or not an object (the
+    caller says what was expected). Members off the path are parsed normally.
+    """
+    found: list[ObjectScan] = []
+
+    def member(depth: int):  # noqa: ANN202 - a scanner callback
+        def scan(t: str, pos: int) -> tuple[Any, int]:
+            if t[pos : pos + 1] != "{":
+                value, end = scan_value(t, pos)
+                if depth == len(path) - 1:
+                    dotted = ".".join(path)
+                    msg = f"`{dotted}` is {json_type(value)}; expected the request body object"
+                    raise ValueError(msg)
+                return value, end
+            if depth == len(path) - 1:
+                body = scan_object(t, pos, ALL_BLOCK_KEYS, refs)
+                found.append(body)
+                return body, body.end
+            inner = scan_object(t, pos, frozenset(), nested={path[depth + 1]: member(depth + 1)})
+            return inner, inner.end
+
+        return scan
+
+    record = scan_object(text, 0, frozenset(), nested={path[0]: member(0)})
+    rest = text[record.end :].strip()
+    if rest:
+        msg = f"unexpected text after the JSON object: {rest[:20]!r}"
+        raise JSONSyntaxError(msg, record.end)
+    body = found[-1] if found else None
+    if body is not None:
+        refs.insert(0, body)
+        del refs[REFERENCE_SCANS:]
+    return record, body
+
+
+def call_from_body(
+    body: ObjectScan,
+    store: BlockStore,
+    *,
+    model: str | None,
+    provider: str | None,
+    api: str | None,
+    ts: datetime | None,
+    usage: Usage | None,
+    lineage: str | None = None,
+    meta: dict[str, Any] | None = None,
+) -> Call:
+    """Render a scanned request body into a :class:`Call` (index and line set later).
+
+    Raises
+    ------
+    ValueError
+        When no model is known or the API is not one of :data:`cacheviz.render.APIS`.
+    cacheviz.render.RenderError
+        When the body has no conversation.
+    """
+    model = model or body.value("model")
+    if not isinstance(model, str) or not model:
+        msg = "no model: set `model` on the line or in the request body"
+        raise ValueError(msg)
+    provider = provider or provider_for(model)
+    api = api or infer_api(provider, {m.key for m in body.members})
+    if api not in APIS:
+        msg = f"field `api` is {api!r}; expected one of {', '.join(APIS)}"
+        raise ValueError(msg)
+    rendered = blocks_from_scan(api, body, store)
+    return Call(
+        -1,
+        0,
+        ts,
+        provider,
+        api,
+        model,
+        rendered.blocks,
+        usage,
+        lineage,
+        meta or {},
+        hashes=rendered.hashes,
+        message_start=rendered.message_start,
+    )
