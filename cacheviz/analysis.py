@@ -86,6 +86,8 @@ class Analysis:
                     "prefix_tokens": row["prefix_tokens"],
                     "new_tokens": row["new_tokens"],
                     "tokens_exact": row["tokens_exact"],
+                    "reconstructed": row["reconstructed"],
+                    "unlogged_tokens": row["unlogged_tokens"],
                     "drift": None
                     if drift is None
                     else {
@@ -107,6 +109,7 @@ class Analysis:
             "format": self.session.format,
             "path": None if self.session.path is None else str(self.session.path),
             "skipped_lines": len(self.session.skipped),
+            "ignored_records": dict(self.session.ignored),
             "calls": calls,
         }
 

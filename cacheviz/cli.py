@@ -83,10 +83,18 @@ def _print_table(doc: dict[str, Any], out: TextIO) -> None:
         f"total: {totals['input']:,} tokens, {totals['prefix']:,} in a common prefix "
         f"({share:.1%}), {totals['new']:,} new; {drifts} drift(s)"
     )
+    if any(c["reconstructed"] for c in calls):
+        out.write(
+            "; requests rebuilt from a conversation log (unlogged system + tools sized from "
+            "reported usage)"
+        )
     if not all(c["tokens_exact"] for c in calls):
         out.write("; counts approximate (model tokenizer not public, o200k_base used)")
     if doc["skipped_lines"]:
         out.write(f"; {doc['skipped_lines']} bad line(s) skipped")
+    if doc["ignored_records"]:
+        ignored = ", ".join(f"{n} {kind}" for kind, n in sorted(doc["ignored_records"].items()))
+        out.write(f"; not API calls: {ignored}")
     out.write("\n")
 
 

@@ -24,6 +24,7 @@ class LineReader:
         self.path = path
         self.errors = errors
         self.skipped: list[SkippedLine] = []
+        self.ignored: dict[str, int] = {}
 
     def lines(self) -> Iterator[tuple[int, str]]:
         """Yield ``(line number, text)`` for every non-blank line.
@@ -63,6 +64,10 @@ class LineReader:
             raise TranscriptError(msg, path=self.path, line=lineno)
         self.skipped.append(SkippedLine(lineno, reason))
 
+    def ignore(self, kind: str) -> None:
+        """Count a well-formed record that is not an API call (a summary, a ping, ...)."""
+        self.ignored[kind] = self.ignored.get(kind, 0) + 1
+
     def session(self, fmt: str, calls: list[Call], store: BlockStore) -> Session:
         """Order the calls by request time, number them, and build the session."""
         if not calls:
@@ -80,7 +85,9 @@ class LineReader:
         ordered = order_by_time(calls)
         for index, call in enumerate(ordered):
             call.index = index
-        return Session(self.path, fmt, ordered, store.contents, store.blocks, self.skipped)
+        return Session(
+            self.path, fmt, ordered, store.contents, store.blocks, self.skipped, self.ignored
+        )
 
 
 def order_by_time(calls: list[Call]) -> list[Call]:

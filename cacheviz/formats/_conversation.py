@@ -1,0 +1,103 @@
+"""Rebuild requests from conversation logs (Claude Code, Codex, Cline, Gemini CLI, ...).
+
+These logs keep the messages but not the bytes sent, nor the system prompt and tool
+schemas. Each call's request is rebuilt as: one opaque *unlogged prefix* block (its size
+is inferred later from reported usage, see ``analysis._size_unlogged``), then every
+message so far, serialized compactly in the provider's message shape. Calls built here
+are marked ``reconstructed``.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from cacheviz._jsonspan import Element, digest
+from cacheviz.model import OPAQUE, Block, Call, Content, Usage
+from cacheviz.render import BlockStore, compact_json
+
+UNLOGGED_LABEL = "unlogged prefix"
+
+
+class Thread:
+    """One lineage's conversation, turned into reconstructed requests.
+
+    Parameters
+    ----------
+    store
+        The session's block store.
+    key
+        The lineage: threads with different keys get different unlogged prefixes
+        (a sub-agent has its own system prompt).
+    api
+        The API whose message shape the messages are in (``messages`` for Anthropic,
+        ``responses`` for OpenAI items, ...).
+    """
+
+    def __init__(self, store: BlockStore, key: str, api: str = "messages") -> None:
+        self.store = store
+        self.key = key
+        self.api = api
+        self.messages: list[dict[str, Any]] = []
+        self._blocks: list[Block] = [self._unlogged()]
+        self._clean = 0  # messages[:_clean] have up-to-date blocks
+
+    def _unlogged(self) -> Block:
+        raw = f"unlogged prefix of {self.key}".encode()
+        element = Element(0, 0, None, digest(raw), b"")
+        if element.hash not in self.store.contents:
+            self.store.contents[element.hash] = Content(b"", {"unlogged": self.key}, OPAQUE)
+        block = Block(len(self.store.blocks), "system", 0, UNLOGGED_LABEL, element.hash)
+        self.store.blocks.append(block)
+        return block
+
+    def append(self, message: dict[str, Any]) -> None:
+        """Add a message at the end of the conversation."""
+        self.messages.append(message)
+
+    def replace(self, messages: list[dict[str, Any]]) -> None:
+        """Replace the whole conversation (a compaction, a truncation)."""
+        self.messages = list(messages)
+        self._clean = 0
+        del self._blocks[1:]
+
+    def touch(self, index: int) -> None:
+        """Mark message ``index`` as changed in place (content merged into it)."""
+        self._clean = min(self._clean, index)
+
+    def call(
+        self,
+        *,
+        model: str,
+        provider: str,
+        ts: datetime | None,
+        usage: Usage | None,
+        meta: dict[str, Any] | None = None,
+    ) -> Call:
+        """A reconstructed request of everything in the conversation now."""
+        del self._blocks[1 + self._clean :]
+        for position in range(self._clean, len(self.messages)):
+            message = self.messages[position]
+            raw = compact_json(message).encode("utf-8", "surrogatepass")
+            element = Element(0, len(raw), message, digest(raw), raw)
+            role = message.get("role") or message.get("type") or "item"
+            label = f"{role}#{position}"
+            self._blocks.append(
+                self.store.add("messages", position, label, element, f"message:{self.api}")
+            )
+        self._clean = len(self.messages)
+        blocks = list(self._blocks)
+        return Call(
+            -1,
+            0,
+            ts,
+            provider,
+            self.api,
+            model,
+            blocks,
+            usage,
+            self.key,
+            meta or {},
+            reconstructed=True,
+            message_start=1,
+        )

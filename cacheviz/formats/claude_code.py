@@ -1,0 +1,187 @@
+"""Claude Code session logs (``~/.claude/projects/<project>/<session>.jsonl``).
+
+One record per line: ``user`` and ``assistant`` records carry an Anthropic message;
+other types (``summary``, ``system``, ``file-history-snapshot``, ...) are counted and
+skipped. One API response is written as several ``assistant`` lines sharing
+``message.id`` (one content block each, each repeating the usage): they are one call,
+whose usage is the last line's. ``isSidechain`` records (a Task sub-agent inlined) and
+the files of ``<session>/subagents/agent-*.jsonl`` beside the session file are separate
+lineages. The log holds the conversation only: requests are rebuilt with an unlogged
+prefix (system prompt + tools) sized from the first call's reported usage.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from cacheviz._jsonspan import json_type
+from cacheviz.formats._conversation import Thread
+from cacheviz.formats._lines import LineReader, order_by_time
+from cacheviz.formats.native import parse_ts
+from cacheviz.model import Call, Session
+from cacheviz.render import BlockStore
+from cacheviz.usage import normalize_usage
+
+NAME = "claude-code"
+DESCRIPTION = "Claude Code session JSONL (~/.claude/projects/*/<session>.jsonl, with subagents/)"
+_MESSAGE_TYPES = ("user", "assistant")
+_DETECT_LINES = 20
+
+
+def detect(path: Path, head: bytes) -> bool:
+    """Whether ``head`` looks like a Claude Code session log."""
+    for line in head.splitlines()[:_DETECT_LINES]:
+        try:
+            record = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(record, dict) and "sessionId" in record and "uuid" in record:
+            return record.get("type") in _MESSAGE_TYPES or "message" in record
+    return False
+
+
+def _blocks_of(content: Any) -> list[Any]:
+    if isinstance(content, list):
+        return list(content)
+    if content is None:
+        return []
+    return [{"type": "text", "text": content}] if isinstance(content, str) else [content]
+
+
+class _SessionFile:
+    """The state of reading one file: its threads and the calls made so far."""
+
+    def __init__(self, reader: LineReader, store: BlockStore, lineage: str | None) -> None:
+        self.reader = reader
+        self.store = store
+        self.lineage = lineage  # a sub-agent file is one lineage
+        self.threads: dict[str, Thread] = {}
+        self.thread_of: dict[str, str] = {}  # record uuid -> thread key
+        self.seen: set[str] = set()
+        self.responses: dict[str, tuple[Call, str, int]] = {}  # message id -> call, thread, index
+        self.last_ts: dict[str, datetime | None] = {}
+        self.calls: list[Call] = []
+
+    def _thread_key(self, record: dict[str, Any]) -> str:
+        if self.lineage is not None:
+            return self.lineage
+        if not record.get("isSidechain"):
+            return "main"
+        parent = record.get("parentUuid")
+        key = self.thread_of.get(parent) if isinstance(parent, str) else None
+        if key is None or key == "main":
+            uuid = str(record.get("uuid") or len(self.threads))
+            key = f"sidechain:{uuid[:8]}"
+        return key
+
+    def add(self, lineno: int, record: Any) -> None:
+        if not isinstance(record, dict):
+            msg = f"the line is {json_type(record)}; expected a Claude Code record object"
+            raise ValueError(msg)
+        kind = record.get("type")
+        if kind not in _MESSAGE_TYPES:
+            self.reader.ignore(f"{kind} record" if isinstance(kind, str) else "untyped record")
+            return
+        uuid = record.get("uuid")
+        if isinstance(uuid, str):
+            if uuid in self.seen:
+                self.reader.ignore("repeated record")
+                return
+            self.seen.add(uuid)
+        message = record.get("message")
+        if not isinstance(message, dict):
+            msg = f"field `message` is {json_type(message)}; expected an object"
+            raise ValueError(msg)
+        ts = parse_ts(record.get("timestamp"))
+        key = self._thread_key(record)
+        if isinstance(uuid, str):
+            self.thread_of[uuid] = key
+        thread = self.threads.get(key)
+        if thread is None:
+            thread = self.threads[key] = Thread(self.store, key)
+        if kind == "user":
+            self._user(thread, message)
+        else:
+            self._assistant(lineno, thread, key, record, message, ts)
+        self.last_ts[key] = ts or self.last_ts.get(key)
+
+    def _user(self, thread: Thread, message: dict[str, Any]) -> None:
+        content = message.get("content")
+        last = thread.messages[-1] if thread.messages else None
+        if last is not None and last["role"] == "user":  # consecutive user records: one turn
+            last["content"] = _blocks_of(last["content"]) + _blocks_of(content)
+            thread.touch(len(thread.messages) - 1)
+        else:
+            thread.append({"role": "user", "content": content})
+
+    def _assistant(
+        self,
+        lineno: int,
+        thread: Thread,
+        key: str,
+        record: dict[str, Any],
+        message: dict[str, Any],
+        ts: datetime | None,
+    ) -> None:
+        model = message.get("model")
+        if model == "<synthetic>":
+            self.reader.ignore("synthetic assistant message (not an API call)")
+            return
+        if not isinstance(model, str) or not model:
+            msg = f"field `message.model` is {json_type(model)}; expected the model name"
+            raise ValueError(msg)
+        response_id = message.get("id") or record.get("requestId") or record.get("uuid")
+        usage = normalize_usage(message.get("usage"))
+        known = self.responses.get(str(response_id))
+        if known is not None and known[1] == key:  # another block of the same response
+            call, _, index = known
+            target = thread.messages[index]
+            target["content"] = _blocks_of(target["content"]) + _blocks_of(message.get("content"))
+            thread.touch(index)
+            call.usage = usage or call.usage
+            return
+        meta: dict[str, Any] = {}
+        verdict = record.get("diagnostics") or message.get("diagnostics")
+        if isinstance(verdict, dict) and verdict.get("cache_miss_reason"):
+            meta["provider_verdict"] = str(verdict["cache_miss_reason"])
+        call = thread.call(
+            model=model,
+            provider="anthropic",
+            ts=self.last_ts.get(key) or ts,
+            usage=usage,
+            meta=meta,
+        )
+        call.line = lineno
+        self.calls.append(call)
+        thread.append({"role": "assistant", "content": _blocks_of(message.get("content"))})
+        self.responses[str(response_id)] = (call, key, len(thread.messages) - 1)
+
+
+def _read_file(path: Path, store: BlockStore, lineage: str | None, errors: str) -> LineReader:
+    reader = LineReader(path, errors=errors)
+    state = _SessionFile(reader, store, lineage)
+    for lineno, text in reader.lines():
+        try:
+            state.add(lineno, json.loads(text))
+        except ValueError as exc:
+            reader.fail(lineno, f"{exc}; expected one Claude Code record per line")
+    reader.calls = state.calls  # type: ignore[attr-defined]
+    return reader
+
+
+def read(path: Path, *, errors: str = "raise") -> Session:
+    """Read a Claude Code session (and its ``subagents/`` folder when it sits beside it)."""
+    store = BlockStore()
+    main = _read_file(path, store, None, errors)
+    calls: list[Call] = list(main.calls)  # type: ignore[attr-defined]
+    folder = path.parent / path.stem / "subagents"
+    for agent in sorted(folder.glob("agent-*.jsonl")) if folder.is_dir() else []:
+        sub = _read_file(agent, store, f"subagent:{agent.stem.removeprefix('agent-')}", errors)
+        calls += sub.calls  # type: ignore[attr-defined]
+        main.skipped += [type(s)(s.line, f"{agent.name}: {s.reason}") for s in sub.skipped]
+        for kind, count in sub.ignored.items():
+            main.ignored[kind] = main.ignored.get(kind, 0) + count
+    return main.session(NAME, order_by_time(calls), store)

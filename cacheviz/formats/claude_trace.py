@@ -1,0 +1,132 @@
+"""claude-trace captures: JSONL of raw HTTP exchanges with the Anthropic API.
+
+Each line is ``{"request": {"timestamp", "method", "url", "headers", "body"},
+"response": {"timestamp", "status_code", "headers", "body" | "body_raw"}, "logged_at"}``.
+Request bodies are exact, so blocks keep their logged bytes. Streaming responses have
+``body: null`` and the SSE text in ``body_raw``: usage comes from ``message_start`` with
+the final ``output_tokens`` of ``message_delta``. Lines are in completion order; calls
+are put in request order. Headers hold credentials: they are never kept or printed.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from cacheviz._jsonspan import JSONSyntaxError, ObjectScan
+from cacheviz.formats._body import call_from_body, scan_line
+from cacheviz.formats._lines import LineReader
+from cacheviz.model import Call, Session
+from cacheviz.render import BlockStore, RenderError
+from cacheviz.usage import normalize_usage
+
+NAME = "claude-trace"
+DESCRIPTION = "claude-trace raw HTTP captures of the Anthropic API (JSONL request/response pairs)"
+_EXPECTED = "expected a claude-trace line {request: {timestamp, url, body}, response: {...}}"
+
+
+def detect(path: Path, head: bytes) -> bool:
+    """Whether ``head`` looks like a claude-trace capture."""
+    first = head.lstrip().split(b"\n", 1)[0]
+    try:
+        record = json.loads(first)
+    except ValueError:
+        return False
+    request = record.get("request") if isinstance(record, dict) else None
+    return (
+        isinstance(request, dict)
+        and "url" in request
+        and "body" in request
+        and isinstance(record.get("response"), dict)
+    )
+
+
+def sse_usage(text: str) -> dict[str, Any] | None:
+    """Usage from an Anthropic SSE stream: ``message_start`` plus the last ``message_delta``."""
+    usage: dict[str, Any] | None = None
+    for line in text.splitlines():
+        if not line.startswith("data:"):
+            continue
+        try:
+            event = json.loads(line[5:])
+        except ValueError:
+            continue
+        if not isinstance(event, dict):
+            continue
+        if event.get("type") == "message_start":
+            message = event.get("message")
+            if isinstance(message, dict) and isinstance(message.get("usage"), dict):
+                usage = dict(message["usage"])
+        elif event.get("type") == "message_delta" and isinstance(event.get("usage"), dict):
+            usage = {**(usage or {}), **event["usage"]}
+    return usage
+
+
+def _epoch(value: Any) -> datetime | None:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    try:
+        return datetime.fromtimestamp(value, UTC)
+    except (OverflowError, OSError, ValueError):
+        return None
+
+
+def _call(text: str, refs: list[ObjectScan], store: BlockStore, reader: LineReader) -> Call | None:
+    record, body = scan_line(text, ("request", "body"), refs)
+    request = record.value("request")
+    if not isinstance(request, ObjectScan):
+        msg = "no `request` object"
+        raise ValueError(msg)
+    url = request.value("url")
+    if not isinstance(url, str) or "/v1/messages" not in url or "count_tokens" in url:
+        reader.ignore("non-Messages request")
+        return None
+    response = record.value("response")
+    response = response if isinstance(response, dict) else {}
+    status = response.get("status_code")
+    if isinstance(status, int) and not 200 <= status < 300:
+        reader.ignore(f"HTTP {status} response")
+        return None
+    if body is None:
+        msg = "`request.body` is missing"
+        raise ValueError(msg)
+    raw_usage = None
+    if isinstance(response.get("body"), dict):
+        raw_usage = response["body"].get("usage")
+    elif isinstance(response.get("body_raw"), str):
+        raw_usage = sse_usage(response["body_raw"])
+    return call_from_body(
+        body,
+        store,
+        model=None,
+        provider="anthropic",
+        api="messages",
+        ts=_epoch(request.value("timestamp")),
+        usage=normalize_usage(raw_usage),
+    )
+
+
+def read(path: Path, *, errors: str = "raise") -> Session:
+    """Read a claude-trace capture; see :func:`cacheviz.formats.load` for ``errors``."""
+    reader = LineReader(path, errors=errors)
+    store = BlockStore()
+    calls: list[Call] = []
+    refs: list[ObjectScan] = []
+    for lineno, text in reader.lines():
+        try:
+            call = _call(text, refs, store, reader)
+        except JSONSyntaxError as exc:
+            reader.fail(lineno, f"not valid JSON: {exc} (column {exc.pos + 1}); {_EXPECTED}")
+            continue
+        except RenderError as exc:
+            reader.fail(lineno, f"{exc}; fix field `request.body.{exc.field[8:]}` or skip the line")
+            continue
+        except ValueError as exc:
+            reader.fail(lineno, f"{exc}; {_EXPECTED}")
+            continue
+        if call is not None:
+            call.line = lineno
+            calls.append(call)
+    return reader.session(NAME, calls, store)
