@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import warnings
 from collections.abc import Iterator
 from datetime import datetime
@@ -102,3 +103,31 @@ def order_by_time(calls: list[Call]) -> list[Call]:
     floor = min(k for k in keys if k is not None)
     order = sorted(range(len(calls)), key=lambda i: keys[i] or floor)
     return [calls[i] for i in order]
+
+
+def load_json_document(path: Path) -> object:
+    """Parse a whole-file JSON document; a syntax error names its line and column.
+
+    Raises
+    ------
+    TranscriptError
+        When the file is empty, not UTF-8, or not valid JSON.
+    """
+    data = path.read_bytes()
+    if not data or data.isspace():
+        msg = "file is empty; expected a JSON document"
+        raise TranscriptError(msg, path=path)
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        msg = f"not valid UTF-8 at byte {exc.start + 1}; re-save the file as UTF-8"
+        raise TranscriptError(msg, path=path, line=line) from None
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        msg = f"not valid JSON: {exc.msg} (column {exc.colno}); the file may be truncated"
+        raise TranscriptError(msg, path=path, line=exc.lineno) from None
+    except RecursionError:
+        msg = "JSON nested too deeply"
+        raise TranscriptError(msg, path=path) from None
