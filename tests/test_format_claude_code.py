@@ -14,19 +14,46 @@ SONNET = "claude-sonnet-4-5-20250929"
 
 
 def _usage(read, write, out=5):
-    return {"input_tokens": 3, "cache_creation_input_tokens": write, "cache_read_input_tokens": read,
-            "cache_creation": {"ephemeral_5m_input_tokens": write, "ephemeral_1h_input_tokens": 0}, "output_tokens": out}
+    return {
+        "input_tokens": 3,
+        "cache_creation_input_tokens": write,
+        "cache_read_input_tokens": read,
+        "cache_creation": {"ephemeral_5m_input_tokens": write, "ephemeral_1h_input_tokens": 0},
+        "output_tokens": out,
+    }
 
 
 def _user(uuid, parent, content, ts, **extra):
-    return {"type": "user", "uuid": uuid, "parentUuid": parent, "sessionId": "s1", "timestamp": ts,
-            "isSidechain": False, "message": {"role": "user", "content": content}, **extra}
+    return {
+        "type": "user",
+        "uuid": uuid,
+        "parentUuid": parent,
+        "sessionId": "s1",
+        "timestamp": ts,
+        "isSidechain": False,
+        "message": {"role": "user", "content": content},
+        **extra,
+    }
 
 
 def _assistant(uuid, parent, mid, block, usage, ts, model=SONNET, **extra):
-    return {"type": "assistant", "uuid": uuid, "parentUuid": parent, "sessionId": "s1", "timestamp": ts,
-            "isSidechain": False, "requestId": f"req_{mid}",
-            "message": {"id": mid, "role": "assistant", "model": model, "content": [block], "usage": usage}, **extra}
+    return {
+        "type": "assistant",
+        "uuid": uuid,
+        "parentUuid": parent,
+        "sessionId": "s1",
+        "timestamp": ts,
+        "isSidechain": False,
+        "requestId": f"req_{mid}",
+        "message": {
+            "id": mid,
+            "role": "assistant",
+            "model": model,
+            "content": [block],
+            "usage": usage,
+        },
+        **extra,
+    }
 
 
 def _records():
@@ -34,16 +61,58 @@ def _records():
     return [
         {"type": "summary", "summary": "Listing files", "leafUuid": "x"},
         _user("u1", None, "list the files", "2026-01-01T10:00:00Z"),
-        _assistant("a1", "u1", "msg_1", {"type": "text", "text": "Sure."}, _usage(0, 15000, 2), "2026-01-01T10:00:03Z"),
+        _assistant(
+            "a1",
+            "u1",
+            "msg_1",
+            {"type": "text", "text": "Sure."},
+            _usage(0, 15000, 2),
+            "2026-01-01T10:00:03Z",
+        ),
         _assistant("a2", "a1", "msg_1", tool, _usage(0, 15000, 40), "2026-01-01T10:00:04Z"),
-        _user("u2", "a2", [{"type": "tool_result", "tool_use_id": "toolu_1", "content": "a.py b.py"}], "2026-01-01T10:00:05Z"),
-        _user("u2", "a2", [{"type": "tool_result", "tool_use_id": "toolu_1", "content": "a.py b.py"}], "2026-01-01T10:00:05Z"),
+        _user(
+            "u2",
+            "a2",
+            [{"type": "tool_result", "tool_use_id": "toolu_1", "content": "a.py b.py"}],
+            "2026-01-01T10:00:05Z",
+        ),
+        _user(
+            "u2",
+            "a2",
+            [{"type": "tool_result", "tool_use_id": "toolu_1", "content": "a.py b.py"}],
+            "2026-01-01T10:00:05Z",
+        ),
         # a Task sub-agent inlined as a sidechain
         {**_user("s1", "u2", "explore the repo", "2026-01-01T10:00:06Z"), "isSidechain": True},
-        {**_assistant("s2", "s1", "msg_s", {"type": "text", "text": "done"}, _usage(0, 9000), "2026-01-01T10:00:08Z"), "isSidechain": True},
-        _assistant("a3", "u2", "msg_2", {"type": "text", "text": "Two files."}, _usage(15000, 60), "2026-01-01T10:00:09Z",
-                   diagnostics={"cache_miss_reason": "none"}),
-        _assistant("a4", "a3", "msg_x", {"type": "text", "text": "API Error"}, _usage(0, 0), "2026-01-01T10:00:10Z", model="<synthetic>"),
+        {
+            **_assistant(
+                "s2",
+                "s1",
+                "msg_s",
+                {"type": "text", "text": "done"},
+                _usage(0, 9000),
+                "2026-01-01T10:00:08Z",
+            ),
+            "isSidechain": True,
+        },
+        _assistant(
+            "a3",
+            "u2",
+            "msg_2",
+            {"type": "text", "text": "Two files."},
+            _usage(15000, 60),
+            "2026-01-01T10:00:09Z",
+            diagnostics={"cache_miss_reason": "none"},
+        ),
+        _assistant(
+            "a4",
+            "a3",
+            "msg_x",
+            {"type": "text", "text": "API Error"},
+            _usage(0, 0),
+            "2026-01-01T10:00:10Z",
+            model="<synthetic>",
+        ),
         {"type": "file-history-snapshot", "messageId": "a3", "snapshot": {}},
     ]
 
@@ -65,13 +134,23 @@ def test_one_call_per_response_with_its_final_usage(session_file):
     assert first.usage.input_tokens == 15003
     assert second.meta == {"provider_verdict": "none"}
     assert all(c.reconstructed for c in session.calls)
-    assert [b.label for b in second.blocks] == ["unlogged prefix", "user#0", "assistant#1", "user#2"]
+    assert [b.label for b in second.blocks] == [
+        "unlogged prefix",
+        "user#0",
+        "assistant#1",
+        "user#2",
+    ]
     assert session.ignored == {
-        "summary record": 1, "file-history-snapshot record": 1, "repeated record": 1,
+        "summary record": 1,
+        "file-history-snapshot record": 1,
+        "repeated record": 1,
         "synthetic assistant message (not an API call)": 1,
     }
     # the split response is one assistant message with both blocks
-    assert [p["type"] for p in session.contents[second.blocks[2].hash].value["content"]] == ["text", "tool_use"]
+    assert [p["type"] for p in session.contents[second.blocks[2].hash].value["content"]] == [
+        "text",
+        "tool_use",
+    ]
 
 
 def test_the_unlogged_prefix_is_sized_from_the_first_reported_usage(session_file):
@@ -92,19 +171,51 @@ def test_subagent_files_beside_the_session_are_lineages(session_file):
     folder.mkdir(parents=True)
     records = [
         _user("x1", None, "find the cache key", "2026-01-01T10:00:06Z"),
-        _assistant("x2", "x1", "msg_sub", {"type": "text", "text": "found"}, _usage(0, 8000), "2026-01-01T10:00:07Z"),
+        _assistant(
+            "x2",
+            "x1",
+            "msg_sub",
+            {"type": "text", "text": "found"},
+            _usage(0, 8000),
+            "2026-01-01T10:00:07Z",
+        ),
     ]
     (folder / "agent-a1b2.jsonl").write_text("\n".join(json.dumps(r) for r in records) + "\n")
     session = cacheviz.load(session_file)
-    assert [c.lineage_hint for c in session.calls] == ["main", "main", "sidechain:s1", "subagent:a1b2"]
+    assert [c.lineage_hint for c in session.calls] == [
+        "main",
+        "main",
+        "sidechain:s1",
+        "subagent:a1b2",
+    ]
 
 
 @pytest.mark.parametrize(
     ("record", "expected"),
     [
-        ({"type": "user", "uuid": "z", "sessionId": "s", "message": "hi"}, "field `message` is a string; expected an object"),
-        ({"type": "assistant", "uuid": "z", "sessionId": "s", "message": {"id": "m", "content": []}}, "field `message.model` is null"),
-        ({"type": "user", "uuid": "z", "sessionId": "s", "timestamp": 5, "message": {"content": "x"}}, "field `ts` is a number"),
+        (
+            {"type": "user", "uuid": "z", "sessionId": "s", "message": "hi"},
+            "field `message` is a string; expected an object",
+        ),
+        (
+            {
+                "type": "assistant",
+                "uuid": "z",
+                "sessionId": "s",
+                "message": {"id": "m", "content": []},
+            },
+            "field `message.model` is null",
+        ),
+        (
+            {
+                "type": "user",
+                "uuid": "z",
+                "sessionId": "s",
+                "timestamp": 5,
+                "message": {"content": "x"},
+            },
+            "field `ts` is a number",
+        ),
         ([1, 2], "the line is an array; expected a Claude Code record object"),
     ],
 )
@@ -116,7 +227,9 @@ def test_bad_records_are_one_line(session_file, record, expected):
     assert expected in str(info.value)
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
 @given(data=st.data())
 def test_fuzzed_sessions_load_or_fail_in_one_line(session_file, data):
     lines = session_file.read_text().splitlines()
@@ -148,7 +261,12 @@ def _expected(path):
         message = record.get("message")
         if record.get("type") == "assistant" and message.get("model") != "<synthetic>":
             last[message["id"]] = message["usage"]
-    fields = ("input_tokens", "cache_read_input_tokens", "cache_creation_input_tokens", "output_tokens")
+    fields = (
+        "input_tokens",
+        "cache_read_input_tokens",
+        "cache_creation_input_tokens",
+        "output_tokens",
+    )
     return len(last), {f: sum(u.get(f) or 0 for u in last.values()) for f in fields}
 
 
@@ -170,7 +288,9 @@ def test_real_sessions(realdata, name, calls, sidechain_calls):
     assert frame["reported_cache_read_tokens"].sum() == sums["cache_read_input_tokens"]
     assert frame["reported_cache_write_tokens"].sum() == sums["cache_creation_input_tokens"]
     assert frame["reported_output_tokens"].sum() == sums["output_tokens"]
-    inclusive = sums["input_tokens"] + sums["cache_read_input_tokens"] + sums["cache_creation_input_tokens"]
+    inclusive = (
+        sums["input_tokens"] + sums["cache_read_input_tokens"] + sums["cache_creation_input_tokens"]
+    )
     assert frame["reported_input_tokens"].sum() == inclusive
     sidechains = frame.filter(pl.col("lineage").str.starts_with("sidechain")).height
     if sidechain_calls is not None:

@@ -17,21 +17,41 @@ def _sse(usage, output):
     events = [
         {"type": "message_start", "message": {"id": "m", "usage": usage}},
         {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "hi"}},
-        {"type": "message_delta", "delta": {"stop_reason": "end_turn"}, "usage": {"output_tokens": output}},
+        {
+            "type": "message_delta",
+            "delta": {"stop_reason": "end_turn"},
+            "usage": {"output_tokens": output},
+        },
     ]
     return "".join(f"event: {e['type']}\ndata: {json.dumps(e)}\n\n" for e in events)
 
 
-def _line(ts, messages, *, url="https://api.anthropic.com/v1/messages?beta=true", status=200, body=None, raw=None):
+def _line(
+    ts,
+    messages,
+    *,
+    url="https://api.anthropic.com/v1/messages?beta=true",
+    status=200,
+    body=None,
+    raw=None,
+):
     request = {
-        "timestamp": ts, "method": "POST", "url": url,
+        "timestamp": ts,
+        "method": "POST",
+        "url": url,
         "headers": {"authorization": f"Bearer {SECRET}", "x-api-key": SECRET},
-        "body": {"model": "claude-sonnet-4-5", "system": [{"type": "text", "text": "Be brief."}], "messages": messages},
+        "body": {
+            "model": "claude-sonnet-4-5",
+            "system": [{"type": "text", "text": "Be brief."}],
+            "messages": messages,
+        },
     }
     response = {"timestamp": ts + 1, "status_code": status, "headers": {}, "body": body}
     if raw is not None:
         response["body_raw"] = raw
-    return json.dumps({"request": request, "response": response, "logged_at": "2026-01-01T00:00:00"})
+    return json.dumps(
+        {"request": request, "response": response, "logged_at": "2026-01-01T00:00:00"}
+    )
 
 
 MSGS = [{"role": "user", "content": "hello"}]
@@ -40,10 +60,21 @@ MORE = [*MSGS, {"role": "assistant", "content": "hi"}, {"role": "user", "content
 
 @pytest.fixture
 def capture(tmp_path):
-    usage = {"input_tokens": 5, "cache_creation_input_tokens": 100, "cache_read_input_tokens": 0, "output_tokens": 1}
+    usage = {
+        "input_tokens": 5,
+        "cache_creation_input_tokens": 100,
+        "cache_read_input_tokens": 0,
+        "output_tokens": 1,
+    }
     lines = [
         # written in completion order: the second request finished first
-        _line(1000.5, MORE, raw=_sse({**usage, "cache_read_input_tokens": 100, "cache_creation_input_tokens": 7}, 9)),
+        _line(
+            1000.5,
+            MORE,
+            raw=_sse(
+                {**usage, "cache_read_input_tokens": 100, "cache_creation_input_tokens": 7}, 9
+            ),
+        ),
         _line(1000.0, MSGS, body={"usage": usage}),
         _line(1001.0, MSGS, url="https://api.anthropic.com/v1/messages/count_tokens"),
         _line(1002.0, MSGS, status=529, body={"type": "error"}),
@@ -61,7 +92,11 @@ def test_detected_and_read_in_request_order(capture):
     first, second = session.calls
     assert (first.usage.input_tokens, first.usage.cache_write_tokens) == (105, 100)
     # streaming: message_start usage with message_delta's final output_tokens
-    assert (second.usage.input_tokens, second.usage.cache_read_tokens, second.usage.output_tokens) == (112, 100, 9)
+    assert (
+        second.usage.input_tokens,
+        second.usage.cache_read_tokens,
+        second.usage.output_tokens,
+    ) == (112, 100, 9)
     assert session.ignored == {"non-Messages request": 2, "HTTP 529 response": 1}
     analysis = session.analyze()
     assert analysis.calls["prefix_tokens"][1] == analysis.calls["input_tokens"][0]
@@ -90,7 +125,9 @@ def test_sse_usage_tolerates_junk():
     assert claude_trace.sse_usage(text) == {"input_tokens": 3, "output_tokens": 4}
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
 @given(cut=st.integers(0, 2000), junk=st.binary(max_size=20))
 def test_fuzzed_captures_load_or_fail_in_one_line(capture, cut, junk):
     good = capture.read_bytes()
@@ -109,12 +146,22 @@ def test_fuzzed_captures_load_or_fail_in_one_line(capture, cut, junk):
 def test_real_capture(realdata):
     path = realdata / TRACE
     rows = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
-    expected_calls = sum("/v1/messages" in r["request"]["url"] and r["response"]["status_code"] == 200 for r in rows)
+    expected_calls = sum(
+        "/v1/messages" in r["request"]["url"] and r["response"]["status_code"] == 200 for r in rows
+    )
     expected_input = 0
     for row in rows:
         response = row["response"]
-        usage = response["body"]["usage"] if isinstance(response.get("body"), dict) else claude_trace.sse_usage(response["body_raw"])
-        expected_input += usage["input_tokens"] + usage["cache_read_input_tokens"] + usage["cache_creation_input_tokens"]
+        usage = (
+            response["body"]["usage"]
+            if isinstance(response.get("body"), dict)
+            else claude_trace.sse_usage(response["body_raw"])
+        )
+        expected_input += (
+            usage["input_tokens"]
+            + usage["cache_read_input_tokens"]
+            + usage["cache_creation_input_tokens"]
+        )
     session = cacheviz.load(path)
     assert session.format == "claude-trace"
     calls = session.analyze().calls
