@@ -129,7 +129,7 @@ def test_one_call_per_response_with_its_final_usage(session_file):
     session = cacheviz.load(session_file)
     # request time = the thread's last record before the response
     assert [c.lineage_hint for c in session.calls] == ["main", "main", "sidechain:s1"]
-    first, second, side = session.calls
+    first, second, _ = session.calls
     assert first.usage.output_tokens == 40  # the last line of msg_1
     assert first.usage.input_tokens == 15003
     assert second.meta == {"provider_verdict": "none"}

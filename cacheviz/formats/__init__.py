@@ -12,7 +12,9 @@ from cacheviz.errors import TranscriptError, UnknownFormatError
 from cacheviz.formats import claude_code, claude_trace, inspect_log, native
 from cacheviz.model import Session
 
-READERS: dict[str, ModuleType] = {m.NAME: m for m in (native, claude_trace, claude_code, inspect_log)}
+READERS: dict[str, ModuleType] = {
+    m.NAME: m for m in (native, claude_trace, claude_code, inspect_log)
+}
 _HEAD_BYTES = 1 << 20
 
 
