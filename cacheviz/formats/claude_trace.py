@@ -37,7 +37,8 @@ def detect(path: Path, head: bytes) -> bool:
     request = record.get("request") if isinstance(record, dict) else None
     return (
         isinstance(request, dict)
-        and "url" in request
+        and isinstance(request.get("url"), str)
+        and ("anthropic" in request["url"] or "/v1/messages" in request["url"])
         and "body" in request
         and isinstance(record.get("response"), dict)
     )
