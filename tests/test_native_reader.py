@@ -150,12 +150,12 @@ def test_empty_file(tmp_path):
 def test_unknown_format_lists_the_supported_ones(tmp_path):
     path = tmp_path / "notes.txt"
     path.write_text("hello\n")
-    with pytest.raises(UnknownFormatError, match=r"Supported: cacheviz: .*--format NAME"):
+    with pytest.raises(UnknownFormatError, match=r"Supported: .*cacheviz, claude-trace.*\. Force one with --format NAME"):
         cacheviz.load(path)
 
 
 def test_unknown_forced_format_and_missing_file(tmp_path, write_log, anthropic_body):
-    with pytest.raises(UnknownFormatError, match=r"unknown format 'nope'\. Supported: cacheviz"):
+    with pytest.raises(UnknownFormatError, match=r"unknown format 'nope'\. Supported: .*cacheviz"):
         cacheviz.load(write_log([anthropic_body(MSG)]), format="nope")
     with pytest.raises(TranscriptError, match="no such file"):
         cacheviz.load(tmp_path / "missing.jsonl")

@@ -20,7 +20,7 @@ _HEAD_BYTES = 1 << 20
 
 def supported_formats() -> str:
     """One line naming every supported format."""
-    return "; ".join(f"{name}: {module.DESCRIPTION}" for name, module in READERS.items())
+    return ", ".join(READERS)
 
 
 def detect(path: Path) -> str:
