@@ -40,6 +40,7 @@ def _parser() -> argparse.ArgumentParser:
         "--lineage", choices=LINEAGE_MODES, default="auto", help="how to group calls"
     )
     summary.add_argument("--encoding", help="force a tiktoken encoding (e.g. cl100k_base)")
+    commands.add_parser("formats", help="list the transcript formats cacheviz reads")
     return parser
 
 
@@ -101,6 +102,10 @@ def _print_table(doc: dict[str, Any], out: TextIO) -> None:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; return the exit status."""
     args = _parser().parse_args(argv)
+    if args.command == "formats":
+        for name, module in READERS.items():
+            print(f"{name:<14} {module.DESCRIPTION}")
+        return 0
     try:
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always", CacheVizWarning)

@@ -131,3 +131,11 @@ def test_missing_tiktoken_files_are_one_line_with_the_fix(tmp_path):
     assert result.stderr.count("\n") == 1
     assert "tiktoken encoding 'o200k_base' could not be loaded" in result.stderr
     assert "TIKTOKEN_CACHE_DIR" in result.stderr
+
+
+def test_formats_lists_every_reader(capsys):
+    from cacheviz.formats import READERS
+
+    assert cli.main(["formats"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert [line.split()[0] for line in out] == list(READERS)
