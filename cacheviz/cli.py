@@ -85,10 +85,9 @@ def _print_table(doc: dict[str, Any], out: TextIO) -> None:
         f"({share:.1%}), {totals['new']:,} new; {drifts} drift(s)"
     )
     if any(c["reconstructed"] for c in calls):
-        out.write(
-            "; requests rebuilt from a conversation log (unlogged system + tools sized from "
-            "reported usage)"
-        )
+        out.write("; requests rebuilt from the log, not the bytes sent")
+    if any(c["unlogged_tokens"] is not None for c in calls):
+        out.write(" (unlogged system + tools sized from reported usage)")
     if not all(c["tokens_exact"] for c in calls):
         out.write("; counts approximate (model tokenizer not public, o200k_base used)")
     if doc["skipped_lines"]:

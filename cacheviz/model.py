@@ -96,7 +96,7 @@ class Call:
 class SkippedLine:
     """A line left out with ``errors="skip"``, and why."""
 
-    line: int
+    line: int | None  # None in whole-file JSON documents (the reason names the field)
     reason: str
 
 

@@ -13,6 +13,7 @@ Fields the provider did not report stay ``None``; they are never replaced by 0.
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from cacheviz.model import Usage
@@ -24,7 +25,7 @@ def _int(mapping: Any, *path: str) -> int | None:
         if not isinstance(value, dict) or key not in value:
             return None
         value = value[key]
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
         return None
     return int(value)
 
@@ -95,6 +96,13 @@ def normalize_usage(usage: Any) -> Usage | None:
 
 
 def _anthropic(usage: dict[str, Any]) -> Usage:
+    if "input_tokens" not in usage and "prompt_tokens" in usage:  # LiteLLM's shape for Claude
+        return Usage(
+            input_tokens=_int(usage, "prompt_tokens"),
+            cache_read_tokens=_int(usage, "cache_read_input_tokens"),
+            cache_write_tokens=_int(usage, "cache_creation_input_tokens"),
+            output_tokens=_int(usage, "completion_tokens"),
+        )
     uncached = _int(usage, "input_tokens")
     read = _int(usage, "cache_read_input_tokens")
     write = _int(usage, "cache_creation_input_tokens")

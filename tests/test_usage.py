@@ -85,6 +85,11 @@ def test_nothing_reported_is_none(usage):
     assert normalize_usage(usage) is None
 
 
+def test_non_finite_counts_are_not_reported():
+    usage = normalize_usage({"prompt_tokens": float("nan"), "completion_tokens": float("inf")})
+    assert usage == Usage(None, None, None, None, None, None, "reported")
+
+
 def test_wrong_types_are_not_reported_rather_than_crashing():
     usage = normalize_usage(
         {"input_tokens": "12", "output_tokens": True, "cache_read_input_tokens": 5}

@@ -9,11 +9,20 @@ from pathlib import Path
 from types import ModuleType
 
 from cacheviz.errors import TranscriptError, UnknownFormatError
-from cacheviz.formats import claude_code, claude_trace, inspect_log, native, openai_log
+from cacheviz.formats import (
+    aider,
+    claude_code,
+    claude_trace,
+    inspect_log,
+    native,
+    openai_log,
+    swe_agent,
+)
 from cacheviz.model import Session
 
 READERS: dict[str, ModuleType] = {
-    m.NAME: m for m in (openai_log, native, claude_trace, claude_code, inspect_log)
+    m.NAME: m
+    for m in (openai_log, native, claude_trace, claude_code, inspect_log, swe_agent, aider)
 }
 _HEAD_BYTES = 1 << 20
 

@@ -13,7 +13,7 @@ from typing import Any
 
 from cacheviz._jsonspan import JSONSyntaxError, ObjectScan, json_type, scan_object, scan_value
 from cacheviz.model import Call, Usage
-from cacheviz.render import APIS, BLOCK_KEYS, BlockStore, blocks_from_scan, infer_api
+from cacheviz.render import APIS, BLOCK_KEYS, BlockStore, blocks_from_scan, compact_json, infer_api
 
 ALL_BLOCK_KEYS = frozenset().union(*BLOCK_KEYS.values())
 REFERENCE_SCANS = 3  # how many recent requests to try as a byte-prefix reference
@@ -123,3 +123,56 @@ def call_from_body(
         hashes=rendered.hashes,
         message_start=rendered.message_start,
     )
+
+
+def call_from_request(
+    request: dict[str, Any],
+    refs: list[ObjectScan],
+    store: BlockStore,
+    *,
+    model: str | None,
+    provider: str | None,
+    api: str | None,
+    ts: datetime | None,
+    usage: Usage | None,
+    lineage: str | None = None,
+    meta: dict[str, Any] | None = None,
+    reconstructed: bool = True,
+) -> Call:
+    """A :class:`Call` from a request body the log holds as parsed JSON.
+
+    The body is serialized compactly (key order kept) and scanned against ``refs``, so
+    leading blocks shared with recent requests are re-used. The call is marked
+    ``reconstructed`` unless the caller knows the log kept the request as sent.
+
+    Raises
+    ------
+    ValueError
+        When the body cannot be serialized (nested too deeply) or lacks a model/API.
+    cacheviz.render.RenderError
+        When the body has no conversation.
+    """
+    try:
+        text = compact_json(request)
+    except RecursionError:
+        msg = "the request is nested too deeply to be rebuilt"
+        raise ValueError(msg) from None
+    except ValueError as exc:  # NaN/Infinity are allowed; circular data is not
+        msg = f"the request cannot be serialized ({exc})"
+        raise ValueError(msg) from None
+    body = scan_object(text, 0, ALL_BLOCK_KEYS, refs)
+    refs.insert(0, body)
+    del refs[REFERENCE_SCANS:]
+    call = call_from_body(
+        body,
+        store,
+        model=model,
+        provider=provider,
+        api=api,
+        ts=ts,
+        usage=usage,
+        lineage=lineage,
+        meta=meta,
+    )
+    call.reconstructed = reconstructed
+    return call

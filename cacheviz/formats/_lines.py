@@ -58,7 +58,7 @@ class LineReader:
                 continue
             yield lineno, text
 
-    def fail(self, lineno: int, reason: str) -> None:
+    def fail(self, lineno: int | None, reason: str) -> None:
         """Raise for a bad line, or record it when skipping."""
         if self.errors == "raise":
             msg = f"{reason} (or pass --errors skip / errors='skip')"
@@ -73,7 +73,7 @@ class LineReader:
         """Order the calls by request time, number them, and build the session."""
         if not calls:
             detail = f" ({len(self.skipped)} bad lines skipped)" if self.skipped else ""
-            msg = f"no API call could be read{detail}; expected one JSON object per line"
+            msg = f"no API call could be read{detail}"
             raise TranscriptError(msg, path=self.path)
         if self.skipped:
             first = self.skipped[0]

@@ -14,13 +14,13 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from cacheviz._jsonspan import JSONSyntaxError, ObjectScan, json_type, scan_object
+from cacheviz._jsonspan import JSONSyntaxError, ObjectScan, json_type
 from cacheviz.errors import TranscriptError
-from cacheviz.formats._body import ALL_BLOCK_KEYS, REFERENCE_SCANS, call_from_body, provider_for
+from cacheviz.formats._body import call_from_request, provider_for
 from cacheviz.formats._lines import LineReader, load_json_document
 from cacheviz.formats.native import parse_ts
 from cacheviz.model import Call, Session
-from cacheviz.render import BlockStore, RenderError, compact_json
+from cacheviz.render import BlockStore, RenderError
 from cacheviz.usage import normalize_usage
 
 NAME = "inspect"
@@ -87,12 +87,9 @@ def _model_call(
         msg = "no model on the event or in `call.request.model`"
         raise ValueError(msg)
     provider, _, bare = model.partition("/") if "/" in model else (provider_for(model), "", model)
-    text = compact_json(_resolve(request, attachments))
-    body = scan_object(text, 0, ALL_BLOCK_KEYS, refs)
-    refs.insert(0, body)
-    del refs[REFERENCE_SCANS:]
-    return call_from_body(
-        body,
+    return call_from_request(
+        _resolve(request, attachments),
+        refs,
         store,
         model=bare,
         provider=provider,
@@ -100,6 +97,7 @@ def _model_call(
         ts=parse_ts(event.get("timestamp")),
         usage=_usage(event),
         lineage=lineage,
+        reconstructed=False,  # the body as logged, only re-serialized
     )
 
 
