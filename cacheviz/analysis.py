@@ -17,6 +17,7 @@ from cacheviz.prefix import LineageIndex, Match
 from cacheviz.shape import log_hashes, prefix_hash, segments_frame
 from cacheviz.tokens import TokenCache, encoding_for_model
 
+_MAX_UNLOGGED = 10_000_000  # the largest context windows; beyond that the report is suspect
 _USAGE_FIELDS = {
     "reported_input_tokens": "input_tokens",
     "reported_cache_read_tokens": "cache_read_tokens",
@@ -217,7 +218,7 @@ def _size_unlogged(session: Session, call_cache: list[TokenCache]) -> dict[str, 
             if reported is None:
                 continue
             visible = sum(len(cache[h]) for h in call.hashes if h not in opaque)
-            sizes[digest] = max(0, reported - visible)
+            sizes[digest] = min(max(0, reported - visible), _MAX_UNLOGGED)
     for cache in {id(c): c for c in call_cache}.values():
         for digest in opaque:
             cache.set_unlogged(digest, sizes.get(digest, 0))

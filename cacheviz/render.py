@@ -215,6 +215,8 @@ def _text_of_part(part: Any) -> str:
     if not isinstance(part, dict):
         return compact_json(part)
     kind = part.get("type")
+    if not isinstance(kind, str):
+        return compact_json(part)
     if kind in ("text", "input_text", "output_text", "summary_text", "reasoning_text"):
         return str(part.get("text", ""))
     if kind in ("tool_use", "server_tool_use"):

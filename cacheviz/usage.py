@@ -18,6 +18,9 @@ from typing import Any
 
 from cacheviz.model import Usage
 
+# No request has ever held a billion tokens: a count beyond that is corrupt, not reported.
+_MAX_COUNT = 10**9
+
 
 def _int(mapping: Any, *path: str) -> int | None:
     value = mapping
@@ -25,9 +28,12 @@ def _int(mapping: Any, *path: str) -> int | None:
         if not isinstance(value, dict) or key not in value:
             return None
         value = value[key]
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
         return None
-    return int(value)
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    count = int(value)
+    return count if 0 <= count < _MAX_COUNT else None
 
 
 def _sum(*values: int | None) -> int | None:

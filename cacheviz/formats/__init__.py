@@ -13,6 +13,8 @@ from cacheviz.formats import (
     aider,
     claude_code,
     claude_trace,
+    codex,
+    gemini_cli,
     inspect_log,
     native,
     openai_log,
@@ -22,7 +24,17 @@ from cacheviz.model import Session
 
 READERS: dict[str, ModuleType] = {
     m.NAME: m
-    for m in (openai_log, native, claude_trace, claude_code, inspect_log, swe_agent, aider)
+    for m in (
+        openai_log,
+        native,
+        claude_trace,
+        claude_code,
+        codex,
+        gemini_cli,
+        inspect_log,
+        swe_agent,
+        aider,
+    )
 }
 _HEAD_BYTES = 1 << 20
 

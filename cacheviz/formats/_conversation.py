@@ -9,6 +9,7 @@ are marked ``reconstructed``.
 
 from __future__ import annotations
 
+import json
 from datetime import datetime
 from typing import Any
 
@@ -78,8 +79,10 @@ class Thread:
         del self._blocks[1 + self._clean :]
         for position in range(self._clean, len(self.messages)):
             message = self.messages[position]
-            raw = compact_json(message).encode("utf-8", "surrogatepass")
-            element = Element(0, len(raw), message, digest(raw), raw)
+            text = compact_json(message)
+            raw = text.encode("utf-8", "surrogatepass")
+            # the stored value is a copy: readers may still edit their message dicts
+            element = Element(0, len(raw), json.loads(text), digest(raw), raw)
             role = message.get("role") or message.get("type") or "item"
             label = f"{role}#{position}"
             self._blocks.append(

@@ -38,17 +38,23 @@ def detect(path: Path, head: bytes) -> bool:
     )
 
 
-def parse_ts(value: Any) -> datetime | None:
-    """Parse an ISO-8601 time (naive times are taken as UTC); ``None`` stays ``None``."""
+def parse_ts(value: Any, field: str = "ts") -> datetime | None:
+    """Parse an ISO-8601 time (naive times are taken as UTC); ``None`` stays ``None``.
+
+    ``field`` names the field in error messages.
+    """
     if value is None:
         return None
     if not isinstance(value, str):
-        msg = f"field `ts` is {json_type(value)}; expected an ISO-8601 string or null"
+        msg = f"field `{field}` is {json_type(value)}; expected an ISO-8601 string or null"
         raise ValueError(msg)
     try:
         ts = datetime.fromisoformat(value)
     except ValueError:
-        msg = f"field `ts` {value!r} is not ISO-8601; expected e.g. '2026-01-15T09:00:00Z' or null"
+        msg = (
+            f"field `{field}` {value!r} is not ISO-8601; "
+            "expected e.g. '2026-01-15T09:00:00Z' or null"
+        )
         raise ValueError(msg) from None
     return ts.replace(tzinfo=UTC) if ts.tzinfo is None else ts.astimezone(UTC)
 
