@@ -150,7 +150,10 @@ def test_empty_file(tmp_path):
 def test_unknown_format_lists_the_supported_ones(tmp_path):
     path = tmp_path / "notes.txt"
     path.write_text("hello\n")
-    with pytest.raises(UnknownFormatError, match=r"Supported: .*cacheviz, claude-trace.*\. Force one with --format NAME"):
+    with pytest.raises(
+        UnknownFormatError,
+        match=r"Supported: .*cacheviz, claude-trace.*\. Force one with --format NAME",
+    ):
         cacheviz.load(path)
 
 

@@ -13,11 +13,13 @@ from cacheviz.formats import (
     aider,
     claude_code,
     claude_trace,
+    cline,
     codex,
     gemini_cli,
     inspect_log,
     native,
     openai_log,
+    openhands,
     swe_agent,
 )
 from cacheviz.model import Session
@@ -32,6 +34,8 @@ READERS: dict[str, ModuleType] = {
         codex,
         gemini_cli,
         inspect_log,
+        cline,
+        openhands,
         swe_agent,
         aider,
     )

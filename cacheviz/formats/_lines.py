@@ -77,9 +77,10 @@ class LineReader:
             raise TranscriptError(msg, path=self.path)
         if self.skipped:
             first = self.skipped[0]
+            where = "" if first.line is None else f" at line {first.line}"
             warnings.warn(
-                f"{self.path}: skipped {len(self.skipped)} bad line(s); first at line "
-                f"{first.line}: {first.reason}",
+                f"{self.path}: skipped {len(self.skipped)} bad line(s); first{where}: "
+                f"{first.reason}",
                 CacheVizWarning,
                 stacklevel=3,
             )

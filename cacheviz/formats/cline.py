@@ -45,7 +45,7 @@ from cacheviz.errors import TranscriptError
 from cacheviz.formats._body import provider_for
 from cacheviz.formats._conversation import Thread
 from cacheviz.formats._lines import LineReader, load_json_document
-from cacheviz.model import Call, Session, SkippedLine
+from cacheviz.model import Call, Session
 from cacheviz.render import BlockStore
 from cacheviz.usage import normalize_usage
 
@@ -105,11 +105,8 @@ def _epoch_ms(value: Any, where: str) -> datetime | None:
         raise ValueError(msg) from None
 
 
-def _message(item: Any) -> dict[str, Any]:
+def _message(item: dict[str, Any]) -> dict[str, Any]:
     """The message as sent: Cline's own fields (``modelInfo``, ``metrics``, ...) dropped."""
-    if not isinstance(item, dict):
-        msg = f"is {json_type(item)}; expected a message object"
-        raise ValueError(msg)
     role = item.get("role")
     if role not in _ROLES:
         shown = repr(role) if isinstance(role, str) else json_type(role)
@@ -213,12 +210,9 @@ class _Task:
         self.model_usage: list[tuple[datetime | None, str, str | None]] = []
         self.store = BlockStore()
 
-    def fail(self, item: int, reason: str) -> None:
-        """Raise for a bad item, or record it when skipping."""
-        if self.reader.errors == "raise":
-            msg = f"{reason} (or pass --errors skip / errors='skip')"
-            raise TranscriptError(msg, path=self.folder)
-        self.reader.skipped.append(SkippedLine(item, reason))
+    def fail(self, reason: str) -> None:
+        """Raise for a bad item (the reason names it), or record it when skipping."""
+        self.reader.fail(None, reason)
 
     def document(self, name: str, *, required: bool = True) -> list[Any] | dict[str, Any] | None:
         """Parse one of the folder's JSON files (``None`` when an optional one is absent)."""
@@ -240,12 +234,17 @@ class _Task:
         """Read the messages, keeping each at its index (a skipped one as a placeholder)."""
         items = self.document(HISTORY)
         for index, item in enumerate(items or []):
-            try:
-                self.history.append(_message(item))
-            except ValueError as exc:
-                self.fail(index, f"{HISTORY}: item {index}: {exc}")
-                self.history.append(dict(_PLACEHOLDER))
-            info = item.get("modelInfo") if isinstance(item, dict) else None
+            message = dict(_PLACEHOLDER)
+            if not isinstance(item, dict):
+                self.fail(f"{HISTORY}: item {index} is {json_type(item)}; expected a message")
+                item = {}
+            else:
+                try:
+                    message = _message(item)
+                except ValueError as exc:
+                    self.fail(f"{HISTORY}: item {index}: {exc}")
+            self.history.append(message)
+            info = item.get("modelInfo")
             model = info.get("modelId") if isinstance(info, dict) else None
             self.answer_models.append(model if isinstance(model, str) else None)
 
@@ -256,7 +255,7 @@ class _Task:
         if usage is None:
             return
         if not isinstance(usage, list):
-            self.fail(0, f"{METADATA}: `model_usage` is {json_type(usage)}; expected an array")
+            self.fail(f"{METADATA}: `model_usage` is {json_type(usage)}; expected an array")
             return
         for index, entry in enumerate(usage):
             where = f"model_usage[{index}]"
@@ -268,7 +267,7 @@ class _Task:
                 provider = _string(entry.get("model_provider_id"), f"{where}.model_provider_id")
                 ts = _epoch_ms(entry.get("ts"), f"{where}.ts")
             except ValueError as exc:
-                self.fail(index, f"{METADATA}: {exc}")
+                self.fail(f"{METADATA}: {exc}")
                 continue
             if model:
                 self.model_usage.append((ts, model, provider))
@@ -281,21 +280,21 @@ class _Task:
         stamped: dict[int, tuple[int, int] | None] = {}  # request item -> range after it
         for index, event in enumerate(events):
             if not isinstance(event, dict):
-                self.fail(index, f"{UI}: item {index} is {json_type(event)}; expected an object")
+                self.fail(f"{UI}: item {index} is {json_type(event)}; expected an object")
                 continue
             if _RANGE in event:
                 try:
                     in_force = _deleted_range(event[_RANGE])
                 except ValueError as exc:
-                    self.fail(index, f"{UI}: item {index}: {exc}")
-                if requests and requests[-1].item not in stamped and requests[-1].item != index:
+                    self.fail(f"{UI}: item {index}: {exc}")
+                if requests and requests[-1].item not in stamped:  # the first stamp after it
                     stamped[requests[-1].item] = in_force
             kind = event.get("say") or event.get("ask")
             if event.get("say") == "api_req_started":
                 try:
                     request = _Request(index, event)
                 except ValueError as exc:
-                    self.fail(index, f"{UI}: item {index}: {exc}")
+                    self.fail(f"{UI}: item {index}: {exc}")
                     continue
                 request.deleted = in_force
                 requests.append(request)

@@ -36,8 +36,11 @@ native tool calls, e.g. via an OpenAI-compatible proxy) the real prompt carries 
 tools and calls as text. The reported usage is exact.
 
 Usage. ``prompt_tokens`` is LiteLLM's, which includes cached tokens (for Anthropic,
-LiteLLM adds the cache reads to ``input_tokens``): it is the inclusive input. Cache
-fields present as 0 stay 0 ("reported 0"), not "not reported".
+LiteLLM adds the cache reads to ``input_tokens``; older LiteLLM versions may leave the
+cache writes out, which the log cannot tell): it is the inclusive input. Cache reads and
+writes become ``prompt_tokens_details.cached_tokens`` / ``cache_write_tokens``; fields
+present as 0 stay 0 ("reported 0"), not "not reported". Event times are naive (the
+machine's local time) and are read as UTC.
 """
 
 from __future__ import annotations
@@ -131,8 +134,8 @@ def _time(value: Any, where: str) -> datetime | None:
 class _Item:
     """One event as the conversation sees it."""
 
-    kind: str  # system, message, tool_call, tool_result, condensation, orphan_mark, skip
-    event_id: Any = None
+    kind: str  # system, message, summary, tool_call, tool_result, condensation, skip
+    event_id: int | None = None
     ts: datetime | None = None
     message: dict[str, Any] | None = None
     response_id: str | None = None
@@ -161,8 +164,9 @@ def _assistant(response: dict[str, Any], where: str) -> tuple[dict[str, Any], tu
     logged = _get(first, "message", dict, f"{where}.choices[0]") or {}
     message: dict[str, Any] = {"role": "assistant", "content": _text(logged.get("content"))}
     calls = []
-    for index, call in enumerate(_get(logged, "tool_calls", list, f"{where}.message") or []):
-        at = f"{where}.message.tool_calls[{index}]"
+    where = f"{where}.choices[0].message"
+    for index, call in enumerate(_get(logged, "tool_calls", list, where) or []):
+        at = f"{where}.tool_calls[{index}]"
         if not isinstance(call, dict):
             msg = f"`{at}` is {json_type(call)}; expected an object"
             raise ValueError(msg)
@@ -189,6 +193,13 @@ class _Events:
         self.responses: dict[str, tuple[dict[str, Any], tuple[str, ...]]] = {}
 
     def item(self, index: int, event: Any) -> _Item:
+        """The item of ``history[index]``.
+
+        Raises
+        ------
+        ValueError
+            When a field the conversation needs has the wrong type.
+        """
         where = f"history[{index}]"
         if not isinstance(event, dict):
             msg = f"`{where}` is {json_type(event)}; expected an event object"
