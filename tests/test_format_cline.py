@@ -170,7 +170,18 @@ def test_detect_is_false_for_the_sample_sessions_and_other_real_formats():
     shared = root.parent / "shared" / "realdata"
     paths += sorted(p for p in shared.rglob("*") if p.is_file()) if shared.is_dir() else []
     for path in paths:
+        if path.parent.name == "cline_task":  # Cline's own exported files
+            continue
         assert not cline.detect(path, path.read_bytes()[: 1 << 20]), path
+
+
+def test_exported_files_with_a_name_prefix_are_one_task(realdata):
+    folder = realdata / "cline_task"
+    files = sorted(p for p in folder.iterdir() if p.suffix == ".json")
+    assert len(files) == 3
+    for path in [folder, *files]:
+        assert cline.detect(path, b"" if path.is_dir() else path.read_bytes()[:4096]), path
+        assert len(cline.read(path).calls) == 47
 
 
 # -- failed requests, retries -------------------------------------------------------

@@ -65,14 +65,44 @@ _RANGE = "conversationHistoryDeletedRange"
 _PLACEHOLDER = {"role": "user", "content": ""}  # a skipped history item keeps its index
 
 
-def detect(path: Path, head: bytes) -> bool:
-    """Whether ``path`` is a Cline task folder, or one of its two main files."""
+def _tasks_in(folder: Path) -> list[str]:
+    """Name prefixes of the tasks in ``folder``.
+
+    ``""`` for a task folder itself, e.g. ``"exported_conversation_123__"`` for files
+    exported side by side.
+    """
+    prefixes = []
+    for history in sorted(folder.glob(f"*{HISTORY}")):
+        prefix = history.name[: -len(HISTORY)]
+        if (folder / f"{prefix}{UI}").is_file():
+            prefixes.append(prefix)
+    return prefixes
+
+
+def _task_of(path: Path) -> tuple[Path, str] | None:
+    """The (folder, name prefix) of the task ``path`` is, or belongs to."""
     if path.is_dir():
-        return (path / HISTORY).is_file() and (path / UI).is_file()
-    if path.name not in (HISTORY, UI):
+        prefixes = _tasks_in(path)
+        return (path, prefixes[0]) if len(prefixes) == 1 else None
+    for name in (HISTORY, UI, METADATA):
+        if path.name.endswith(name):
+            prefix = path.name[: -len(name)]
+            if (path.parent / f"{prefix}{HISTORY}").is_file() and (
+                path.parent / f"{prefix}{UI}"
+            ).is_file():
+                return path.parent, prefix
+    return None
+
+
+def detect(path: Path, head: bytes) -> bool:
+    """Whether ``path`` is a Cline task folder or one of its files.
+
+    File names may carry an export prefix, as in ``<prefix>__api_conversation_history.json``.
+    """
+    task = _task_of(path)
+    if task is None:
         return False
-    other = UI if path.name == HISTORY else HISTORY
-    return (path.parent / other).is_file() and head.lstrip()[:1] == b"["
+    return path.is_dir() or head.lstrip()[:1] == (b"{" if path.name.endswith(METADATA) else b"[")
 
 
 def _number(value: Any, where: str) -> float | None:
@@ -202,8 +232,9 @@ class _Request:
 class _Task:
     """The state of reading one task folder."""
 
-    def __init__(self, folder: Path, errors: str) -> None:
+    def __init__(self, folder: Path, prefix: str, errors: str) -> None:
         self.folder = folder
+        self.prefix = prefix  # "" in a task folder; an export prefix otherwise
         self.reader = LineReader(folder, errors=errors)  # error policy, counts, session
         self.history: list[dict[str, Any]] = []
         self.answer_models: list[str | None] = []  # modelInfo.modelId of each message
@@ -216,7 +247,7 @@ class _Task:
 
     def document(self, name: str, *, required: bool = True) -> list[Any] | dict[str, Any] | None:
         """Parse one of the folder's JSON files (``None`` when an optional one is absent)."""
-        path = self.folder / name
+        path = self.folder / f"{self.prefix}{name}"
         if not path.is_file():
             if not required:
                 return None
@@ -381,7 +412,8 @@ def read(path: Path, *, errors: str = "raise") -> Session:
     Parameters
     ----------
     path
-        The task folder, or ``api_conversation_history.json`` / ``ui_messages.json`` in it.
+        The task folder, or one of its files (``api_conversation_history.json``,
+        ``ui_messages.json``, ``task_metadata.json``, with or without an export prefix).
     errors
         ``"raise"`` stops at the first bad item; ``"skip"`` leaves it out and goes on.
 
@@ -396,8 +428,16 @@ def read(path: Path, *, errors: str = "raise") -> Session:
     TranscriptError
         When a file is missing, not JSON, or an item has the wrong shape.
     """
-    folder = path if path.is_dir() else path.parent
-    task = _Task(folder, errors)
+    found = _task_of(path)
+    if found is None:
+        if path.is_dir() and len(_tasks_in(path)) > 1:
+            msg = f"several Cline tasks here; pass one task's {HISTORY} file"
+        elif path.is_dir() and any(path.glob(f"*{HISTORY}")):
+            msg = f"no {UI} here; expected a Cline task folder with {HISTORY} and {UI}"
+        else:
+            msg = f"expected a Cline task folder, or its {HISTORY} with {UI} beside it"
+        raise TranscriptError(msg, path=path)
+    task = _Task(*found, errors)
     task.load_history()
     task.load_metadata()
     requests = task.requests()
