@@ -12,10 +12,13 @@ import os
 import sys
 import warnings
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any, TextIO
 
+from cacheviz.analysis import Analysis
 from cacheviz.errors import CacheVizError, CacheVizWarning
 from cacheviz.formats import READERS, load
+from cacheviz.formats._lines import PROGRESS
 from cacheviz.lineage import LINEAGE_MODES
 
 
@@ -98,6 +101,32 @@ def _print_table(doc: dict[str, Any], out: TextIO) -> None:
     out.write("\n")
 
 
+class _Progress:
+    """A one-line progress report on stderr for big files read from a terminal."""
+
+    def __init__(self, label: str) -> None:
+        self.label = label
+        self.shown = False
+
+    def __call__(self, done: int, total: int) -> None:
+        self.shown = True
+        end = "\n" if done >= total else ""
+        sys.stderr.write(f"\r{self.label}: {done / 1e6:,.0f} of {total / 1e6:,.0f} MB{end}")
+        sys.stderr.flush()
+
+
+def _load(args: argparse.Namespace) -> Analysis:
+    token = None
+    if sys.stderr.isatty() and Path(args.path).is_file():
+        token = PROGRESS.set(_Progress(f"reading {Path(args.path).name}"))
+    try:
+        session = load(args.path, args.format, errors=args.errors)
+    finally:
+        if token is not None:
+            PROGRESS.reset(token)
+    return session.analyze(lineage=args.lineage, encoding=args.encoding)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; return the exit status."""
     args = _parser().parse_args(argv)
@@ -108,8 +137,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always", CacheVizWarning)
-            session = load(args.path, args.format, errors=args.errors)
-            analysis = session.analyze(lineage=args.lineage, encoding=args.encoding)
+            analysis = _load(args)
         for warning in caught:
             if issubclass(warning.category, CacheVizWarning):
                 print(f"cacheviz: warning: {warning.message}", file=sys.stderr)

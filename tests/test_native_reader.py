@@ -236,3 +236,17 @@ def test_fuzzed_logs_load_or_fail_with_one_clear_line(tmp_path, lines):
             continue
         assert len(session.calls) >= 1
         session.analyze()
+
+
+def test_progress_is_reported_while_reading(write_log, anthropic_body):
+    from cacheviz.formats._lines import PROGRESS
+
+    seen = []
+    token = PROGRESS.set(lambda done, total: seen.append((done, total)))
+    try:
+        path = write_log([anthropic_body(MSG)] * 3)
+        cacheviz.load(path)
+    finally:
+        PROGRESS.reset(token)
+    size = path.stat().st_size
+    assert seen[-1] == (size, size)

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import json
 import warnings
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from contextvars import ContextVar
 from datetime import datetime
 from pathlib import Path
 
@@ -13,6 +14,9 @@ from cacheviz.model import Call, Session, SkippedLine
 from cacheviz.render import BlockStore
 
 ERROR_MODES = ("raise", "skip")
+# Set by callers that show progress (the CLI): called as progress(bytes done, bytes in all).
+PROGRESS: ContextVar[Callable[[int, int], None] | None] = ContextVar("progress", default=None)
+_PROGRESS_STEP = 8 << 20  # report every 8 MB
 
 
 class LineReader:
@@ -40,7 +44,12 @@ class LineReader:
         start = 0
         lineno = 0
         size = len(data)
+        progress = PROGRESS.get()
+        reported = 0
         while start < size:
+            if progress is not None and start - reported >= _PROGRESS_STEP:
+                progress(start, size)
+                reported = start
             lineno += 1
             end = data.find(b"\n", start)
             if end < 0:
@@ -57,6 +66,8 @@ class LineReader:
                 )
                 continue
             yield lineno, text
+        if progress is not None:
+            progress(size, size)
 
     def fail(self, lineno: int | None, reason: str) -> None:
         """Raise for a bad line, or record it when skipping."""
