@@ -8,12 +8,24 @@ previous lines when unchanged; :func:`call_from_body` turns the body into a :cla
 
 from __future__ import annotations
 
+import json
+from collections.abc import Callable
 from datetime import datetime
+from pathlib import Path
 from typing import Any
 
 from cacheviz._jsonspan import JSONSyntaxError, ObjectScan, json_type, scan_object, scan_value
-from cacheviz.model import Call, Usage
-from cacheviz.render import APIS, BLOCK_KEYS, BlockStore, blocks_from_scan, compact_json, infer_api
+from cacheviz.formats._lines import LineReader
+from cacheviz.model import Call, Session, Usage
+from cacheviz.render import (
+    APIS,
+    BLOCK_KEYS,
+    BlockStore,
+    RenderError,
+    blocks_from_scan,
+    compact_json,
+    infer_api,
+)
 
 ALL_BLOCK_KEYS = frozenset().union(*BLOCK_KEYS.values())
 REFERENCE_SCANS = 3  # how many recent requests to try as a byte-prefix reference
@@ -176,3 +188,55 @@ def call_from_request(
     )
     call.reconstructed = reconstructed
     return call
+
+
+LineCall = Callable[[str, list[ObjectScan], BlockStore, LineReader], "Call | None"]
+
+
+def first_record(head: bytes) -> Any:
+    """The parsed first line of ``head`` (``None`` when it is not JSON)."""
+    try:
+        return json.loads(head.lstrip().split(b"\n", 1)[0])
+    except (ValueError, RecursionError):
+        return None
+
+
+def read_body_lines(
+    path: Path,
+    errors: str,
+    fmt: str,
+    make_call: LineCall,
+    *,
+    expected: str,
+    body_path: str = "request",
+) -> Session:
+    """Read a JSONL log with a request body per line; bad lines go through ``errors``.
+
+    ``make_call(text, refs, store, reader)`` turns one line into a :class:`Call` (or
+    ``None`` for a record that is not a call, counted with ``reader.ignore``).
+    ``body_path`` is where the body sits in a line, for error messages.
+    """
+    reader = LineReader(path, errors=errors)
+    store = BlockStore()
+    calls: list[Call] = []
+    refs: list[ObjectScan] = []
+    for lineno, text in reader.lines():
+        try:
+            call = make_call(text, refs, store, reader)
+        except JSONSyntaxError as exc:
+            reader.fail(lineno, f"not valid JSON: {exc} (column {exc.pos + 1}); {expected}")
+            continue
+        except RenderError as exc:
+            field = exc.field.replace("request", body_path, 1)
+            reader.fail(lineno, f"{exc}; fix field `{field}` or skip the line")
+            continue
+        except ValueError as exc:
+            reader.fail(lineno, f"{exc}; {expected}")
+            continue
+        except RecursionError:
+            reader.fail(lineno, "JSON nested too deeply")
+            continue
+        if call is not None:
+            call.line = lineno
+            calls.append(call)
+    return reader.session(fmt, calls, store)

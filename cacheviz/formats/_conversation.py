@@ -20,6 +20,17 @@ from cacheviz.render import BlockStore, compact_json
 UNLOGGED_LABEL = "unlogged prefix"
 
 
+def unlogged_block(store: BlockStore, key: str) -> Block:
+    """The opaque block standing for lineage ``key``'s unlogged system prompt and tools."""
+    raw = f"unlogged prefix of {key}".encode()
+    digest_ = digest(raw)
+    if digest_ not in store.contents:
+        store.contents[digest_] = Content(b"", {"unlogged": key}, OPAQUE)
+    block = Block(len(store.blocks), "system", 0, UNLOGGED_LABEL, digest_)
+    store.blocks.append(block)
+    return block
+
+
 class Thread:
     """One lineage's conversation, turned into reconstructed requests.
 
@@ -44,13 +55,7 @@ class Thread:
         self._clean = 0  # messages[:_clean] have up-to-date blocks
 
     def _unlogged(self) -> Block:
-        raw = f"unlogged prefix of {self.key}".encode()
-        element = Element(0, 0, None, digest(raw), b"")
-        if element.hash not in self.store.contents:
-            self.store.contents[element.hash] = Content(b"", {"unlogged": self.key}, OPAQUE)
-        block = Block(len(self.store.blocks), "system", 0, UNLOGGED_LABEL, element.hash)
-        self.store.blocks.append(block)
-        return block
+        return unlogged_block(self.store, self.key)
 
     def append(self, message: dict[str, Any]) -> None:
         """Add a message at the end of the conversation."""

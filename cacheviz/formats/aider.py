@@ -36,7 +36,7 @@ from cacheviz._jsonspan import ObjectScan
 from cacheviz.errors import TranscriptError
 from cacheviz.formats._body import call_from_request
 from cacheviz.formats._lines import LineReader
-from cacheviz.formats.native import parse_ts
+from cacheviz.formats._time import parse_ts
 from cacheviz.model import Call, Session
 from cacheviz.render import BlockStore
 

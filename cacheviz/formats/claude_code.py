@@ -20,7 +20,7 @@ from typing import Any
 from cacheviz._jsonspan import json_type
 from cacheviz.formats._conversation import Thread
 from cacheviz.formats._lines import LineReader, order_by_time
-from cacheviz.formats.native import parse_ts
+from cacheviz.formats._time import parse_ts
 from cacheviz.model import Call, Session
 from cacheviz.render import BlockStore
 from cacheviz.usage import normalize_usage

@@ -11,15 +11,15 @@ are put in request order. Headers hold credentials: they are never kept or print
 from __future__ import annotations
 
 import json
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from cacheviz._jsonspan import JSONSyntaxError, ObjectScan
-from cacheviz.formats._body import call_from_body, scan_line
+from cacheviz._jsonspan import ObjectScan
+from cacheviz.formats._body import call_from_body, first_record, read_body_lines, scan_line
 from cacheviz.formats._lines import LineReader
+from cacheviz.formats._time import parse_epoch
 from cacheviz.model import Call, Session
-from cacheviz.render import BlockStore, RenderError
+from cacheviz.render import BlockStore
 from cacheviz.usage import normalize_usage
 
 NAME = "claude-trace"
@@ -29,11 +29,7 @@ _EXPECTED = "expected a claude-trace line {request: {timestamp, url, body}, resp
 
 def detect(path: Path, head: bytes) -> bool:
     """Whether ``head`` looks like a claude-trace capture."""
-    first = head.lstrip().split(b"\n", 1)[0]
-    try:
-        record = json.loads(first)
-    except ValueError:
-        return False
+    record = first_record(head)
     request = record.get("request") if isinstance(record, dict) else None
     return (
         isinstance(request, dict)
@@ -63,15 +59,6 @@ def sse_usage(text: str) -> dict[str, Any] | None:
         elif event.get("type") == "message_delta" and isinstance(event.get("usage"), dict):
             usage = {**(usage or {}), **event["usage"]}
     return usage
-
-
-def _epoch(value: Any) -> datetime | None:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        return None
-    try:
-        return datetime.fromtimestamp(value, UTC)
-    except (OverflowError, OSError, ValueError):
-        return None
 
 
 def _call(text: str, refs: list[ObjectScan], store: BlockStore, reader: LineReader) -> Call | None:
@@ -104,30 +91,11 @@ def _call(text: str, refs: list[ObjectScan], store: BlockStore, reader: LineRead
         model=None,
         provider="anthropic",
         api="messages",
-        ts=_epoch(request.value("timestamp")),
+        ts=parse_epoch(request.value("timestamp")),
         usage=normalize_usage(raw_usage),
     )
 
 
 def read(path: Path, *, errors: str = "raise") -> Session:
     """Read a claude-trace capture; see :func:`cacheviz.formats.load` for ``errors``."""
-    reader = LineReader(path, errors=errors)
-    store = BlockStore()
-    calls: list[Call] = []
-    refs: list[ObjectScan] = []
-    for lineno, text in reader.lines():
-        try:
-            call = _call(text, refs, store, reader)
-        except JSONSyntaxError as exc:
-            reader.fail(lineno, f"not valid JSON: {exc} (column {exc.pos + 1}); {_EXPECTED}")
-            continue
-        except RenderError as exc:
-            reader.fail(lineno, f"{exc}; fix field `request.body.{exc.field[8:]}` or skip the line")
-            continue
-        except ValueError as exc:
-            reader.fail(lineno, f"{exc}; {_EXPECTED}")
-            continue
-        if call is not None:
-            call.line = lineno
-            calls.append(call)
-    return reader.session(NAME, calls, store)
+    return read_body_lines(path, errors, NAME, _call, expected=_EXPECTED, body_path="request.body")

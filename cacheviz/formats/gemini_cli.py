@@ -40,7 +40,7 @@ from typing import Any, NoReturn
 from cacheviz._jsonspan import json_type
 from cacheviz.formats._conversation import Thread
 from cacheviz.formats._lines import LineReader
-from cacheviz.formats.native import parse_ts
+from cacheviz.formats._time import parse_ts
 from cacheviz.model import Call, Session, Usage
 from cacheviz.render import BlockStore, compact_json
 from cacheviz.usage import normalize_usage

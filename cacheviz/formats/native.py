@@ -6,15 +6,14 @@
 from __future__ import annotations
 
 import json
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from cacheviz._jsonspan import JSONSyntaxError, ObjectScan, json_type
-from cacheviz.formats._body import call_from_body, scan_line
-from cacheviz.formats._lines import LineReader
+from cacheviz._jsonspan import ObjectScan, json_type
+from cacheviz.formats._body import call_from_body, first_record, read_body_lines, scan_line
+from cacheviz.formats._time import parse_ts
 from cacheviz.model import Call, Session
-from cacheviz.render import BlockStore, RenderError
+from cacheviz.render import BlockStore
 from cacheviz.usage import normalize_usage
 
 NAME = "cacheviz"
@@ -23,11 +22,7 @@ DESCRIPTION = "cacheviz request log v1 (JSONL: ts, provider, api, model, request
 
 def detect(path: Path, head: bytes) -> bool:
     """Whether ``head`` (the file's first bytes) looks like a cacheviz request log."""
-    first = head.lstrip().split(b"\n", 1)[0]
-    try:
-        record = json.loads(first)
-    except ValueError:
-        return False
+    record = first_record(head)
     if not isinstance(record, dict) or not isinstance(record.get("request"), dict):
         return False
     request = record["request"]
@@ -36,27 +31,6 @@ def detect(path: Path, head: bytes) -> bool:
     return any(k in record for k in ("provider", "api", "model")) or any(
         k in request for k in ("messages", "input", "model")
     )
-
-
-def parse_ts(value: Any, field: str = "ts") -> datetime | None:
-    """Parse an ISO-8601 time (naive times are taken as UTC); ``None`` stays ``None``.
-
-    ``field`` names the field in error messages.
-    """
-    if value is None:
-        return None
-    if not isinstance(value, str):
-        msg = f"field `{field}` is {json_type(value)}; expected an ISO-8601 string or null"
-        raise ValueError(msg)
-    try:
-        ts = datetime.fromisoformat(value)
-    except ValueError:
-        msg = (
-            f"field `{field}` {value!r} is not ISO-8601; "
-            "expected e.g. '2026-01-15T09:00:00Z' or null"
-        )
-        raise ValueError(msg) from None
-    return ts.replace(tzinfo=UTC) if ts.tzinfo is None else ts.astimezone(UTC)
 
 
 def _string_field(record: ObjectScan, key: str) -> str | None:
@@ -111,25 +85,13 @@ def read(path: Path, *, errors: str = "raise") -> Session:
     TranscriptError
         On the first bad line (``errors="raise"``) or when no call could be read.
     """
-    reader = LineReader(path, errors=errors)
-    store = BlockStore()
-    calls: list[Call] = []
-    refs: list[ObjectScan] = []
-    for lineno, text in reader.lines():
-        try:
-            call = _call_from_line(text, refs, store)
-        except JSONSyntaxError as exc:
-            reader.fail(lineno, f"not valid JSON: {exc} (column {exc.pos + 1}); {_EXPECTED}")
-            continue
-        except RenderError as exc:
-            reader.fail(lineno, f"{exc}; fix field `{exc.field}` or skip the line")
-            continue
-        except ValueError as exc:
-            reader.fail(lineno, f"{exc}; {_EXPECTED}")
-            continue
-        call.line = lineno
-        calls.append(call)
-    return reader.session(NAME, calls, store)
+    return read_body_lines(
+        path,
+        errors,
+        NAME,
+        lambda text, refs, store, _: _call_from_line(text, refs, store),
+        expected=_EXPECTED,
+    )
 
 
 _EXPECTED = "expected one JSON object per line with `request`, `model`, `provider` (docs/format.md)"

@@ -17,16 +17,16 @@ providers are recognised by their usage fields (DeepSeek's ``prompt_cache_hit_to
 from __future__ import annotations
 
 import json
-from datetime import UTC, datetime
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from cacheviz._jsonspan import JSONSyntaxError, ObjectScan
-from cacheviz.formats._body import call_from_body, scan_line
+from cacheviz._jsonspan import ObjectScan
+from cacheviz.formats._body import call_from_body, first_record, read_body_lines, scan_line
 from cacheviz.formats._lines import LineReader
-from cacheviz.formats.native import parse_ts
+from cacheviz.formats._time import parse_epoch, parse_ts
 from cacheviz.model import Call, Session
-from cacheviz.render import BlockStore, RenderError
+from cacheviz.render import BlockStore
 from cacheviz.usage import normalize_usage
 
 NAME = "openai-log"
@@ -48,11 +48,7 @@ def _endpoint(url: Any) -> str | None:
 
 def detect(path: Path, head: bytes) -> bool:
     """Whether ``head`` looks like an OpenAI request/response log."""
-    first = head.lstrip().split(b"\n", 1)[0]
-    try:
-        record = json.loads(first)
-    except ValueError:
-        return False
+    record = first_record(head)
     if not isinstance(record, dict) or any(k in record for k in _NATIVE_FIELDS):
         return False
     request, response = record.get("request"), record.get("response")
@@ -85,17 +81,8 @@ def sse_usage(text: str) -> dict[str, Any] | None:
     return usage
 
 
-def _epoch(value: Any) -> datetime | None:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        return None
-    try:
-        return datetime.fromtimestamp(value, UTC)
-    except (OverflowError, OSError, ValueError):
-        return None
-
-
 def _time(value: Any) -> datetime | None:
-    return _epoch(value) if not isinstance(value, str) else parse_ts(value)
+    return parse_epoch(value) if not isinstance(value, str) else parse_ts(value)
 
 
 def _is_capture(text: str) -> bool:
@@ -137,7 +124,7 @@ def _call(
     if body is None:
         msg = "no request body"
         raise ValueError(msg)
-    ts = ts or _epoch(response.get("created")) or _epoch(response.get("created_at"))
+    ts = ts or parse_epoch(response.get("created")) or parse_epoch(response.get("created_at"))
     model = body.value("model") or response.get("model")
     return call_from_body(
         body,
@@ -152,29 +139,13 @@ def _call(
 
 def read(path: Path, *, errors: str = "raise") -> Session:
     """Read an OpenAI request/response log; see :func:`cacheviz.formats.load` for ``errors``."""
-    reader = LineReader(path, errors=errors)
-    store = BlockStore()
-    calls: list[Call] = []
-    refs: list[ObjectScan] = []
-    capture: bool | None = None  # a log holds one shape: told by its first line
-    for lineno, text in reader.lines():
-        if capture is None:
-            capture = _is_capture(text)
-        try:
-            call = _call(text, capture, refs, store, reader)
-        except (JSONSyntaxError, json.JSONDecodeError) as exc:
-            reader.fail(lineno, f"not valid JSON: {exc}; {_EXPECTED}")
-            continue
-        except RenderError as exc:
-            reader.fail(lineno, f"{exc}; fix the request body or skip the line")
-            continue
-        except ValueError as exc:
-            reader.fail(lineno, f"{exc}; {_EXPECTED}")
-            continue
-        except RecursionError:
-            reader.fail(lineno, "JSON nested too deeply")
-            continue
-        if call is not None:
-            call.line = lineno
-            calls.append(call)
-    return reader.session(NAME, calls, store)
+    capture: list[bool] = []  # a log holds one shape: told by its first line
+
+    def make_call(
+        text: str, refs: list[ObjectScan], store: BlockStore, reader: LineReader
+    ) -> Call | None:
+        if not capture:
+            capture.append(_is_capture(text))
+        return _call(text, capture[0], refs, store, reader)
+
+    return read_body_lines(path, errors, NAME, make_call, expected=_EXPECTED)

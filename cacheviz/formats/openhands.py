@@ -54,10 +54,10 @@ from typing import Any
 
 from cacheviz._jsonspan import Element, digest, json_type
 from cacheviz.formats._body import provider_for
-from cacheviz.formats._conversation import UNLOGGED_LABEL
+from cacheviz.formats._conversation import unlogged_block
 from cacheviz.formats._lines import LineReader
-from cacheviz.formats.native import parse_ts
-from cacheviz.model import OPAQUE, Block, Call, Content, Session, Usage
+from cacheviz.formats._time import parse_ts
+from cacheviz.model import Block, Call, Session, Usage
 from cacheviz.render import BlockStore, compact_json
 from cacheviz.usage import normalize_usage
 
@@ -449,17 +449,6 @@ def _place(planned: list[_Planned], items: list[_Item]) -> None:
         previous = max(previous, call.cut)
 
 
-def _unlogged(store: BlockStore, key: str) -> Block:
-    """An opaque prefix block, as :class:`~cacheviz.formats._conversation.Thread` makes."""
-    raw = f"unlogged prefix of {key}".encode()
-    element = Element(0, 0, None, digest(raw), b"")
-    if element.hash not in store.contents:
-        store.contents[element.hash] = Content(b"", {"unlogged": key}, OPAQUE)
-    block = Block(len(store.blocks), "system", 0, UNLOGGED_LABEL, element.hash)
-    store.blocks.append(block)
-    return block
-
-
 def _element(value: Any) -> Element:
     raw = compact_json(value).encode("utf-8", "surrogatepass")
     return Element(0, len(raw), value, digest(raw), raw)
@@ -476,7 +465,7 @@ class _Requests:
         self.store = store
         self.prefix: list[Block] = []
         if system is None:
-            self.prefix.append(_unlogged(store, key))
+            self.prefix.append(unlogged_block(store, key))
         else:
             if system.system:
                 message = {"role": "system", "content": system.system}

@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import json
 import re
-from datetime import UTC, datetime
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -41,6 +41,7 @@ from cacheviz._jsonspan import ObjectScan, json_type
 from cacheviz.errors import TranscriptError
 from cacheviz.formats._body import call_from_request, provider_for
 from cacheviz.formats._lines import LineReader, load_json_document
+from cacheviz.formats._time import parse_epoch
 from cacheviz.model import Call, Session, Usage
 from cacheviz.render import BlockStore
 from cacheviz.usage import normalize_usage
@@ -294,15 +295,6 @@ def _mini_model(document: dict[str, Any]) -> str | None:
     return name if isinstance(name, str) and name else None
 
 
-def _epoch(value: Any) -> datetime | None:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        return None
-    try:
-        return datetime.fromtimestamp(value, UTC)
-    except (OverflowError, OSError, ValueError):
-        return None
-
-
 def _mini_call_info(item: dict[str, Any]) -> tuple[bool, dict[str, Any]]:
     """Whether the message stands for a model call, and the raw response (or ``{}``)."""
     extra = item.get("extra")
@@ -342,7 +334,7 @@ def _read_mini(document: dict[str, Any], calls: _Calls) -> None:
                 where=where,
                 index=k,
                 lineage="main",
-                ts=_epoch(response.get("created")) or _epoch(stamp),
+                ts=parse_epoch(response.get("created")) or parse_epoch(stamp),
                 usage=usage,
             )
         sent.append({key: value for key, value in item.items() if key != "extra"})
