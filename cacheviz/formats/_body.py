@@ -9,7 +9,7 @@ previous lines when unchanged; :func:`call_from_body` turns the body into a :cla
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -191,6 +191,19 @@ def call_from_request(
 
 
 LineCall = Callable[[str, list[ObjectScan], BlockStore, LineReader], "Call | None"]
+
+
+def sse_events(text: str) -> Iterator[dict[str, Any]]:
+    """The JSON objects of a server-sent-events stream's ``data:`` lines (junk skipped)."""
+    for line in text.splitlines():
+        if not line.startswith("data:"):
+            continue
+        try:
+            event = json.loads(line[5:])
+        except (ValueError, RecursionError):
+            continue
+        if isinstance(event, dict):
+            yield event
 
 
 def first_record(head: bytes) -> Any:

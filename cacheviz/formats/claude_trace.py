@@ -10,12 +10,17 @@ are put in request order. Headers hold credentials: they are never kept or print
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
 from cacheviz._jsonspan import ObjectScan
-from cacheviz.formats._body import call_from_body, first_record, read_body_lines, scan_line
+from cacheviz.formats._body import (
+    call_from_body,
+    first_record,
+    read_body_lines,
+    scan_line,
+    sse_events,
+)
 from cacheviz.formats._lines import LineReader
 from cacheviz.formats._time import parse_epoch
 from cacheviz.model import Call, Session
@@ -43,15 +48,7 @@ def detect(path: Path, head: bytes) -> bool:
 def sse_usage(text: str) -> dict[str, Any] | None:
     """Usage from an Anthropic SSE stream: ``message_start`` plus the last ``message_delta``."""
     usage: dict[str, Any] | None = None
-    for line in text.splitlines():
-        if not line.startswith("data:"):
-            continue
-        try:
-            event = json.loads(line[5:])
-        except ValueError:
-            continue
-        if not isinstance(event, dict):
-            continue
+    for event in sse_events(text):
         if event.get("type") == "message_start":
             message = event.get("message")
             if isinstance(message, dict) and isinstance(message.get("usage"), dict):

@@ -22,7 +22,13 @@ from pathlib import Path
 from typing import Any
 
 from cacheviz._jsonspan import ObjectScan
-from cacheviz.formats._body import call_from_body, first_record, read_body_lines, scan_line
+from cacheviz.formats._body import (
+    call_from_body,
+    first_record,
+    read_body_lines,
+    scan_line,
+    sse_events,
+)
 from cacheviz.formats._lines import LineReader
 from cacheviz.formats._time import parse_epoch, parse_ts
 from cacheviz.model import Call, Session
@@ -64,15 +70,7 @@ def detect(path: Path, head: bytes) -> bool:
 def sse_usage(text: str) -> dict[str, Any] | None:
     """Usage from an OpenAI stream: the last chunk's ``usage`` or ``response.completed``."""
     usage = None
-    for line in text.splitlines():
-        if not line.startswith("data:") or line[5:].strip() == "[DONE]":
-            continue
-        try:
-            event = json.loads(line[5:])
-        except ValueError:
-            continue
-        if not isinstance(event, dict):
-            continue
+    for event in sse_events(text):  # "[DONE]" is not JSON: skipped
         if isinstance(event.get("usage"), dict):
             usage = event["usage"]
         response = event.get("response")
