@@ -23,6 +23,7 @@ REPORTED_USAGE: dict[str, pl.DataType] = {
     "reported_cache_write_1h_tokens": _INT,
     "reported_output_tokens": _INT,
     "usage_provenance": _STR,  # "reported" | "derived" | null (nothing reported)
+    "provider_verdict": _STR,  # the provider's or agent's own cache verdict, when logged
 }
 
 CALLS: dict[str, pl.DataType] = {

@@ -298,6 +298,7 @@ def _add_call(
         "log_head_hash": head,
         "log_tail_hash": tail,
         "usage_provenance": None if call.usage is None else call.usage.provenance,
+        "provider_verdict": call.meta.get("provider_verdict"),
     }
     for column, field in _USAGE_FIELDS.items():
         values[column] = None if call.usage is None else getattr(call.usage, field)

@@ -159,6 +159,7 @@ def test_the_unlogged_prefix_is_sized_from_the_first_reported_usage(session_file
     assert calls["input_tokens"][0] == 15003  # sized so the first call matches its report
     assert calls["unlogged_tokens"][0] == calls["unlogged_tokens"][1] > 14_000
     assert calls["reconstructed"].all()
+    assert calls["provider_verdict"].to_list() == [None, "none", None]
     assert calls["prefix_tokens"][1] == calls["input_tokens"][0]
     assert not calls["drift"].any()
     opaque = analysis.segments.filter(pl.col("opaque"))
