@@ -121,6 +121,7 @@ def call_from_body(
         msg = f"field `api` is {api!r}; expected one of {', '.join(APIS)}"
         raise ValueError(msg)
     rendered = blocks_from_scan(api, body, store)
+    params = {m.key: m.value for m in body.members if not m.is_block}
     return Call(
         -1,
         0,
@@ -134,6 +135,7 @@ def call_from_body(
         meta or {},
         hashes=rendered.hashes,
         message_start=rendered.message_start,
+        params=params,
     )
 
 

@@ -1,0 +1,1 @@
+"""Provider caching simulators, one module per provider (providers.md §7)."""
