@@ -5,7 +5,8 @@
     CacheVizError(Exception)
     ├── TranscriptError(CacheVizError, ValueError)   bad input; carries .path and .line
     │   └── UnknownFormatError                       no reader recognises the file
-    └── EncodingUnavailableError(CacheVizError, RuntimeError)   tiktoken files missing
+    ├── EncodingUnavailableError(CacheVizError, RuntimeError)   tiktoken files missing
+    └── UnknownModelError(CacheVizError, LookupError)   no price for a model
     CacheVizWarning(UserWarning)                     recoverable data issues
 
 Every message is one line: where (file:line or field), what was wrong, what to do next.
@@ -41,6 +42,10 @@ class UnknownFormatError(TranscriptError):
 
 class EncodingUnavailableError(CacheVizError, RuntimeError):
     """A tiktoken encoding could not be loaded (usually: no network, no cache)."""
+
+
+class UnknownModelError(CacheVizError, LookupError):
+    """No price source knows the model; the message lists close matches."""
 
 
 class CacheVizWarning(UserWarning):

@@ -1,0 +1,1 @@
+"""Package data: the dated price overlay."""

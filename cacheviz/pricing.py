@@ -1,0 +1,306 @@
+"""Dated prices: genai-prices' bundled snapshot, a small dated overlay, and user files.
+
+Resolution, later sources winning field by field:
+
+1. **genai-prices** (its offline snapshot; date-dependent prices picked at the call's time);
+2. **the overlay** ``cacheviz/data/prices_overlay.json``: what the snapshot lacks or has
+   out of date (1h writes at 2x, Gemini storage per token-hour, DeepSeek's 2026 models
+   with peak / off-peak windows, GPT-5.6 writes at 1.25x), each entry with its source
+   and date;
+3. **a user file** (``prices=`` / ``--prices FILE``): cacheviz's own JSON (the overlay's
+   shape) or LiteLLM's ``model_prices_and_context_window.json`` (USD per token).
+
+Every price is USD per token once resolved; :attr:`Rates.source` names where each came
+from. A model found nowhere is an :class:`~cacheviz.errors.UnknownModelError` listing
+close matches.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+from dataclasses import dataclass, replace
+from datetime import UTC, datetime
+from functools import cache
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from cacheviz.errors import TranscriptError, UnknownModelError
+
+_FIELDS = ("input", "cache_read", "cache_write", "cache_write_1h", "output", "storage_hour")
+_MTOK = 1e-6
+_LITELLM = {
+    "input_cost_per_token": "input",
+    "cache_read_input_token_cost": "cache_read",
+    "cache_creation_input_token_cost": "cache_write",
+    "cache_creation_input_token_cost_above_1hr": "cache_write_1h",
+    "output_cost_per_token": "output",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class Rates:
+    """USD per token for one model at one time (``None``: the provider has no such price)."""
+
+    input: float
+    cache_read: float | None = None
+    cache_write: float | None = None  # the default (5m / 30m) TTL write
+    cache_write_1h: float | None = None
+    output: float | None = None
+    storage_hour: float | None = None  # per token per hour (Gemini explicit caches)
+    source: str = ""
+
+    def cost(
+        self,
+        *,
+        uncached: int,
+        cache_read: int = 0,
+        cache_write: int = 0,
+        cache_write_1h: int = 0,
+        output: int | None = None,
+        storage_token_hours: float = 0.0,
+    ) -> float:
+        """USD for one call; ``cache_write`` includes ``cache_write_1h``.
+
+        A cache price the model lacks is billed at the input price (no discount, no fee).
+        """
+        read_rate = self.input if self.cache_read is None else self.cache_read
+        write_rate = self.input if self.cache_write is None else self.cache_write
+        long_rate = write_rate if self.cache_write_1h is None else self.cache_write_1h
+        total = (
+            uncached * self.input
+            + cache_read * read_rate
+            + (cache_write - cache_write_1h) * write_rate
+            + cache_write_1h * long_rate
+            + (output or 0) * (self.output or 0.0)
+        )
+        if storage_token_hours and self.storage_hour is not None:
+            total += storage_token_hours * self.storage_hour
+        return total
+
+
+def _parse_time(value: str | None) -> datetime | None:
+    if value is None:
+        return None
+    moment = datetime.fromisoformat(value)
+    return moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment
+
+
+def _bare(model: str) -> str:
+    return model.rsplit("/", 1)[-1].lower()
+
+
+def _matches(entry: dict[str, Any], provider: str, model: str) -> bool:
+    if entry.get("provider") not in (None, provider):
+        return False
+    name = _bare(model)
+    names = [n.lower() for n in entry.get("model", [])]
+    prefixes = [p.lower() for p in entry.get("model_prefix", [])]
+    return name in names or any(name.startswith(p) for p in prefixes)
+
+
+def _in_force(entry: dict[str, Any], at: datetime | None) -> bool:
+    start, end = _parse_time(entry.get("from")), _parse_time(entry.get("until"))
+    if at is None:  # no time: the prices in force now
+        return end is None
+    return (start is None or start <= at) and (end is None or at < end)
+
+
+def _per_token(entry: dict[str, Any]) -> dict[str, float]:
+    fields = {
+        "input": entry.get("input_mtok"),
+        "cache_read": entry.get("cache_read_mtok"),
+        "cache_write": entry.get("cache_write_mtok"),
+        "cache_write_1h": entry.get("cache_write_1h_mtok"),
+        "output": entry.get("output_mtok"),
+        "storage_hour": entry.get("storage_mtok_hour"),
+    }
+    return {k: float(v) * _MTOK for k, v in fields.items() if v is not None}
+
+
+@cache
+def _overlay() -> dict[str, Any]:
+    text = resources.files("cacheviz.data").joinpath("prices_overlay.json").read_text("utf-8")
+    return json.loads(text)
+
+
+def _in_peak(provider: str, at: datetime | None) -> bool:
+    window = _overlay().get("peak_windows", {}).get(provider)
+    if window is None or at is None:
+        return False
+    moment = at.astimezone(UTC)
+    hours = moment.hour + moment.minute / 60
+    return moment.isoweekday() in window["weekdays"] and any(
+        lo <= hours < hi for lo, hi in window["hours_utc"]
+    )
+
+
+def _tiered(value: Any, prompt_tokens: int) -> float | None:
+    """A genai-prices price (a number or tiers by prompt size), per token."""
+    if value is None:
+        return None
+    tiers = getattr(value, "tiers", None)
+    if tiers is None:
+        return float(value) * _MTOK
+    price = value.base
+    for tier in tiers:
+        if prompt_tokens > tier.start:
+            price = tier.price
+    return float(price) * _MTOK
+
+
+def _genai(provider: str, model: str, at: datetime | None, prompt_tokens: int) -> Rates | None:
+    try:
+        from genai_prices import __version__, data_snapshot
+    except ImportError:  # pragma: no cover - a declared dependency
+        return None
+    snapshot = data_snapshot.get_snapshot()
+    try:
+        _, info = snapshot.find_provider_model(_bare(model), None, provider, None)
+    except LookupError:
+        return None
+    except Exception:
+        return None
+    prices = info.get_prices(at or datetime.now(UTC))
+    values = {
+        "input": _tiered(getattr(prices, "input_mtok", None), prompt_tokens),
+        "cache_read": _tiered(getattr(prices, "cache_read_mtok", None), prompt_tokens),
+        "cache_write": _tiered(getattr(prices, "cache_write_mtok", None), prompt_tokens),
+        "cache_write_1h": _tiered(getattr(prices, "cache_write_1h_mtok", None), prompt_tokens),
+        "output": _tiered(getattr(prices, "output_mtok", None), prompt_tokens),
+    }
+    if values["input"] is None:
+        return None
+    return Rates(**values, source=f"genai-prices {__version__} ({info.id})")
+
+
+def _known_models(provider: str, extra: list[dict[str, Any]]) -> list[str]:
+    names: list[str] = []
+    try:
+        from genai_prices import data_snapshot
+
+        for item in data_snapshot.get_snapshot().providers:
+            if item.id == provider:
+                names += [m.id for m in item.models]
+    except Exception:
+        pass
+    for entry in [*_overlay()["models"], *extra]:
+        if entry.get("provider") in (None, provider):
+            names += entry.get("model", [])
+    return sorted(set(names))
+
+
+class PriceBook:
+    """Where prices come from; see the module docstring.
+
+    Parameters
+    ----------
+    prices
+        A user price file: cacheviz JSON ``{"models": [...]}`` (the overlay's entry shape,
+        USD per million tokens) or LiteLLM's ``model_prices_and_context_window.json``.
+    """
+
+    def __init__(self, prices: str | Path | None = None) -> None:
+        self.user_file = None if prices is None else Path(prices)
+        self._user: list[dict[str, Any]] = [] if prices is None else _read_user(Path(prices))
+
+    def rates(
+        self, provider: str, model: str, *, at: datetime | None = None, prompt_tokens: int = 0
+    ) -> Rates:
+        """Resolve the rates of ``model`` at ``at`` for a prompt of ``prompt_tokens``.
+
+        Raises
+        ------
+        UnknownModelError
+            When no source prices the model.
+        """
+        found = _genai(provider, model, at, prompt_tokens)
+        values: dict[str, float | None] = {f: getattr(found, f) for f in _FIELDS} if found else {}
+        sources = [found.source] if found else []
+        for entry in _overlay()["models"]:
+            if _matches(entry, provider, model) and _in_force(entry, at):
+                fields = _per_token(entry)
+                if "peak" in entry and _in_peak(provider, at):
+                    fields.update(_per_token(entry["peak"]))
+                    sources.append(f"{entry['source']}, peak hours, as of {entry['as_of']}")
+                else:
+                    sources.append(f"{entry['source']} as of {entry['as_of']}")
+                values.update(fields)
+        for entry in self._user:
+            if _matches(entry, provider, model) and _in_force(entry, at):
+                values.update(entry["_rates"])
+                sources.append(f"{self.user_file}")
+        if values.get("input") is None:
+            close = difflib.get_close_matches(_bare(model), _known_models(provider, self._user), 5)
+            hint = f" Close matches: {', '.join(close)}." if close else ""
+            msg = (
+                f"no price for model {model!r} of provider {provider!r}.{hint} "
+                "Pass --prices FILE (cacheviz price JSON or LiteLLM's "
+                "model_prices_and_context_window.json), prices= in Python, or --model"
+            )
+            raise UnknownModelError(msg)
+        for rule in _overlay()["multipliers"]:
+            if _matches({**rule, "model_prefix": rule.get("model_prefix", [""])}, provider, model):
+                for field in ("cache_write", "cache_write_1h"):
+                    if values.get(field) is None and f"{field}_mtok" in rule:
+                        values[field] = values["input"] * rule[f"{field}_mtok"]
+                        sources.append(
+                            f"{field} = {rule[f'{field}_mtok']}x input ({rule['source']})"
+                        )
+        rates = Rates(**{f: values.get(f) for f in _FIELDS})  # type: ignore[arg-type]
+        return replace(rates, source="; ".join(sources))
+
+
+def _read_user(path: Path) -> list[dict[str, Any]]:
+    try:
+        document = json.loads(path.read_text("utf-8"))
+    except OSError as exc:
+        msg = f"can't read the price file ({exc.strerror})"
+        raise TranscriptError(msg, path=path) from None
+    except (ValueError, UnicodeDecodeError) as exc:
+        msg = f"the price file is not valid JSON ({exc})"
+        raise TranscriptError(msg, path=path) from None
+    if isinstance(document, dict) and isinstance(document.get("models"), list):
+        entries = []
+        for i, entry in enumerate(document["models"]):
+            if not isinstance(entry, dict) or not isinstance(entry.get("input_mtok"), (int, float)):
+                msg = f"models[{i}]: expected an object with `model` and `input_mtok` (USD/MTok)"
+                raise TranscriptError(msg, path=path)
+            names = entry.get("model", [])
+            entries.append(
+                {
+                    **entry,
+                    "model": [names] if isinstance(names, str) else names,
+                    "_rates": _per_token(entry),
+                }
+            )
+        return entries
+    if isinstance(document, dict):  # LiteLLM: model -> per-token costs
+        entries = []
+        for key, spec in document.items():
+            if key == "sample_spec" or not isinstance(spec, dict):
+                continue
+            rates = {
+                ours: float(spec[theirs])
+                for theirs, ours in _LITELLM.items()
+                if isinstance(spec.get(theirs), (int, float))
+            }
+            if "input" in rates:
+                provider = spec.get("litellm_provider")
+                entries.append(
+                    {
+                        "provider": provider
+                        if provider in ("anthropic", "openai", "deepseek")
+                        else None,
+                        "model": [key.lower(), _bare(key)],
+                        "_rates": rates,
+                    }
+                )
+        if entries:
+            return entries
+    msg = (
+        'not a price file: expected {"models": [...]} (cacheviz) or LiteLLM\'s '
+        "model_prices_and_context_window.json"
+    )
+    raise TranscriptError(msg, path=path)
