@@ -70,6 +70,7 @@ class Element:
     value: Any
     hash: str
     raw: bytes  # the source bytes, exactly as sent
+    ttl: int | None = None  # seconds, when the element carries a cache directive
 
 
 @dataclass(slots=True)
@@ -150,9 +151,26 @@ def expect(text: str, pos: int, chars: str, what: str) -> tuple[str, int]:
     return text[pos], pos + 1
 
 
+_TTL_SECONDS = {"5m": 300, "1h": 3600}
+
+
+def directive_ttl(value: Any) -> int | None:
+    """TTL (seconds) of a ``cache_control`` on a block or on one of its content parts."""
+    found = None
+    candidates = [value]
+    if isinstance(value, dict) and isinstance(value.get("content"), list):
+        candidates += value["content"]
+    for item in candidates:
+        control = item.get("cache_control") if isinstance(item, dict) else None
+        if isinstance(control, dict):
+            found = _TTL_SECONDS.get(str(control.get("ttl", "5m")), _TTL_SECONDS["5m"])
+    return found
+
+
 def _new_element(text: str, start: int, end: int, value: Any, base: int) -> Element:
     raw = text[start:end].encode("utf-8", "surrogatepass")
-    return Element(start - base, end - base, value, digest(raw), raw)
+    ttl = directive_ttl(value) if b"cache_control" in raw else None
+    return Element(start - base, end - base, value, digest(raw), raw, ttl)
 
 
 def _scan_array(text: str, pos: int, base: int, out: list[Element], after_element: bool) -> int:

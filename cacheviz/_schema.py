@@ -84,6 +84,42 @@ DRIFTS: dict[str, pl.DataType] = {
     "byte_offset": _INT,  # first differing byte inside the segment, when both exist
 }
 
+SIMULATION: dict[str, pl.DataType] = {
+    "index": _INT,
+    "lineage": _STR,
+    "model": _STR,  # the model simulated and priced
+    "ts": _TS,
+    "input_tokens": _INT,  # = uncached + cache read + cache write
+    "cache_read_tokens": _INT,
+    "cache_write_tokens": _INT,  # all writes, 1h ones included
+    "cache_write_1h_tokens": _INT,
+    "uncached_tokens": _INT,
+    "output_tokens": _INT,  # reported; null when not reported (then not priced)
+    "cost_usd": pl.Float64,  # null for self-hosted engines
+    "ideal_cost_usd": pl.Float64,  # prefix read from cache, new tokens at the input price
+    "prefill_tokens_saved": _INT,  # self-hosted engines only
+    "reported_input_tokens": _INT,  # the provider's report, when simulating its own calls
+    "reported_cache_read_tokens": _INT,
+    "reported_cache_write_tokens": _INT,
+    "reported_output_tokens": _INT,
+    "verdict": _STR,  # match | unexplained_miss | unexplained_hit | not_reported
+    "detail": _STR,
+}
+
+COMPARE: dict[str, pl.DataType] = {
+    "target": _STR,
+    "provider": _STR,
+    "model": _STR,
+    "input_tokens": _INT,
+    "cache_read_tokens": _INT,
+    "cache_write_tokens": _INT,
+    "uncached_tokens": _INT,
+    "output_tokens": _INT,
+    "cost_usd": pl.Float64,
+    "ideal_cost_usd": pl.Float64,
+    "price_source": _STR,
+}
+
 CAUSES = (
     "volatile_value",
     "reorder",

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from itertools import accumulate
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import polars as pl
 
@@ -16,6 +16,9 @@ from cacheviz.model import OPAQUE, Call, Session
 from cacheviz.prefix import LineageIndex, Match
 from cacheviz.shape import log_hashes, prefix_hash, segments_frame
 from cacheviz.tokens import TokenCache, encoding_for_model
+
+if TYPE_CHECKING:
+    from cacheviz.simulate import Simulation
 
 _MAX_UNLOGGED = 10_000_000  # the largest context windows; beyond that the report is suspect
 _USAGE_FIELDS = {
@@ -40,6 +43,7 @@ class Analysis:
     calls: pl.DataFrame
     drifts: pl.DataFrame
     token_caches: dict[str, TokenCache]
+    offsets: list[list[int]]  # per call: cumulative tokens before each block, then the total
     _segments: pl.DataFrame | None = None
 
     @property
@@ -55,6 +59,26 @@ class Analysis:
             f"<Analysis {self.session.format} calls={self.calls.height} "
             f"drifts={self.drifts.height}>"
         )
+
+    def simulate(
+        self, provider: str, model: str | None = None, *, prices: Any = None, **rules: Any
+    ) -> Simulation:
+        """Replay the session under ``provider``'s caching rules and price it.
+
+        See :func:`cacheviz.simulate.simulate`.
+        """
+        from cacheviz.simulate import simulate
+
+        return simulate(self, provider, model, prices=prices, **rules)
+
+    def compare(self, targets: list[str], *, prices: Any = None, **rules: Any) -> pl.DataFrame:
+        """Cost of the session under several ``provider:model`` targets, side by side.
+
+        See :func:`cacheviz.simulate.compare`.
+        """
+        from cacheviz.simulate import compare
+
+        return compare(self, targets, prices=prices, **rules)
 
     def summary(self) -> dict[str, Any]:
         """The ``cacheviz summary --json`` document (see docs/format.md)."""
@@ -195,6 +219,7 @@ def analyze(session: Session, *, lineage: str = "auto", encoding: str | None = N
         _schema.frame(_schema.CALLS, call_cols),
         _schema.frame(_schema.DRIFTS, drift_cols),
         caches,
+        offsets,
     )
 
 

@@ -81,6 +81,7 @@ class Call:
     meta: dict[str, Any] = field(default_factory=dict)
     reconstructed: bool = False  # rebuilt from a conversation log, not the bytes sent
     params: dict[str, Any] = field(default_factory=dict)  # request members outside the blocks
+    breakpoints: list[tuple[int, int]] = field(default_factory=list)  # (block, TTL s) as sent
     hashes: list[str] = field(default_factory=list)  # block hashes, derived when not given
     message_start: int = -1  # index of the first "messages" block, derived when not given
 

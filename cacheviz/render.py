@@ -155,6 +155,7 @@ class Rendered:
     blocks: list[Block]
     hashes: list[str]
     message_start: int
+    breakpoints: list[tuple[int, int]]  # (block index, TTL seconds) of cache directives
 
 
 def blocks_from_scan(api: str, scan: ObjectScan, store: BlockStore) -> Rendered:
@@ -187,8 +188,10 @@ def blocks_from_scan(api: str, scan: ObjectScan, store: BlockStore) -> Rendered:
     parts: dict[str, tuple[list[Element], list[Block], list[str]]] = {}
     blocks: list[Block] = []
     hashes: list[str] = []
+    breakpoints: list[tuple[int, int]] = []
     message_start = 0
     for part, elements, kinds in _sources(api, scan):
+        breakpoints += [(len(blocks) + j, e.ttl) for j, e in enumerate(elements) if e.ttl]
         part_blocks: list[Block] = []
         part_hashes: list[str] = []
         if previous is not None and part in previous:
@@ -206,7 +209,7 @@ def blocks_from_scan(api: str, scan: ObjectScan, store: BlockStore) -> Rendered:
         blocks += part_blocks
         hashes += part_hashes
     scan.rendered = parts
-    return Rendered(blocks, hashes, message_start)
+    return Rendered(blocks, hashes, message_start, breakpoints)
 
 
 def _text_of_part(part: Any) -> str:

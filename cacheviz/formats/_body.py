@@ -136,6 +136,7 @@ def call_from_body(
         hashes=rendered.hashes,
         message_start=rendered.message_start,
         params=params,
+        breakpoints=rendered.breakpoints,
     )
 
 

@@ -1,0 +1,402 @@
+"""Replay a session under a provider's caching rules, price it, reconcile with reports.
+
+``simulate(analysis, provider, model=None, **rules)`` builds one :class:`SimCall` per
+call, runs the provider's simulator (``cacheviz.providers.<name>``), prices every call
+with :class:`~cacheviz.pricing.PriceBook`, and, when the session carries reported usage
+of that provider, gives each call a verdict:
+
+* ``match``: the simulation and the report agree on whether the call read the cache;
+* ``unexplained_miss``: the bytes allowed a hit but the provider reported none
+  (eviction, TTL, routing: provider-side);
+* ``unexplained_hit``: the provider reported a hit the bytes of this session don't
+  explain (a cache warmed by another session, or rules we don't see);
+* ``not_reported``: no usage to compare with.
+
+The session score is the share of ``match`` among reported calls. A per-session token
+scale factor (least squares of reported inclusive input on cacheviz's own count) says
+how far the tokenizer approximation is from the provider's (1.0 = exact).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+import polars as pl
+
+from cacheviz import _schema
+from cacheviz._seq import common_prefix
+from cacheviz.errors import CacheVizError, UnknownModelError
+from cacheviz.pricing import PriceBook, Rates
+from cacheviz.providers._base import Breakpoint, CallResult, SimCall, Simulator
+
+if TYPE_CHECKING:
+    from cacheviz.analysis import Analysis
+
+# provider id -> (module, simulator class, parameter names the CLI may pass)
+SIMULATORS = {
+    "anthropic": ("anthropic", "AnthropicSimulator"),
+    "openai": ("openai", "OpenAISimulator"),
+    "deepseek": ("deepseek", "DeepSeekSimulator"),
+    "google": ("gemini", "GeminiSimulator"),
+    "vllm": ("vllm", "VLLMSimulator"),
+    "sglang": ("sglang", "SGLangSimulator"),
+}
+SELF_HOSTED = ("vllm", "sglang")
+_ALIASES = {"gemini": "google", "claude": "anthropic"}
+_TTL_SECONDS = {"5m": 300, "1h": 3600}
+_SYNTHETIC_STEP = 1.0  # seconds between calls that have no time
+
+
+class SimulationError(CacheVizError, ValueError):
+    """The simulation was asked for something it can't do (an unknown provider or rule)."""
+
+
+def provider_id(name: str) -> str:
+    """Normalize a provider name (``gemini`` → ``google``); unknown names are an error."""
+    key = _ALIASES.get(name.lower(), name.lower())
+    if key not in SIMULATORS:
+        msg = f"unknown provider {name!r}; expected one of {', '.join(SIMULATORS)}"
+        raise SimulationError(msg)
+    return key
+
+
+def make_simulator(provider: str, **rules: Any) -> Simulator:
+    """The simulator of ``provider`` with ``rules`` overriding its defaults."""
+    module, name = SIMULATORS[provider_id(provider)]
+    cls = getattr(importlib.import_module(f"cacheviz.providers.{module}"), name)
+    try:
+        return cls(**rules)
+    except TypeError as exc:
+        fields = ", ".join(f for f in cls.__dataclass_fields__ if f != "provider")
+        msg = f"{provider}: {exc}; its rules are: {fields}"
+        raise SimulationError(msg) from None
+
+
+def sim_calls(analysis: Analysis) -> list[SimCall]:
+    """One :class:`SimCall` per call of ``analysis``, in request-time order."""
+    session = analysis.session
+    frame = analysis.calls.select("lineage", "encoding")
+    out: list[SimCall] = []
+    previous: SimCall | None = None
+    clock = 0.0
+    for i, (call, (lineage, encoding)) in enumerate(
+        zip(session.calls, frame.iter_rows(), strict=True)
+    ):
+        hashes = call.hashes
+        shared = common_prefix(previous.hashes, hashes) if previous is not None else 0
+        chain = previous.chain[:shared] if previous is not None else []
+        state = chain[-1] if chain else b""
+        for digest in hashes[shared:]:
+            state = hashlib.sha1(state + digest.encode()).digest()[:12]
+            chain.append(state)
+        breakpoints = [Breakpoint(block, ttl) for block, ttl in call.breakpoints]
+        auto = call.params.get("cache_control")
+        if call.ts is not None:
+            clock = call.ts.timestamp()
+        elif out:
+            clock += _SYNTHETIC_STEP
+        cache = analysis.token_caches[encoding]
+        current = SimCall(
+            index=call.index,
+            lineage=lineage,
+            ts=call.ts,
+            model=call.model,
+            hashes=hashes,
+            chain=chain,
+            offsets=analysis.offsets[i],
+            parts=[b.part for b in call.blocks],
+            roles=[_role(b.label) if b.part == "messages" else None for b in call.blocks],
+            tokens=cache.__getitem__,
+            breakpoints=breakpoints,
+            auto_breakpoint=_TTL_SECONDS.get(str(auto.get("ttl", "5m")), 300)
+            if isinstance(auto, dict)
+            else None,
+            params=call.params,
+            output_tokens=call.usage.output_tokens if call.usage else None,
+            reported=call.usage,
+            reconstructed=call.reconstructed,
+            clock=clock,
+        )
+        out.append(current)
+        previous = current
+    return out
+
+
+def _role(label: str) -> str:
+    return label.rsplit("#", 1)[0]
+
+
+@dataclass
+class Simulation:
+    """A session replayed under one provider's rules and prices.
+
+    ``calls`` has one row per call (:data:`cacheviz._schema.SIMULATION`); the totals are
+    in USD (``None`` for self-hosted engines, which report tokens and prefill saved).
+    """
+
+    provider: str
+    model: str | None
+    price_source: str | None
+    calls: pl.DataFrame
+    total_cost_usd: float | None
+    ideal_cost_usd: float | None
+    token_scale: float | None  # reported inclusive input / cacheviz's count (least squares)
+    score: float | None  # share of reported calls whose hit/miss the simulation matches
+    rules: dict[str, Any] = field(default_factory=dict)
+
+    def __repr__(self) -> str:
+        cost = "-" if self.total_cost_usd is None else f"${self.total_cost_usd:,.4f}"
+        return f"<Simulation {self.provider} {self.model or 'recorded models'} {cost}>"
+
+    def to_dict(self) -> dict[str, Any]:
+        """The ``cacheviz simulate --json`` document."""
+        rows = []
+        for row in self.calls.iter_rows(named=True):
+            reported = None
+            if row["reported_input_tokens"] is not None:
+                reported = {
+                    "input_tokens": row["reported_input_tokens"],
+                    "cache_read_tokens": row["reported_cache_read_tokens"],
+                    "cache_write_tokens": row["reported_cache_write_tokens"],
+                    "output_tokens": row["reported_output_tokens"],
+                }
+            rows.append(
+                {
+                    key: row[key]
+                    for key in (
+                        "index",
+                        "lineage",
+                        "model",
+                        "input_tokens",
+                        "cache_read_tokens",
+                        "cache_write_tokens",
+                        "cache_write_1h_tokens",
+                        "uncached_tokens",
+                        "output_tokens",
+                        "cost_usd",
+                        "ideal_cost_usd",
+                        "prefill_tokens_saved",
+                        "verdict",
+                        "detail",
+                    )
+                }
+                | {"reported": reported}
+            )
+        return {
+            "provider": self.provider,
+            "model": self.model,
+            "price_source": self.price_source,
+            "rules": self.rules,
+            "calls": rows,
+            "total_cost_usd": self.total_cost_usd,
+            "ideal_cost_usd": self.ideal_cost_usd,
+            "token_scale": self.token_scale,
+            "score": self.score,
+        }
+
+
+def _verdict(result: CallResult, reported: Any) -> str:
+    if reported is None or reported.cache_read_tokens is None:
+        return "not_reported"
+    simulated_hit = result.cache_read_tokens > 0
+    reported_hit = reported.cache_read_tokens > 0
+    if simulated_hit == reported_hit:
+        return "match"
+    return "unexplained_miss" if simulated_hit else "unexplained_hit"
+
+
+def _token_scale(calls: Sequence[SimCall]) -> float | None:
+    pairs = [
+        (c.reported.input_tokens, c.total)
+        for c in calls
+        if c.reported is not None and c.reported.input_tokens is not None and c.total
+    ]
+    denominator = sum(ours * ours for _, ours in pairs)
+    if not pairs or not denominator:
+        return None
+    return sum(theirs * ours for theirs, ours in pairs) / denominator
+
+
+class _Prices:
+    """Rates per (model, hour, prompt size tier), resolved once each."""
+
+    def __init__(self, book: PriceBook, provider: str) -> None:
+        self.book, self.provider = book, provider
+        self._seen: dict[tuple[str, datetime | None, int], Rates] = {}
+
+    def __call__(self, model: str, at: datetime | None, prompt_tokens: int) -> Rates:
+        tier = sum(prompt_tokens > n for n in (100_000, 200_000, 272_000))
+        hour = at.replace(minute=0, second=0, microsecond=0) if at else None
+        key = (model, hour, tier)
+        if key not in self._seen:
+            self._seen[key] = self.book.rates(
+                self.provider, model, at=at, prompt_tokens=prompt_tokens
+            )
+        return self._seen[key]
+
+
+def simulate(
+    analysis: Analysis,
+    provider: str,
+    model: str | None = None,
+    *,
+    prices: str | PriceBook | None = None,
+    **rules: Any,
+) -> Simulation:
+    """Replay ``analysis`` under ``provider``'s caching rules and price every call.
+
+    Parameters
+    ----------
+    analysis
+        An analysed session.
+    provider
+        ``anthropic``, ``openai``, ``deepseek``, ``google`` (``gemini``), ``vllm`` or
+        ``sglang``.
+    model
+        Price and simulate every call as this model; default: each call's recorded model
+        (which must then belong to ``provider``).
+    prices
+        A :class:`~cacheviz.pricing.PriceBook` or a user price file.
+    **rules
+        The simulator's parameters (e.g. ``breakpoints="auto"``, ``ttl="1h"``).
+
+    Returns
+    -------
+    Simulation
+    """
+    provider = provider_id(provider)
+    simulator = make_simulator(provider, **rules)
+    calls = sim_calls(analysis)
+    if model is not None:
+        for call in calls:
+            call.model = model
+    results = simulator.run(calls)
+    recorded = analysis.calls["provider"].to_list()
+    comparable = [model is None or model == c.model for c in calls]
+    self_hosted = provider in SELF_HOSTED
+    book = prices if isinstance(prices, PriceBook) else PriceBook(prices)
+    price = _Prices(book, provider)
+    cols: dict[str, list[Any]] = {name: [] for name in _schema.SIMULATION}
+    prefixes = analysis.calls["prefix_tokens"].to_list()
+    sources: list[str] = []
+    for call, result, origin, same in zip(calls, results, recorded, comparable, strict=True):
+        cost = ideal = None
+        if not self_hosted:
+            try:
+                rates = price(call.model, call.ts, call.total)
+            except UnknownModelError:
+                if model is None and origin != provider:
+                    msg = (
+                        f"call {call.index} used {call.model!r} ({origin}); to replay the "
+                        f"session on {provider}, name one of its models with --model / model="
+                    )
+                    raise SimulationError(msg) from None
+                raise
+            if rates.source not in sources:
+                sources.append(rates.source)
+            cost = rates.cost(
+                uncached=result.uncached_tokens,
+                cache_read=result.cache_read_tokens,
+                cache_write=result.cache_write_tokens,
+                cache_write_1h=result.cache_write_1h_tokens,
+                output=call.output_tokens,
+                storage_token_hours=result.extra.get("storage_token_hours", 0.0),
+            )
+            prefix = prefixes[call.index]
+            ideal = rates.cost(
+                uncached=call.total - prefix, cache_read=prefix, output=call.output_tokens
+            )
+        reported = call.reported if origin == provider and same else None
+        values = {
+            "index": call.index,
+            "lineage": call.lineage,
+            "model": call.model,
+            "ts": call.ts,
+            "input_tokens": result.input_tokens,
+            "cache_read_tokens": result.cache_read_tokens,
+            "cache_write_tokens": result.cache_write_tokens,
+            "cache_write_1h_tokens": result.cache_write_1h_tokens,
+            "uncached_tokens": result.uncached_tokens,
+            "output_tokens": call.output_tokens,
+            "cost_usd": cost,
+            "ideal_cost_usd": ideal,
+            "prefill_tokens_saved": int(result.extra.get("prefill_tokens_saved", 0))
+            if self_hosted
+            else None,
+            "reported_input_tokens": reported.input_tokens if reported else None,
+            "reported_cache_read_tokens": reported.cache_read_tokens if reported else None,
+            "reported_cache_write_tokens": reported.cache_write_tokens if reported else None,
+            "reported_output_tokens": reported.output_tokens if reported else None,
+            "verdict": _verdict(result, reported),
+            "detail": result.detail,
+        }
+        for name, value in values.items():
+            cols[name].append(value)
+    frame = _schema.frame(_schema.SIMULATION, cols)
+    reported_rows = frame.filter(pl.col("verdict") != "not_reported")
+    score = None
+    if reported_rows.height:
+        score = reported_rows.filter(pl.col("verdict") == "match").height / reported_rows.height
+    return Simulation(
+        provider=provider,
+        model=model,
+        price_source=None if self_hosted else "; ".join(sources),
+        calls=frame,
+        total_cost_usd=None if self_hosted else float(frame["cost_usd"].sum()),
+        ideal_cost_usd=None if self_hosted else float(frame["ideal_cost_usd"].sum()),
+        token_scale=_token_scale(calls),
+        score=score,
+        rules=dict(rules),
+    )
+
+
+def compare(
+    analysis: Analysis,
+    targets: Sequence[str],
+    *,
+    prices: str | PriceBook | None = None,
+    **rules: Any,
+) -> pl.DataFrame:
+    """The session's cost under several ``provider:model`` targets, one row each.
+
+    ``rules`` go to every simulator that accepts them (e.g. ``ttl``). The ideal bound is
+    in ``ideal_cost_usd``.
+    """
+    book = prices if isinstance(prices, PriceBook) else PriceBook(prices)
+    rows = []
+    for target in targets:
+        provider, _, model = target.partition(":")
+        simulator_fields = _rule_names(provider)
+        accepted = {k: v for k, v in rules.items() if k in simulator_fields}
+        result = simulate(analysis, provider, model or None, prices=book, **accepted)
+        frame = result.calls
+        rows.append(
+            {
+                "target": target,
+                "provider": result.provider,
+                "model": result.model,
+                "input_tokens": int(frame["input_tokens"].sum()),
+                "cache_read_tokens": int(frame["cache_read_tokens"].sum()),
+                "cache_write_tokens": int(frame["cache_write_tokens"].sum()),
+                "uncached_tokens": int(frame["uncached_tokens"].sum()),
+                "output_tokens": int(frame["output_tokens"].fill_null(0).sum()),
+                "cost_usd": result.total_cost_usd,
+                "ideal_cost_usd": result.ideal_cost_usd,
+                "price_source": result.price_source,
+            }
+        )
+    return pl.DataFrame(rows, schema=_schema.COMPARE)
+
+
+def _rule_names(provider: str) -> set[str]:
+    module, name = SIMULATORS[provider_id(provider)]
+    cls = getattr(importlib.import_module(f"cacheviz.providers.{module}"), name)
+    return set(cls.__dataclass_fields__) - {"provider"}
+
+
+__all__ = ["SIMULATORS", "Simulation", "SimulationError", "compare", "make_simulator", "simulate"]
