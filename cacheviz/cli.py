@@ -20,6 +20,26 @@ from cacheviz.errors import CacheVizError, CacheVizWarning
 from cacheviz.formats import READERS, load
 from cacheviz.formats._lines import PROGRESS
 from cacheviz.lineage import LINEAGE_MODES
+from cacheviz.simulate import SIMULATORS, SimulationError
+
+
+def _input_options() -> argparse.ArgumentParser:
+    """Options every command that reads a transcript shares."""
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("path", help="transcript file or folder (format auto-detected)")
+    common.add_argument("--json", action="store_true", help="print the JSON document")
+    common.add_argument("--format", choices=sorted(READERS), help="force the transcript format")
+    common.add_argument(
+        "--errors",
+        choices=("raise", "skip"),
+        default="raise",
+        help="stop at the first bad line (default) or skip bad lines and report how many",
+    )
+    common.add_argument(
+        "--lineage", choices=LINEAGE_MODES, default="auto", help="how to group calls"
+    )
+    common.add_argument("--encoding", help="force a tiktoken encoding (e.g. cl100k_base)")
+    return common
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -27,24 +47,72 @@ def _parser() -> argparse.ArgumentParser:
         prog="cacheviz", description="Inspect the prompt caching of an LLM agent session."
     )
     commands = parser.add_subparsers(dest="command", required=True)
-    summary = commands.add_parser(
-        "summary", help="per-call tokens, common prefix, new tokens and drift points"
+    common = _input_options()
+    commands.add_parser(
+        "summary",
+        parents=[common],
+        help="per-call tokens, common prefix, new tokens and drift points",
     )
-    summary.add_argument("path", help="transcript file (format auto-detected)")
-    summary.add_argument("--json", action="store_true", help="print the JSON document")
-    summary.add_argument("--format", choices=sorted(READERS), help="force the transcript format")
-    summary.add_argument(
-        "--errors",
-        choices=("raise", "skip"),
-        default="raise",
-        help="stop at the first bad line (default) or skip bad lines and report how many",
+    simulate = commands.add_parser(
+        "simulate", parents=[common], help="replay the session under a provider's caching rules"
     )
-    summary.add_argument(
-        "--lineage", choices=LINEAGE_MODES, default="auto", help="how to group calls"
+    simulate.add_argument("--provider", required=True, help=", ".join(SIMULATORS))
+    simulate.add_argument("--model", help="price and simulate every call as this model")
+    simulate.add_argument("--ttl", choices=("5m", "1h"), help="override the breakpoints' TTL")
+    simulate.add_argument(
+        "--breakpoints",
+        choices=("recorded", "auto", "kilocode", "none"),
+        help="Anthropic: the request's own breakpoints, or a what-if strategy",
     )
-    summary.add_argument("--encoding", help="force a tiktoken encoding (e.g. cl100k_base)")
+    simulate.add_argument("--prices", help="a price file (cacheviz JSON or LiteLLM's)")
+    simulate.add_argument(
+        "--rule",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="any other simulator parameter (repeatable), e.g. retention=24h",
+    )
+    compare = commands.add_parser(
+        "compare", parents=[common], help="the session's cost under several providers"
+    )
+    compare.add_argument(
+        "--targets",
+        required=True,
+        help="comma-separated provider:model, e.g. anthropic:claude-sonnet-4-5,openai:gpt-5",
+    )
+    compare.add_argument("--prices", help="a price file (cacheviz JSON or LiteLLM's)")
+    compare.add_argument("--ttl", choices=("5m", "1h"), help="TTL for simulators that take one")
     commands.add_parser("formats", help="list the transcript formats cacheviz reads")
     return parser
+
+
+def _rules(args: argparse.Namespace) -> dict[str, Any]:
+    rules: dict[str, Any] = {}
+    for item in args.rule:
+        name, sep, value = item.partition("=")
+        if not sep or not name:
+            msg = f"--rule {item!r}: expected NAME=VALUE"
+            raise SimulationError(msg)
+        rules[name.strip()] = _value(value.strip())
+    for name in ("ttl", "breakpoints"):
+        if getattr(args, name) is not None:
+            rules[name] = getattr(args, name)
+    return rules
+
+
+def _value(text: str) -> Any:
+    """A rule value: a number, true/false/none, or the text itself."""
+    lowered = text.lower()
+    if lowered in ("true", "false"):
+        return lowered == "true"
+    if lowered in ("none", "null"):
+        return None
+    for kind in (int, float):
+        try:
+            return kind(text)
+        except ValueError:
+            continue
+    return text
 
 
 def _fmt(value: int | None) -> str:
@@ -127,6 +195,77 @@ def _load(args: argparse.Namespace) -> Analysis:
     return session.analyze(lineage=args.lineage, encoding=args.encoding)
 
 
+def _money(value: float | None) -> str:
+    return "-" if value is None else f"${value:,.4f}"
+
+
+def _print_simulation(doc: dict[str, Any], out: TextIO) -> None:
+    out.write(f"{doc['provider']} ({doc['model'] or 'recorded models'})\n")
+    out.write(
+        f"{'#':>4}  {'model':<26} {'input':>9} {'read':>9} {'write':>8} {'uncached':>9} "
+        f"{'output':>7} {'cost':>10}  {'rep.read':>8} {'rep.write':>9}  verdict\n"
+    )
+    for call in doc["calls"]:
+        reported = call["reported"] or {}
+        out.write(
+            f"{call['index']:>4}  {call['model'][:26]:<26} {call['input_tokens']:>9,} "
+            f"{call['cache_read_tokens']:>9,} {call['cache_write_tokens']:>8,} "
+            f"{call['uncached_tokens']:>9,} {_fmt(call['output_tokens']):>7} "
+            f"{_money(call['cost_usd']):>10}  {_fmt(reported.get('cache_read_tokens')):>8} "
+            f"{_fmt(reported.get('cache_write_tokens')):>9}  {call['verdict']}\n"
+        )
+    out.write(f"total: {_money(doc['total_cost_usd'])}; ideal (new tokens only): ")
+    out.write(f"{_money(doc['ideal_cost_usd'])}")
+    if doc["score"] is not None:
+        out.write(f"; matches the reported hits on {doc['score']:.0%} of calls")
+    if doc["token_scale"] is not None:
+        out.write(f"; provider tokens / cacheviz tokens = {doc['token_scale']:.3f}")
+    out.write("\n")
+    if doc["price_source"]:
+        out.write(f"prices: {doc['price_source']}\n")
+
+
+def _print_compare(frame: Any, out: TextIO) -> None:
+    out.write(
+        f"{'target':<36} {'read':>10} {'write':>9} {'uncached':>10} {'cost':>11} {'ideal':>11}\n"
+    )
+    for row in frame.iter_rows(named=True):
+        out.write(
+            f"{row['target'][:36]:<36} {row['cache_read_tokens']:>10,} "
+            f"{row['cache_write_tokens']:>9,} {row['uncached_tokens']:>10,} "
+            f"{_money(row['cost_usd']):>11} {_money(row['ideal_cost_usd']):>11}\n"
+        )
+
+
+def _run(args: argparse.Namespace) -> None:
+    analysis = _load(args)
+    if args.command == "summary":
+        doc = analysis.summary()
+        if args.json:
+            _dump(doc)
+        else:
+            _print_table(doc, sys.stdout)
+    elif args.command == "simulate":
+        result = analysis.simulate(args.provider, args.model, prices=args.prices, **_rules(args))
+        if args.json:
+            _dump(result.to_dict())
+        else:
+            _print_simulation(result.to_dict(), sys.stdout)
+    else:
+        targets = [t.strip() for t in args.targets.split(",") if t.strip()]
+        rules = {"ttl": args.ttl} if args.ttl else {}
+        frame = analysis.compare(targets, prices=args.prices, **rules)
+        if args.json:
+            _dump({"targets": frame.to_dicts()})
+        else:
+            _print_compare(frame, sys.stdout)
+
+
+def _dump(doc: dict[str, Any]) -> None:
+    json.dump(doc, sys.stdout, ensure_ascii=False, indent=1, default=str)
+    sys.stdout.write("\n")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; return the exit status."""
     args = _parser().parse_args(argv)
@@ -137,22 +276,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always", CacheVizWarning)
-            analysis = _load(args)
+            _run(args)
         for warning in caught:
             if issubclass(warning.category, CacheVizWarning):
                 print(f"cacheviz: warning: {warning.message}", file=sys.stderr)
-        doc = analysis.summary()
     except CacheVizError as exc:
         print(f"cacheviz: error: {exc}", file=sys.stderr)
         return 2
     except (OSError, ValueError) as exc:
         print(f"cacheviz: error: {args.path}: {exc}", file=sys.stderr)
         return 2
-    if args.json:
-        json.dump(doc, sys.stdout, ensure_ascii=False, indent=1)
-        sys.stdout.write("\n")
-    else:
-        _print_table(doc, sys.stdout)
     return 0
 
 

@@ -72,6 +72,13 @@ def _volatile(old: str, new: str) -> str | None:
     return None
 
 
+def _as_blocks(value: object) -> object:
+    """A message whose ``content`` is a string, with that string as one text block."""
+    if isinstance(value, dict) and isinstance(value.get("content"), str):
+        return {**value, "content": [{"type": "text", "text": value["content"]}]}
+    return value
+
+
 def _thinking_dropped(old: object, new: object) -> bool:
     if not (isinstance(old, dict) and isinstance(new, dict)):
         return False

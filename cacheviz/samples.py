@@ -177,15 +177,17 @@ class Dialect:
 
     def user(self, text: str | list[str]) -> dict[str, Any]:
         """A user message (a list of strings becomes several text parts)."""
-        if isinstance(text, list):
+        if isinstance(text, list) or self.api == "messages":  # Anthropic: content blocks
             kind = "input_text" if self.api == "responses" else "text"
-            return {"role": "user", "content": [{"type": kind, "text": t} for t in text]}
+            texts = text if isinstance(text, list) else [text]
+            return {"role": "user", "content": [{"type": kind, "text": t} for t in texts]}
         return {"role": "user", "content": text}
 
     def assistant_text(self, text: str) -> dict[str, Any]:
         """A final assistant answer."""
-        if self.api == "responses":
-            return {"role": "assistant", "content": [{"type": "output_text", "text": text}]}
+        if self.api in ("responses", "messages"):
+            kind = "output_text" if self.api == "responses" else "text"
+            return {"role": "assistant", "content": [{"type": kind, "text": text}]}
         return {"role": "assistant", "content": text}
 
     def tool_round(
@@ -233,11 +235,13 @@ class Dialect:
         """A request body; ``system`` is a list of system blocks."""
         body: dict[str, Any] = {"model": self.model}
         if self.api == "messages":
+            # breakpoints as Claude Code sets them: end of system, the latest message
             body["max_tokens"] = 4096
             if system:
                 body["system"] = [{"type": "text", "text": s} for s in system]
+                body["system"][-1]["cache_control"] = {"type": "ephemeral"}
             body["tools"] = tools
-            body["messages"] = messages
+            body["messages"] = [*messages[:-1], _with_breakpoint(messages[-1])]
         elif self.api == "chat.completions":
             body["messages"] = [{"role": "system", "content": s} for s in system] + messages
             body["tools"] = tools
@@ -246,6 +250,14 @@ class Dialect:
             body["tools"] = tools
             body["input"] = messages
         return body
+
+
+def _with_breakpoint(message: dict[str, Any]) -> dict[str, Any]:
+    """A copy of ``message`` whose last content block carries ``cache_control``."""
+    content = message["content"]
+    blocks = [{"type": "text", "text": content}] if isinstance(content, str) else list(content)
+    blocks[-1] = {**blocks[-1], "cache_control": {"type": "ephemeral"}}
+    return {**message, "content": blocks}
 
 
 ANTHROPIC = Dialect("messages", "anthropic", "claude-sonnet-4-5")
@@ -420,7 +432,7 @@ def environment_details() -> Iterator[Request]:
     def make(_: int, history: list[dict[str, Any]]) -> dict[str, Any]:
         messages = [dict(m) for m in history]
         index = latest_user[0]
-        text = messages[index]["content"]
+        text = messages[index]["content"][0]["text"]
         messages[index] = ANTHROPIC.user([text, details(len(turn_of_message))])
         return ANTHROPIC.request(joined, tools, messages)
 
@@ -478,7 +490,7 @@ def side_calls() -> Iterator[Request]:
             title = haiku.request(
                 ["Write a 5-word title for the conversation."],
                 [],
-                [haiku.user(agent.history[0]["content"])],
+                [haiku.user(agent.history[0]["content"][0]["text"])],
             )
             yield ts, haiku, title, {}
             probe = haiku.request([], [], [haiku.user("quota")])

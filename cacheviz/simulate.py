@@ -120,6 +120,7 @@ def sim_calls(analysis: Analysis) -> list[SimCall]:
             output_tokens=call.usage.output_tokens if call.usage else None,
             reported=call.usage,
             reconstructed=call.reconstructed,
+            provider=call.provider,
             clock=clock,
         )
         out.append(current)

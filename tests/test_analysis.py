@@ -394,3 +394,16 @@ def test_dropped_thinking_blocks_are_named(analyze):
     )
     assert (d["cause"], d["label"]) == ("content_edited", "assistant#1")
     assert "thinking block(s) dropped" in d["detail"]
+
+
+def test_a_string_turned_text_block_is_serialization_only(analyze):
+    first = [{"role": "user", "content": "hello there"}, {"role": "assistant", "content": "hi"}]
+    second = [
+        {"role": "user", "content": [{"type": "text", "text": "hello there"}]},
+        {"role": "assistant", "content": "hi"},
+    ]
+    d = _drift(
+        analyze([{"messages": first, "system": SYSTEM}, {"messages": second, "system": SYSTEM}])
+    )
+    assert (d["cause"], d["label"]) == ("serialization_only", "user#0")
+    assert "once as a string and once as a text block" in d["detail"]

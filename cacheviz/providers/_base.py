@@ -49,6 +49,7 @@ class SimCall:
     output_tokens: int | None  # reported, else None
     reported: Usage | None
     reconstructed: bool = False  # rebuilt from a log: recorded breakpoints are unknown
+    provider: str = ""  # the provider the call was recorded with
     clock: float = 0.0  # request start in seconds (ts, or a synthetic clock without one)
 
     @property

@@ -67,9 +67,7 @@ class EntryStore:
         entry.expires_at = now + entry.ttl
         self._entries.move_to_end(entry.key)
 
-    def put(
-        self, key: Hashable, tokens: int, now: float, ttl: float, *, written_by: int
-    ) -> Entry:
+    def put(self, key: Hashable, tokens: int, now: float, ttl: float, *, written_by: int) -> Entry:
         """Write (or rewrite) an entry; evict LRU entries beyond the capacity."""
         if key in self._entries:
             self._drop(key)

@@ -15,8 +15,9 @@ the hit whose prefix reaches the model's minimum writes an entry. Billing positi
 Approximations: a breakpoint on a content part inside a message is taken at the end of
 that message (cacheviz's segments are whole messages), and the 20-position lookback
 counts segments (tool definitions, system blocks, messages) [§8 open point 1]. Only the
-hit entry is refreshed. Requests rebuilt from conversation logs have no recorded
-breakpoints: ``recorded`` falls back to ``auto`` for them.
+hit entry is refreshed. Requests rebuilt from conversation logs, and requests recorded
+with another provider, have no Anthropic breakpoints: ``recorded`` falls back to
+``auto`` for them.
 """
 
 from __future__ import annotations
@@ -104,8 +105,10 @@ class AnthropicSimulator:
     def _breakpoints(self, call: SimCall) -> tuple[list[Breakpoint], str]:
         n = len(call.hashes)
         strategy = self.breakpoints
-        if strategy == "recorded" and call.reconstructed:
-            strategy = "auto"
+        if strategy == "recorded" and (
+            call.reconstructed or call.provider not in ("", self.provider)
+        ):
+            strategy = "auto"  # no breakpoints were recorded (a rebuilt or non-Anthropic call)
         default = TTLS[self.ttl or "5m"]
         if strategy == "none" or n == 0:
             return [], strategy
