@@ -101,6 +101,12 @@ def _changed_block(old: Content, new: Content, label: str) -> Diagnosis:
         )
     if old_value == new_value:
         return Diagnosis("serialization_only", f"{label}: same JSON, keys in another order", offset)
+    if _as_blocks(old_value) == _as_blocks(new_value):
+        return Diagnosis(
+            "serialization_only",
+            f"{label}: the same content, once as a string and once as a text block",
+            offset,
+        )
     if _thinking_dropped(old_value, new_value):
         return Diagnosis(
             "content_edited",
