@@ -1,0 +1,131 @@
+import json
+from datetime import UTC, datetime
+
+import pytest
+
+from cacheviz.errors import TranscriptError, UnknownModelError
+from cacheviz.pricing import PriceBook, Rates
+
+M = 1e-6
+
+
+def test_library_prices_with_the_1h_write():
+    rates = PriceBook().rates("anthropic", "claude-sonnet-4-5-20250929")
+    assert (
+        rates.input,
+        rates.cache_read,
+        rates.cache_write,
+        rates.cache_write_1h,
+        rates.output,
+    ) == pytest.approx((3 * M, 0.3 * M, 3.75 * M, 6 * M, 15 * M))
+    assert rates.source.startswith("genai-prices")
+
+
+def test_a_one_hour_write_costs_twice_the_input():
+    rates = Rates(
+        input=3 * M, cache_read=0.3 * M, cache_write=3.75 * M, cache_write_1h=6 * M, output=15 * M
+    )
+    # 1,000 uncached, 10,000 read, 2,000 written of which 500 for 1h, 100 output
+    cost = rates.cost(
+        uncached=1000, cache_read=10_000, cache_write=2000, cache_write_1h=500, output=100
+    )
+    assert cost == pytest.approx((1000 * 3 + 10_000 * 0.3 + 1500 * 3.75 + 500 * 6 + 100 * 15) * M)
+
+
+def test_missing_cache_prices_bill_at_the_input_rate():
+    rates = Rates(input=2 * M, output=8 * M)
+    assert rates.cost(uncached=10, cache_read=10, cache_write=10, output=None) == pytest.approx(
+        30 * 2 * M
+    )
+
+
+def test_deepseek_peak_and_off_peak_by_time():
+    book = PriceBook()
+    peak = book.rates(
+        "deepseek", "deepseek-flash", at=datetime(2026, 9, 1, 2, 30, tzinfo=UTC)
+    )  # Tue 02:30 UTC
+    off = book.rates("deepseek", "deepseek-flash", at=datetime(2026, 9, 1, 12, 0, tzinfo=UTC))
+    weekend = book.rates(
+        "deepseek", "deepseek-flash", at=datetime(2026, 9, 5, 2, 30, tzinfo=UTC)
+    )  # Saturday
+    assert (peak.input, off.input, weekend.input) == pytest.approx((0.30 * M, 0.15 * M, 0.15 * M))
+    assert "peak hours" in peak.source
+    # before the V4 change, the V3.2 prices of the overlay apply
+    legacy = book.rates("deepseek", "deepseek-chat", at=datetime(2026, 1, 5, 3, tzinfo=UTC))
+    assert (legacy.input, legacy.cache_read, legacy.output) == pytest.approx(
+        (0.28 * M, 0.028 * M, 0.42 * M)
+    )
+
+
+def test_gemini_storage_comes_from_the_overlay():
+    rates = PriceBook().rates("google", "gemini-2.5-pro", prompt_tokens=1000)
+    assert rates.storage_hour == pytest.approx(4.5 * M)
+    long = PriceBook().rates("google", "gemini-2.5-pro", prompt_tokens=250_000)
+    assert long.input == pytest.approx(2 * rates.input)  # the >200k tier
+
+
+def test_unknown_models_list_close_matches():
+    with pytest.raises(
+        UnknownModelError,
+        match=r"no price for model 'claude-sonet-4-5'.*Close matches: claude-sonnet-4-5.*--prices FILE",
+    ):
+        PriceBook().rates("anthropic", "claude-sonet-4-5")
+
+
+def test_user_prices_in_cacheviz_json(tmp_path):
+    path = tmp_path / "prices.json"
+    path.write_text(
+        json.dumps(
+            {
+                "models": [
+                    {
+                        "provider": "openai",
+                        "model": "my-finetune",
+                        "input_mtok": 4,
+                        "cache_read_mtok": 1,
+                        "output_mtok": 16,
+                    }
+                ]
+            }
+        )
+    )
+    rates = PriceBook(path).rates("openai", "my-finetune")
+    assert (rates.input, rates.cache_read, rates.output) == pytest.approx((4 * M, 1 * M, 16 * M))
+    assert str(path) in rates.source
+
+
+def test_user_prices_in_litellm_format(tmp_path):
+    path = tmp_path / "model_prices_and_context_window.json"
+    path.write_text(
+        json.dumps(
+            {
+                "sample_spec": {"input_cost_per_token": 0},
+                "anthropic/claude-house": {
+                    "litellm_provider": "anthropic",
+                    "input_cost_per_token": 2e-6,
+                    "output_cost_per_token": 1e-5,
+                    "cache_read_input_token_cost": 2e-7,
+                    "cache_creation_input_token_cost": 2.5e-6,
+                },
+            }
+        )
+    )
+    rates = PriceBook(path).rates("anthropic", "claude-house")
+    assert (rates.input, rates.cache_read, rates.cache_write) == pytest.approx((2e-6, 2e-7, 2.5e-6))
+    assert rates.cache_write_1h == pytest.approx(4e-6)  # 2x input, from the overlay's rule
+
+
+@pytest.mark.parametrize(
+    ("content", "expected"),
+    [
+        ("{oops", "not valid JSON"),
+        ('{"models": [{"model": "x"}]}', r"models\[0\]: expected"),
+        ("[1]", "not a price file"),
+    ],
+)
+def test_bad_price_files_are_one_line(tmp_path, content, expected):
+    path = tmp_path / "prices.json"
+    path.write_text(content)
+    with pytest.raises(TranscriptError, match=expected) as info:
+        PriceBook(path)
+    assert "\n" not in str(info.value)
