@@ -247,6 +247,7 @@ def simulate(
     model: str | None = None,
     *,
     prices: str | PriceBook | None = None,
+    unpriced: str = "raise",
     **rules: Any,
 ) -> Simulation:
     """Replay ``analysis`` under ``provider``'s caching rules and price every call.
@@ -263,6 +264,9 @@ def simulate(
         (which must then belong to ``provider``).
     prices
         A :class:`~cacheviz.pricing.PriceBook` or a user price file.
+    unpriced
+        ``"raise"`` (default): a model no price source knows is an error; ``"skip"``:
+        its calls get no cost (tokens and verdicts are still computed).
     **rules
         The simulator's parameters (e.g. ``breakpoints="auto"``, ``ttl="1h"``).
 
@@ -287,17 +291,22 @@ def simulate(
     sources: list[str] = []
     for call, result, origin, same in zip(calls, results, recorded, comparable, strict=True):
         cost = ideal = None
+        rates = None
         if not self_hosted:
             try:
                 rates = price(call.model, call.ts, call.total)
             except UnknownModelError:
-                if model is None and origin != provider:
+                if unpriced == "skip":
+                    rates = None
+                elif model is None and origin != provider:
                     msg = (
                         f"call {call.index} used {call.model!r} ({origin}); to replay the "
                         f"session on {provider}, name one of its models with --model / model="
                     )
                     raise SimulationError(msg) from None
-                raise
+                else:
+                    raise
+        if rates is not None:
             if rates.source not in sources:
                 sources.append(rates.source)
             cost = rates.cost(
@@ -348,8 +357,8 @@ def simulate(
         model=model,
         price_source=None if self_hosted else "; ".join(sources),
         calls=frame,
-        total_cost_usd=None if self_hosted else float(frame["cost_usd"].sum()),
-        ideal_cost_usd=None if self_hosted else float(frame["ideal_cost_usd"].sum()),
+        total_cost_usd=None if self_hosted or not sources else float(frame["cost_usd"].sum()),
+        ideal_cost_usd=None if self_hosted or not sources else float(frame["ideal_cost_usd"].sum()),
         token_scale=_token_scale(calls),
         score=score,
         rules=dict(rules),
