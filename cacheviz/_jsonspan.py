@@ -151,25 +151,34 @@ def expect(text: str, pos: int, chars: str, what: str) -> tuple[str, int]:
     return text[pos], pos + 1
 
 
-_TTL_SECONDS = {"5m": 300, "1h": 3600}
+_TTL_SECONDS = {"5m": 300, "1h": 3600, "30m": 1800}
 
 
 def directive_ttl(value: Any) -> int | None:
-    """TTL (seconds) of a ``cache_control`` on a block or on one of its content parts."""
+    """TTL (seconds) of a cache breakpoint on a block or on one of its content parts.
+
+    Anthropic's ``cache_control`` (5m unless ``ttl: "1h"``) and OpenAI's
+    ``prompt_cache_breakpoint`` (GPT-5.6+, 30m) are recognised.
+    """
     found = None
     candidates = [value]
     if isinstance(value, dict) and isinstance(value.get("content"), list):
         candidates += value["content"]
     for item in candidates:
-        control = item.get("cache_control") if isinstance(item, dict) else None
+        if not isinstance(item, dict):
+            continue
+        control = item.get("cache_control")
         if isinstance(control, dict):
             found = _TTL_SECONDS.get(str(control.get("ttl", "5m")), _TTL_SECONDS["5m"])
+        if isinstance(item.get("prompt_cache_breakpoint"), dict):
+            found = _TTL_SECONDS["30m"]
     return found
 
 
 def _new_element(text: str, start: int, end: int, value: Any, base: int) -> Element:
     raw = text[start:end].encode("utf-8", "surrogatepass")
-    ttl = directive_ttl(value) if b"cache_control" in raw else None
+    marked = b"cache_control" in raw or b"prompt_cache_breakpoint" in raw
+    ttl = directive_ttl(value) if marked else None
     return Element(start - base, end - base, value, digest(raw), raw, ttl)
 
 

@@ -1,0 +1,372 @@
+"""OpenAI prompt caching (Chat Completions and Responses; providers.md §2 and §7).
+
+OpenAI documents two generations; ``generation`` picks one, by default from the model
+name (:func:`generation_for`: GPT-5.6 and later, and GPT-6, are ``breakpoint``).
+
+``classic`` (GPT-5.5 and earlier: implicit caching only)
+    A prompt under 1,024 tokens caches nothing. Otherwise the cached part is the longest
+    common token prefix (LCP) with any live prompt stored in the same routing bucket,
+    floored to the granularity ``g`` (128; 2,048 for gpt-5.5, whose implicit breakpoints
+    are 2,048 tokens apart, already a multiple of the 128 rounding), and it counts only
+    when it reaches 1,024. After the request the whole prompt is stored, with no write
+    fee (``cache_write_tokens`` stays 0). A hit refreshes the entry it read from. The
+    TTL is the inactivity time of the retention policy: ``in_memory`` ("5 to 10 minutes
+    of inactivity, up to one hour") defaults to the conservative 5 minutes, ``24h``
+    ("typically around 30 minutes, up to 24 hours") to 30 minutes.
+
+``breakpoint`` (GPT-5.6 and later)
+    Breakpoints are the implicit one, at the end of the latest eligible message (a user
+    message, the last tool response of a consecutive group, or the end of the initial
+    developer block), and the explicit ones the request marked. Lookup candidates: the
+    first 2 and latest 50 explicit breakpoints, the implicit one, up to 20 earlier
+    eligible message endings, and the end of the initial developer block. The hit ``A``
+    is the longest candidate with a live entry of at least 1,024 tokens, read exactly
+    (no rounding). Entries are written at up to 4 breakpoints past ``A`` (the implicit
+    one takes a slot), and ``cache_write_tokens = T(last written) - T(A)``, which pricing
+    bills at 1.25x. An entry lives 30 minutes from its latest write or reuse.
+    ``prompt_cache_options.mode = "explicit"`` drops the implicit breakpoint and the
+    message-ending candidates.
+
+Both generations keep caches per routing bucket and per render salt: the model and the
+request members that change the rendered prefix without being blocks
+(``parallel_tool_calls``, ``response_format``, ``text``, ``reasoning``,
+``reasoning_effort``, ``verbosity``, ``context_management``; each as a whole object).
+
+Approximations
+--------------
+* Routing bucket: ``prompt_cache_key`` when the request sets one, else the prefix hash,
+  taken as the chain digest of the blocks that cover the first 256 tokens (a block that
+  straddles token 256 counts whole, so an edit past token 256 inside that block moves
+  the request to another bucket). Within a key's bucket requests whose first tokens
+  differ never share 1,024 tokens anyway, so the key alone is enough. Organization and
+  region are one scope; overflow routing above ~15 requests/min per prefix is not
+  modelled (every request reaches its bucket's machine).
+* Classic LCP search: live prompts of the bucket are compared most recently used first,
+  skipping those no longer than the best match so far; at most ``max_compared`` (64)
+  are compared token by token per request. A stored prompt that is a prefix of a newer
+  one is rarely compared again (the newer one already matches at least as far).
+* Hidden system tokens are unknown and taken as 0.
+* ``retention=None`` follows the request's ``prompt_cache_retention`` and falls back to
+  ``in_memory``, the conservative choice (the Sept-2026 guide makes ``24h`` the default
+  for non-ZDR organizations; the classic guide said ``in_memory``). GPT-5.6+ ignores it:
+  its only TTL is ``breakpoint_ttl_seconds`` (30 minutes).
+* GPT-5.6+: which explicit breakpoints get the write slots when more than 4 lie past the
+  hit is undocumented [U]: the latest ones do. Only the hit entry is refreshed. The API
+  reference's alternative candidate rule (the latest 80 breakpoints, no lookback limit)
+  is not offered [C]. A content-part breakpoint is taken at the end of its message, and
+  a role per block means a message is one segment. Eligible tool responses are blocks
+  whose role is ``tool``/``function`` or ends in ``_call_output`` (Responses items).
+  The initial developer block ends at the last block before the conversation (cacheviz
+  renders tools after the instructions, as harmony puts them in the developer message).
+"""
+
+from __future__ import annotations
+
+import bisect
+import hashlib
+import json
+import re
+from collections.abc import Hashable, Sequence
+from dataclasses import dataclass, field
+
+from cacheviz._seq import common_prefix
+from cacheviz.prefix import differing_block_common
+from cacheviz.providers._base import CallResult, SimCall
+from cacheviz.providers._cache import Entry, EntryStore
+
+GENERATIONS = ("classic", "breakpoint")
+RETENTIONS = ("in_memory", "24h")
+GRANULARITY = 128
+GPT55_GRANULARITY = 2048  # gpt-5.5 / 5.5-pro: implicit breakpoints every 2,048 tokens
+MIN_TOKENS = 1024
+ROUTING_PREFIX_TOKENS = 256
+BREAKPOINT_TTL = 1800  # GPT-5.6+: prompt_cache_options.ttl "30m", the only value
+MAX_WRITES = 4
+EXPLICIT_FIRST = 2
+EXPLICIT_LATEST = 50
+MESSAGE_LOOKBACK = 20
+MAX_COMPARED = 64
+_SALT_KEYS = (
+    "parallel_tool_calls",
+    "response_format",
+    "text",
+    "reasoning",
+    "reasoning_effort",
+    "verbosity",
+    "context_management",
+)
+_VERSION = re.compile(r"gpt-(\d+)(?:\.(\d+))?")
+
+
+def model_version(model: str) -> tuple[int, int] | None:
+    """``(major, minor)`` of a GPT model name, ``None`` for other names.
+
+    Examples
+    --------
+    >>> model_version("gpt-5.6-terra"), model_version("gpt-4o-mini"), model_version("o3")
+    ((5, 6), (4, 0), None)
+    """
+    found = _VERSION.search(model.lower())
+    if found is None:
+        return None
+    return int(found[1]), int(found[2] or 0)
+
+
+def generation_for(model: str) -> str:
+    """``breakpoint`` for GPT-5.6 and later (GPT-6 included), else ``classic``.
+
+    Examples
+    --------
+    >>> [generation_for(m) for m in ("gpt-5.5", "gpt-5.6-sol", "gpt-6-luna", "o4-mini")]
+    ['classic', 'breakpoint', 'breakpoint', 'classic']
+    """
+    version = model_version(model)
+    return "breakpoint" if version is not None and version >= (5, 6) else "classic"
+
+
+def granularity_for(model: str) -> int:
+    """The classic generation's cache granularity: 2,048 for gpt-5.5, else 128.
+
+    Examples
+    --------
+    >>> granularity_for("gpt-5.5-pro"), granularity_for("gpt-5.4")
+    (2048, 128)
+    """
+    return GPT55_GRANULARITY if model_version(model) == (5, 5) else GRANULARITY
+
+
+def _salt(call: SimCall) -> bytes:
+    """The model and the request members that change the rendered prefix."""
+    params = {k: call.params[k] for k in _SALT_KEYS if k in call.params}
+    text = json.dumps([call.model, params], sort_keys=True, default=str)
+    return hashlib.sha1(text.encode()).digest()[:8]
+
+
+def _route(call: SimCall) -> tuple[str, Hashable]:
+    """The routing bucket: ``prompt_cache_key``, else the first ~256 tokens' digest."""
+    key = call.params.get("prompt_cache_key")
+    if key is not None:
+        return ("key", str(key))
+    if not call.chain:
+        return ("prefix", b"")
+    last = bisect.bisect_left(call.offsets, ROUTING_PREFIX_TOKENS) - 1
+    return ("prefix", call.chain[min(max(last, 0), len(call.chain) - 1)])
+
+
+def _token_lcp(a: SimCall, b: SimCall) -> int:
+    """Common tokens of two requests: whole equal blocks, then the differing block."""
+    depth = common_prefix(a.hashes, b.hashes)
+    tokens = a.offsets[depth]
+    if depth < len(a.hashes) and depth < len(b.hashes):
+        tokens += differing_block_common(a.tokens(a.hashes[depth]), b.tokens(b.hashes[depth]))
+    return min(tokens, a.total, b.total)
+
+
+def _is_tool_response(role: str | None) -> bool:
+    return role is not None and (role in ("tool", "function") or role.endswith("_call_output"))
+
+
+@dataclass(slots=True)
+class _Bucket:
+    """The stored prompts of one routing bucket (classic generation)."""
+
+    entries: EntryStore = field(default_factory=EntryStore)
+    prompts: dict[bytes, SimCall] = field(default_factory=dict)
+
+    def longest(self, call: SimCall, now: float, cap: int) -> tuple[int, Entry | None]:
+        """The longest token prefix ``call`` shares with a live prompt, and its entry."""
+        for key in list(self.prompts):
+            if self.entries.get(key, now) is None:  # expired: dropped from the store
+                del self.prompts[key]
+        best, best_entry, compared = 0, None, 0
+        for entry in reversed(self.entries.live(now)):
+            if entry.tokens <= best:
+                continue
+            if compared >= cap:
+                break
+            compared += 1
+            length = _token_lcp(call, self.prompts[entry.key])
+            if length > best:
+                best, best_entry = length, entry
+                if best >= call.total:
+                    break
+        return best, best_entry
+
+
+@dataclass
+class OpenAISimulator:
+    """OpenAI's caching rules; every parameter defaults to the spec.
+
+    Parameters
+    ----------
+    retention
+        ``in_memory`` or ``24h`` for every request; ``None`` follows each request's
+        ``prompt_cache_retention`` (``in_memory`` when absent). Classic generation only.
+    in_memory_ttl_seconds, extended_ttl_seconds
+        Inactivity TTL of ``in_memory`` (documented 5 to 60 minutes) and ``24h``
+        (typically 30 minutes, up to 24 hours) entries.
+    granularity
+        Classic cache granularity; ``None``: 2,048 for gpt-5.5, else 128.
+    min_tokens
+        Minimum cached prefix.
+    generation
+        ``classic`` (GPT-5.5 and earlier) or ``breakpoint`` (GPT-5.6+); ``None``: from
+        each call's model name.
+    breakpoint_ttl_seconds
+        GPT-5.6+ entry lifetime after its latest write or reuse.
+    max_writes
+        GPT-5.6+ cache writes per request.
+    message_lookback
+        GPT-5.6+ earlier eligible message endings looked up.
+    max_compared
+        Classic: stored prompts compared token by token per request.
+    """
+
+    retention: str | None = None
+    in_memory_ttl_seconds: float = 300
+    extended_ttl_seconds: float = 1800
+    granularity: int | None = None
+    min_tokens: int = MIN_TOKENS
+    generation: str | None = None
+    breakpoint_ttl_seconds: float = BREAKPOINT_TTL
+    max_writes: int = MAX_WRITES
+    message_lookback: int = MESSAGE_LOOKBACK
+    max_compared: int = MAX_COMPARED
+    provider: str = "openai"
+
+    def __post_init__(self) -> None:
+        if self.retention is not None:
+            self.retention = self.retention.replace("-", "_")
+            if self.retention not in RETENTIONS:
+                msg = f"retention={self.retention!r}; expected in_memory, 24h or None"
+                raise ValueError(msg)
+        if self.generation is not None and self.generation not in GENERATIONS:
+            msg = f"generation={self.generation!r}; expected classic, breakpoint or None"
+            raise ValueError(msg)
+        if self.granularity is not None and self.granularity < 1:
+            raise ValueError("granularity must be at least 1")
+
+    def run(self, calls: Sequence[SimCall]) -> list[CallResult]:
+        """Replay the calls; see the module docstring for the algorithm."""
+        buckets: dict[tuple[bytes, tuple[str, Hashable]], _Bucket] = {}
+        store = EntryStore()
+        results = []
+        for call in calls:
+            generation = self.generation or generation_for(call.model)
+            if generation == "classic":
+                results.append(self._classic(call, buckets))
+            else:
+                results.append(self._breakpoint(call, store))
+        return results
+
+    def _ttl(self, call: SimCall) -> tuple[str, float]:
+        retention = self.retention or str(call.params.get("prompt_cache_retention") or "")
+        retention = retention.replace("-", "_")
+        if retention == "24h":
+            return retention, self.extended_ttl_seconds
+        return "in_memory", self.in_memory_ttl_seconds
+
+    def _classic(
+        self, call: SimCall, buckets: dict[tuple[bytes, tuple[str, Hashable]], _Bucket]
+    ) -> CallResult:
+        now, total = call.clock, call.total
+        if total < self.min_tokens or not call.hashes:
+            return CallResult(total, detail=f"below the {self.min_tokens}-token minimum")
+        retention, ttl = self._ttl(call)
+        step = self.granularity or granularity_for(call.model)
+        bucket = buckets.setdefault((_salt(call), _route(call)), _Bucket())
+        length, entry = bucket.longest(call, now, self.max_compared)
+        cached = length // step * step
+        if cached < self.min_tokens:
+            cached = 0
+        if entry is not None and cached:
+            bucket.entries.touch(entry, now, ttl)
+            detail = (
+                f"{retention}: {length} tokens match call {entry.written_by}, "
+                f"{cached} cached (every {step})"
+            )
+        elif length:
+            detail = f"{retention}: {length} tokens match, under {self.min_tokens} once floored"
+        else:
+            detail = f"{retention}: no live prompt in the bucket"
+        key = call.chain[-1]
+        bucket.entries.put(key, total, now, ttl, written_by=call.index)
+        bucket.prompts[key] = call
+        return CallResult(total, cache_read_tokens=cached, detail=detail)
+
+    def _points(self, call: SimCall) -> tuple[list[int], list[int], int | None]:
+        """Lookup candidates (longest first), explicit breakpoints, implicit breakpoint."""
+        n = len(call.hashes)
+        explicit = sorted({b.block for b in call.breakpoints if 0 <= b.block < n})
+        candidates = set(explicit[:EXPLICIT_FIRST])
+        candidates.update(explicit[max(0, len(explicit) - EXPLICIT_LATEST) :])
+        options = call.params.get("prompt_cache_options")
+        mode = options.get("mode") if isinstance(options, dict) else None
+        implicit = None
+        if mode != "explicit":
+            start = next((i for i, part in enumerate(call.parts) if part == "messages"), n)
+            developer_end = start - 1 if start > 0 else None
+            endings = [
+                i
+                for i in range(start, n)
+                if call.roles[i] == "user"
+                or (
+                    _is_tool_response(call.roles[i])
+                    and (i + 1 == n or not _is_tool_response(call.roles[i + 1]))
+                )
+            ]
+            if endings:
+                implicit = endings[-1]
+                earlier = endings[:-1][max(0, len(endings) - 1 - self.message_lookback) :]
+                candidates.update(earlier)
+            else:
+                implicit = developer_end
+            if implicit is not None:
+                candidates.add(implicit)
+            if developer_end is not None:
+                candidates.add(developer_end)
+        return sorted(candidates, reverse=True), explicit, implicit
+
+    def _breakpoint(self, call: SimCall, store: EntryStore) -> CallResult:
+        now, total = call.clock, call.total
+        candidates, explicit, implicit = self._points(call)
+        scope = (_salt(call), _route(call))
+
+        def length(i: int) -> int:
+            return call.offsets[i + 1]
+
+        hit = -1
+        for i in candidates:
+            if length(i) < self.min_tokens:
+                break  # candidates are longest first
+            entry = store.get((scope, call.chain[i]), now)
+            if entry is not None:
+                hit = i
+                store.touch(entry, now, self.breakpoint_ttl_seconds)
+                break
+        read = length(hit) if hit >= 0 else 0
+
+        def beyond(i: int) -> bool:
+            return length(i) > read and length(i) >= self.min_tokens
+
+        written = [implicit] if implicit is not None and beyond(implicit) else []
+        extra = [i for i in explicit if beyond(i) and i != implicit]
+        slots = max(0, self.max_writes - len(written))
+        written = sorted(written + extra[max(0, len(extra) - slots) :])[: self.max_writes]
+        for i in written:
+            store.put(
+                (scope, call.chain[i]),
+                length(i),
+                now,
+                self.breakpoint_ttl_seconds,
+                written_by=call.index,
+            )
+        write = length(written[-1]) - read if written else 0
+        detail = f"{len(candidates)} candidate(s)"
+        if hit >= 0:
+            detail += f", hit at block {hit}"
+        if written:
+            detail += f", wrote at block(s) {', '.join(map(str, written))}"
+        elif not candidates or length(candidates[0]) < self.min_tokens:
+            detail += f", below the {self.min_tokens}-token minimum"
+        return CallResult(total, cache_read_tokens=read, cache_write_tokens=write, detail=detail)
