@@ -1,0 +1,365 @@
+"""DeepSeek context caching on disk (providers.md §3 and §7).
+
+Caching is automatic and free to write: a request is billed ``hit`` tokens at the cache
+rate and the rest (``miss``) at the input rate; ``cache_write_tokens`` is always 0.
+Everything is scoped by model (a KV cache belongs to one model).
+
+``units`` (current, "cache prefix units"): after request M, these units are persisted
+and become usable ``build_seconds`` after M's start ("cache construction takes
+seconds"):
+
+- M's whole prompt;
+- M's prompt plus its output (the output is cached);
+- the prefixes at every multiple of ``interval_tokens`` inside the prompt and output;
+- a common-prefix unit ``P`` when M shares a prefix with an earlier live request but
+  M's hit did not cover it (A+B then A+C: nothing hits, ``A`` is persisted, A+D hits A).
+
+Request N hits the longest live unit that is a *complete* prefix of its prompt;
+``miss = prompt - hit``. A partial match inside a unit gives nothing. A unit expires
+``expiry_seconds`` after its last use (a hit or a re-persist restarts the clock).
+
+``legacy`` (before the sliding-window change): ``hit = floor(LCP / 64) * 64`` against any
+earlier live prompt (every prompt is cached, its prefixes refreshed when re-sent).
+
+How units are represented: a unit is a token prefix, identified independently of the
+lineage that wrote it. A prefix of ``L`` tokens ending ``r`` tokens into block ``j`` is
+the key ``(chain digest of blocks 0..j-1, r, digest of block j's first r tokens)``
+(``r = 0`` at a block boundary, trailing empty blocks excluded). A request tests the
+units filed under each of its own block-chain digests, so the test is token-exact
+within a block and costs a dict lookup per block.
+
+The output unit: a request only reports how many tokens it generated, not which. The
+unit "prompt_M + output_M" is given its identity by the first later request that starts
+with M's whole prompt followed by an assistant message (role ``assistant`` or ``model``:
+the output, re-sent). It is that request's prefix of ``total_M + output_tokens_M``
+tokens, written at M's time. If the count exceeds the re-sent assistant run by more
+than ``output_slack`` (10%, at least 8 tokens: the two sides are counted by different
+tokenizers and the template adds an end-of-turn token), the output was not re-sent as
+generated (reasoning dropped, an edited reply) and the unit matches nothing. Within the
+slack it is clipped to the end of the assistant run, so it never swallows the next user
+turn. With no reported output count, the re-sent assistant run is taken as the output.
+
+Approximations, each a parameter or noted [U]:
+
+- ``interval_tokens`` (4,096) is unpublished [U]; intervals are counted from token 0.
+- ``expiry_seconds`` (6 h after last use) is "hours to days", best effort [U].
+- ``build_seconds`` (5 s, both modes) counts from the request *start* (finish times are
+  unknown); calls without a timestamp (a synthetic clock) get no build delay.
+- The common-prefix unit is the longest token prefix shared with any earlier request of
+  the model whose path was seen within ``expiry_seconds``; shorter shared prefixes are
+  taken to exist already (they were persisted when they were first shared).
+- Whether the 64-token granularity still applies to units is unstated [C]; units are
+  token-exact. Legacy mode's 64-token floor is ``legacy_unit_tokens``.
+- Only the hit unit is refreshed by a read; the request's own units are re-persisted.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+from array import array
+from bisect import bisect_left
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from itertools import islice
+
+from cacheviz.prefix import differing_block_common
+from cacheviz.providers._base import CallResult, SimCall
+from cacheviz.providers._cache import Entry, EntryStore
+
+MODES = ("units", "legacy")
+OUTPUT_ROLES = frozenset({"assistant", "model"})  # a re-sent model output
+OUTPUT_SLACK_MIN = 8  # tokens the reported output may exceed the re-sent run by, at least
+MAX_SIBLINGS = 32  # earlier variants compared token by token at a branch point
+
+
+def token_digest(tokens: array) -> bytes:
+    """Identity of a run of tokens."""
+    return hashlib.blake2b(tokens.tobytes(), digest_size=16).digest()
+
+
+def prefix_key(
+    call: SimCall, length: int, memo: dict[tuple[str, int], bytes] | None = None
+) -> tuple[bytes, int, bytes]:
+    """The lineage-independent identity of ``call``'s first ``length`` tokens.
+
+    ``(chain digest of the whole blocks before, tokens into the next block, their digest)``;
+    ``memo`` caches digests by ``(block hash, tokens)``.
+    """
+    offsets = call.offsets
+    j = bisect_left(offsets, length)
+    if j < len(offsets) and offsets[j] == length:
+        return call.chain[j - 1] if j else b"", 0, b""
+    j -= 1
+    r = length - offsets[j]
+    return call.chain[j - 1] if j else b"", r, _block_digest(call, j, r, memo)
+
+
+def _block_digest(
+    call: SimCall, j: int, r: int, memo: dict[tuple[str, int], bytes] | None
+) -> bytes:
+    """Digest of the first ``r`` tokens of ``call``'s block ``j``."""
+    key = (call.hashes[j], r)
+    if memo is not None and key in memo:
+        return memo[key]
+    digest = token_digest(call.tokens(call.hashes[j])[:r])
+    if memo is not None:
+        memo[key] = digest
+    return digest
+
+
+class LivePrompts:
+    """Earlier prompts as a trie of ``(prefix chain, next block)`` edges with a TTL.
+
+    Every prompt recorded refreshes (or writes) the edges along its path, so an edge is
+    live while some prompt through it was seen within the TTL. :meth:`common` gives the
+    token-exact longest common prefix with the live prompts.
+
+    Parameters
+    ----------
+    ttl
+        Seconds an edge lives after the last prompt through it.
+    """
+
+    def __init__(self, ttl: float) -> None:
+        self.ttl = ttl
+        self.store = EntryStore()
+        self._children: dict[bytes, dict[str, Entry]] = {}
+
+    def _usable(self, kids: dict[str, Entry], h: str, now: float, *, visible: bool) -> bool:
+        entry = kids[h]
+        if entry.expires_at <= now:
+            self.store.get(entry.key, now)  # drops it
+            del kids[h]
+            return False
+        return not visible or entry.visible_at <= now
+
+    def common(self, call: SimCall, now: float, *, visible: bool = True) -> int:
+        """Tokens ``call`` shares with the live prompts (``visible``: already usable)."""
+        parent = b""
+        for j, h in enumerate(call.hashes):
+            kids = self._children.get(parent)
+            if not kids:
+                return call.offsets[j]
+            if h in kids and self._usable(kids, h, now, visible=visible):
+                parent = call.chain[j]
+                continue
+            block = call.tokens(h)
+            best = 0
+            for other in list(islice(reversed(kids), MAX_SIBLINGS)):
+                if self._usable(kids, other, now, visible=visible):
+                    best = max(best, differing_block_common(block, call.tokens(other)))
+            return call.offsets[j] + best
+        return call.total
+
+    def record(self, call: SimCall, now: float, build: float) -> None:
+        """Cache ``call``'s prompt: refresh its live edges, write the rest (usable later)."""
+        parent = b""
+        for j, h in enumerate(call.hashes):
+            kids = self._children.setdefault(parent, {})
+            entry = kids.get(h)
+            if entry is not None and entry.expires_at > now:
+                self.store.touch(entry, now)
+            else:
+                size = call.offsets[j + 1] - call.offsets[j]
+                entry = self.store.put((parent, h), size, now, self.ttl, written_by=call.index)
+                entry.visible_at = now + build
+                kids[h] = entry
+            parent = call.chain[j]
+
+
+@dataclass(slots=True)
+class _Pending:
+    """An output whose tokens are not known yet: fixed by the request that re-sends it."""
+
+    tokens: int | None
+    clock: float
+    build: float
+    index: int
+
+
+@dataclass
+class _State:
+    """One model's cache."""
+
+    prompts: LivePrompts
+    units: EntryStore = field(default_factory=EntryStore)
+    # units filed under the chain digest before them: {(r, digest): (kind, entry)}
+    index: dict[bytes, dict[tuple[int, bytes], tuple[str, Entry]]] = field(default_factory=dict)
+    pending: dict[bytes, _Pending] = field(default_factory=dict)  # by the prompt's chain
+    digests: dict[tuple[str, int], bytes] = field(default_factory=dict)  # (block, tokens)
+
+
+@dataclass
+class DeepSeekSimulator:
+    """DeepSeek's caching rules; every parameter defaults to the spec.
+
+    Parameters
+    ----------
+    mode
+        ``units`` (current cache prefix units) or ``legacy`` (64-token LCP).
+    interval_tokens
+        Spacing of the fixed-interval units inside long inputs and outputs [U].
+    expiry_seconds
+        A unit's lifetime after its last use [U].
+    build_seconds
+        Delay from a request's start until its units are usable.
+    output_slack
+        How far (a fraction of the re-sent assistant run, at least 8 tokens) the
+        reported output count may exceed the run and still be taken as re-sent.
+    legacy_unit_tokens
+        Legacy mode's storage unit: hits are floored to a multiple of it.
+    """
+
+    mode: str = "units"
+    interval_tokens: int = 4096
+    expiry_seconds: float = 6 * 3600
+    build_seconds: float = 5.0
+    output_slack: float = 0.1
+    legacy_unit_tokens: int = 64
+    provider: str = "deepseek"
+
+    def __post_init__(self) -> None:
+        if self.mode not in MODES:
+            msg = f"mode={self.mode!r}; expected one of {', '.join(MODES)}"
+            raise ValueError(msg)
+        if self.interval_tokens <= 0 or self.legacy_unit_tokens <= 0:
+            raise ValueError("interval_tokens and legacy_unit_tokens must be positive")
+
+    def run(self, calls: Sequence[SimCall]) -> list[CallResult]:
+        """Replay the calls; see the module docstring for the algorithm."""
+        states: dict[str, _State] = {}
+        results = []
+        for call in calls:
+            state = states.get(call.model)
+            if state is None:
+                state = states[call.model] = _State(LivePrompts(self.expiry_seconds))
+            if self.mode == "legacy":
+                results.append(self._legacy(call, state))
+            else:
+                results.append(self._units(call, state))
+        return results
+
+    def _build(self, call: SimCall) -> float:
+        return 0.0 if call.ts is None else self.build_seconds
+
+    # legacy -----------------------------------------------------------------------------
+
+    def _legacy(self, call: SimCall, state: _State) -> CallResult:
+        now = call.clock
+        lcp = state.prompts.common(call, now)
+        unit = self.legacy_unit_tokens
+        hit = lcp // unit * unit
+        state.prompts.record(call, now, self._build(call))
+        return CallResult(
+            input_tokens=call.total,
+            cache_read_tokens=hit,
+            detail=f"legacy: LCP {lcp} with a live prompt, {hit} in {unit}-token units",
+        )
+
+    # units ------------------------------------------------------------------------------
+
+    def _units(self, call: SimCall, state: _State) -> CallResult:
+        now = call.clock
+        build = self._build(call)
+        self._materialise_outputs(call, state, now)
+        hit, kind, writer = self._longest_unit(call, state, now)
+        detail = f"hit the {kind} unit of call #{writer}" if hit else "no unit is a prefix"
+        shared = state.prompts.common(call, now, visible=False)
+        if hit < shared < call.total:
+            self._persist(state, call, shared, now, build, "common-prefix", call.index)
+            detail += f"; common prefix {shared} persisted"
+        self._persist(state, call, call.total, now, build, "prompt", call.index)
+        for length in range(self.interval_tokens, call.total, self.interval_tokens):
+            self._persist(state, call, length, now, build, "interval", call.index)
+        if call.hashes and call.output_tokens != 0:
+            state.pending[call.chain[-1]] = _Pending(call.output_tokens, now, build, call.index)
+        state.prompts.record(call, now, build)
+        return CallResult(input_tokens=call.total, cache_read_tokens=hit, detail=detail)
+
+    def _persist(
+        self,
+        state: _State,
+        call: SimCall,
+        length: int,
+        written: float,
+        build: float,
+        kind: str,
+        writer: int,
+    ) -> None:
+        """Persist ``call``'s first ``length`` tokens as a unit written at ``written``."""
+        if length <= 0:
+            return
+        parent, r, digest = prefix_key(call, length, state.digests)
+        slot = state.index.setdefault(parent, {})
+        found = slot.get((r, digest))
+        ttl = self.expiry_seconds
+        if found is not None and found[1].expires_at > written:
+            entry = found[1]
+            entry.expires_at = max(entry.expires_at, written + ttl)
+            entry.visible_at = min(entry.visible_at, written + build)
+            return
+        entry = state.units.put((parent, r, digest), length, written, ttl, written_by=writer)
+        entry.visible_at = written + build
+        slot[(r, digest)] = (kind, entry)
+
+    def _longest_unit(self, call: SimCall, state: _State, now: float) -> tuple[int, str, int]:
+        """The longest live unit that is a complete prefix of the prompt; it is refreshed.
+
+        Units filed after ``j`` whole blocks are at most ``offsets[j + 1]`` long, so the
+        blocks are scanned from the last and the first one with a usable unit wins.
+        """
+        n = len(call.hashes)
+        for j in range(n, -1, -1):
+            slot = state.index.get(call.chain[j - 1] if j else b"")
+            if not slot:
+                continue
+            best: tuple[int, str, Entry | None] = (0, "", None)
+            for (r, digest), (kind, entry) in list(slot.items()):
+                if entry.expires_at <= now:
+                    state.units.get(entry.key, now)  # drops it
+                    del slot[(r, digest)]
+                    continue
+                if entry.visible_at > now:
+                    continue
+                if r and (
+                    j == n
+                    or r > call.offsets[j + 1] - call.offsets[j]
+                    or _block_digest(call, j, r, state.digests) != digest
+                ):
+                    continue
+                if best[2] is None or call.offsets[j] + r > best[0]:
+                    best = (call.offsets[j] + r, kind, entry)
+            length, kind, entry = best
+            if entry is not None:
+                state.units.touch(entry, now)
+                return length, kind, entry.written_by
+        return 0, "", -1
+
+    def _materialise_outputs(self, call: SimCall, state: _State, now: float) -> None:
+        """Give identity to earlier outputs this request re-sends after their prompt."""
+        n = len(call.hashes)
+        for j in range(1, n):
+            pending = state.pending.get(call.chain[j - 1])
+            if pending is None:
+                continue
+            if pending.clock + self.expiry_seconds <= now:
+                del state.pending[call.chain[j - 1]]
+                continue
+            if call.roles[j] not in OUTPUT_ROLES:
+                continue  # not the continuation (a retry, an appended user turn): keep it
+            del state.pending[call.chain[j - 1]]
+            end = j
+            while end < n and call.roles[end] in OUTPUT_ROLES:
+                end += 1
+            start, run = call.offsets[j], call.offsets[end] - call.offsets[j]
+            out = run if pending.tokens is None else pending.tokens
+            allowed = run + max(OUTPUT_SLACK_MIN, math.ceil(self.output_slack * run))
+            if out <= 0 or out > allowed:
+                continue  # not re-sent as generated: the unit matches nothing
+            length = start + min(out, run)
+            args = (pending.clock, pending.build)
+            self._persist(state, call, length, *args, "prompt+output", pending.index)
+            first = (start // self.interval_tokens + 1) * self.interval_tokens
+            for cut in range(first, length, self.interval_tokens):
+                self._persist(state, call, cut, *args, "interval", pending.index)
