@@ -135,6 +135,15 @@ def phase_analyze(path: Path) -> dict[str, Any]:
     start = time.perf_counter()
     segments = analysis.segments.height
     segments_s = time.perf_counter() - start
+    simulate_s = {}
+    for provider, model in (
+        ("anthropic", None),
+        ("openai", "gpt-5"),
+        ("deepseek", "deepseek-chat"),
+    ):
+        start = time.perf_counter()
+        analysis.simulate(provider, model)
+        simulate_s[provider] = time.perf_counter() - start
     calls = analysis.calls
     return {
         "load_s": loaded,
@@ -146,6 +155,7 @@ def phase_analyze(path: Path) -> dict[str, Any]:
         "drifts": analysis.drifts.height,
         "segments": segments,
         "segments_s": segments_s,
+        "simulate_s": simulate_s,
     }
 
 
@@ -232,6 +242,8 @@ def main() -> None:
     print(
         f"segments frame ({analyze['segments']:,} rows, built on first access): {analyze['segments_s']:.2f} s"
     )
+    for provider, seconds in analyze["simulate_s"].items():
+        print(f"simulate + price, {provider:<10} {seconds:7.2f} s")
     print(f"  = {analyze['analyze_s'] / parse['json_s']:.2f}x json.loads parse time", end="")
     if "orjson_s" in parse:
         print(f", {analyze['analyze_s'] / parse['orjson_s']:.2f}x orjson parse time", end="")
