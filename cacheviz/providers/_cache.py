@@ -14,8 +14,13 @@ import math
 from collections import OrderedDict
 from collections.abc import Hashable
 from dataclasses import dataclass
+from itertools import islice
+
+from cacheviz.prefix import differing_block_common
+from cacheviz.providers._base import SimCall
 
 NEVER = math.inf
+MAX_SIBLINGS = 32  # earlier variants compared token by token at a branch point
 
 
 @dataclass(slots=True)
@@ -89,3 +94,63 @@ class EntryStore:
     def live(self, now: float) -> list[Entry]:
         """Every live entry at ``now``, most recently used last."""
         return [e for e in self._entries.values() if e.expires_at > now]
+
+
+class LivePrompts:
+    """Earlier prompts as a trie of ``(prefix chain, next block)`` edges with a TTL.
+
+    Every prompt recorded refreshes (or writes) the edges along its path, so an edge is
+    live while some prompt through it was seen within the TTL. :meth:`common` gives the
+    token-exact longest common prefix with the live prompts.
+
+    Parameters
+    ----------
+    ttl
+        Seconds an edge lives after the last prompt through it.
+    """
+
+    def __init__(self, ttl: float) -> None:
+        self.ttl = ttl
+        self.store = EntryStore()
+        self._children: dict[bytes, dict[str, Entry]] = {}
+
+    def _usable(self, kids: dict[str, Entry], h: str, now: float, *, visible: bool) -> bool:
+        entry = kids[h]
+        if entry.expires_at <= now:
+            self.store.get(entry.key, now)  # drops it
+            del kids[h]
+            return False
+        return not visible or entry.visible_at <= now
+
+    def common(self, call: SimCall, now: float, *, visible: bool = True) -> int:
+        """Tokens ``call`` shares with the live prompts (``visible``: already usable)."""
+        parent = b""
+        for j, h in enumerate(call.hashes):
+            kids = self._children.get(parent)
+            if not kids:
+                return call.offsets[j]
+            if h in kids and self._usable(kids, h, now, visible=visible):
+                parent = call.chain[j]
+                continue
+            block = call.tokens(h)
+            best = 0
+            for other in list(islice(reversed(kids), MAX_SIBLINGS)):
+                if self._usable(kids, other, now, visible=visible):
+                    best = max(best, differing_block_common(block, call.tokens(other)))
+            return call.offsets[j] + best
+        return call.total
+
+    def record(self, call: SimCall, now: float, build: float) -> None:
+        """Cache ``call``'s prompt: refresh its live edges, write the rest (usable later)."""
+        parent = b""
+        for j, h in enumerate(call.hashes):
+            kids = self._children.setdefault(parent, {})
+            entry = kids.get(h)
+            if entry is not None and entry.expires_at > now:
+                self.store.touch(entry, now)
+            else:
+                size = call.offsets[j + 1] - call.offsets[j]
+                entry = self.store.put((parent, h), size, now, self.ttl, written_by=call.index)
+                entry.visible_at = now + build
+                kids[h] = entry
+            parent = call.chain[j]

@@ -61,16 +61,13 @@ from array import array
 from bisect import bisect_left
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from itertools import islice
 
-from cacheviz.prefix import differing_block_common
 from cacheviz.providers._base import CallResult, SimCall
-from cacheviz.providers._cache import Entry, EntryStore
+from cacheviz.providers._cache import Entry, EntryStore, LivePrompts
 
 MODES = ("units", "legacy")
 OUTPUT_ROLES = frozenset({"assistant", "model"})  # a re-sent model output
 OUTPUT_SLACK_MIN = 8  # tokens the reported output may exceed the re-sent run by, at least
-MAX_SIBLINGS = 32  # earlier variants compared token by token at a branch point
 
 
 def token_digest(tokens: array) -> bytes:
@@ -106,66 +103,6 @@ def _block_digest(
     if memo is not None:
         memo[key] = digest
     return digest
-
-
-class LivePrompts:
-    """Earlier prompts as a trie of ``(prefix chain, next block)`` edges with a TTL.
-
-    Every prompt recorded refreshes (or writes) the edges along its path, so an edge is
-    live while some prompt through it was seen within the TTL. :meth:`common` gives the
-    token-exact longest common prefix with the live prompts.
-
-    Parameters
-    ----------
-    ttl
-        Seconds an edge lives after the last prompt through it.
-    """
-
-    def __init__(self, ttl: float) -> None:
-        self.ttl = ttl
-        self.store = EntryStore()
-        self._children: dict[bytes, dict[str, Entry]] = {}
-
-    def _usable(self, kids: dict[str, Entry], h: str, now: float, *, visible: bool) -> bool:
-        entry = kids[h]
-        if entry.expires_at <= now:
-            self.store.get(entry.key, now)  # drops it
-            del kids[h]
-            return False
-        return not visible or entry.visible_at <= now
-
-    def common(self, call: SimCall, now: float, *, visible: bool = True) -> int:
-        """Tokens ``call`` shares with the live prompts (``visible``: already usable)."""
-        parent = b""
-        for j, h in enumerate(call.hashes):
-            kids = self._children.get(parent)
-            if not kids:
-                return call.offsets[j]
-            if h in kids and self._usable(kids, h, now, visible=visible):
-                parent = call.chain[j]
-                continue
-            block = call.tokens(h)
-            best = 0
-            for other in list(islice(reversed(kids), MAX_SIBLINGS)):
-                if self._usable(kids, other, now, visible=visible):
-                    best = max(best, differing_block_common(block, call.tokens(other)))
-            return call.offsets[j] + best
-        return call.total
-
-    def record(self, call: SimCall, now: float, build: float) -> None:
-        """Cache ``call``'s prompt: refresh its live edges, write the rest (usable later)."""
-        parent = b""
-        for j, h in enumerate(call.hashes):
-            kids = self._children.setdefault(parent, {})
-            entry = kids.get(h)
-            if entry is not None and entry.expires_at > now:
-                self.store.touch(entry, now)
-            else:
-                size = call.offsets[j + 1] - call.offsets[j]
-                entry = self.store.put((parent, h), size, now, self.ttl, written_by=call.index)
-                entry.visible_at = now + build
-                kids[h] = entry
-            parent = call.chain[j]
 
 
 @dataclass(slots=True)

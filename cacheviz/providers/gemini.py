@@ -47,8 +47,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from cacheviz.providers._base import CallResult, SimCall
-from cacheviz.providers._cache import EntryStore
-from cacheviz.providers.deepseek import LivePrompts
+from cacheviz.providers._cache import EntryStore, LivePrompts
 
 MODES = ("implicit", "explicit")
 PREFIXES = ("system", "first_call")
