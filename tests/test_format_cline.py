@@ -325,6 +325,14 @@ def test_missing_files_and_broken_documents(tmp_path):
             r"item 1: `conversationHistoryIndex` is a string; expected an integer",
         ),
         (lambda h, e: e[1].update(ts="now"), r"item 1: `ts` is a string; expected a number"),
+        (  # beyond the float range: an OverflowError before
+            lambda h, e: e[1].update(text=json.dumps({"tokensIn": 10**400})),
+            r"item 1: `text\.tokensIn` is an integer of 401 digits; expected a finite number",
+        ),
+        (
+            lambda h, e: e[1].update(ts=10**400),
+            r"item 1: `ts` is an integer of 401 digits; expected a finite number",
+        ),
         (
             lambda h, e: e[3].update({cline._RANGE: [4, 2]}),
             r"item 3: `conversationHistoryDeletedRange` is \[4, 2\]; expected \[start, end\]",
@@ -346,6 +354,29 @@ def test_a_bad_item_is_named_in_one_line(tmp_path, mutate, expected):
     message = _one_line_error(_task(tmp_path / "task", history, events), expected)
     assert message.startswith(str(tmp_path / "task") + ": ")
     assert "--errors skip" in message
+
+
+def test_errors_name_the_files_as_exported(tmp_path):
+    prefix = "exported_conversation_1__"
+    history = _history()
+    history[2]["role"] = "system"
+    metadata = {"model_usage": [{"ts": 10**400, "model_id": "claude-a"}]}
+    for name, value in (
+        (cline.HISTORY, history),
+        (cline.UI, _events()),
+        (cline.METADATA, metadata),
+    ):
+        (tmp_path / f"{prefix}{name}").write_text(json.dumps(value))
+    ui = tmp_path / f"{prefix}{cline.UI}"
+    _one_line_error(ui, rf"{prefix}api_conversation_history\.json: item 2: `role` is 'system'")
+    with pytest.warns(CacheVizWarning, match=r"skipped 2 bad line\(s\)"):
+        session = cline.read(ui, errors="skip")
+    assert [s.reason for s in session.skipped] == [
+        f"{prefix}api_conversation_history.json: item 2: `role` is 'system'; "
+        "expected 'user' or 'assistant'",
+        f"{prefix}task_metadata.json: `model_usage[0].ts` is an integer of 401 digits; "
+        "expected a finite number",
+    ]
 
 
 def test_skip_leaves_out_bad_items_and_keeps_history_indexes(tmp_path):

@@ -237,6 +237,16 @@ def test_detect_says_no_to_the_other_real_formats(realdata):
             },
             "field `payload.info.last_token_usage.input_tokens` is a string; expected a whole",
         ),
+        (  # the value, not "is a number; expected a whole number"
+            {
+                "type": "event_msg",
+                "payload": {
+                    "type": "token_count",
+                    "info": {"last_token_usage": {"input_tokens": 1.5}},
+                },
+            },
+            "field `payload.info.last_token_usage.input_tokens` is 1.5; expected a whole number",
+        ),
         (
             {
                 "type": "event_msg",
@@ -253,6 +263,13 @@ def test_detect_says_no_to_the_other_real_formats(realdata):
                 "payload": {"type": "message", "role": "user", "content": [{"type": [1]}]},
             },
             "field `payload.content[0].type` is an array; expected a string",
+        ),
+        (  # chat-style tool calls are rendered as a list: anything else crashed the analysis
+            {
+                "type": "response_item",
+                "payload": {"type": "message", "role": "user", "content": [], "tool_calls": 5},
+            },
+            "field `payload.tool_calls` is a number; expected a list or null",
         ),
         (
             {"type": "turn_context", "payload": {"model": 5}},

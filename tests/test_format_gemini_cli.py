@@ -261,6 +261,10 @@ def test_detect_says_no_to_the_other_real_formats(realdata):
             {"id": "x", "type": "gemini", "model": "m", "tokens": {"input": "9"}},
             "field `tokens.input` is a string; expected a whole number",
         ),
+        (  # the value, not "is a number; expected a whole number"
+            {"id": "x", "type": "gemini", "model": "m", "tokens": {"input": 1.5}},
+            "field `tokens.input` is 1.5; expected a whole number",
+        ),
         (
             {"id": "x", "type": "gemini", "model": "m", "tokens": {"cached": -1}},
             "field `tokens.cached` is -1; expected a token count from 0 to 10,000,000",
@@ -294,6 +298,10 @@ def test_detect_says_no_to_the_other_real_formats(realdata):
         ({"$set": {"messages": {}}}, "field `$set.messages` is an object; expected a list"),
         ({"$set": {"messages": [1]}}, "field `$set.messages[0]` is a number"),
         ({"$set": {"messages": [{"id": "x"}]}}, "field `$set.messages[0].type` is null"),
+        (  # the field path of a synced message, not of a message line
+            {"$set": {"messages": [{"id": "x", "type": "user", "content": ["ok", 5]}]}},
+            "field `$set.messages[0].content[1]` is a number; expected a part object or text",
+        ),
         ({"foo": 1}, "no `id`, `$set` or `$rewindTo`; expected a Gemini CLI message or patch"),
     ],
 )

@@ -330,6 +330,15 @@ def test_each_instance_is_its_own_lineage(tmp_path):
     assert not frame["drift"].any()
 
 
+def test_a_repeated_instance_is_a_lineage_of_its_own(tmp_path):
+    # two runs of one instance: the second does not build on the first's requests
+    session = openhands.read(_write(tmp_path, _record("a__b-1"), _record("a__b-1")))
+    assert {(c.line, c.lineage_hint) for c in session.calls} == {(1, "a__b-1"), (2, "a__b-1#2")}
+    assert {c.meta["instance_id"] for c in session.calls} == {"a__b-1"}
+    frame = analyze(session).calls
+    assert frame.filter(frame["line"] == 2)["prefix_tokens"][0] == 0
+
+
 def test_without_a_system_event_the_prefix_is_unlogged(tmp_path):
     record = _record()
     del record["history"][0]

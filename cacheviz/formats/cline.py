@@ -111,8 +111,13 @@ def _number(value: Any, where: str) -> float | None:
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         msg = f"`{where}` is {json_type(value)}; expected a number"
         raise ValueError(msg)
-    if not math.isfinite(value):
-        msg = f"`{where}` is {value}; expected a finite number"
+    try:
+        finite = math.isfinite(value)
+    except OverflowError:  # an integer beyond the float range
+        finite = False
+    if not finite:
+        shown = value if isinstance(value, float) else f"an integer of {len(str(value))} digits"
+        msg = f"`{where}` is {shown}; expected a finite number"
         raise ValueError(msg)
     return value
 
@@ -241,23 +246,27 @@ class _Task:
         self.model_usage: list[tuple[datetime | None, str, str | None]] = []
         self.store = BlockStore()
 
-    def fail(self, reason: str) -> None:
-        """Raise for a bad item (the reason names it), or record it when skipping."""
-        self.reader.fail(None, reason)
+    def file(self, name: str) -> str:
+        """The name of one of the task's files, as it is in the folder (prefix included)."""
+        return f"{self.prefix}{name}"
+
+    def fail(self, name: str, reason: str) -> None:
+        """Raise for a bad item of file ``name``, or record it when skipping."""
+        self.reader.fail(None, f"{self.file(name)}: {reason}")
 
     def document(self, name: str, *, required: bool = True) -> list[Any] | dict[str, Any] | None:
         """Parse one of the folder's JSON files (``None`` when an optional one is absent)."""
-        path = self.folder / f"{self.prefix}{name}"
+        path = self.folder / self.file(name)
         if not path.is_file():
             if not required:
                 return None
-            msg = f"no {name} here; expected a Cline task folder with {HISTORY} and {UI}"
+            msg = f"no {self.file(name)} here; expected a Cline task folder with {HISTORY} and {UI}"
             raise TranscriptError(msg, path=self.folder)
         value = load_json_document(path)
         expected = dict if name == METADATA else list
         if not isinstance(value, expected):
             shape = "an object" if expected is dict else "an array"
-            msg = f"{name}: the document is {json_type(value)}; expected {shape}"
+            msg = f"{self.file(name)}: the document is {json_type(value)}; expected {shape}"
             raise TranscriptError(msg, path=self.folder)
         return value
 
@@ -267,13 +276,13 @@ class _Task:
         for index, item in enumerate(items or []):
             message = dict(_PLACEHOLDER)
             if not isinstance(item, dict):
-                self.fail(f"{HISTORY}: item {index} is {json_type(item)}; expected a message")
+                self.fail(HISTORY, f"item {index} is {json_type(item)}; expected a message")
                 item = {}
             else:
                 try:
                     message = _message(item)
                 except ValueError as exc:
-                    self.fail(f"{HISTORY}: item {index}: {exc}")
+                    self.fail(HISTORY, f"item {index}: {exc}")
             self.history.append(message)
             info = item.get("modelInfo")
             model = info.get("modelId") if isinstance(info, dict) else None
@@ -286,7 +295,7 @@ class _Task:
         if usage is None:
             return
         if not isinstance(usage, list):
-            self.fail(f"{METADATA}: `model_usage` is {json_type(usage)}; expected an array")
+            self.fail(METADATA, f"`model_usage` is {json_type(usage)}; expected an array")
             return
         for index, entry in enumerate(usage):
             where = f"model_usage[{index}]"
@@ -298,7 +307,7 @@ class _Task:
                 provider = _string(entry.get("model_provider_id"), f"{where}.model_provider_id")
                 ts = _epoch_ms(entry.get("ts"), f"{where}.ts")
             except ValueError as exc:
-                self.fail(f"{METADATA}: {exc}")
+                self.fail(METADATA, str(exc))
                 continue
             if model:
                 self.model_usage.append((ts, model, provider))
@@ -311,13 +320,13 @@ class _Task:
         stamped: dict[int, tuple[int, int] | None] = {}  # request item -> range after it
         for index, event in enumerate(events):
             if not isinstance(event, dict):
-                self.fail(f"{UI}: item {index} is {json_type(event)}; expected an object")
+                self.fail(UI, f"item {index} is {json_type(event)}; expected an object")
                 continue
             if _RANGE in event:
                 try:
                     in_force = _deleted_range(event[_RANGE])
                 except ValueError as exc:
-                    self.fail(f"{UI}: item {index}: {exc}")
+                    self.fail(UI, f"item {index}: {exc}")
                 if requests and requests[-1].item not in stamped:  # the first stamp after it
                     stamped[requests[-1].item] = in_force
             kind = event.get("say") or event.get("ask")
@@ -325,7 +334,7 @@ class _Task:
                 try:
                     request = _Request(index, event)
                 except ValueError as exc:
-                    self.fail(f"{UI}: item {index}: {exc}")
+                    self.fail(UI, f"item {index}: {exc}")
                     continue
                 request.deleted = in_force
                 requests.append(request)
@@ -399,7 +408,7 @@ class _Task:
             skipped = len(self.reader.skipped)
             detail = f" ({skipped} bad items skipped)" if skipped else ""
             msg = (
-                f"{UI}: no answered `api_req_started` event{detail}; "
+                f"{self.file(UI)}: no answered `api_req_started` event{detail}; "
                 "expected Cline's UI messages with API requests"
             )
             raise TranscriptError(msg, path=self.folder)

@@ -124,10 +124,8 @@ def _usage(info: Any) -> Usage | None:
         if value is None:
             continue
         if isinstance(value, bool) or not isinstance(value, int):
-            msg = (
-                f"field `payload.info.last_token_usage.{key}` is {json_type(value)}; "
-                "expected a whole number"
-            )
+            shown = value if isinstance(value, float) else json_type(value)
+            msg = f"field `payload.info.last_token_usage.{key}` is {shown}; expected a whole number"
             raise ValueError(msg)
         if not 0 <= value <= _MAX_TOKENS:
             msg = (
@@ -174,6 +172,10 @@ def _check_item(item: Any, where: str) -> dict[str, Any]:
         raise ValueError(msg)
     if kind == "message" and not isinstance(item.get("role"), str):
         msg = f"field `{where}.role` is {json_type(item.get('role'))}; expected a string"
+        raise ValueError(msg)
+    calls = item.get("tool_calls")
+    if calls is not None and not isinstance(calls, list):  # rendered as chat tool calls
+        msg = f"field `{where}.tool_calls` is {json_type(calls)}; expected a list or null"
         raise ValueError(msg)
     _check_types(item, where)
     return item

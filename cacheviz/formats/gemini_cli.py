@@ -154,12 +154,17 @@ def _tool_calls(record: dict[str, Any]) -> list[dict[str, Any]]:
     return calls
 
 
-def _turns(record: dict[str, Any], *, with_tools: bool = True) -> list[dict[str, Any]]:
-    """The conversation turns one message record stands for (none for UI messages)."""
+def _turns(
+    record: dict[str, Any], *, with_tools: bool = True, where: str = ""
+) -> list[dict[str, Any]]:
+    """The conversation turns one message record stands for (none for UI messages).
+
+    ``where`` prefixes the field names in error messages (the record's own path).
+    """
     kind = record["type"]
     if kind not in ("user", "gemini"):
         return []
-    content = _parts(record.get("content"), "content")
+    content = _parts(record.get("content"), f"{where}content")
     if kind == "user":
         return [{"role": "user", "content": content}]
     calls = _tool_calls(record) if with_tools else []
@@ -195,6 +200,9 @@ def _usage(tokens: Any) -> Usage | None:
         value = tokens.get(key)
         if value is None:
             continue
+        if isinstance(value, float):
+            msg = f"field `tokens.{key}` is {value}; expected a whole number"
+            raise ValueError(msg)
         if isinstance(value, bool) or not isinstance(value, int):
             _fail(f"tokens.{key}", value, "a whole number")
         if not 0 <= value <= _MAX_TOKENS:
@@ -310,9 +318,10 @@ class _Chat:
         for i, record in enumerate(history):
             if not isinstance(record, dict):
                 _fail(f"$set.messages[{i}]", record, "a message record object")
-            _check_message(record, f"$set.messages[{i}].")
+            where = f"$set.messages[{i}]."
+            _check_message(record, where)
             # a synced message's content is the turn as sent (function parts included)
-            new = _turns(record, with_tools=False)
+            new = _turns(record, with_tools=False, where=where)
             spans[record["id"]] = (len(turns), len(new))
             turns += new
         same = 0

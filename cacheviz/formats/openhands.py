@@ -3,7 +3,8 @@
 Each line is ``{instance_id, instruction, metadata, history, metrics, error, ...}``.
 ``history`` is the agent's event stream: actions (``action``: ``system``, ``message``,
 ``run``, ``read``, ``edit``, ``think``, ``finish``, ...) and observations
-(``observation``). Every instance is its own lineage (``instance_id``).
+(``observation``). Every instance is its own lineage (``instance_id``; a line repeating an
+instance, a second run of it, is ``<instance_id>#2``).
 
 Calls. ``metrics.token_usages`` has one entry per completion (``prompt_tokens``,
 ``completion_tokens``, ``cache_read_tokens``, ``cache_write_tokens``, ``response_id``).
@@ -519,6 +520,7 @@ class _Instance:
         self.lineno = lineno
         instance_id = _get(record, "instance_id", (str, int), "record")
         self.key = str(instance_id) if instance_id is not None else f"line {lineno}"
+        self.lineage = self.key  # "<id>#2" for a second run of the same instance
         history = record.get("history")
         if not isinstance(history, list):
             msg = f"field `history` is {json_type(history)}; expected the event array"
@@ -536,7 +538,7 @@ class _Instance:
     def calls(self, store: BlockStore) -> list[Call]:
         """Rebuild every planned call's request."""
         system = next((item for item in self.items if item.kind == "system"), None)
-        requests = _Requests(store, self.key, system)
+        requests = _Requests(store, self.lineage, system)
         order = sorted(range(len(self.planned)), key=lambda i: self.planned[i].cut)
         built: dict[int, Call] = {}
         view: list[_Item] = []
@@ -566,7 +568,7 @@ class _Instance:
             model,
             blocks,
             call.usage,
-            self.key,
+            self.lineage,
             meta,
             reconstructed=True,
         )
@@ -618,6 +620,7 @@ def read(path: Path, *, errors: str = "raise") -> Session:
     reader = LineReader(path, errors=errors)
     store = BlockStore()
     calls: list[Call] = []
+    runs: dict[str, int] = {}  # instance id -> lines holding it so far
     for lineno, text in reader.lines():
         try:
             instance = _Instance(json.loads(text), lineno)
@@ -630,6 +633,9 @@ def read(path: Path, *, errors: str = "raise") -> Session:
         except ValueError as exc:
             reader.fail(lineno, f"{exc}; expected one OpenHands evaluation record per line")
             continue
+        runs[instance.key] = runs.get(instance.key, 0) + 1
+        if runs[instance.key] > 1:  # the instance run again: not a continuation of the first
+            instance.lineage = f"{instance.key}#{runs[instance.key]}"
         if not instance.planned:
             reader.ignore("instance without LLM calls")
             continue
