@@ -5,11 +5,13 @@ Token counts are ``Int64``; "not reported" is null, never 0. Times are UTC.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 import polars as pl
 
+_SURROGATE = re.compile("[\ud800-\udfff]")
 _INT = pl.Int64
 _STR = pl.String
 _BOOL = pl.Boolean
@@ -133,6 +135,13 @@ CAUSES = (
 )
 
 
+def clean(text: Any) -> Any:
+    """A string polars can hold: lone surrogates (from JSON escapes) become U+FFFD."""
+    if isinstance(text, str) and not text.isascii():
+        return _SURROGATE.sub("\ufffd", text)
+    return text
+
+
 def frame(schema: Mapping[str, pl.DataType], columns: Mapping[str, Sequence[Any]]) -> pl.DataFrame:
     """Build a frame with exactly ``schema``'s columns, in its order and dtypes."""
     missing = set(schema) - set(columns)
@@ -140,7 +149,11 @@ def frame(schema: Mapping[str, pl.DataType], columns: Mapping[str, Sequence[Any]
     if missing or extra:
         msg = f"columns differ from the schema: missing {sorted(missing)}, extra {sorted(extra)}"
         raise AssertionError(msg)
-    return pl.DataFrame({name: columns[name] for name in schema}, schema=dict(schema))
+    data = {
+        name: [clean(v) for v in columns[name]] if dtype == pl.String else columns[name]
+        for name, dtype in schema.items()
+    }
+    return pl.DataFrame(data, schema=dict(schema))
 
 
 def empty(schema: Mapping[str, pl.DataType]) -> pl.DataFrame:

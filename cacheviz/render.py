@@ -265,7 +265,8 @@ def render_text(content: Content) -> tuple[str | None, str]:
     role = _message_role(value)
     if "role" in value:
         pieces = [_text_of_content(value.get("content"))]
-        for call in value.get("tool_calls") or []:
+        calls = value.get("tool_calls")
+        for call in calls if isinstance(calls, list) else []:
             function = call.get("function", {}) if isinstance(call, dict) else {}
             if isinstance(function, dict):
                 pieces.append(f"{function.get('name', '')}\n{function.get('arguments', '')}")

@@ -71,7 +71,7 @@ def segments_frame(
             "position": [b.position for b in table],
             # (part, position) as one integer, for cheap joins and windows
             "slot": [part_codes[b.part] << 32 | b.position for b in table],
-            "label": [b.label for b in table],
+            "label": [_schema.clean(b.label) for b in table],
             "hash": [b.hash for b in table],
             "bytes": [len(contents[b.hash].raw) for b in table],
             "opaque": [contents[b.hash].kind == OPAQUE for b in table],

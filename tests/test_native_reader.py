@@ -250,3 +250,22 @@ def test_progress_is_reported_while_reading(write_log, anthropic_body):
         PROGRESS.reset(token)
     size = path.stat().st_size
     assert seen[-1] == (size, size)
+
+
+def test_lone_surrogates_and_extreme_times_do_not_crash(write_log):
+    line = json.dumps(
+        {
+            "ts": "2026-01-01T00:00:00Z",
+            "provider": "anthropic",
+            "model": "claude-\ud800x",
+            "request": {"messages": [{"role": "us\udc00er", "content": "hi \ud83d"}]},
+        }
+    )
+    analysis = cacheviz.load(write_log([line])).analyze()
+    assert analysis.calls["model"][0] == "claude-\ufffdx"
+    assert analysis.segments["label"][0] == "us\ufffder#0"
+    bad_time = json.dumps(
+        {"ts": "0001-01-01T00:00:00+01:00", "model": "m", "request": {"messages": MSG}}
+    )
+    with pytest.raises(TranscriptError, match="out of range"):
+        cacheviz.load(write_log([bad_time], name="t.jsonl"))

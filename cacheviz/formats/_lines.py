@@ -140,6 +140,9 @@ def load_json_document(path: Path) -> object:
     except json.JSONDecodeError as exc:
         msg = f"not valid JSON: {exc.msg} (column {exc.colno}); the file may be truncated"
         raise TranscriptError(msg, path=path, line=exc.lineno) from None
+    except ValueError as exc:  # e.g. an integer of more than 4,300 digits
+        msg = f"not valid JSON: {exc}"
+        raise TranscriptError(msg, path=path) from None
     except RecursionError:
         msg = "JSON nested too deeply"
         raise TranscriptError(msg, path=path) from None

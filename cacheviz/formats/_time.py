@@ -31,7 +31,11 @@ def parse_ts(value: Any, field: str = "ts") -> datetime | None:
             "expected e.g. '2026-01-15T09:00:00Z' or null"
         )
         raise ValueError(msg) from None
-    return ts.replace(tzinfo=UTC) if ts.tzinfo is None else ts.astimezone(UTC)
+    try:
+        return ts.replace(tzinfo=UTC) if ts.tzinfo is None else ts.astimezone(UTC)
+    except OverflowError:
+        msg = f"field `{field}` {value!r} is out of range; expected a time between years 1 and 9999"
+        raise ValueError(msg) from None
 
 
 def parse_epoch(value: Any) -> datetime | None:
