@@ -20,6 +20,14 @@ from cacheviz.model import Session
 
 __version__ = "0.1.0"
 
+
+def inspect(source, **kwargs):  # noqa: ANN001, ANN003, ANN201 - see cacheviz.widget.inspect
+    """Show the inspector for an analysis or a transcript path (imports Jupyter lazily)."""
+    from cacheviz.widget import inspect as show
+
+    return show(source, **kwargs)
+
+
 __all__ = [
     "Analysis",
     "CacheVizError",
@@ -30,5 +38,6 @@ __all__ = [
     "UnknownFormatError",
     "__version__",
     "analyze",
+    "inspect",
     "load",
 ]

@@ -60,6 +60,12 @@ class Analysis:
             f"drifts={self.drifts.height}>"
         )
 
+    def _repr_mimebundle_(self, **kwargs: Any) -> Any:
+        """Shown in a notebook cell, an analysis is the inspector widget."""
+        from cacheviz.widget import inspect
+
+        return inspect(self)._repr_mimebundle_(**kwargs)
+
     def simulate(
         self, provider: str, model: str | None = None, *, prices: Any = None, **rules: Any
     ) -> Simulation:

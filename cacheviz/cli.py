@@ -82,6 +82,12 @@ def _parser() -> argparse.ArgumentParser:
     )
     compare.add_argument("--prices", help="a price file (cacheviz JSON or LiteLLM's)")
     compare.add_argument("--ttl", choices=("5m", "1h"), help="TTL for simulators that take one")
+    report = commands.add_parser(
+        "report", parents=[common], help="write a self-contained HTML report (opens offline)"
+    )
+    report.add_argument("-o", "--output", required=True, help="the .html file to write")
+    report.add_argument("--provider", help="the provider whose costs the report shows")
+    report.add_argument("--model", help="price every call as this model")
     commands.add_parser("formats", help="list the transcript formats cacheviz reads")
     return parser
 
@@ -251,6 +257,12 @@ def _run(args: argparse.Namespace) -> None:
             _dump(result.to_dict())
         else:
             _print_simulation(result.to_dict(), sys.stdout)
+    elif args.command == "report":
+        from cacheviz.report import write_report
+
+        written = write_report(analysis, args.output, provider=args.provider, model=args.model)
+        size = written.stat().st_size
+        print(f"{written}  {size / 1e6:.1f} MB, {analysis.calls.height} calls, opens offline")
     else:
         targets = [t.strip() for t in args.targets.split(",") if t.strip()]
         rules = {"ttl": args.ttl} if args.ttl else {}

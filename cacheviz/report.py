@@ -1,0 +1,126 @@
+"""A self-contained HTML report: the inspector's views for a reader without a kernel.
+
+One file: the data (Arrow IPC tables as base64, drift details precomputed for every
+drift call, the provider comparison) in a ``<script type="application/json">`` element,
+and the front end (``static/report.js``) inlined. A Content-Security-Policy forbids any
+network request, so the report opens offline and cannot leak. Transcript text is
+untrusted: it is only ever data (the JSON is escaped so ``</script>`` and ``<!--`` inside
+strings stay text; the front end builds the DOM with ``textContent``), and secrets that
+look like API keys or bearer tokens are redacted.
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+import json
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from cacheviz import views
+from cacheviz.errors import CacheVizError
+from cacheviz.redact import redact_all
+
+if TYPE_CHECKING:
+    from cacheviz.analysis import Analysis
+
+STATIC = Path(__file__).parent / "static"
+_CSP = (
+    "default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; "
+    "img-src data:; font-src data:"
+)
+_JSON_ESCAPES = {
+    "<": "\\u003c",
+    ">": "\\u003e",
+    "&": "\\u0026",
+    "\u2028": "\\u2028",
+    "\u2029": "\\u2029",
+}
+
+
+def embed_json(value: Any) -> str:
+    """JSON safe to place inside a ``<script>`` element (no ``</script>``, no ``<!--``).
+
+    Examples
+    --------
+    >>> embed_json({"text": "</script><script>alert(1)</script>"})
+    '{"text": "\\\\u003c/script\\\\u003e\\\\u003cscript\\\\u003ealert(1)\\\\u003c/script\\\\u003e"}'
+    """
+    text = json.dumps(value, ensure_ascii=False, allow_nan=False, default=str)
+    for char, escape in _JSON_ESCAPES.items():
+        text = text.replace(char, escape)
+    return text
+
+
+def inline_script(code: str) -> str:
+    """JavaScript safe to inline in a ``<script>`` element."""
+    return code.replace("</script", "<\\/script").replace("<!--", "<\\!--")
+
+
+def report_data(
+    analysis: Analysis,
+    *,
+    provider: str | None = None,
+    model: str | None = None,
+    targets: tuple[str, ...] | None = None,
+    ttl_seconds: int = views.DEFAULT_TTL,
+) -> dict[str, Any]:
+    """Everything the report shows, redacted, as a JSON-ready dict."""
+    from cacheviz.widget import DEFAULT_TARGETS, default_target
+
+    chosen, chosen_model = default_target(analysis)
+    provider = provider or chosen
+    model = model if provider != chosen else (model or chosen_model)
+    simulation = analysis.simulate(provider, model, unpriced="skip")
+    compare = analysis.compare(list(targets or DEFAULT_TARGETS))
+    details = {
+        str(call): views.drift_detail(analysis, call, simulation=simulation)
+        for call in analysis.drifts["call"].to_list()
+    }
+    data = {
+        "timeline": base64.b64encode(views.ipc(views.timeline(analysis, ttl_seconds))).decode(),
+        "shape": base64.b64encode(views.ipc(views.shape_runs(analysis))).decode(),
+        "costs": base64.b64encode(
+            views.ipc(views.costs(simulation, analysis.calls.height))
+        ).decode(),
+        "meta": views.meta(
+            analysis, ttl_seconds=ttl_seconds, simulation=simulation, compare=compare
+        ),
+        "details": details,
+    }
+    return redact_all(data)
+
+
+def write_report(
+    analysis: Analysis,
+    path: str | Path,
+    *,
+    provider: str | None = None,
+    model: str | None = None,
+    targets: tuple[str, ...] | None = None,
+) -> Path:
+    """Write the self-contained HTML report of ``analysis`` to ``path``.
+
+    Raises
+    ------
+    CacheVizError
+        When the front end was not built (``static/report.js`` is missing).
+    """
+    script = STATIC / "report.js"
+    if not script.is_file():
+        msg = f"{script} is missing; build the front end with `make widgets`"
+        raise CacheVizError(msg)
+    data = report_data(analysis, provider=provider, model=model, targets=targets)
+    title = html.escape(f"cacheviz: {data['meta']['path'] or 'session'}")
+    document = (
+        '<!doctype html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n'
+        f'<meta http-equiv="Content-Security-Policy" content="{_CSP}">\n'
+        f"<title>{title}</title>\n</head>\n<body>\n"
+        '<div id="cacheviz-root"></div>\n'
+        f'<script type="application/json" id="cacheviz-data">{embed_json(data)}</script>\n'
+        f"<script>{inline_script(script.read_text('utf-8'))}</script>\n"
+        "</body>\n</html>\n"
+    )
+    target = Path(path)
+    target.write_text(document, encoding="utf-8")
+    return target
