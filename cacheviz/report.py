@@ -43,8 +43,9 @@ def embed_json(value: Any) -> str:
 
     Examples
     --------
-    >>> embed_json({"text": "</script><script>alert(1)</script>"})
-    '{"text": "\\\\u003c/script\\\\u003e\\\\u003cscript\\\\u003ealert(1)\\\\u003c/script\\\\u003e"}'
+    >>> text = embed_json({"text": "</script><!-- <script>alert(1)</script>"})
+    >>> "<" in text, json.loads(text)["text"]
+    (False, '</script><!-- <script>alert(1)</script>')
     """
     text = json.dumps(value, ensure_ascii=False, allow_nan=False, default=str)
     for char, escape in _JSON_ESCAPES.items():

@@ -54,10 +54,24 @@ def default_target(analysis: Analysis) -> tuple[str, str | None]:
     return "anthropic", "claude-sonnet-4-5"
 
 
+_MISSING_BUNDLE = """
+export default { render({ el }) {
+  el.textContent = "cacheviz: the inspector's front end is not built (static/inspector.js). "
+    + "Run `make widgets` in the cacheviz checkout.";
+} };
+"""
+
+
+def _bundle() -> Path | str:
+    """The built front end, or a module that says how to build it."""
+    path = STATIC / "inspector.js"
+    return path if path.is_file() else _MISSING_BUNDLE
+
+
 class Inspector(anywidget.AnyWidget):
     """Timeline, cache shape map, drift detail and provider costs of one analysis."""
 
-    _esm = STATIC / "inspector.js"
+    _esm = _bundle()
     _timeline = traitlets.Bytes(b"").tag(sync=True)
     _shape = traitlets.Bytes(b"").tag(sync=True)
     _costs = traitlets.Bytes(b"").tag(sync=True)
