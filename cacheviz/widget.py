@@ -138,7 +138,8 @@ class Inspector(anywidget.AnyWidget):
         self.meta = views.meta(
             self.analysis, ttl_seconds=ttl_seconds, simulation=self.simulation, compare=compare
         )
-        self.status = ""
+        unpriced = self.simulation.price_source is None and provider not in ("vllm", "sglang")
+        self.status = f"{provider}: no price for these models; choose a model" if unpriced else ""
         self._show_detail()
 
     @traitlets.observe("selected_call")
