@@ -355,7 +355,7 @@ def simulate(
     return Simulation(
         provider=provider,
         model=model,
-        price_source=None if self_hosted else "; ".join(sources),
+        price_source="; ".join(sources) or None,
         calls=frame,
         total_cost_usd=None if self_hosted or not sources else float(frame["cost_usd"].sum()),
         ideal_cost_usd=None if self_hosted or not sources else float(frame["ideal_cost_usd"].sum()),

@@ -73,7 +73,7 @@ def test_selecting_a_drift_call_fills_the_detail(analysis):
 def test_changing_the_target_resimulates(analysis):
     box = inspect(analysis)
     widget = box.inspector
-    provider, model, ttl, strategy = box.children[0].children
+    provider, model, _ttl, strategy = box.children[0].children
     before = widget.meta["target"]["total_cost_usd"]
     strategy.value = "none"
     assert widget.meta["target"]["total_cost_usd"] > before
