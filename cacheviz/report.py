@@ -17,9 +17,11 @@ import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import polars as pl
+
 from cacheviz import views
 from cacheviz.errors import CacheVizError
-from cacheviz.redact import redact_all
+from cacheviz.redact import redact, redact_all
 
 if TYPE_CHECKING:
     from cacheviz.analysis import Analysis
@@ -78,18 +80,21 @@ def report_data(
         str(call): views.drift_detail(analysis, call, simulation=simulation)
         for call in analysis.drifts["call"].to_list()
     }
-    data = {
-        "timeline": base64.b64encode(views.ipc(views.timeline(analysis, ttl_seconds))).decode(),
-        "shape": base64.b64encode(views.ipc(views.shape_runs(analysis))).decode(),
-        "costs": base64.b64encode(
-            views.ipc(views.costs(simulation, analysis.calls.height))
-        ).decode(),
-        "meta": views.meta(
-            analysis, ttl_seconds=ttl_seconds, simulation=simulation, compare=compare
-        ),
-        "details": details,
+    timeline = views.timeline(analysis, ttl_seconds).with_columns(
+        pl.col("label").map_elements(redact, return_dtype=pl.String)
+    )
+    tables = {
+        "timeline": timeline,
+        "shape": views.shape_runs(analysis),
+        "costs": views.costs(simulation, analysis.calls.height),
     }
-    return redact_all(data)
+    meta = views.meta(analysis, ttl_seconds=ttl_seconds, simulation=simulation, compare=compare)
+    return {
+        # the tables hold numbers and segment labels only; text is redacted, not base64
+        **{name: base64.b64encode(views.ipc(frame)).decode() for name, frame in tables.items()},
+        "meta": redact_all(meta),
+        "details": redact_all(details),
+    }
 
 
 def write_report(
