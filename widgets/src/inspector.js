@@ -1,0 +1,24 @@
+// @ts-check
+/**
+ * cacheviz's notebook inspector: an anywidget front end (`export default { render }`).
+ *
+ * Synced traits (the Python side is `cacheviz/widget.py`):
+ *
+ * | trait           | dir    | read / written here                                        |
+ * |-----------------|--------|------------------------------------------------------------|
+ * | `_timeline`     | Py→JS  | read: Arrow IPC, one row per call                          |
+ * | `_shape`        | Py→JS  | read: Arrow IPC, status runs per call on the token axis    |
+ * | `_costs`        | Py→JS  | read: Arrow IPC, per-call cost under the target            |
+ * | `meta`          | Py→JS  | read: totals, names, target, provider comparison           |
+ * | `selected_call` | both   | read, and written on click (`set` + `save_changes`)        |
+ * | `_detail`       | Py→JS  | read: the selected call's drift detail                     |
+ * | `status`        | Py→JS  | read: a message ("simulating…" or an error)                |
+ *
+ * UI-only state (the lineage filter) stays here and is never synced.
+ */
+import { render } from "./render.js";
+
+/** @typedef {import("./render.js").Model} Model */
+
+/** @type {import("@anywidget/types").AnyWidget<Model>} */
+export default { render };

@@ -1,0 +1,454 @@
+// @ts-check
+/**
+ * The inspector's views, drawn into an element and kept in step with a model: the
+ * anywidget model in a notebook (`inspector.js`), an in-memory one in the HTML report
+ * (`report-app.js`). Only `inspector.js` is the widget entry: anywidget warns about named
+ * exports there, so they live here.
+ */
+import { errorText } from "./lib/arrow.js";
+import { decodeCosts, decodeShape, decodeTimeline, stepCall, visibleRows } from "./lib/data.js";
+import { h } from "./lib/dom.js";
+import * as plot from "./lib/plot.js";
+import { STATUS_HELP, STATUS_NAMES } from "./lib/constants.js";
+import { formatDuration } from "./lib/format.js";
+import { costFigure, selectionShapes, shapeFigure, timelineFigure } from "./lib/traces.js";
+import { renderDetail } from "./views/detail.js";
+import { createHeader } from "./views/header.js";
+import { compareTable, targetFacts } from "./views/providers.js";
+import { CSS } from "./views/styles.js";
+
+/**
+ * The synced model, as this front end reads it.
+ *
+ * @typedef {object} Model
+ * @property {DataView} _timeline
+ * @property {DataView} _shape
+ * @property {DataView} _costs
+ * @property {import("./lib/data.js").Meta} meta
+ * @property {number} selected_call
+ * @property {import("./views/detail.js").Detail} _detail
+ * @property {string} status
+ */
+
+/**
+ * What `render` needs of an anywidget model (the HTML report passes an in-memory one).
+ * Method syntax keeps anywidget's typed `AnyModel<Model>` assignable to it.
+ *
+ * @typedef {{
+ *   get(name: string): any,
+ *   set(name: string, value: any): void,
+ *   on(event: string, callback: (...args: any[]) => void): void,
+ *   off?(event?: string | null, callback?: ((...args: any[]) => void) | null): void,
+ *   save_changes(): void,
+ * }} ModelLike
+ */
+
+const WIDGET_HINT =
+  "This usually means the widget's data does not match this front end: rebuild the front end " +
+  "(`npm --prefix widgets run build`) and re-run the cell.";
+
+/**
+ * Draw the inspector into `el` and keep it in step with the model.
+ *
+ * @param {{ model: ModelLike, el: HTMLElement }} view
+ * @param {string} [hint] what to suggest when drawing fails
+ * @returns {() => void} cleanup
+ */
+export function render({ model, el }, hint = WIDGET_HINT) {
+  try {
+    return mount(model, el, hint);
+  } catch (err) {
+    showFatal(el, err, hint);
+    return () => {};
+  }
+}
+
+/**
+ * Replace `el`'s content with a visible error, and log the detail.
+ *
+ * @param {HTMLElement} el
+ * @param {unknown} err
+ * @param {string} [hint]
+ */
+export function showFatal(el, err, hint = WIDGET_HINT) {
+  console.error("cacheviz inspector: rendering failed", err);
+  const doc = el.ownerDocument;
+  const box = h(doc, "div", { className: "cacheviz-inspector__error", attrs: { role: "alert" } }, [
+    `cacheviz could not draw the inspector: ${errorText(err)}\n`,
+    `${hint} Details are in the browser console.`,
+  ]);
+  el.replaceChildren(h(doc, "div", { className: "cacheviz-inspector" }, [styleElement(doc), box]));
+}
+
+/** @param {Document} doc */
+function styleElement(doc) {
+  const style = doc.createElement("style");
+  style.textContent = CSS;
+  return style;
+}
+
+/**
+ * @param {ModelLike} model
+ * @param {HTMLElement} el
+ * @param {string} hint
+ * @returns {() => void}
+ */
+function mount(model, el, hint) {
+  const doc = el.ownerDocument;
+  /** @type {Array<[string, (...args: any[]) => void]>} */
+  const listeners = [];
+
+  // ---- UI state (never synced) and decoded data --------------------------------------
+  const state = {
+    lineage: -1,
+    /** @type {import("./lib/data.js").Timeline | null} */ timeline: null,
+    /** @type {import("./lib/data.js").Shape | null} */ shape: null,
+    /** @type {import("./lib/data.js").Costs | null} */ costs: null,
+    /** @type {number[]} */ rows: [],
+    /** @type {Record<string, string>} */ errors: {},
+  };
+  const meta = () => /** @type {import("./lib/data.js").Meta} */ (model.get("meta") ?? {});
+  const selected = () => {
+    const value = Number(model.get("selected_call"));
+    return Number.isInteger(value) ? value : -1;
+  };
+  const select = (/** @type {number} */ call) => {
+    if (!Number.isInteger(call) || call === selected()) return;
+    model.set("selected_call", call);
+    model.save_changes();
+  };
+
+  // ---- DOM --------------------------------------------------------------------------
+  const header = createHeader(doc, {
+    onLineage(lineage) {
+      state.lineage = lineage;
+      updateRows();
+      drawAll();
+    },
+    onClear() {
+      if (selected() !== -1) {
+        model.set("selected_call", -1);
+        model.save_changes();
+      }
+    },
+  });
+  const dataError = h(doc, "div", { className: "cacheviz-panel__error", attrs: { role: "alert" } });
+
+  const timelinePanel = panel(doc, "Timeline", "matched prefix vs new tokens per call; × drift, ▲ idle gap");
+  const shapePanel = panel(doc, "Cache shape", "segments of each request along the token axis");
+  shapePanel.note.replaceChildren(
+    ...STATUS_NAMES.flatMap((name, s) => [
+      h(doc, "span", { text: name, title: STATUS_HELP[s] }),
+      s < STATUS_NAMES.length - 1 ? " · " : "",
+    ]),
+    " (hover a status for what it means)",
+  );
+  const detailPanel = panel(doc, "Drift detail", "", false);
+  const nav = h(doc, "div", { className: "cacheviz-detail__nav" });
+  detailPanel.head.append(nav);
+  detailPanel.section.classList.add("cacheviz-detail");
+  const providersPanel = panel(doc, "Providers", "");
+  providersPanel.section.classList.add("cacheviz-providers");
+  const targetBox = h(doc, "div");
+  const compareBox = h(doc, "div");
+  providersPanel.empty.before(targetBox);
+  providersPanel.body.after(compareBox);
+
+  const root = h(doc, "div", { className: "cacheviz-inspector" }, [
+    styleElement(doc),
+    header.el,
+    dataError,
+    timelinePanel.section,
+    shapePanel.section,
+    detailPanel.section,
+    providersPanel.section,
+  ]);
+  el.appendChild(root);
+
+  const navButtons = [
+    navButton(doc, "◀ drift", "previous drift", () => stepCall(requireTimeline(), state.rows, selected(), -1, true)),
+    navButton(doc, "◀ call", "previous call", () => stepCall(requireTimeline(), state.rows, selected(), -1, false)),
+    navButton(doc, "call ▶", "next call", () => stepCall(requireTimeline(), state.rows, selected(), 1, false)),
+    navButton(doc, "drift ▶", "next drift", () => stepCall(requireTimeline(), state.rows, selected(), 1, true)),
+  ];
+  nav.append(...navButtons.map((b) => b.button));
+  for (const b of navButtons) {
+    b.button.addEventListener("click", () => {
+      const call = state.timeline ? b.target() : null;
+      if (call !== null) select(call);
+    });
+  }
+  function requireTimeline() {
+    return /** @type {import("./lib/data.js").Timeline} */ (state.timeline);
+  }
+
+  // ---- data ---------------------------------------------------------------------------
+  /**
+   * @template T
+   * @param {string} trait
+   * @param {(value: unknown) => T} decode
+   * @returns {T | null}
+   */
+  function load(trait, decode) {
+    try {
+      delete state.errors[trait];
+      return decode(model.get(trait));
+    } catch (err) {
+      console.error(`cacheviz inspector: could not read \`${trait}\``, err);
+      state.errors[trait] = errorText(err);
+      return null;
+    }
+  }
+  function showDataErrors() {
+    const messages = Object.values(state.errors);
+    dataError.textContent = messages.length
+      ? `${messages.join("\n")}\nThe views below may be incomplete; details are in the browser console.`
+      : "";
+  }
+  function updateRows() {
+    const names = meta().lineages ?? [];
+    if (state.lineage >= names.length) state.lineage = -1;
+    state.rows = state.timeline ? visibleRows(state.timeline, state.lineage) : [];
+  }
+  function theme() {
+    const view = doc.defaultView;
+    const computed = view?.getComputedStyle ? view.getComputedStyle(root) : null;
+    return {
+      color: computed?.color || "#222",
+      grid: "rgba(128,128,128,0.22)",
+      font: computed?.fontFamily || "sans-serif",
+    };
+  }
+  const revision = () => `lineage:${state.lineage}`;
+
+  // ---- views ----------------------------------------------------------------------------
+  function drawTimeline() {
+    const t = state.timeline;
+    if (!t || t.n === 0) return emptyPlot(timelinePanel, "No calls to show.");
+    const fig = timelineFigure(t, state.rows, meta(), { theme: theme(), selected: selected(), revision: revision() });
+    const idle = formatDuration(meta().ttl_seconds ?? null);
+    timelinePanel.note.textContent = `matched prefix vs new tokens per call; × drift (cause), ▲ idle > ${idle}; click a call`;
+    drawInto(timelinePanel, fig, (point) => select(Math.round(Number(point.x))), 0);
+  }
+  function drawShape() {
+    const t = state.timeline;
+    if (!t || t.n === 0 || !state.shape) return emptyPlot(shapePanel, state.shape ? "No calls to show." : "No shape data.");
+    const fig = shapeFigure(state.shape, t, state.rows, { theme: theme(), selected: selected(), revision: revision() });
+    drawInto(shapePanel, fig, (point) => select(Math.round(Number(point.y))), 1);
+  }
+  function drawCosts() {
+    targetBox.replaceChildren(targetFacts(doc, meta()));
+    compareBox.replaceChildren(compareTable(doc, meta()));
+    const t = state.timeline;
+    if (!t || !state.costs || state.costs.n === 0 || !meta().target) {
+      return emptyPlot(providersPanel, meta().target ? "No per-call costs." : "");
+    }
+    const fig = costFigure(state.costs, t, state.rows, { theme: theme(), selected: selected(), revision: revision() });
+    drawInto(providersPanel, fig, (point) => select(Math.round(Number(point.x))), 2);
+  }
+  function drawDetail() {
+    try {
+      renderDetail(doc, detailPanel.body, {
+        selected: selected(),
+        detail: model.get("_detail") ?? null,
+        timeline: state.timeline,
+        costs: state.costs,
+        meta: meta(),
+      });
+      detailPanel.error.textContent = "";
+    } catch (err) {
+      viewError(detailPanel, "the drift detail", err);
+    }
+    const t = state.timeline;
+    for (const b of navButtons) b.button.disabled = !t || b.target() === null;
+  }
+  function drawHeader() {
+    try {
+      header.update({
+        meta: meta(),
+        timeline: state.timeline,
+        costs: state.costs,
+        rows: state.rows,
+        lineage: state.lineage,
+        selected: selected(),
+      });
+    } catch (err) {
+      console.error("cacheviz inspector: header", err);
+    }
+    header.setStatus(String(model.get("status") ?? ""));
+  }
+  function drawAll() {
+    drawHeader();
+    guarded(timelinePanel, "the timeline", drawTimeline);
+    guarded(shapePanel, "the cache shape map", drawShape);
+    guarded(providersPanel, "the provider costs", drawCosts);
+    drawDetail();
+  }
+
+  /** @param {PanelParts} p @param {string} what @param {() => void} fn */
+  function guarded(p, what, fn) {
+    try {
+      p.error.textContent = "";
+      fn();
+    } catch (err) {
+      viewError(p, what, err);
+    }
+  }
+  /**
+   * @param {PanelParts} p
+   * @param {import("./lib/traces.js").Figure} fig
+   * @param {(point: any) => void} onClick
+   * @param {number} stagger first draw: paint the charts above first (see plot.draw)
+   */
+  function drawInto(p, fig, onClick, stagger) {
+    p.empty.textContent = "";
+    p.plot.hidden = false;
+    plot.draw(p.plot, fig, onClick, stagger).catch((err) => viewError(p, "a chart", err));
+  }
+  /** @param {PanelParts} p @param {string} message */
+  function emptyPlot(p, message) {
+    p.empty.textContent = message;
+    p.plot.hidden = true;
+  }
+  function updateSelection() {
+    const call = selected();
+    header.setSelection(call);
+    for (const [p, along] of /** @type {const} */ ([[timelinePanel, "x"], [shapePanel, "y"], [providersPanel, "x"]])) {
+      if (!p.plot.hidden) plot.setShapes(p.plot, selectionShapes(call, along)).catch((err) => viewError(p, "the selection", err));
+    }
+    drawDetail();
+  }
+
+  // ---- model events ------------------------------------------------------------------
+  /** @param {string} event @param {(...args: any[]) => void} fn */
+  function on(event, fn) {
+    const wrapped = (/** @type {any[]} */ ...args) => {
+      try {
+        fn(...args);
+      } catch (err) {
+        showFatal(el, err, hint);
+      }
+    };
+    model.on(event, wrapped);
+    listeners.push([event, wrapped]);
+  }
+  on("change:_timeline", () => {
+    state.timeline = load("_timeline", decodeTimeline);
+    showDataErrors();
+    updateRows();
+    drawAll();
+  });
+  on("change:_shape", () => {
+    state.shape = load("_shape", decodeShape);
+    showDataErrors();
+    guarded(shapePanel, "the cache shape map", drawShape);
+  });
+  on("change:_costs", () => {
+    state.costs = load("_costs", decodeCosts);
+    showDataErrors();
+    drawHeader();
+    guarded(providersPanel, "the provider costs", drawCosts);
+    drawDetail();
+  });
+  on("change:meta", () => {
+    updateRows();
+    drawAll();
+  });
+  on("change:selected_call", updateSelection);
+  on("change:_detail", drawDetail);
+  on("change:status", () => header.setStatus(String(model.get("status") ?? "")));
+
+  // ---- first render ------------------------------------------------------------------
+  state.timeline = load("_timeline", decodeTimeline);
+  state.shape = load("_shape", decodeShape);
+  state.costs = load("_costs", decodeCosts);
+  showDataErrors();
+  updateRows();
+  drawAll();
+
+  // plots follow the width of the output area (and appear right once it is attached)
+  /** @type {ResizeObserver | null} */
+  let observer = null;
+  const view = doc.defaultView;
+  if (view && typeof view.ResizeObserver === "function") {
+    let width = -1;
+    let pending = false;
+    observer = new view.ResizeObserver((entries) => {
+      const w = Math.round(entries[0]?.contentRect.width ?? 0);
+      if (w === width || w === 0 || pending) return;
+      width = w;
+      pending = true;
+      view.requestAnimationFrame(() => {
+        pending = false;
+        for (const p of [timelinePanel, shapePanel, providersPanel]) {
+          if (!p.plot.hidden) plot.resize(p.plot).catch(() => undefined);
+        }
+      });
+    });
+    observer.observe(root);
+  }
+
+  return () => {
+    observer?.disconnect();
+    if (typeof model.off === "function") for (const [event, fn] of listeners) model.off(event, fn);
+    for (const p of [timelinePanel, shapePanel, providersPanel]) {
+      try {
+        plot.purge(p.plot);
+      } catch {
+        // already gone
+      }
+    }
+    root.remove();
+  };
+}
+
+/**
+ * @typedef {{ section: HTMLElement, head: HTMLElement, note: HTMLElement, error: HTMLElement,
+ *   empty: HTMLElement, plot: HTMLElement, body: HTMLElement }} PanelParts
+ */
+
+/**
+ * A titled panel with an error line, an empty-state line, a plot and a body.
+ *
+ * @param {Document} doc
+ * @param {string} title
+ * @param {string} note
+ * @param {boolean} [withPlot=true]
+ * @returns {PanelParts}
+ */
+function panel(doc, title, note, withPlot = true) {
+  const noteEl = h(doc, "span", { className: "cacheviz-panel__note", text: note });
+  const head = h(doc, "div", { className: "cacheviz-panel__head" }, [
+    h(doc, "h3", { className: "cacheviz-panel__title", text: title }),
+    noteEl,
+  ]);
+  const error = h(doc, "div", { className: "cacheviz-panel__error", attrs: { role: "alert" } });
+  const empty = h(doc, "div", { className: "cacheviz-panel__empty" });
+  const plotEl = h(doc, "div", { className: "cacheviz-panel__plot" });
+  plotEl.hidden = !withPlot;
+  const body = h(doc, "div", { className: "cacheviz-panel__body" });
+  const section = h(doc, "section", { className: "cacheviz-panel" }, [head, error, empty, plotEl, body]);
+  return { section, head, note: noteEl, error, empty, plot: plotEl, body };
+}
+
+/**
+ * @param {PanelParts} p
+ * @param {string} what
+ * @param {unknown} err
+ */
+function viewError(p, what, err) {
+  console.error(`cacheviz inspector: could not draw ${what}`, err);
+  p.error.textContent = `Could not draw ${what}: ${errorText(err)}. Details are in the browser console.`;
+}
+
+/**
+ * @param {Document} doc
+ * @param {string} text
+ * @param {string} title
+ * @param {() => number | null} target
+ */
+function navButton(doc, text, title, target) {
+  const button = h(doc, "button", { className: "cacheviz-button", text, title, attrs: { type: "button" } });
+  return { button, target };
+}
+

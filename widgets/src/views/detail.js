@@ -1,0 +1,268 @@
+// @ts-check
+/** The drift detail of the selected call: both sides of the first differing segment, token chips, cost. */
+import { nameAt } from "../lib/data.js";
+import { facts, h } from "../lib/dom.js";
+import { splitDiff, truncate, visibleToken } from "../lib/escape.js";
+import { formatNumber, formatShare, formatTime, formatTokens, formatUsd, humanizeKey, isNumber } from "../lib/format.js";
+
+/**
+ * @typedef {import("../lib/data.js").Meta} Meta
+ * @typedef {import("../lib/data.js").Timeline} Timeline
+ * @typedef {import("../lib/data.js").Costs} Costs
+ * @typedef {{ label?: string | null, text?: string | null }} Side
+ * @typedef {{ before?: string[], prev_after?: string[], current_after?: string[] }} Chips
+ * @typedef {Record<string, any> & { call?: number, drift?: boolean, part?: string | null,
+ *   label?: string | null, cause?: string | null, detail?: string | null, token_offset?: number | null,
+ *   tokens_lost?: number | null, cost_usd?: number | null, prev?: Side | null, current?: Side | null,
+ *   chips?: Chips | null, error?: string, message?: string }} Detail
+ * @typedef {{ selected: number, detail: Detail | null, timeline: Timeline | null, costs: Costs | null, meta: Meta }} DetailState
+ */
+
+/** Keys the detail view lays out itself; any other key is listed as a plain fact. */
+const KNOWN = new Set([
+  "call", "drift", "lineage", "input_tokens", "prefix_tokens", "new_tokens", "part", "position",
+  "label", "cause", "detail", "token_offset", "tokens_lost", "cost_usd", "prev", "current", "chips",
+  "error", "message",
+]);
+
+/** Keys the call summary shows when the timeline has the call. */
+const SUMMARY_KEYS = new Set(["lineage", "input_tokens", "prefix_tokens", "new_tokens"]);
+
+/**
+ * Rebuild the detail body for the current selection.
+ *
+ * @param {Document} doc
+ * @param {HTMLElement} body
+ * @param {DetailState} state
+ */
+export function renderDetail(doc, body, state) {
+  const { selected, timeline } = state;
+  if (!(selected >= 0)) {
+    body.replaceChildren(
+      h(doc, "p", {
+        className: "cacheviz-panel__empty",
+        text: "Click a call in the timeline, the shape map or the cost chart to see what changed.",
+      }),
+    );
+    return;
+  }
+  /** @type {Node[]} */
+  const out = [];
+  const row = timeline?.rowOf.get(selected);
+  if (timeline && row !== undefined) out.push(summary(doc, state, row));
+
+  const detail = state.detail;
+  if (!detail || detail.call !== selected) {
+    out.push(h(doc, "p", { className: "cacheviz-detail__note", text: `Loading the detail of call ${selected}…` }));
+  } else {
+    if (detail.error) {
+      out.push(h(doc, "p", { className: "cacheviz-detail__error", text: `Could not compute the detail: ${detail.error}` }));
+    }
+    if (detail.message) out.push(h(doc, "p", { className: "cacheviz-detail__note", text: String(detail.message) }));
+    if (detail.drift) {
+      out.push(...driftParts(doc, detail, state.meta));
+    } else if (!detail.error && !detail.message) {
+      out.push(
+        h(doc, "p", {
+          className: "cacheviz-detail__note",
+          text: "No drift at this call: nothing its lineage sent before was changed or removed.",
+        }),
+      );
+    }
+    const extra = extraFacts(detail, timeline !== null && row !== undefined);
+    if (extra.length) out.push(facts(doc, "cacheviz-detail__facts", extra));
+  }
+  body.replaceChildren(...out);
+  scrollToMarks(body);
+}
+
+/**
+ * Numbers of the call from the synced tables (there even before Python answers).
+ *
+ * @param {Document} doc
+ * @param {DetailState} state
+ * @param {number} row
+ */
+function summary(doc, state, row) {
+  const t = /** @type {Timeline} */ (state.timeline);
+  /** @type {[string, string][]} */
+  const pairs = [
+    ["call", String(t.call[row])],
+    ["lineage", nameAt(state.meta.lineages, t.lineage[row])],
+  ];
+  const ts = t.tsMs[row];
+  if (isNumber(ts)) pairs.push(["time", formatTime(ts)]);
+  pairs.push(
+    ["input", formatTokens(t.input[row])],
+    ["common prefix", `${formatTokens(t.prefix[row])} (${formatShare(t.prefix[row], t.input[row])})`],
+    ["new", formatTokens(t.fresh[row])],
+  );
+  const costs = state.costs;
+  const i = costs?.rowOf.get(Number(t.call[row]));
+  if (costs && i !== undefined) {
+    pairs.push(
+      ["cost", formatUsd(costs.cost[i])],
+      ["ideal", formatUsd(costs.ideal[i])],
+      ["read / write / uncached", `${formatTokens(costs.read[i])} / ${formatTokens(costs.write[i])} / ${formatTokens(costs.uncached[i])}`],
+    );
+  }
+  return facts(doc, "cacheviz-detail__summary", pairs);
+}
+
+/**
+ * @param {Document} doc
+ * @param {Detail} d
+ * @param {Meta} meta
+ * @returns {Node[]}
+ */
+function driftParts(doc, d, meta) {
+  /** @type {[string, string | Node][]} */
+  const pairs = [
+    ["cause", h(doc, "span", { className: "cacheviz-detail__cause", text: d.cause ? String(d.cause) : "unknown" })],
+  ];
+  const where = [d.part, isNumber(d.position) ? `#${d.position}` : null].filter(Boolean).join(" ");
+  if (d.label) pairs.push(["segment", truncate(String(d.label), 200)]);
+  if (where) pairs.push(["part", where]);
+  if (isNumber(d.token_offset)) pairs.push(["prefix breaks at token", formatTokens(d.token_offset)]);
+  if (d.tokens_lost !== undefined) pairs.push(["tokens lost", formatTokens(d.tokens_lost)]);
+  const target = meta.target;
+  const under = target ? ` (${target.model ? `${target.provider}:${target.model}` : target.provider})` : "";
+  if (d.cost_usd !== undefined) pairs.push([`drift cost${under}`, formatUsd(d.cost_usd)]);
+  /** @type {Node[]} */
+  const parts = [facts(doc, "cacheviz-detail__facts", pairs)];
+  if (d.detail) parts.push(h(doc, "p", { className: "cacheviz-detail__note", text: String(d.detail) }));
+  const chips = chipRows(doc, d.chips ?? null);
+  if (chips) parts.push(chips);
+  parts.push(sides(doc, d.prev ?? null, d.current ?? null));
+  return parts;
+}
+
+/**
+ * The tokens around the first differing one: shared tokens in neutral, then each side's
+ * continuation highlighted.
+ *
+ * @param {Document} doc
+ * @param {Chips | null} chips
+ * @returns {HTMLElement | null}
+ */
+export function chipRows(doc, chips) {
+  if (!chips) return null;
+  const before = chips.before ?? [];
+  const prev = chips.prev_after ?? [];
+  const current = chips.current_after ?? [];
+  if (!before.length && !prev.length && !current.length) return null;
+  /**
+   * @param {string} label
+   * @param {string[]} after
+   * @param {"prev" | "current"} side
+   */
+  const row = (label, after, side) =>
+    h(doc, "div", { className: "cacheviz-detail__chip-row" }, [
+      h(doc, "span", { className: "cacheviz-detail__chip-label", text: label }),
+      ...before.map((tok) => chip(doc, tok, "")),
+      h(doc, "span", { className: "cacheviz-detail__divider", title: "first differing token" }),
+      ...(after.length
+        ? after.map((tok) => chip(doc, tok, `cacheviz-detail__chip--${side}`))
+        : [h(doc, "span", { className: `cacheviz-detail__chip cacheviz-detail__chip--${side}`, text: "(end)" })]),
+    ]);
+  return h(doc, "div", { className: "cacheviz-detail__chips" }, [
+    row("previous", prev, "prev"),
+    row("this call", current, "current"),
+  ]);
+}
+
+/**
+ * @param {Document} doc
+ * @param {unknown} token
+ * @param {string} modifier
+ */
+function chip(doc, token, modifier) {
+  const text = token === null || token === undefined ? "" : String(token);
+  return h(doc, "span", {
+    className: modifier ? `cacheviz-detail__chip ${modifier}` : "cacheviz-detail__chip",
+    text: visibleToken(text),
+    title: JSON.stringify(text),
+  });
+}
+
+/**
+ * Previous vs current text of the first differing segment, the differing middle marked.
+ *
+ * @param {Document} doc
+ * @param {Side | null} prev
+ * @param {Side | null} current
+ */
+export function sides(doc, prev, current) {
+  const a = prev?.text ?? "";
+  const b = current?.text ?? "";
+  const diff = splitDiff(String(a), String(b));
+  /**
+   * @param {string} heading
+   * @param {Side | null} side
+   * @param {string} middle
+   * @param {"prev" | "current"} kind
+   */
+  const column = (heading, side, middle, kind) => {
+    const title = side?.label ? `${heading} · ${side.label}` : heading;
+    const text = side
+      ? h(doc, "pre", { className: "cacheviz-detail__text" }, [
+          diff.prefix,
+          h(doc, "mark", { className: `cacheviz-detail__mark cacheviz-detail__mark--${kind}`, text: middle }),
+          diff.suffix,
+        ])
+      : h(doc, "p", { className: "cacheviz-detail__note", text: kind === "prev" ? "(no such segment before)" : "(segment removed)" });
+    return h(doc, "div", { className: "cacheviz-detail__side" }, [
+      h(doc, "p", { className: "cacheviz-detail__side-title", text: truncate(title, 300) }),
+      text,
+    ]);
+  };
+  return h(doc, "div", { className: "cacheviz-detail__sides" }, [
+    column("previous call", prev, diff.aMiddle, "prev"),
+    column("this call", current, diff.bMiddle, "current"),
+  ]);
+}
+
+/**
+ * Facts of the detail dict the layout above does not show (e.g. `model`).
+ *
+ * @param {Detail} detail
+ * @param {boolean} haveSummary the timeline already shows the token numbers
+ * @returns {[string, string][]}
+ */
+export function extraFacts(detail, haveSummary) {
+  /** @type {[string, string][]} */
+  const out = [];
+  for (const [key, value] of Object.entries(detail)) {
+    if (value === null || value === undefined) continue;
+    if (KNOWN.has(key) && !(SUMMARY_KEYS.has(key) && !haveSummary)) continue;
+    out.push([humanizeKey(key), displayValue(value)]);
+  }
+  return out;
+}
+
+/**
+ * @param {unknown} value
+ * @returns {string}
+ */
+export function displayValue(value) {
+  if (typeof value === "number") return Number.isInteger(value) ? formatTokens(value) : formatNumber(value, 6);
+  if (typeof value === "boolean") return value ? "yes" : "no";
+  if (typeof value === "string") return truncate(value, 500);
+  return truncate(JSON.stringify(value) ?? "", 500);
+}
+
+/**
+ * Scroll each text box so its mark (the first difference) is in view.
+ *
+ * @param {HTMLElement} body
+ */
+function scrollToMarks(body) {
+  const view = body.ownerDocument.defaultView;
+  if (!view || typeof view.requestAnimationFrame !== "function") return;
+  view.requestAnimationFrame(() => {
+    for (const pre of body.querySelectorAll(".cacheviz-detail__text")) {
+      const mark = /** @type {HTMLElement | null} */ (pre.querySelector(".cacheviz-detail__mark"));
+      if (mark) pre.scrollTop = Math.max(0, mark.offsetTop - 48);
+    }
+  });
+}
