@@ -13,12 +13,12 @@ export TIKTOKEN_CACHE_DIR := $(CURDIR)/.cache/tiktoken
 endif
 endif
 
-.PHONY: demo test bench samples clean
+.PHONY: demo test test-js widgets bench samples clean
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	$(BIN)/python -m pip install --quiet -e '.[dev,browser]'
 	@touch $@
 
 .cache/tiktoken/.copied:
@@ -28,10 +28,23 @@ $(VENV)/.installed: pyproject.toml
 demo: $(VENV)/.installed .cache/tiktoken/.copied
 	$(BIN)/cacheviz summary $(SAMPLE)
 
+# Browser tests run when Debian's chromium is installed (.ci/run installs it), else skip.
 test: $(VENV)/.installed .cache/tiktoken/.copied
 	$(BIN)/ruff check cacheviz tests bench
 	$(BIN)/ruff format --check cacheviz tests bench
 	$(BIN)/pytest
+	@if command -v npm >/dev/null; then $(MAKE) test-js; else echo "npm not found: JS tests skipped"; fi
+
+test-js: widgets/node_modules/.installed
+	npm --prefix widgets test
+
+widgets/node_modules/.installed: widgets/package-lock.json
+	npm --prefix widgets ci --no-audit --no-fund --loglevel=error
+	@touch $@
+
+# Rebuild the front end into cacheviz/static/ (committed, so installs need no Node).
+widgets: widgets/node_modules/.installed
+	npm --prefix widgets run build
 
 bench: $(VENV)/.installed .cache/tiktoken/.copied
 	$(BIN)/python bench/bench_analysis.py

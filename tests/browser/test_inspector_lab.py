@@ -1,0 +1,91 @@
+"""The inspector in JupyterLab: first render, selection through Python, re-simulation, XSS."""
+
+import json
+import re
+
+import pytest
+
+pytestmark = [pytest.mark.browser, pytest.mark.timeout(300)]
+
+NOTEBOOK_CELLS = [
+    "import cacheviz\nview = cacheviz.inspect('payload.jsonl')\nview",
+    "print('ALL-CELLS-DONE')",
+]
+
+
+def _notebook(path):
+    cells = [
+        {
+            "cell_type": "code",
+            "id": f"c{i}",
+            "metadata": {},
+            "execution_count": None,
+            "outputs": [],
+            "source": src,
+        }
+        for i, src in enumerate(NOTEBOOK_CELLS)
+    ]
+    path.write_text(
+        json.dumps(
+            {
+                "cells": cells,
+                "nbformat": 4,
+                "nbformat_minor": 5,
+                "metadata": {
+                    "kernelspec": {
+                        "name": "python3",
+                        "display_name": "Python 3",
+                        "language": "python",
+                    }
+                },
+            }
+        )
+    )
+
+
+def test_inspector_renders_selects_and_resimulates_in_jupyterlab(lab, page, make_payload_session):
+    make_payload_session(lab.root / "payload.jsonl")
+    _notebook(lab.root / "inspect.ipynb")
+    page.goto(f"{lab.url}/lab/tree/inspect.ipynb?reset&token={lab.token}")
+    page.wait_for_function(
+        "() => window.jupyterapp && window.jupyterapp.shell.currentWidget && window.jupyterapp.shell.currentWidget.sessionContext && window.jupyterapp.shell.currentWidget.sessionContext.session && window.jupyterapp.shell.currentWidget.sessionContext.session.kernel && window.jupyterapp.shell.currentWidget.sessionContext.session.kernel.status === 'idle'",
+        timeout=120_000,
+    )
+    page.evaluate("() => window.jupyterapp.commands.execute('notebook:run-all-cells')")
+    page.locator(".jp-OutputArea-output:has-text('ALL-CELLS-DONE')").wait_for(timeout=120_000)
+
+    root = page.locator(".cacheviz-inspector")
+    root.wait_for()
+    # first render of every view: timeline, shape map and costs are plotly charts
+    page.wait_for_function(
+        "() => document.querySelectorAll('.cacheviz-inspector svg.main-svg').length >= 3"
+    )
+    assert root.locator(".cacheviz-panel").count() >= 4
+
+    # select the next drift: the click goes to Python, which sends the drift detail back
+    root.locator(".cacheviz-detail__nav button", has_text="drift").last.click()
+    detail = root.locator(".cacheviz-detail")
+    detail.locator(".cacheviz-detail__cause").wait_for()
+    assert detail.locator(".cacheviz-detail__cause").text_content() == "content_edited"
+    # the payloads are shown as text, never parsed as markup
+    sides = detail.locator(".cacheviz-detail__text").all_text_contents()
+    assert any("<img src=x onerror=alert('img')>" in side for side in sides)
+
+    # switch the provider and name its model: Python re-simulates, the providers view redraws
+    providers = root.locator(".cacheviz-providers")
+    assert "anthropic" in providers.text_content()
+    page.locator(".widget-dropdown", has_text="provider").locator("select").select_option("deepseek")
+    model = page.locator(".widget-text", has_text="model").locator("input")
+    model.fill("deepseek-chat")
+    model.press("Enter")
+    page.wait_for_function(
+        "() => /deepseek-chat/.test(document.querySelector('.cacheviz-providers').textContent)"
+    )
+    assert re.search(r"\$\d", providers.text_content())
+
+    # nothing executed, nothing injected, nothing fetched from the network
+    assert page.dialogs == []
+    assert root.locator("img, script, iframe, object, embed").count() == 0
+    assert page.evaluate("() => document.querySelectorAll('[onerror], [onload]').length") == 0
+    assert page.blocked == []
+    assert not [e for e in page.errors if "cacheviz" in e.lower()]
