@@ -74,7 +74,9 @@ def test_inspector_renders_selects_and_resimulates_in_jupyterlab(lab, page, make
     # switch the provider and name its model: Python re-simulates, the providers view redraws
     providers = root.locator(".cacheviz-providers")
     assert "anthropic" in providers.text_content()
-    page.locator(".widget-dropdown", has_text="provider").locator("select").select_option("deepseek")
+    page.locator(".widget-dropdown", has_text="provider").locator("select").select_option(
+        "deepseek"
+    )
     model = page.locator(".widget-text", has_text="model").locator("input")
     model.fill("deepseek-chat")
     model.press("Enter")
