@@ -1,0 +1,133 @@
+"""Inspector budgets for a 2,000-call session: synced state size and first render time.
+
+    python bench/bench_inspector.py          # needs Debian's chromium and playwright
+
+Builds a 2,000-call Anthropic session (a growing history with a sliding window, a
+system prompt with a breakpoint, a drift every 50 calls), then measures:
+
+* the synced state of the widget (the bytes of every trait the front end receives);
+* the first render in headless chromium of the same views (the kernel-less report,
+  which runs the inspector's render code), from navigation start to the three charts
+  drawn; best of 3.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent))
+
+import cacheviz  # noqa: E402
+from cacheviz.formats.native import record_line  # noqa: E402
+from cacheviz.report import write_report  # noqa: E402
+from cacheviz.widget import Inspector  # noqa: E402
+
+CALLS = 2000
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-dev-shm-usage",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
+
+
+def session(path: Path) -> Path:
+    system = [
+        {
+            "type": "text",
+            "text": "You are a careful engineer. " * 300,
+            "cache_control": {"type": "ephemeral"},
+        }
+    ]
+    history: list[dict] = []
+    lines = []
+    for i in range(CALLS):
+        role = "user" if i % 2 == 0 else "assistant"
+        history.append(
+            {"role": role, "content": [{"type": "text", "text": f"step {i} of the task " * 12}]}
+        )
+        window = history[-40:]
+        if window[0]["role"] != "user":
+            window = window[1:]
+        if i % 50 == 49:  # a drift: an old message rewritten
+            window = [
+                {"role": "user", "content": [{"type": "text", "text": f"rewritten {i}"}]},
+                *window[1:],
+            ]
+        body = {
+            "model": "claude-sonnet-4-5",
+            "max_tokens": 512,
+            "system": system,
+            "messages": window,
+        }
+        ts = f"2026-01-01T{i // 3600:02d}:{i // 60 % 60:02d}:{i % 60:02d}Z"
+        lines.append(
+            record_line(
+                body, provider="anthropic", model="claude-sonnet-4-5", api="messages", ts=ts
+            )
+        )
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def main() -> None:
+    from playwright.sync_api import sync_playwright
+
+    with tempfile.TemporaryDirectory() as tmp:
+        log = session(Path(tmp) / "long.jsonl")
+        start = time.perf_counter()
+        analysis = cacheviz.load(log).analyze()
+        analysed = time.perf_counter() - start
+        start = time.perf_counter()
+        widget = Inspector(analysis)
+        built = time.perf_counter() - start
+        state = widget.get_state()
+        sizes = {
+            k: len(v) if isinstance(v, bytes) else len(json.dumps(v))
+            for k, v in state.items()
+            if k in ("_timeline", "_shape", "_costs", "meta", "_detail", "selected_call", "status")
+        }
+        start = time.perf_counter()
+        report = write_report(analysis, Path(tmp) / "report.html")
+        written = time.perf_counter() - start
+        report_mb = report.stat().st_size / 1e6
+        renders = []
+        with sync_playwright() as p:
+            for attempt in range(3):
+                context = p.chromium.launch_persistent_context(
+                    str(Path(tmp) / f"profile{attempt}"),
+                    executable_path="/usr/bin/chromium",
+                    headless=True,
+                    args=CHROMIUM_ARGS,
+                    viewport={"width": 1400, "height": 1200},
+                )
+                page = context.pages[0]
+                page.goto(report.as_uri(), wait_until="commit")
+                page.wait_for_function(
+                    "() => document.querySelectorAll('svg.main-svg').length >= 3", timeout=60_000
+                )
+                renders.append(page.evaluate("() => performance.now()") / 1000)
+                context.close()
+    print(
+        f"session: {CALLS:,} calls, {analysis.segments.height:,} segments, {analysis.drifts.height} drifts"
+    )
+    print(f"load + analyze: {analysed:.2f} s; widget state built in {built:.2f} s")
+    print("synced state: " + ", ".join(f"{k} {v / 1e3:,.1f} kB" for k, v in sizes.items()))
+    print(f"synced state in all: {sum(sizes.values()) / 1e6:.3f} MB (budget 2 MB)")
+    print(f"report: {report_mb:.2f} MB, written in {written:.2f} s (drift details precomputed)")
+    print(
+        f"first render in headless chromium (navigation start to 3 charts): best {min(renders):.2f} s "
+        f"of {', '.join(f'{r:.2f}' for r in renders)} (budget 1.5 s)"
+    )
+
+
+if __name__ == "__main__":
+    main()
