@@ -23,6 +23,7 @@ if TYPE_CHECKING:
 STATUS = {"same": 0, "changed": 1, "invalidated": 2, "new": 3}
 UNLOGGED_STATUS = 4
 MAX_TEXT = 2000  # characters of each side of a drift shown
+MAX_SEGMENTS = 300  # segments of the selected call listed
 CHIPS = 8  # tokens shown before and after the first differing token
 DEFAULT_TTL = 300
 
@@ -236,6 +237,7 @@ def drift_detail(
         "prefix_tokens": row["prefix_tokens"],
         "new_tokens": row["new_tokens"],
     }
+    base.update(_segments_of(analysis, call))
     drifts = analysis.drifts.filter(pl.col("call") == call)
     if drifts.height == 0:
         return {**base, "drift": False}
@@ -298,6 +300,23 @@ def drift_detail(
         "current": sides.get("current"),
         "chips": chips_out,
     }
+
+
+def _segments_of(analysis: Analysis, call: int) -> dict[str, Any]:
+    """The call's segments (label, part, tokens, offset, hash, status), capped."""
+    rows = analysis.segments.filter(pl.col("call") == call)
+    shown = rows.head(MAX_SEGMENTS).select(
+        pl.col("label").map_elements(clean, return_dtype=pl.String),
+        "part",
+        "tokens",
+        "token_offset",
+        "hash",
+        pl.when(pl.col("opaque"))
+        .then(pl.lit("unlogged"))
+        .otherwise(pl.col("status"))
+        .alias("status"),
+    )
+    return {"segments": shown.to_dicts(), "segments_truncated": rows.height - shown.height}
 
 
 def _first_difference(a: str, b: str) -> int:

@@ -126,3 +126,12 @@ def test_synced_state_of_a_2000_call_session_is_under_2_mb(tmp_path):
         if not k.startswith("_model") and not k.startswith("_view")
     )
     assert size < 2_000_000, size
+
+
+def test_the_selected_call_lists_its_segments(analysis):
+    widget = Inspector(analysis)
+    widget.selected_call = 2
+    segments = widget._detail["segments"]
+    assert [s["label"] for s in segments][:2] == ["read_file", "write_file"]
+    assert {"label", "part", "tokens", "token_offset", "hash", "status"} == set(segments[0])
+    assert widget._detail["segments_truncated"] == 0

@@ -22,7 +22,7 @@ import { formatNumber, formatShare, formatTime, formatTokens, formatUsd, humaniz
 const KNOWN = new Set([
   "call", "drift", "lineage", "input_tokens", "prefix_tokens", "new_tokens", "part", "position",
   "label", "cause", "detail", "token_offset", "tokens_lost", "cost_usd", "prev", "current", "chips",
-  "error", "message",
+  "error", "message", "segments", "segments_truncated",
 ]);
 
 /** Keys the call summary shows when the timeline has the call. */
@@ -71,6 +71,9 @@ export function renderDetail(doc, body, state) {
     }
     const extra = extraFacts(detail, timeline !== null && row !== undefined);
     if (extra.length) out.push(facts(doc, "cacheviz-detail__facts", extra));
+    if (Array.isArray(detail.segments) && detail.segments.length) {
+      out.push(segmentTable(doc, detail.segments, Number(detail.segments_truncated) || 0));
+    }
   }
   body.replaceChildren(...out);
   scrollToMarks(body);
@@ -265,4 +268,33 @@ function scrollToMarks(body) {
       if (mark) pre.scrollTop = Math.max(0, mark.offsetTop - 48);
     }
   });
+}
+
+/**
+ * The selected call's segments (label, part, tokens, offset, hash, status), as text cells.
+ *
+ * @param {Document} doc
+ * @param {Array<Record<string, unknown>>} segments
+ * @param {number} truncated segments left out (the list is capped by Python)
+ * @returns {HTMLElement}
+ */
+export function segmentTable(doc, segments, truncated) {
+  const columns = ["label", "part", "tokens", "token_offset", "hash", "status"];
+  const head = h(doc, "tr", {}, columns.map((name) => h(doc, "th", { text: name.replace("_", " ") })));
+  const rows = segments.map((segment) =>
+    h(
+      doc,
+      "tr",
+      { className: `cacheviz-detail__segment cacheviz-detail__segment--${String(segment.status ?? "")}` },
+      columns.map((name) => {
+        const value = segment[name];
+        return h(doc, "td", { text: typeof value === "number" ? formatNumber(value) : String(value ?? "") });
+      }),
+    ),
+  );
+  const caption = truncated > 0 ? `segments of this call (${formatNumber(truncated)} more not shown)` : "segments of this call";
+  return h(doc, "details", { className: "cacheviz-detail__segments" }, [
+    h(doc, "summary", { text: caption }),
+    h(doc, "table", {}, [h(doc, "thead", {}, [head]), h(doc, "tbody", {}, rows)]),
+  ]);
 }

@@ -122,4 +122,12 @@ export const CSS = `
 .cacheviz-inspector .cacheviz-providers__table td { font-variant-numeric: tabular-nums; }
 .cacheviz-inspector .cacheviz-providers__row--current td { font-weight: 600; background: rgba(240, 200, 0, 0.14); }
 .cacheviz-inspector .cacheviz-providers__wrap { overflow-x: auto; }
+
+.cacheviz-inspector .cacheviz-detail__segments { margin-top: 8px; font-size: 12px; }
+.cacheviz-inspector .cacheviz-detail__segments summary { cursor: pointer; color: #555; }
+.cacheviz-inspector .cacheviz-detail__segments table { border-collapse: collapse; margin-top: 4px; }
+.cacheviz-inspector .cacheviz-detail__segments th,
+.cacheviz-inspector .cacheviz-detail__segments td { padding: 1px 8px; text-align: left; font-family: ui-monospace, monospace; }
+.cacheviz-inspector .cacheviz-detail__segment--changed td { background: #fdebd3; }
+.cacheviz-inspector .cacheviz-detail__segment--invalidated td { background: #fdf6d8; }
 `;
