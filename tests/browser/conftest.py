@@ -87,11 +87,35 @@ class Lab:
     token: str
     root: Path
     log: Path
+    app: str  # "lab" (JupyterLab 4) or "notebook" (Notebook 7)
+
+    def notebook_url(self, name: str) -> str:
+        """Where the app opens a notebook."""
+        if self.app == "lab":
+            return f"{self.url}/lab/tree/{name}?reset&token={self.token}"
+        return f"{self.url}/notebooks/{name}?token={self.token}"
 
 
-@pytest.fixture
-def lab(tmp_path):
-    """A JupyterLab server rooted in ``tmp_path / "work"``."""
+_APPS = {
+    "lab": (
+        "jupyterlab",
+        "LabApp",
+        [
+            "--LabApp.news_url=None",
+            "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
+            "--LabApp.extension_manager=readonly",
+        ],
+    ),
+    "notebook": ("notebook", "JupyterNotebookApp", []),
+}
+
+
+@pytest.fixture(params=["lab", "notebook"])
+def lab(request, tmp_path):
+    """A JupyterLab 4 or Notebook 7 server rooted in ``tmp_path / "work"``."""
+    app = request.param
+    module, config, extra = _APPS[app]
+    pytest.importorskip(module)
     root = tmp_path / "work"
     root.mkdir()
     base = tmp_path / "jupyter"
@@ -122,7 +146,7 @@ def lab(tmp_path):
         cmd = [
             sys.executable,
             "-m",
-            "jupyterlab",
+            module,
             "--no-browser",
             "--allow-root",
             "--ip=127.0.0.1",
@@ -130,12 +154,10 @@ def lab(tmp_path):
             "--ServerApp.port_retries=0",
             f"--IdentityProvider.token={token}",
             f"--ServerApp.root_dir={root}",
-            f"--LabApp.user_settings_dir={settings}",
-            f"--LabApp.workspaces_dir={base / 'workspaces'}",
-            "--LabApp.news_url=None",
-            "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
-            "--LabApp.extension_manager=readonly",
-            "--LabApp.expose_app_in_browser=True",
+            f"--{config}.user_settings_dir={settings}",
+            f"--{config}.workspaces_dir={base / 'workspaces'}",
+            f"--{config}.expose_app_in_browser=True",
+            *extra,
         ]
         with log.open("wb") as handle:
             proc = subprocess.Popen(
@@ -162,7 +184,7 @@ def lab(tmp_path):
         _stop(proc)
     else:
         pytest.fail(f"JupyterLab did not start:\n{log.read_text()[-3000:]}")
-    yield Lab(f"http://127.0.0.1:{port}", token, root, log)
+    yield Lab(f"http://127.0.0.1:{port}", token, root, log, app)
     _stop(proc)
 
 

@@ -1,4 +1,5 @@
-"""The inspector in JupyterLab: first render, selection through Python, re-simulation, XSS."""
+"""The inspector in JupyterLab 4 and Notebook 7: first render, selection through Python,
+re-simulation, XSS payloads staying text."""
 
 import json
 import re
@@ -43,10 +44,10 @@ def _notebook(path):
     )
 
 
-def test_inspector_renders_selects_and_resimulates_in_jupyterlab(lab, page, make_payload_session):
+def test_inspector_renders_selects_and_resimulates(lab, page, make_payload_session):
     make_payload_session(lab.root / "payload.jsonl")
     _notebook(lab.root / "inspect.ipynb")
-    page.goto(f"{lab.url}/lab/tree/inspect.ipynb?reset&token={lab.token}")
+    page.goto(lab.notebook_url("inspect.ipynb"))
     page.wait_for_function(
         "() => window.jupyterapp && window.jupyterapp.shell.currentWidget && window.jupyterapp.shell.currentWidget.sessionContext && window.jupyterapp.shell.currentWidget.sessionContext.session && window.jupyterapp.shell.currentWidget.sessionContext.session.kernel && window.jupyterapp.shell.currentWidget.sessionContext.session.kernel.status === 'idle'",
         timeout=120_000,
