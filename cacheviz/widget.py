@@ -134,6 +134,8 @@ class Inspector(anywidget.AnyWidget):
             self.status = f"{provider}: {exc}"
             return
         ttl_seconds = _TTLS.get(ttl or "5m", 300)
+        if self.meta.get("ttl_seconds") not in (None, ttl_seconds):  # idle gaps depend on it
+            self._timeline = views.ipc(views.timeline(self.analysis, ttl_seconds))
         self._costs = views.ipc(views.costs(self.simulation, self.analysis.calls.height))
         self.meta = views.meta(
             self.analysis, ttl_seconds=ttl_seconds, simulation=self.simulation, compare=compare

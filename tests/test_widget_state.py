@@ -135,3 +135,11 @@ def test_the_selected_call_lists_its_segments(analysis):
     assert [s["label"] for s in segments][:2] == ["read_file", "write_file"]
     assert {"label", "part", "tokens", "token_offset", "hash", "status"} == set(segments[0])
     assert widget._detail["segments_truncated"] == 0
+
+
+def test_the_ttl_control_redraws_the_idle_gaps(analysis):
+    widget = Inspector(analysis)
+    gaps_5m = _table(widget._timeline)["idle_gap"].sum()
+    widget.resimulate("anthropic", ttl="1h")
+    assert widget.meta["ttl_seconds"] == 3600
+    assert _table(widget._timeline)["idle_gap"].sum() <= gaps_5m

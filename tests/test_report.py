@@ -1,0 +1,62 @@
+"""The HTML report without a browser: self-contained, escaped, redacted."""
+
+import json
+import re
+
+import pytest
+
+import cacheviz
+from cacheviz import cli
+from cacheviz.report import embed_json, inline_script, report_data, write_report
+
+SECRET = "sk-ant-api03-ThisIsNotARealKey0123456789"
+
+
+@pytest.fixture
+def leaky(write_log, anthropic_body):
+    system = [
+        {"type": "text", "text": "You are careful. " * 80, "cache_control": {"type": "ephemeral"}}
+    ]
+    first = [
+        {
+            "role": "user",
+            "content": f"my key is {SECRET} and Authorization: Bearer abcdefghijklmnopqrstuv",
+        }
+    ]
+    second = [{"role": "user", "content": "my key is gone </script><!-- <script>alert(1)</script>"}]
+    return cacheviz.load(
+        write_log([anthropic_body(first, system=system), anthropic_body(second, system=system)])
+    ).analyze()
+
+
+def test_secrets_are_redacted_and_details_precomputed(leaky):
+    data = report_data(leaky)
+    text = json.dumps(data)
+    assert SECRET not in text and "abcdefghijklmnopqrstuv" not in text
+    assert "[REDACTED]" in text
+    assert list(data["details"]) == ["1"]  # one drift call, its detail precomputed
+    assert data["details"]["1"]["cause"] == "content_edited"
+
+
+def test_the_file_is_self_contained_and_escaped(leaky, tmp_path):
+    path = write_report(leaky, tmp_path / "r.html")
+    html = path.read_text()
+    assert "Content-Security-Policy" in html and "default-src 'none'" in html
+    assert not re.search(r"<script[^>]+src=|<link[^>]+href=|https?://[^\s\"']+\.(js|css)", html)
+    data = html.split('<script type="application/json" id="cacheviz-data">', 1)[1].split(
+        "</script>", 1
+    )[0]
+    assert "<" not in data  # no </script>, no <!-- can end or bend the data element
+    assert json.loads(data)["meta"]["n_calls"] == 2
+    assert html.count("</script>") == 2
+
+
+def test_embedding_helpers():
+    assert "<" not in embed_json({"a": "</script><!--"})
+    assert "</script" not in inline_script('x = "</script>"; y = "<!--"')
+
+
+def test_cli_report(leaky, tmp_path, capsys):
+    out = tmp_path / "cli.html"
+    assert cli.main(["report", str(leaky.session.path), "-o", str(out)]) == 0
+    assert out.is_file() and "opens offline" in capsys.readouterr().out
