@@ -8,6 +8,7 @@ from collections.abc import Callable, Iterator
 from contextvars import ContextVar
 from datetime import datetime
 from pathlib import Path
+from typing import Any
 
 from cacheviz.errors import CacheVizWarning, TranscriptError
 from cacheviz.model import Call, Session, SkippedLine
@@ -75,6 +76,20 @@ class LineReader:
             msg = f"{reason} (or pass --errors skip / errors='skip')"
             raise TranscriptError(msg, path=self.path, line=lineno)
         self.skipped.append(SkippedLine(lineno, reason))
+
+    def each_record(self, add: Callable[[int, Any], None], expected: str) -> None:
+        """Parse every line as JSON and hand it to ``add(line, record)``.
+
+        A line that is not JSON, or that ``add`` rejects with a ``ValueError``, goes
+        through the error policy with ``expected`` appended to its reason.
+        """
+        for lineno, text in self.lines():
+            try:
+                add(lineno, json.loads(text))
+            except ValueError as exc:
+                self.fail(lineno, f"{exc}; {expected}")
+            except RecursionError:
+                self.fail(lineno, f"JSON nested too deeply; {expected}")
 
     def ignore(self, kind: str) -> None:
         """Count a well-formed record that is not an API call (a summary, a ping, ...)."""

@@ -163,11 +163,7 @@ class _SessionFile:
 def _read_file(path: Path, store: BlockStore, lineage: str | None, errors: str) -> LineReader:
     reader = LineReader(path, errors=errors)
     state = _SessionFile(reader, store, lineage)
-    for lineno, text in reader.lines():
-        try:
-            state.add(lineno, json.loads(text))
-        except ValueError as exc:
-            reader.fail(lineno, f"{exc}; expected one Claude Code record per line")
+    reader.each_record(state.add, "expected one Claude Code record per line")
     reader.calls = state.calls  # type: ignore[attr-defined]
     return reader
 

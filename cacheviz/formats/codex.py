@@ -332,15 +332,5 @@ def read(path: Path, *, errors: str = "raise") -> Session:
     store = BlockStore()
     reader = LineReader(path, errors=errors)
     state = _Rollout(reader, store)
-    for lineno, text in reader.lines():
-        try:
-            state.add(lineno, json.loads(text))
-        except ValueError as exc:
-            reader.fail(lineno, f"{exc}; expected one Codex rollout record per line")
-        except RecursionError:
-            reader.fail(
-                lineno, "JSON nested too deeply; expected one Codex rollout record per line"
-            )
-    if state.pending is not None:
-        reader.ignore("response without token_count (interrupted)")
+    reader.each_record(state.add, "expected one Codex rollout record per line")
     return reader.session(NAME, state.calls, store)

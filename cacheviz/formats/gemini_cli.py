@@ -377,11 +377,5 @@ def read(path: Path, *, errors: str = "raise") -> Session:
     store = BlockStore()
     reader = LineReader(path, errors=errors)
     state = _Chat(reader, store)
-    for lineno, text in reader.lines():
-        try:
-            state.add(lineno, json.loads(text))
-        except ValueError as exc:
-            reader.fail(lineno, f"{exc}; expected one Gemini CLI record per line")
-        except RecursionError:
-            reader.fail(lineno, "JSON nested too deeply; expected one Gemini CLI record per line")
+    reader.each_record(state.add, "expected one Gemini CLI record per line")
     return reader.session(NAME, state.calls, store)
