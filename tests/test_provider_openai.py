@@ -1,15 +1,11 @@
 """OpenAI simulator: one test per rule of providers.md §2 / §7, expectations by hand."""
 
-import hashlib
-from array import array
-from itertools import accumulate
-
 import pytest
 
-from cacheviz.providers._base import Breakpoint, SimCall
+from cacheviz.providers._base import Breakpoint, HandBuilt
 from cacheviz.providers.openai import OpenAISimulator, generation_for, granularity_for
 
-TOKENS: dict[str, array] = {}
+BUILD = HandBuilt()
 
 
 def run(n, start=0):
@@ -20,29 +16,15 @@ def run(n, start=0):
 def call(
     index, blocks, *, clock=0.0, model="gpt-5.4", roles=None, parts=None, breakpoints=(), **params
 ):
-    arrays = [array("i", b) for b in blocks]
-    hashes = [hashlib.sha1(a.tobytes()).hexdigest() for a in arrays]
-    TOKENS.update(zip(hashes, arrays, strict=True))
-    chain = [
-        hashlib.sha256("|".join(hashes[: i + 1]).encode()).digest() for i in range(len(hashes))
-    ]
-    return SimCall(
-        index=index,
-        lineage="main",
-        ts=None,
-        model=model,
-        hashes=hashes,
-        chain=chain,
-        offsets=[0, *accumulate(len(a) for a in arrays)],
-        parts=parts or ["messages"] * len(arrays),
-        roles=roles or ["user"] * len(arrays),
-        tokens=TOKENS.__getitem__,
-        breakpoints=list(breakpoints),
-        auto_breakpoint=None,
-        params=params,
-        output_tokens=None,
-        reported=None,
+    return BUILD.call(
+        index,
+        blocks,
         clock=clock,
+        model=model,
+        roles=roles,
+        parts=parts,
+        breakpoints=breakpoints,
+        **params,
     )
 
 

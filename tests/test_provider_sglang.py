@@ -1,15 +1,11 @@
 """SGLang simulator: one test per rule of providers.md §5.8 / §7, expectations by hand."""
 
-import hashlib
-from array import array
-from itertools import accumulate
-
 import pytest
 
-from cacheviz.providers._base import SimCall
+from cacheviz.providers._base import HandBuilt
 from cacheviz.providers.sglang import SGLangSimulator
 
-TOKENS: dict[str, array] = {}
+BUILD = HandBuilt()
 
 
 def run(n, start=0):
@@ -18,30 +14,7 @@ def run(n, start=0):
 
 
 def call(index, blocks, *, output_tokens=None, model="qwen3-coder", **params):
-    arrays = [array("i", b) for b in blocks]
-    hashes = [hashlib.sha1(a.tobytes()).hexdigest() for a in arrays]
-    TOKENS.update(zip(hashes, arrays, strict=True))
-    chain = [
-        hashlib.sha256("|".join(hashes[: i + 1]).encode()).digest() for i in range(len(hashes))
-    ]
-    return SimCall(
-        index=index,
-        lineage="main",
-        ts=None,
-        model=model,
-        hashes=hashes,
-        chain=chain,
-        offsets=[0, *accumulate(len(a) for a in arrays)],
-        parts=["messages"] * len(arrays),
-        roles=["user"] * len(arrays),
-        tokens=TOKENS.__getitem__,
-        breakpoints=[],
-        auto_breakpoint=None,
-        params=params,
-        output_tokens=output_tokens,
-        reported=None,
-        clock=float(index),
-    )
+    return BUILD.call(index, blocks, output_tokens=output_tokens, model=model, **params)
 
 
 def hits(simulator, prompts):

@@ -8,10 +8,12 @@ written to it, and processed uncached. Pricing is applied afterwards
 
 from __future__ import annotations
 
+import hashlib
 from array import array
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
+from itertools import accumulate
 from typing import Any, Protocol
 
 from cacheviz.model import Usage
@@ -78,6 +80,67 @@ class CallResult:
     def uncached_tokens(self) -> int:
         """Input tokens neither read from nor written to the cache."""
         return self.input_tokens - self.cache_read_tokens - self.cache_write_tokens
+
+
+class HandBuilt:
+    """Requests built by hand from token blocks, to teach a simulator or test it.
+
+    Examples
+    --------
+    >>> from cacheviz.providers.vllm import VLLMSimulator
+    >>> build = HandBuilt()
+    >>> shared = list(range(40))
+    >>> calls = [build.call(0, [shared, [900] * 8]), build.call(1, [shared, [901] * 10])]
+    >>> [r.cache_read_tokens for r in VLLMSimulator().run(calls)]
+    [0, 32]
+    """
+
+    def __init__(self) -> None:
+        self._tokens: dict[str, array] = {}
+
+    def call(
+        self,
+        index: int,
+        blocks: Sequence[Sequence[int]],
+        *,
+        clock: float | None = None,
+        model: str = "model",
+        parts: Sequence[str] | None = None,
+        roles: Sequence[str | None] | None = None,
+        breakpoints: Sequence[Breakpoint] = (),
+        output_tokens: int | None = None,
+        lineage: str = "main",
+        **params: Any,
+    ) -> SimCall:
+        """One request whose blocks are the given token-id runs (identical runs share a hash).
+
+        ``clock`` defaults to ``index`` seconds; ``params`` become the request's params.
+        """
+        arrays = [array("i", block) for block in blocks]
+        hashes = [hashlib.sha1(a.tobytes()).hexdigest() for a in arrays]
+        self._tokens.update(zip(hashes, arrays, strict=True))
+        chain, state = [], b""
+        for digest in hashes:
+            state = hashlib.sha256(state + digest.encode()).digest()
+            chain.append(state)
+        return SimCall(
+            index=index,
+            lineage=lineage,
+            ts=None,
+            model=model,
+            hashes=hashes,
+            chain=chain,
+            offsets=[0, *accumulate(len(a) for a in arrays)],
+            parts=list(parts) if parts else ["messages"] * len(arrays),
+            roles=list(roles) if roles else ["user"] * len(arrays),
+            tokens=self._tokens.__getitem__,
+            breakpoints=list(breakpoints),
+            auto_breakpoint=None,
+            params=params,
+            output_tokens=output_tokens,
+            reported=None,
+            clock=float(index) if clock is None else clock,
+        )
 
 
 class Simulator(Protocol):
