@@ -71,3 +71,31 @@ def write_log(tmp_path):
         return path
 
     return write
+
+
+@pytest.fixture
+def loads_or_fails_cleanly():
+    """Check a reader on a (fuzzed) input: it loads and analyses, or fails in one clear line.
+
+    ``read(path, errors)`` returns a Session; both error policies are tried. A failure
+    must be a TranscriptError of one line naming the file (and never showing ``secret``).
+    """
+    import warnings
+
+    from cacheviz.errors import CacheVizWarning, TranscriptError
+
+    def check(path, read, *, secret=None):
+        for errors in ("raise", "skip"):
+            try:
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore", CacheVizWarning)
+                    session = read(path, errors)
+                    session.analyze()
+            except TranscriptError as exc:
+                message = str(exc)
+                assert "\n" not in message and str(path) in message
+                assert secret is None or secret not in message
+                continue
+            assert session.calls
+
+    return check

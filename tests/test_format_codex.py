@@ -326,7 +326,7 @@ def test_out_of_order_times_are_sorted(tmp_path):
     max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )
 @given(data=st.data())
-def test_fuzzed_rollouts_load_or_fail_in_one_line(rollout, data):
+def test_fuzzed_rollouts_load_or_fail_in_one_line(rollout, data, loads_or_fails_cleanly):
     lines = rollout.read_text().splitlines()
     i = data.draw(st.integers(0, len(lines) - 1))
     mutated = data.draw(
@@ -343,13 +343,7 @@ def test_fuzzed_rollouts_load_or_fail_in_one_line(rollout, data):
     )
     path = rollout.with_name("fuzz.jsonl")
     path.write_text("\n".join([*lines[:i], mutated, *lines[i + 1 :]]) + "\n")
-    for errors in ("raise", "skip"):
-        try:
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore", CacheVizWarning)
-                analyze(codex.read(path, errors=errors))
-        except TranscriptError as exc:
-            assert "\n" not in str(exc) and str(path) in str(exc)
+    loads_or_fails_cleanly(path, lambda p, e: codex.read(p, errors=e))
 
 
 def _expected(path):

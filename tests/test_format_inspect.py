@@ -1,5 +1,4 @@
 import json
-import warnings
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -124,7 +123,7 @@ def test_truncated_json_names_the_line(log_file):
     max_examples=100, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )
 @given(data=st.data())
-def test_fuzzed_logs_load_or_fail_in_one_line(log_file, data):
+def test_fuzzed_logs_load_or_fail_in_one_line(log_file, data, loads_or_fails_cleanly):
     log = _log()
     sample = log["samples"][0]
     target = data.draw(st.sampled_from(["event", "messages", "call", "samples", "attachments"]))
@@ -145,13 +144,7 @@ def test_fuzzed_logs_load_or_fail_in_one_line(log_file, data):
         sample["attachments"] = junk
     path = log_file.with_name("fuzz.json")
     path.write_text(json.dumps(log))
-    for errors in ("raise", "skip"):
-        try:
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore", CacheVizWarning)
-                cacheviz.load(path, format="inspect", errors=errors).analyze()
-        except TranscriptError as exc:
-            assert "\n" not in str(exc) and str(path) in str(exc)
+    loads_or_fails_cleanly(path, lambda p, e: cacheviz.load(p, format="inspect", errors=e))
 
 
 def test_real_log(realdata):
