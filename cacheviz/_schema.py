@@ -154,8 +154,3 @@ def frame(schema: Mapping[str, pl.DataType], columns: Mapping[str, Sequence[Any]
         for name, dtype in schema.items()
     }
     return pl.DataFrame(data, schema=dict(schema))
-
-
-def empty(schema: Mapping[str, pl.DataType]) -> pl.DataFrame:
-    """An empty frame with ``schema``."""
-    return pl.DataFrame(schema=dict(schema))

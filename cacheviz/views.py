@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 import polars as pl
 
 from cacheviz._schema import CAUSES, clean
+from cacheviz._seq import common_prefix
 from cacheviz.render import render_text
 from cacheviz.tokens import MESSAGE_END, MESSAGE_START, UNLOGGED
 
@@ -254,7 +255,7 @@ def drift_detail(
             texts[side] = ""
             continue
         texts[side] = render_text(contents[digest])[1]
-    at = _first_difference(texts.get("prev", ""), texts.get("current", ""))
+    at = common_prefix(texts.get("prev", ""), texts.get("current", ""))
     previous_blocks = analysis.session.calls[drift["prev_call"]].blocks
     for side, digest in (("prev", drift["prev_hash"]), ("current", drift["hash"])):
         label = None
@@ -317,12 +318,6 @@ def _segments_of(analysis: Analysis, call: int) -> dict[str, Any]:
         .alias("status"),
     )
     return {"segments": shown.to_dicts(), "segments_truncated": rows.height - shown.height}
-
-
-def _first_difference(a: str, b: str) -> int:
-    from cacheviz._seq import common_prefix
-
-    return common_prefix(a, b)
 
 
 def _drift_cost(simulation: Simulation, call: int, tokens_lost: int) -> float | None:

@@ -97,6 +97,7 @@ class Inspector(anywidget.AnyWidget):
         self.analysis = analysis
         self.targets = targets
         self.simulation: Simulation | None = None
+        self._compare: Any = None  # the provider comparison: it doesn't depend on the controls
         self._timeline = views.ipc(views.timeline(analysis, _TTLS.get(ttl or "5m", 300)))
         self._shape = views.ipc(views.shape_runs(analysis))
         chosen, chosen_model = default_target(analysis)
@@ -128,7 +129,8 @@ class Inspector(anywidget.AnyWidget):
         self.status = "simulating…"
         try:
             self.simulation = self.analysis.simulate(provider, model, unpriced="skip", **rules)
-            compare = self.analysis.compare(list(self.targets))
+            if self._compare is None:
+                self._compare = self.analysis.compare(list(self.targets))
         except (CacheVizError, ValueError) as exc:
             _LOG.exception("simulation failed")
             self.status = f"{provider}: {exc}"
@@ -138,7 +140,10 @@ class Inspector(anywidget.AnyWidget):
             self._timeline = views.ipc(views.timeline(self.analysis, ttl_seconds))
         self._costs = views.ipc(views.costs(self.simulation, self.analysis.calls.height))
         self.meta = views.meta(
-            self.analysis, ttl_seconds=ttl_seconds, simulation=self.simulation, compare=compare
+            self.analysis,
+            ttl_seconds=ttl_seconds,
+            simulation=self.simulation,
+            compare=self._compare,
         )
         unpriced = self.simulation.price_source is None and provider not in ("vllm", "sglang")
         self.status = f"{provider}: no price for these models; choose a model" if unpriced else ""

@@ -10,7 +10,6 @@ by the driver. An entry is keyed by whatever identifies a cached prefix for the 
 
 from __future__ import annotations
 
-import math
 from collections import OrderedDict
 from collections.abc import Hashable
 from dataclasses import dataclass
@@ -19,7 +18,6 @@ from itertools import islice
 from cacheviz.prefix import differing_block_common
 from cacheviz.providers._base import SimCall
 
-NEVER = math.inf
 MAX_SIBLINGS = 32  # earlier variants compared token by token at a branch point
 
 
