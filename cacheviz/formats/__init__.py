@@ -5,10 +5,11 @@
 
 from __future__ import annotations
 
+import warnings
 from pathlib import Path
 from types import ModuleType
 
-from cacheviz.errors import TranscriptError, UnknownFormatError
+from cacheviz.errors import CacheVizWarning, TranscriptError, UnknownFormatError
 from cacheviz.formats import (
     aider,
     claude_code,
@@ -23,6 +24,7 @@ from cacheviz.formats import (
     swe_agent,
 )
 from cacheviz.model import Session
+from cacheviz.usage import lenient_usage
 
 READERS: dict[str, ModuleType] = {
     m.NAME: m
@@ -111,4 +113,17 @@ def load(path: str | Path, format: str | None = None, *, errors: str = "raise") 
     elif format not in READERS:
         msg = f"unknown format {format!r}. Supported: {supported_formats()}"
         raise UnknownFormatError(msg, path=path)
-    return READERS[format].read(path, errors=errors)
+    if errors != "skip":
+        return READERS[format].read(path, errors=errors)
+    with lenient_usage() as problems:  # readers of whole documents: no line to name
+        session = READERS[format].read(path, errors=errors)
+    if problems:
+        shown = "; ".join(problems[:20]) + (
+            f"; and {len(problems) - 20} more" * (len(problems) > 20)
+        )
+        warnings.warn(
+            f"{path}: usage set to null for {len(problems)} call(s) with corrupt counts: {shown}",
+            CacheVizWarning,
+            stacklevel=2,
+        )
+    return session

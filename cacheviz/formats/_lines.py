@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import warnings
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from contextvars import ContextVar
 from datetime import datetime
 from pathlib import Path
@@ -13,11 +14,13 @@ from typing import Any
 from cacheviz.errors import CacheVizWarning, TranscriptError
 from cacheviz.model import Call, Session, SkippedLine
 from cacheviz.render import BlockStore
+from cacheviz.usage import UsageError, lenient_usage
 
 ERROR_MODES = ("raise", "skip")
 # Set by callers that show progress (the CLI): called as progress(bytes done, bytes in all).
 PROGRESS: ContextVar[Callable[[int, int], None] | None] = ContextVar("progress", default=None)
 _PROGRESS_STEP = 8 << 20  # report every 8 MB
+_NAMED = 20  # lines a warning names before it only counts
 
 
 class LineReader:
@@ -31,6 +34,28 @@ class LineReader:
         self.errors = errors
         self.skipped: list[SkippedLine] = []
         self.ignored: dict[str, int] = {}
+        self.usage_nulled: list[SkippedLine] = []  # calls kept with usage set to null
+
+    @contextmanager
+    def usage_policy(self) -> Iterator[Callable[[int | None], None]]:
+        """Apply the error policy to corrupt usage counts read inside the block.
+
+        ``errors="raise"``: a corrupt count raises :class:`~cacheviz.usage.UsageError`
+        (a ``ValueError``: the line's error names the field). ``errors="skip"``: the
+        call keeps its place with its usage null; call the yielded ``done(line)`` after
+        each line so the warning names it.
+        """
+        if self.errors == "raise":
+            yield lambda _line: None
+            return
+        with lenient_usage() as problems:
+
+            def done(line: int | None) -> None:
+                if problems:
+                    self.usage_nulled += [SkippedLine(line, p) for p in problems]
+                    problems.clear()
+
+            yield done
 
     def lines(self) -> Iterator[tuple[int, str]]:
         """Yield ``(line number, text)`` for every non-blank line.
@@ -83,13 +108,17 @@ class LineReader:
         A line that is not JSON, or that ``add`` rejects with a ``ValueError``, goes
         through the error policy with ``expected`` appended to its reason.
         """
-        for lineno, text in self.lines():
-            try:
-                add(lineno, json.loads(text))
-            except ValueError as exc:
-                self.fail(lineno, f"{exc}; {expected}")
-            except RecursionError:
-                self.fail(lineno, f"JSON nested too deeply; {expected}")
+        with self.usage_policy() as done:
+            for lineno, text in self.lines():
+                try:
+                    add(lineno, json.loads(text))
+                except UsageError as exc:
+                    self.fail(lineno, str(exc))
+                except ValueError as exc:
+                    self.fail(lineno, f"{exc}; {expected}")
+                except RecursionError:
+                    self.fail(lineno, f"JSON nested too deeply; {expected}")
+                done(lineno)
 
     def ignore(self, kind: str) -> None:
         """Count a well-formed record that is not an API call (a summary, a ping, ...)."""
@@ -102,11 +131,16 @@ class LineReader:
             msg = f"no API call could be read{detail}"
             raise TranscriptError(msg, path=self.path)
         if self.skipped:
-            first = self.skipped[0]
-            where = "" if first.line is None else f" at line {first.line}"
             warnings.warn(
-                f"{self.path}: skipped {len(self.skipped)} bad line(s); first{where}: "
-                f"{first.reason}",
+                f"{self.path}: skipped {len(self.skipped)} bad line(s): "
+                f"{describe_lines(self.skipped)}",
+                CacheVizWarning,
+                stacklevel=3,
+            )
+        if self.usage_nulled:
+            warnings.warn(
+                f"{self.path}: usage set to null for {len(self.usage_nulled)} call(s) "
+                f"with corrupt counts: {describe_lines(self.usage_nulled)}",
                 CacheVizWarning,
                 stacklevel=3,
             )
@@ -116,6 +150,13 @@ class LineReader:
         return Session(
             self.path, fmt, ordered, store.contents, store.blocks, self.skipped, self.ignored
         )
+
+
+def describe_lines(lines: list[SkippedLine]) -> str:
+    """Name every line (the first 20, then a count): ``line 3 (reason); line 9 (...)``."""
+    named = [s.reason if s.line is None else f"line {s.line} ({s.reason})" for s in lines[:_NAMED]]
+    more = f"; and {len(lines) - _NAMED} more" if len(lines) > _NAMED else ""
+    return "; ".join(named) + more
 
 
 def order_by_time(calls: list[Call]) -> list[Call]:
