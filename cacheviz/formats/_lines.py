@@ -35,6 +35,9 @@ class LineReader:
         self.skipped: list[SkippedLine] = []
         self.ignored: dict[str, int] = {}
         self.usage_nulled: list[SkippedLine] = []  # calls kept with usage set to null
+        # Set by readers that rebuild each request from the lines before it: a skipped
+        # line changes the later calls, and the warning names them.
+        self.rebuilds = False
 
     @contextmanager
     def usage_policy(self) -> Iterator[Callable[[int | None], None]]:
@@ -124,16 +127,36 @@ class LineReader:
         """Count a well-formed record that is not an API call (a summary, a ping, ...)."""
         self.ignored[kind] = self.ignored.get(kind, 0) + 1
 
+    def _affected(self, calls: list[Call]) -> str:
+        """For rebuilt conversations: which calls' requests lack a skipped line's content."""
+        lines = [s.line for s in self.skipped if s.line is not None]
+        if not self.rebuilds or not lines:
+            return ""
+        first = min(lines)
+        hit = [c.index for c in calls if c.line is not None and c.line > first]
+        if not hit:
+            return ""
+        shown = ", ".join(map(str, hit[:_NAMED])) + (
+            f" and {len(hit) - _NAMED} more" if len(hit) > _NAMED else ""
+        )
+        return (
+            f". The requests of {len(hit)} later call(s) (#{shown}) are rebuilt without "
+            "the skipped content, so their token counts may be low"
+        )
+
     def session(self, fmt: str, calls: list[Call], store: BlockStore) -> Session:
         """Order the calls by request time, number them, and build the session."""
         if not calls:
             detail = f" ({len(self.skipped)} bad lines skipped)" if self.skipped else ""
             msg = f"no API call could be read{detail}"
             raise TranscriptError(msg, path=self.path)
+        ordered = order_by_time(calls)
+        for index, call in enumerate(ordered):
+            call.index = index
         if self.skipped:
             warnings.warn(
                 f"{self.path}: skipped {len(self.skipped)} bad line(s): "
-                f"{describe_lines(self.skipped)}",
+                f"{describe_lines(self.skipped)}{self._affected(ordered)}",
                 CacheVizWarning,
                 stacklevel=3,
             )
@@ -144,9 +167,6 @@ class LineReader:
                 CacheVizWarning,
                 stacklevel=3,
             )
-        ordered = order_by_time(calls)
-        for index, call in enumerate(ordered):
-            call.index = index
         return Session(
             self.path, fmt, ordered, store.contents, store.blocks, self.skipped, self.ignored
         )
