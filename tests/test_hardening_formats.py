@@ -329,3 +329,38 @@ def test_a_missing_subagent_file_the_session_names_is_reported(tmp_path):
     path = _write(tmp_path, lines)
     with pytest.warns(CacheVizWarning, match=r"sub-agent\(s\) f00d but .*subagents holds no"):
         cacheviz.load(path)
+
+
+# -- item 4: request shapes --------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("change", "field", "says"),
+    [
+        ({"tools": {"name": "ls", "input_schema": {}}}, "request.tools", "an object"),
+        ({"tools": 7}, "request.tools", "a number"),
+        ({"messages": "hello"}, "request.messages", "a string"),
+        ({"messages": ["hello"]}, r"request.messages\[0\]", "a string"),
+        (
+            {"messages": [{"role": "user", "content": "hi"}, 5]},
+            r"request.messages\[1\]",
+            "a number",
+        ),
+        ({"system": 5}, "request.system", "a number"),
+    ],
+    ids=[
+        "tools-object",
+        "tools-int",
+        "messages-string",
+        "string-message",
+        "int-message",
+        "system-int",
+    ],
+)
+def test_a_body_of_the_wrong_shape_is_one_line_naming_the_field(write_log, change, field, says):
+    body = {"model": "claude-sonnet-4-5", "messages": [{"role": "user", "content": "hi"}], **change}
+    path = write_log([body])
+    with pytest.raises(TranscriptError, match=rf"`{field}` is {says}") as caught:
+        cacheviz.load(path)
+    assert caught.value.line == 1
+    assert "\n" not in str(caught.value)
