@@ -11,10 +11,10 @@ import polars as pl
 from cacheviz import _schema
 from cacheviz._seq import common_prefix
 from cacheviz.diagnose import Diagnosis, diagnose
-from cacheviz.thread import assign_threads
 from cacheviz.model import OPAQUE, Call, Session
-from cacheviz.prefix import PrefixIndex, Match
+from cacheviz.prefix import Match, PrefixIndex
 from cacheviz.shape import log_hashes, prefix_hash, segments_frame
+from cacheviz.thread import assign_threads
 from cacheviz.tokens import TokenCache, encoding_for_model
 
 if TYPE_CHECKING:

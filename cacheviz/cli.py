@@ -19,8 +19,8 @@ from cacheviz.analysis import Analysis
 from cacheviz.errors import CacheVizError, CacheVizWarning
 from cacheviz.formats import READERS, load
 from cacheviz.formats._lines import PROGRESS
-from cacheviz.thread import THREAD_MODES
 from cacheviz.simulate import SIMULATORS, SimulationError
+from cacheviz.thread import THREAD_MODES
 
 
 def _input_options() -> argparse.ArgumentParser:
@@ -35,9 +35,7 @@ def _input_options() -> argparse.ArgumentParser:
         default="raise",
         help="stop at the first bad line (default) or skip bad lines and report how many",
     )
-    common.add_argument(
-        "--thread", choices=THREAD_MODES, default="auto", help="how to group calls"
-    )
+    common.add_argument("--thread", choices=THREAD_MODES, default="auto", help="how to group calls")
     common.add_argument("--encoding", help="force a tiktoken encoding (e.g. cl100k_base)")
     return common
 
