@@ -206,7 +206,7 @@ def test_rewinding_to_an_earlier_state_is_a_removal_at_the_end(analyze):
     assert (d["cause"], d["label"], d["tokens_lost"] > 0) == ("block_removed", "assistant#3", True)
 
 
-def test_sliding_window_and_compaction(analyze):
+def test_sliding_window_and_compaction(analyze, anthropic_body):
     msgs = _msgs(11)
     window = _drift(
         analyze(
@@ -215,21 +215,28 @@ def test_sliding_window_and_compaction(analyze):
     )
     assert (window["cause"], window["label"]) == ("truncated_front", "user#0")
     summary = [{"role": "user", "content": "Summary: we fixed the parser."}]
-    compacted = _drift(
-        analyze([{"messages": msgs, "system": SYSTEM}, {"messages": summary, "system": SYSTEM}])
-    )
-    assert compacted["cause"] == "history_replaced"
+    # a compacted history is a new conversation: a new thread under the old one, no drift
+    a = analyze([{"messages": msgs, "system": SYSTEM}, {"messages": summary, "system": SYSTEM}])
+    assert a.drifts.height == 0
+    assert a.calls["parent_thread"][1] == a.calls["thread"][0] != a.calls["thread"][1]
+    # within one thread named by the transcript it is a history swap
+    hinted = [
+        _line(anthropic_body(msgs, system=SYSTEM), meta={"thread": "main"}),
+        _line(anthropic_body(summary, system=SYSTEM), meta={"thread": "main"}),
+    ]
+    assert _drift(analyze(hinted))["cause"] == "history_replaced"
 
 
-def test_model_switch_in_an_explicit_lineage(analyze, anthropic_body):
+def test_model_switch_in_an_explicit_thread(analyze, anthropic_body):
     one = anthropic_body(_msgs(1), system=SYSTEM)
     two = anthropic_body(_msgs(3), system=SYSTEM, model="claude-opus-4-1")
-    a = analyze([_line(one, meta={"lineage": "main"}), _line(two, meta={"lineage": "main"})])
+    a = analyze([_line(one, meta={"thread": "main"}), _line(two, meta={"thread": "main"})])
     d = _drift(a)
-    assert (d["cause"], d["detail"]) == (
-        "unknown",
-        "model changed from claude-sonnet-4-5 to claude-opus-4-1",
+    assert d["cause"] == "model_switch"
+    assert d["detail"].startswith(
+        "model changed from anthropic/claude-sonnet-4-5 to anthropic/claude-opus-4-1"
     )
+    assert (d["token_offset"], d["tokens_lost"]) == (0, a.calls["input_tokens"][0])
 
 
 def test_stability_marks_the_changing_position_dynamic(analyze):
@@ -264,7 +271,7 @@ def test_whale_summary_hashes(analyze):
     assert all(len(h) == 16 for h in c["prefix_hash"])
 
 
-def test_lineages_keep_a_drifting_thread_together_and_side_calls_apart(write_log, anthropic_body):
+def test_threads_keep_a_drifting_thread_together_and_side_calls_apart(write_log, anthropic_body):
     def main(i):
         system = [*SYSTEM, {"type": "text", "text": f"Now: 2026-01-01T10:0{i}:00Z"}]
         return anthropic_body(_msgs(1 + 2 * i), system=system, tools=TOOLS)
@@ -274,7 +281,7 @@ def test_lineages_keep_a_drifting_thread_together_and_side_calls_apart(write_log
     bodies = [main(0), side, main(1), probe, main(2)]
     path = write_log(bodies)
     auto = cacheviz.load(path).analyze()
-    assert auto.calls["lineage"].to_list() == [
+    assert auto.calls["thread"].to_list() == [
         "claude-sonnet-4-5",
         "claude-haiku-4-5",
         "claude-sonnet-4-5",
@@ -282,16 +289,16 @@ def test_lineages_keep_a_drifting_thread_together_and_side_calls_apart(write_log
         "claude-sonnet-4-5",
     ]
     assert auto.calls["drift"].to_list() == [False, False, True, False, True]
-    strict = cacheviz.load(path).analyze(lineage="model+prefix")
-    assert strict.calls["lineage"].n_unique() == 4  # both Haiku calls have no tools/system
+    strict = cacheviz.load(path).analyze(thread="model+prefix")
+    assert strict.calls["thread"].n_unique() == 4  # both Haiku calls have no tools/system
     assert strict.calls["drift"].to_list() == [False, False, False, True, False]
-    single = cacheviz.load(path).analyze(lineage="single")
-    assert single.calls["lineage"].n_unique() == 1
-    with pytest.raises(ValueError, match="lineage='x'; expected one of auto"):
-        cacheviz.load(path).analyze(lineage="x")
+    single = cacheviz.load(path).analyze(thread="single")
+    assert single.calls["thread"].n_unique() == 1
+    with pytest.raises(ValueError, match="thread='x'; expected one of auto"):
+        cacheviz.load(path).analyze(thread="x")
 
 
-def test_explicit_lineages_are_never_mixed(analyze, anthropic_body):
+def test_explicit_threads_are_never_mixed(analyze, anthropic_body):
     main = [anthropic_body(_msgs(n), system=SYSTEM) for n in (1, 3, 5)]
     sub = [
         anthropic_body([{"role": "user", "content": f"sub task {i}"}], system=SYSTEM)
@@ -300,13 +307,13 @@ def test_explicit_lineages_are_never_mixed(analyze, anthropic_body):
     a = analyze(
         [
             _line(main[0]),
-            _line(sub[0], meta={"lineage": "agent-1"}),
+            _line(sub[0], meta={"thread": "agent-1"}),
             _line(main[1]),
-            _line(sub[1], meta={"lineage": "agent-2"}),
+            _line(sub[1], meta={"thread": "agent-2"}),
             _line(main[2]),
         ]
     )
-    assert a.calls["lineage"].to_list() == [
+    assert a.calls["thread"].to_list() == [
         "claude-sonnet-4-5",
         "agent-1",
         "claude-sonnet-4-5",

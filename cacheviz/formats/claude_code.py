@@ -6,7 +6,7 @@ skipped. One API response is written as several ``assistant`` lines sharing
 ``message.id`` (one content block each, each repeating the usage): they are one call,
 whose usage is the last line's. ``isSidechain`` records (a Task sub-agent inlined) and
 the files of ``<session>/subagents/agent-*.jsonl`` beside the session file are separate
-lineages. The log holds the conversation only: requests are rebuilt with an unlogged
+threads. The log holds the conversation only: requests are rebuilt with an unlogged
 prefix (system prompt + tools) sized from the first call's reported usage.
 """
 
@@ -56,10 +56,10 @@ def _blocks_of(content: Any) -> list[Any]:
 class _SessionFile:
     """The state of reading one file: its threads and the calls made so far."""
 
-    def __init__(self, reader: LineReader, store: BlockStore, lineage: str | None) -> None:
+    def __init__(self, reader: LineReader, store: BlockStore, thread: str | None) -> None:
         self.reader = reader
         self.store = store
-        self.lineage = lineage  # a sub-agent file is one lineage
+        self.thread = thread  # a sub-agent file is one thread
         self.threads: dict[str, Thread] = {}
         self.thread_of: dict[str, str] = {}  # record uuid -> thread key
         self.seen: set[str] = set()
@@ -75,12 +75,12 @@ class _SessionFile:
             record.get("agentId"),
             result.get("agentId") if isinstance(result, dict) else None,
         ):
-            if isinstance(value, str) and value and self.lineage is None:
+            if isinstance(value, str) and value and self.thread is None:
                 self.agents.add(value)
 
     def _thread_key(self, record: dict[str, Any]) -> str:
-        if self.lineage is not None:
-            return self.lineage
+        if self.thread is not None:
+            return self.thread
         if not record.get("isSidechain"):
             return "main"
         parent = record.get("parentUuid")
@@ -196,10 +196,10 @@ def _refuse_other_format(lineno: int, record: dict[str, Any]) -> None:
             raise ValueError(msg)
 
 
-def _read_file(path: Path, store: BlockStore, lineage: str | None, errors: str) -> LineReader:
+def _read_file(path: Path, store: BlockStore, thread: str | None, errors: str) -> LineReader:
     reader = LineReader(path, errors=errors)
     reader.rebuilds = True  # each request is rebuilt from the lines before it
-    state = _SessionFile(reader, store, lineage)
+    state = _SessionFile(reader, store, thread)
     reader.each_record(state.add, "expected one Claude Code record per line")
     reader.calls = state.calls  # type: ignore[attr-defined]
     reader.agents = state.agents  # type: ignore[attr-defined]

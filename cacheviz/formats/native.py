@@ -52,11 +52,11 @@ def _call_from_line(text: str, refs: list[ObjectScan], store: BlockStore) -> Cal
         usage = normalize_usage(response.get("usage") or response.get("usageMetadata"))
     meta = record.value("meta")
     meta = meta if isinstance(meta, dict) else {}
-    hint = meta.get("lineage")
+    hint = meta.get("thread", meta.get("lineage"))  # "lineage": the round-1 name
     if not isinstance(hint, str):
         parts = [str(meta[k]) for k in ("session", "agent") if isinstance(meta.get(k), str)]
         hint = "/".join(parts) or None
-    return call_from_body(
+    call = call_from_body(
         request,
         store,
         model=_string_field(record, "model"),
@@ -64,9 +64,12 @@ def _call_from_line(text: str, refs: list[ObjectScan], store: BlockStore) -> Cal
         api=_string_field(record, "api"),
         ts=parse_ts(record.value("ts")),
         usage=usage,
-        lineage=hint,
+        thread=hint,
         meta=meta,
     )
+    parent = meta.get("parent")
+    call.parent_hint = parent if isinstance(parent, str) else None
+    return call
 
 
 def read(path: Path, *, errors: str = "raise") -> Session:
