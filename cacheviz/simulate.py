@@ -86,6 +86,7 @@ def sim_calls(analysis: Analysis) -> list[SimCall]:
     out: list[SimCall] = []
     previous: SimCall | None = None
     clock = 0.0
+    previous_blocks: list[Any] = []
     for i, (call, (thread, encoding)) in enumerate(
         zip(session.calls, frame.iter_rows(), strict=True)
     ):
@@ -94,6 +95,15 @@ def sim_calls(analysis: Analysis) -> list[SimCall]:
         chain = extend_chain(
             previous.chain[:shared] if previous is not None else [], hashes[shared:]
         )
+        # work per call grows with its new blocks only: the blocks it re-sends keep
+        # their parts and roles (sliced at C speed)
+        same = common_prefix(previous_blocks, call.blocks, limit=shared)
+        new_blocks = call.blocks[same:]
+        parts = (previous.parts[:same] if previous else []) + [b.part for b in new_blocks]
+        roles = (previous.roles[:same] if previous else []) + [
+            _role(b.label) if b.part == "messages" else None for b in new_blocks
+        ]
+        previous_blocks = call.blocks
         breakpoints = [Breakpoint(block, ttl) for block, ttl in call.breakpoints]
         auto = call.params.get("cache_control")
         if call.ts is not None:
@@ -109,8 +119,8 @@ def sim_calls(analysis: Analysis) -> list[SimCall]:
             hashes=hashes,
             chain=chain,
             offsets=analysis.offsets[i],
-            parts=[b.part for b in call.blocks],
-            roles=[_role(b.label) if b.part == "messages" else None for b in call.blocks],
+            parts=parts,
+            roles=roles,
             tokens=cache.__getitem__,
             breakpoints=breakpoints,
             auto_breakpoint=_TTL_SECONDS.get(str(auto.get("ttl", "5m")), 300)
