@@ -34,7 +34,7 @@ from cacheviz.formats import (
 )
 from cacheviz.formats._lines import describe_lines
 from cacheviz.model import Session, SkippedLine
-from cacheviz.usage import lenient_usage
+from cacheviz.usage import UsageError, lenient_usage
 
 READERS: dict[str, ModuleType] = {
     m.NAME: m
@@ -271,7 +271,11 @@ def load(path: str | Path, format: str | None = None, *, errors: str = "raise") 
         msg = f"unknown format {format!r}. Supported: {supported_formats()}"
         raise UnknownFormatError(msg, path=path)
     if errors != "skip":
-        return READERS[format].read(path, errors=errors)
+        try:
+            return READERS[format].read(path, errors=errors)
+        except UsageError as exc:  # a reader that could not name the line still names the file
+            msg = f"{exc} (or pass --errors skip / errors='skip')"
+            raise TranscriptError(msg, path=path) from None
     with lenient_usage() as problems:  # readers of whole documents: no line to name
         session = READERS[format].read(path, errors=errors)
     if problems:
