@@ -71,6 +71,10 @@ OUTPUT_ROLES = frozenset({"assistant", "model"})  # a re-sent model output
 OUTPUT_SLACK_MIN = 8  # tokens the reported output may exceed the re-sent run by, at least
 
 
+def _by_blocks(item: tuple[bytes, _Pending]) -> int:
+    return item[1].blocks
+
+
 def _by_length(item: tuple[tuple[int, bytes], Any]) -> int:
     return item[0][0]
 
@@ -149,6 +153,7 @@ class _Pending:
     clock: float
     build: float
     index: int
+    blocks: int  # blocks of the prompt it answered (its chain digest is the key)
 
 
 @dataclass
@@ -246,7 +251,9 @@ class DeepSeekSimulator:
         for length in range(self.interval_tokens, call.total, self.interval_tokens):
             self._persist(state, call, length, now, build, "interval", call.index)
         if call.hashes and call.output_tokens != 0:
-            state.pending[call.chain[-1]] = _Pending(call.output_tokens, now, build, call.index)
+            state.pending[call.chain[-1]] = _Pending(
+                call.output_tokens, now, build, call.index, len(call.hashes)
+            )
         state.prompts.record(call, now, build)
         return CallResult(input_tokens=call.total, cache_read_tokens=hit, detail=detail)
 
@@ -311,18 +318,22 @@ class DeepSeekSimulator:
         return 0, "", -1
 
     def _materialise_outputs(self, call: SimCall, state: _State, now: float) -> None:
-        """Give identity to earlier outputs this request re-sends after their prompt."""
+        """Give identity to earlier outputs this request re-sends after their prompt.
+
+        Each pending output knows its prompt's length in blocks, so a request checks the
+        few pending outputs, not its every block (a growing thread was quadratic).
+        """
         n = len(call.hashes)
-        for j in range(1, n):
-            pending = state.pending.get(call.chain[j - 1])
-            if pending is None:
-                continue
+        for key, pending in sorted(state.pending.items(), key=_by_blocks):
             if pending.clock + self.expiry_seconds <= now:
-                del state.pending[call.chain[j - 1]]
+                del state.pending[key]
                 continue
+            j = pending.blocks
+            if not 0 < j < n or call.chain[j - 1] != key:
+                continue  # this request does not start with that prompt
             if call.roles[j] not in OUTPUT_ROLES:
                 continue  # not the continuation (a retry, an appended user turn): keep it
-            del state.pending[call.chain[j - 1]]
+            del state.pending[key]
             end = j
             while end < n and call.roles[end] in OUTPUT_ROLES:
                 end += 1
