@@ -392,3 +392,27 @@ def test_the_ideal_is_a_lower_bound_under_every_provider(tmp_path):
     ]:
         sim = a.simulate(provider, model)
         assert (sim.calls["ideal_cost_usd"] <= sim.calls["cost_usd"] + 1e-12).all(), provider
+
+
+@pytest.mark.parametrize(
+    ("new_value", "far_edit", "cause"),
+    [
+        ("2026-05-04T09:07:00Z", False, "volatile_value"),
+        ("2026-05-04T09:07:00Z", True, "content_edited"),  # and another edit 5k chars on
+    ],
+)
+def test_a_volatile_value_deep_in_a_long_block(tmp_path, new_value, far_edit, cause):
+    before = _text(800, 2) + " stamp 2026-05-04T09:00:00Z " + _text(800, 3)
+    after = before.replace("2026-05-04T09:00:00Z", new_value)
+    if far_edit:
+        after = after[:-200] + "X" + after[-199:]
+    steps = _conversation(2)
+    a = _load(
+        tmp_path,
+        [
+            (0, _body(steps[0], system=_system(before)), None, None),
+            (30, _body(steps[1], system=_system(after)), None, None),
+        ],
+    )
+    (drift,) = a.drifts.iter_rows(named=True)
+    assert drift["cause"] == cause
