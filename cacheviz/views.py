@@ -16,7 +16,7 @@ from cacheviz._schema import CAUSES, clean
 from cacheviz._seq import common_prefix
 from cacheviz.redact import MARGIN, REDACTED, redact, redact_all, redact_slice, secret_spans
 from cacheviz.render import render_text
-from cacheviz.tokens import MESSAGE_END, MESSAGE_START, UNLOGGED
+from cacheviz.tokens import MESSAGE_END, MESSAGE_START, UNLOGGED, UNLOGGED_ID
 
 if TYPE_CHECKING:
     from cacheviz.analysis import Analysis
@@ -213,7 +213,7 @@ def _chips(analysis: Analysis, encoding: str, digest: str, start: int, end: int)
         if index in masked:
             if not out or out[-1] != REDACTED:
                 out.append(REDACTED)
-        elif token in (MESSAGE_START, MESSAGE_END, UNLOGGED):
+        elif token in (MESSAGE_START, MESSAGE_END, UNLOGGED) or token <= UNLOGGED_ID:
             out.append(text)
         else:
             out.append(clean(text))
