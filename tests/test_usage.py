@@ -217,3 +217,66 @@ def test_breakdown_with_only_one_ttl_reported():
     assert usage.cache_write_5m_tokens is None
     assert usage.input_tokens == 40
     assert not math.isnan(usage.input_tokens)
+
+
+@pytest.mark.parametrize(
+    ("usage", "expected"),
+    [
+        pytest.param(
+            {"input_tokens": 5, "cache_read_input_tokens": 100},
+            Usage(105, 100, None, None, None, None, "derived"),
+            id="anthropic-with-only-the-read-field",
+        ),
+        pytest.param(
+            {"input_tokens": 5, "cache_creation_input_tokens": 40},
+            Usage(45, None, 40, None, None, None, "derived"),
+            id="anthropic-with-only-the-write-field",
+        ),
+        pytest.param(
+            {"prompt_cache_miss_tokens": 104},
+            Usage(104, None, None, None, None, None, "derived"),
+            id="deepseek-with-only-misses",
+        ),
+        pytest.param(
+            {"promptTokenCount": 9000},
+            Usage(9000, None, None, None, None, None, "reported"),
+            id="gemini-without-cache-or-output-is-not-zero",
+        ),
+        pytest.param(
+            {"cachedContentTokenCount": 10},
+            Usage(None, 10, None, None, None, None, "reported"),
+            id="gemini-with-only-the-cached-count",
+        ),
+        pytest.param(
+            {"prompt_tokens": 3000, "prompt_tokens_details": {"cache_write_tokens": 1024}},
+            Usage(3000, None, 1024, None, None, None, "reported"),
+            id="chat-completions-cache-writes",
+        ),
+        pytest.param(
+            {"input_tokens": 10, "prompt_tokens": 999, "cache_read_input_tokens": 100},
+            Usage(110, 100, None, None, None, None, "derived"),
+            id="anthropic-input-wins-over-a-prompt-count",
+        ),
+        pytest.param(
+            {
+                "input_tokens": 1,
+                "cache_creation_input_tokens": 300,
+                "cache_creation": {
+                    "ephemeral_5m_input_tokens": 100,
+                    "ephemeral_1h_input_tokens": 150,
+                },
+            },
+            Usage(301, None, 300, 100, 150, None, "derived"),
+            id="the-reported-write-total-is-kept-over-its-breakdown",
+        ),
+    ],
+)
+def test_partial_shapes(usage, expected):
+    assert normalize_usage(usage) == expected
+
+
+def test_the_error_shows_the_bad_value():
+    with pytest.raises(UsageError, match=r"is '12'; expected a whole number"):
+        normalize_usage({"input_tokens": 1, "cache_read_input_tokens": "12"})
+    with pytest.raises(UsageError, match=r"`usage\.prompt_tokens_details` is 'x'"):
+        normalize_usage({"prompt_tokens": 1, "prompt_tokens_details": "x"})
