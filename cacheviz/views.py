@@ -141,6 +141,19 @@ def meta(
     simulation: Simulation | None,
     compare: pl.DataFrame | None = None,
 ) -> dict[str, Any]:
+    """Totals, names and the target's headline numbers, as JSON-ready values, redacted."""
+    return redact_all(
+        _meta(analysis, ttl_seconds=ttl_seconds, simulation=simulation, compare=compare)
+    )
+
+
+def _meta(
+    analysis: Analysis,
+    *,
+    ttl_seconds: int,
+    simulation: Simulation | None,
+    compare: pl.DataFrame | None = None,
+) -> dict[str, Any]:
     """Totals, names and the target's headline numbers, as JSON-ready values."""
     calls = analysis.calls
     target = None
@@ -166,26 +179,24 @@ def meta(
         )
         rows = [{k: row[k] for k in keys} for row in compare.iter_rows(named=True)]
     path = analysis.session.path
-    return redact_all(
-        {
-            "path": None if path is None else clean(str(path)),
-            "format": analysis.session.format,
-            "n_calls": calls.height,
-            "threads": [clean(name) for name in _threads(analysis)],
-            "causes": list(CAUSES),
-            "ttl_seconds": ttl_seconds,
-            "totals": {
-                "input_tokens": int(calls["input_tokens"].sum()),
-                "prefix_tokens": int(calls["prefix_tokens"].sum()),
-                "new_tokens": int(calls["new_tokens"].sum()),
-                "drifts": analysis.drifts.height,
-            },
-            "target": target,
-            "compare": rows,
-            "approximate": not bool(calls["tokens_exact"].all()) if calls.height else False,
-            "reconstructed": bool(calls["reconstructed"].any()) if calls.height else False,
-        }
-    )
+    return {
+        "path": None if path is None else clean(str(path)),
+        "format": analysis.session.format,
+        "n_calls": calls.height,
+        "threads": [clean(name) for name in _threads(analysis)],
+        "causes": list(CAUSES),
+        "ttl_seconds": ttl_seconds,
+        "totals": {
+            "input_tokens": int(calls["input_tokens"].sum()),
+            "prefix_tokens": int(calls["prefix_tokens"].sum()),
+            "new_tokens": int(calls["new_tokens"].sum()),
+            "drifts": analysis.drifts.height,
+        },
+        "target": target,
+        "compare": rows,
+        "approximate": not bool(calls["tokens_exact"].all()) if calls.height else False,
+        "reconstructed": bool(calls["reconstructed"].any()) if calls.height else False,
+    }
 
 
 def _window(text: str, at: int, limit: int) -> str:
