@@ -280,3 +280,12 @@ def test_the_error_shows_the_bad_value():
         normalize_usage({"input_tokens": 1, "cache_read_input_tokens": "12"})
     with pytest.raises(UsageError, match=r"`usage\.prompt_tokens_details` is 'x'"):
         normalize_usage({"prompt_tokens": 1, "prompt_tokens_details": "x"})
+
+
+def test_the_error_stays_one_short_line_for_a_huge_value():
+    with pytest.raises(UsageError) as caught:
+        normalize_usage({"input_tokens": "9" * 5000, "cache_read_input_tokens": 1})
+    message = str(caught.value)
+    assert f"is '{'9' * 36}..." in message  # the value cut to 40 characters
+    assert len(message) < 140
+    assert message.endswith("from 0 to 999,999,999")
