@@ -119,3 +119,16 @@ def test_visible_keeps_text_and_newlines():
     assert visible("plain\ttext\nnext") == "plain\ttext\nnext"
     assert visible("a\rb") == "a\\u000db"
     assert visible("a\rb", keep_cr=True) == "a\rb"
+
+
+def test_report_keeps_secrets_only_when_asked(write_log, tmp_path):
+    key = "sk-ant-api03-Zx9vQ2mL7pR4tY8wK3nB6cF1hJ5dS0gA2eU7iO9qW4rT6yP3uI8oL1kJ"
+    bodies = [
+        {"model": "claude-sonnet-4-5", "messages": [{"role": "user", "content": f"{key} {i}"}]}
+        for i in range(2)
+    ]
+    path = write_log(bodies)
+    for flags, shown in (([], False), (["--no-redact"], True)):
+        out = tmp_path / f"r{len(flags)}.html"
+        assert cli.main(["report", str(path), "-o", str(out), *flags]) == 0
+        assert (key[20:40] in out.read_text()) is shown
