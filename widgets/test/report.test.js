@@ -63,12 +63,12 @@ describe("the HTML report", () => {
     page(embedJson(reportDocument(session)));
     boot(document);
     const clickTimeline = vi.mocked(plot.draw).mock.calls[0][2];
-    clickTimeline({ x: 0 });
+    clickTimeline({ x: 0, customdata: 0 });
     const body = document.querySelector(".cacheviz-detail .cacheviz-panel__body");
     expect(body.textContent).toContain(NO_DETAIL);
     expect(body.textContent).toContain("common prefix"); // the numbers still show, from the timeline
     const drift = Number(Object.keys(session.details)[2]);
-    clickTimeline({ x: drift });
+    clickTimeline({ x: drift, customdata: drift });
     expect(body.textContent).not.toContain(NO_DETAIL);
     expect(body.querySelector(".cacheviz-detail__cause").textContent).toBe(session.details[drift].cause);
   });
@@ -106,7 +106,7 @@ describe("the HTML report", () => {
     const [timeline, shape, costs] = vi.mocked(plot.draw).mock.calls.map((c) => c[1]);
     expect(timeline.data[0].x).toHaveLength(python.meta.n_calls);
     expect(shape.data.slice(0, 5).some((t) => t.y.length > 0)).toBe(true);
-    expect(costs.data[2].y.at(-1)).toBeCloseTo(python.meta.target.total_cost_usd, 9);
+    expect(costs.data[3].y.at(-1)).toBeCloseTo(python.meta.target.total_cost_usd, 9);
     expect(errors).not.toHaveBeenCalled();
   });
 });
