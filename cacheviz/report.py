@@ -12,6 +12,7 @@ look like API keys or bearer tokens are redacted.
 from __future__ import annotations
 
 import base64
+import gzip
 import html
 import json
 from pathlib import Path
@@ -76,10 +77,7 @@ def report_data(
     model = model if provider != chosen else (model or chosen_model)
     simulation = analysis.simulate(provider, model, unpriced="skip")
     compare = analysis.compare(list(targets or DEFAULT_TARGETS))
-    details = {
-        str(call): views.drift_detail(analysis, call, simulation=simulation)
-        for call in analysis.drifts["call"].to_list()
-    }
+    details = report_details(analysis, simulation)
     timeline = views.timeline(analysis, ttl_seconds).with_columns(
         pl.col("label").map_elements(redact, return_dtype=pl.String)
     )
@@ -93,8 +91,41 @@ def report_data(
         # the tables hold numbers and segment labels only; text is redacted, not base64
         **{name: base64.b64encode(views.ipc(frame)).decode() for name, frame in tables.items()},
         "meta": redact_all(meta),
-        "details": redact_all(details),
+        # every call's detail and content, gzip-compressed (the page inflates it on load)
+        "details_gz": base64.b64encode(gzip.compress(embed_json(details).encode(), 6)).decode(),
+        "selected_call": views.opening_call(analysis),
     }
+
+
+TEXT_CHARS = 1500  # of each segment's text in the report (the widget shows more)
+
+
+def read_details(data: dict[str, Any]) -> dict[str, Any]:
+    """The call details of :func:`report_data` (``details_gz``), inflated."""
+    return json.loads(gzip.decompress(base64.b64decode(data["details_gz"])))
+
+
+def report_details(analysis: Analysis, simulation: Any) -> dict[str, Any]:
+    """The detail of every call: its drift detail, what it sent, its segments.
+
+    Segment texts are stored once (``texts``); text fields are redacted.
+    """
+    texts: dict[str, str] = {}
+    contents = views.all_contents(analysis, texts, TEXT_CHARS)
+    drifts = {
+        call: views.drift_detail(analysis, call, simulation=simulation)
+        for call in analysis.drifts["call"].to_list()
+    }
+    calls: dict[str, Any] = {}
+    for call in range(analysis.calls.height):
+        detail = drifts.get(call)
+        if detail is None:
+            detail = {"call": call, "drift": False}
+        else:
+            detail = {k: v for k, v in detail.items() if k not in ("segments", "content")}
+        detail["content"] = contents.get(call, {"sent": [], "context": []})
+        calls[str(call)] = detail
+    return {"calls": redact_all(calls), "texts": texts}
 
 
 def write_report(

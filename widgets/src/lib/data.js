@@ -63,7 +63,8 @@ import { isNumber } from "./format.js";
  * @property {number[]} [thread_parents] parent thread index per thread, -1 for a root
  * @property {string[]} [miss_causes]
  * @property {number | null} [billed_usd]
- * @property {string[]} [unpriced_models]
+ * @property {string[]} [unpriced_models] models the target cannot price
+ * @property {string[]} [billed_unpriced_models] recorded models without a price (left out of billed)
  * @property {Record<string, any>} [reported]
  * @property {string[]} [models] priced models of the target's provider
  * @property {string | null} [notice] why the cost chart is empty, or a pricing warning

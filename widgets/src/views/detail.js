@@ -1,6 +1,6 @@
 // @ts-check
 /** The drift detail of the selected call: both sides of the first differing segment, token chips, cost. */
-import { nameAt } from "../lib/data.js";
+import { nameAt, threadNames } from "../lib/data.js";
 import { facts, h } from "../lib/dom.js";
 import { splitDiff, truncate, visibleToken } from "../lib/escape.js";
 import { formatNumber, formatShare, formatTime, formatTokens, formatUsd, humanizeKey, isNumber } from "../lib/format.js";
@@ -22,11 +22,11 @@ import { formatNumber, formatShare, formatTime, formatTokens, formatUsd, humaniz
 const KNOWN = new Set([
   "call", "drift", "lineage", "input_tokens", "prefix_tokens", "new_tokens", "part", "position",
   "label", "cause", "detail", "token_offset", "tokens_lost", "cost_usd", "prev", "current", "chips",
-  "error", "message", "segments", "segments_truncated",
+  "error", "message", "segments", "segments_truncated", "content", "thread",
 ]);
 
 /** Keys the call summary shows when the timeline has the call. */
-const SUMMARY_KEYS = new Set(["lineage", "input_tokens", "prefix_tokens", "new_tokens"]);
+const SUMMARY_KEYS = new Set(["lineage", "thread", "input_tokens", "prefix_tokens", "new_tokens"]);
 
 /**
  * Rebuild the detail body for the current selection.
@@ -65,12 +65,13 @@ export function renderDetail(doc, body, state) {
       out.push(
         h(doc, "p", {
           className: "cacheviz-detail__note",
-          text: "No drift at this call: nothing its lineage sent before was changed or removed.",
+          text: "No drift at this call: nothing its thread sent before was changed or removed.",
         }),
       );
     }
     const extra = extraFacts(detail, timeline !== null && row !== undefined);
     if (extra.length) out.push(facts(doc, "cacheviz-detail__facts", extra));
+    if (detail.content && typeof detail.content === "object") out.push(contentBrowser(doc, detail.content));
     if (Array.isArray(detail.segments) && detail.segments.length) {
       out.push(segmentTable(doc, detail.segments, Number(detail.segments_truncated) || 0));
     }
@@ -91,7 +92,7 @@ function summary(doc, state, row) {
   /** @type {[string, string][]} */
   const pairs = [
     ["call", String(t.call[row])],
-    ["lineage", nameAt(state.meta.lineages, t.lineage[row])],
+    ["thread", nameAt(threadNames(state.meta), t.lineage[row])],
   ];
   const ts = t.tsMs[row];
   if (isNumber(ts)) pairs.push(["time", formatTime(ts)]);
@@ -279,7 +280,7 @@ function scrollToMarks(body) {
  * @returns {HTMLElement}
  */
 export function segmentTable(doc, segments, truncated) {
-  const columns = ["label", "part", "tokens", "token_offset", "hash", "status"];
+  const columns = ["label", "part", "tokens", "token_offset", "status", "preview"];
   const head = h(doc, "tr", {}, columns.map((name) => h(doc, "th", { text: name.replace("_", " ") })));
   const rows = segments.map((segment) =>
     h(
@@ -296,5 +297,64 @@ export function segmentTable(doc, segments, truncated) {
   return h(doc, "details", { className: "cacheviz-detail__segments" }, [
     h(doc, "summary", { text: caption }),
     h(doc, "table", {}, [h(doc, "thead", {}, [head]), h(doc, "tbody", {}, rows)]),
+  ]);
+}
+
+
+/**
+ * What the call sent: the segments past the common prefix (the new messages, tool calls
+ * and tool results), then the system prompt and tool definitions when logged. Text only.
+ *
+ * @param {Document} doc
+ * @param {Record<string, any>} content {sent, sent_more, context, context_more, unlogged_tokens}
+ * @returns {HTMLElement}
+ */
+export function contentBrowser(doc, content) {
+  const sent = Array.isArray(content.sent) ? content.sent : [];
+  const context = Array.isArray(content.context) ? content.context : [];
+  let sentTokens = 0;
+  for (const item of sent) if (isNumber(item?.tokens)) sentTokens += item.tokens;
+  /** @type {Node[]} */
+  const parts = [];
+  const more = (/** @type {unknown} */ n) => (Number(n) > 0 ? ` (+${formatNumber(Number(n))} more not listed)` : "");
+  parts.push(
+    h(doc, "details", { className: "cacheviz-content__sent", attrs: { open: "" } }, [
+      h(doc, "summary", {
+        text: sent.length
+          ? `What this call sent past the common prefix: ${sent.length} segment${sent.length === 1 ? "" : "s"}, ${formatTokens(sentTokens)} tokens${more(content.sent_more)}`
+          : "Nothing past the common prefix: this call re-sent what was cached.",
+      }),
+      ...sent.map((item) => contentItem(doc, item)),
+    ]),
+  );
+  if (context.length) {
+    parts.push(
+      h(doc, "details", { className: "cacheviz-content__context" }, [
+        h(doc, "summary", { text: `System prompt and tools as logged: ${context.length} segment${context.length === 1 ? "" : "s"}${more(content.context_more)}` }),
+        ...context.map((item) => contentItem(doc, item)),
+      ]),
+    );
+  }
+  if (isNumber(content.unlogged_tokens) && content.unlogged_tokens > 0) {
+    parts.push(
+      h(doc, "p", {
+        className: "cacheviz-detail__note",
+        text: `≈${formatTokens(content.unlogged_tokens)} tokens of unlogged prefix (the transcript does not hold the system prompt and tool definitions; their size is inferred).`,
+      }),
+    );
+  }
+  return h(doc, "div", { className: "cacheviz-content" }, parts);
+}
+
+/**
+ * @param {Document} doc
+ * @param {Record<string, any>} item
+ */
+function contentItem(doc, item) {
+  const bits = [item.part, item.role, isNumber(item.tokens) ? `${formatTokens(item.tokens)} tokens` : null, item.status && item.status !== "same" ? String(item.status) : null];
+  return h(doc, "div", { className: "cacheviz-content__item" }, [
+    h(doc, "span", { className: "cacheviz-content__label", text: truncate(String(item.label ?? ""), 200) }),
+    h(doc, "span", { className: "cacheviz-content__meta", text: bits.filter(Boolean).join(" · ") }),
+    h(doc, "pre", { text: String(item.text ?? "") }),
   ]);
 }

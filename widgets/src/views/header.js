@@ -98,7 +98,7 @@ export function createHeader(doc, actions) {
       ({ cost, ideal, billed } = sumCosts(state.costs, timeline, state.rows, billed !== null));
     }
     if (billed !== null || meta.billed_usd !== undefined) {
-      const note = meta.unpriced_models?.length ? ` (without ${meta.unpriced_models.join(", ")}: unpriced)` : "";
+      const note = meta.billed_unpriced_models?.length ? ` (without ${meta.billed_unpriced_models.join(", ")}: unpriced)` : "";
       pairs.push(["billed", `${formatUsd(billed)}${billed === null ? " (no usage reported)" : note}`, HELP.billed]);
     }
     if (target) {
