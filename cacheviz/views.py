@@ -320,7 +320,6 @@ def meta(
         "format": analysis.session.format,
         "n_calls": calls.height,
         "threads": threads,
-        "lineages": threads,  # the former name, for older front ends
         "thread_parents": _thread_parents(analysis),
         "causes": list(CAUSES),
         "miss_causes": list(MISS_CAUSES),

@@ -101,7 +101,7 @@ function mount(model, el, hint) {
 
   // ---- UI state (never synced) and decoded data --------------------------------------
   const state = {
-    lineage: -1,
+    thread: -1,
     cause: "",
     search: "",
     showCostless: false,
@@ -126,8 +126,8 @@ function mount(model, el, hint) {
 
   // ---- DOM --------------------------------------------------------------------------
   const header = createHeader(doc, {
-    onLineage(lineage) {
-      state.lineage = lineage;
+    onThread(thread) {
+      state.thread = thread;
       refilter();
     },
     onCause(cause) {
@@ -228,8 +228,8 @@ function mount(model, el, hint) {
   }
   function updateRows() {
     const names = threadNames(meta());
-    if (state.lineage >= names.length) state.lineage = -1;
-    const filter = { thread: state.lineage, cause: state.cause, search: state.search };
+    if (state.thread >= names.length) state.thread = -1;
+    const filter = { thread: state.thread, cause: state.cause, search: state.search };
     state.rows = state.timeline ? filterRows(state.timeline, meta(), filter) : [];
     state.positions = state.timeline ? positionsOf(state.timeline, state.rows) : new Map();
     const pos = state.positions.get(selected());
@@ -284,7 +284,7 @@ function mount(model, el, hint) {
       font: computed?.fontFamily || "sans-serif",
     };
   }
-  const revision = () => `lineage:${state.lineage}:${state.cause}:${state.search}:${state.window.start}:${state.window.end}`;
+  const revision = () => `thread:${state.thread}:${state.cause}:${state.search}:${state.window.start}:${state.window.end}`;
 
   // ---- views ----------------------------------------------------------------------------
   function drawOverview() {
@@ -334,7 +334,7 @@ function mount(model, el, hint) {
   function drawCosts() {
     const m = meta();
     const t = state.timeline;
-    const filtered = state.lineage >= 0 || state.cause !== "" || state.search !== "";
+    const filtered = state.thread >= 0 || state.cause !== "" || state.search !== "";
     targetBox.replaceChildren(targetFacts(doc, m, filtered && t && state.costs ? { costs: state.costs, timeline: t, rows: state.rows } : null));
     compareBox.replaceChildren(compareTable(doc, m));
     if (!t || !state.costs || state.costs.n === 0 || !m.target) {
@@ -370,7 +370,7 @@ function mount(model, el, hint) {
         timeline: state.timeline,
         costs: state.costs,
         rows: state.rows,
-        lineage: state.lineage,
+        thread: state.thread,
         cause: state.cause,
         search: state.search,
         selected: selected(),

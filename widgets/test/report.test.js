@@ -13,7 +13,7 @@ vi.mock("../src/lib/plot.js", () => ({
 
 import * as plot from "../src/lib/plot.js";
 import { boot } from "../src/report-app.js";
-import { NO_DETAIL } from "../src/lib/memory-model.js";
+import { NO_DETAIL, inflateJson } from "../src/lib/memory-model.js";
 import { embedJson, makeSession, reportDocument } from "./fixtures/session.js";
 
 const python = JSON.parse(readFileSync(join(dirname(fileURLToPath(import.meta.url)), "fixtures", "python-report.json"), "utf8"));
@@ -44,7 +44,7 @@ afterEach(() => errors.mockRestore());
 
 describe("the HTML report", () => {
   it("renders the embedded data into #cacheviz-root and selects the first drift", () => {
-    const session = makeSession({ calls: 60, lineages: 2 });
+    const session = makeSession({ calls: 60, threads: 2 });
     page(embedJson(reportDocument(session)));
     const cleanup = boot(document);
     expect(cleanup).toBeTypeOf("function");
@@ -91,17 +91,27 @@ describe("the HTML report", () => {
     expect(errors).toHaveBeenCalled();
   });
 
-  it("renders what the Python side writes (sample_sessions/timestamp_in_system.jsonl)", () => {
+  it("renders what the Python side writes (sample_sessions/timestamp_in_system.jsonl)", async () => {
     page(embedJson(python));
     boot(document);
     const root = document.querySelector(".cacheviz-inspector");
+    // every call's detail travels gzip-compressed: inflated after the first draw
+    await vi.waitFor(() => expect(root.querySelector(".cacheviz-detail__cause")).not.toBeNull());
+    // it opens on the costliest drift, not the first call; look at call 1's drift
+    expect(root.querySelector(".cacheviz-header__selection").textContent).toBe(`selected: call ${python.selected_call}`);
+    vi.mocked(plot.draw).mock.calls[0][2]({ x: 1, customdata: 1 });
     expect(root.querySelector(".cacheviz-inspector > .cacheviz-panel__error").textContent).toBe("");
     expect(root.querySelector(".cacheviz-header").textContent).toContain(`${python.meta.n_calls} calls`);
     const detail = root.querySelector(".cacheviz-detail");
     expect(detail.querySelector(".cacheviz-detail__cause").textContent).toBe("volatile_value");
     const marks = [...detail.querySelectorAll(".cacheviz-detail__mark")].map((m) => m.textContent);
     expect(marks).toEqual(["0:42", "1:33"]);
-    expect(detail.querySelectorAll(".cacheviz-detail__chip--current")).toHaveLength(python.details["1"].chips.current_after.length);
+    const details = await inflateJson(python.details_gz);
+    expect(detail.querySelectorAll(".cacheviz-detail__chip--current")).toHaveLength(details.calls["1"].chips.current_after.length);
+    // what the call sent, from the shared texts
+    const sent = detail.querySelector(".cacheviz-content__sent");
+    expect(sent.querySelectorAll(".cacheviz-content__item").length).toBe(details.calls["1"].content.sent.length);
+    expect(sent.querySelector("pre").textContent).toBe(details.texts[details.calls["1"].content.sent[0].hash]);
     expect(root.querySelectorAll(".cacheviz-providers__table tbody tr")).toHaveLength(python.meta.compare.length);
     const [timeline, shape, costs] = vi.mocked(plot.draw).mock.calls.map((c) => c[1]);
     expect(timeline.data[0].x).toHaveLength(python.meta.n_calls);

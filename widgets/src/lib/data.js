@@ -10,7 +10,7 @@ import { isNumber } from "./format.js";
  * @property {number} n rows
  * @property {ArrayLike<number>} call call index
  * @property {ArrayLike<number | null>} tsMs request time, epoch ms
- * @property {ArrayLike<number>} lineage index into meta.lineages
+ * @property {ArrayLike<number>} thread index into meta.threads
  * @property {ArrayLike<number>} input input tokens
  * @property {ArrayLike<number>} prefix common-prefix tokens
  * @property {ArrayLike<number>} fresh new tokens
@@ -58,7 +58,6 @@ import { isNumber } from "./format.js";
  * @property {string | null} [path]
  * @property {string} [format]
  * @property {number} [n_calls]
- * @property {string[]} [lineages] thread names (older data)
  * @property {string[]} [threads] thread names
  * @property {number[]} [thread_parents] parent thread index per thread, -1 for a root
  * @property {string[]} [miss_causes]
@@ -106,18 +105,17 @@ export function decodeTimeline(value) {
     "_timeline",
     ["call", "input_tokens", "prefix_tokens", "new_tokens"],
     {
-      ts_ms: null, lineage: 0, drift: false, cause: -1, label: null, tokens_lost: 0, idle_gap: false,
+      ts_ms: null, thread: 0, drift: false, cause: -1, label: null, tokens_lost: 0, idle_gap: false,
       reported_read: null, miss: false, miss_cause: -1, miss_tokens: null, material: null,
     },
   );
-  const thread = "thread" in c ? c.thread : c.lineage;
   // without the `material` column (older data), a drift is material when it lost tokens
   const material = Array.from(c.material, (m, i) => (m === null || m === undefined ? Number(c.tokens_lost[i]) > 0 : Boolean(m)));
   return {
     n: numRows,
     call: c.call,
     tsMs: c.ts_ms,
-    lineage: thread,
+    thread: c.thread,
     input: c.input_tokens,
     prefix: c.prefix_tokens,
     fresh: c.new_tokens,
@@ -136,13 +134,13 @@ export function decodeTimeline(value) {
 }
 
 /**
- * Thread names of the meta (`threads`, or `lineages` from older data).
+ * Thread names of the meta.
  *
  * @param {Meta} meta
  * @returns {string[]}
  */
 export function threadNames(meta) {
-  return meta.threads ?? meta.lineages ?? [];
+  return meta.threads ?? [];
 }
 
 /**
@@ -262,17 +260,17 @@ export function indexBy(calls) {
 }
 
 /**
- * Rows to show, in call order: all of them, or one lineage's.
+ * Rows to show, in call order: all of them, or one thread's.
  *
  * @param {Timeline} timeline
- * @param {number} lineage index into meta.lineages; -1 for all
+ * @param {number} thread index into meta.threads; -1 for all
  * @returns {number[]}
  */
-export function visibleRows(timeline, lineage) {
+export function visibleRows(timeline, thread) {
   /** @type {number[]} */
   const rows = [];
   for (let i = 0; i < timeline.n; i++) {
-    if (lineage < 0 || timeline.lineage[i] === lineage) rows.push(i);
+    if (thread < 0 || timeline.thread[i] === thread) rows.push(i);
   }
   let sorted = true;
   for (let k = 1; k < rows.length && sorted; k++) sorted = timeline.call[rows[k - 1]] <= timeline.call[rows[k]];
@@ -281,7 +279,7 @@ export function visibleRows(timeline, lineage) {
 }
 
 /**
- * Sums over some rows of the timeline, for the header when a lineage is picked.
+ * Sums over some rows of the timeline, for the header when a thread is picked.
  *
  * @param {Timeline} timeline
  * @param {number[]} rows
@@ -302,16 +300,16 @@ export function sumRows(timeline, rows) {
 }
 
 /**
- * How many calls each lineage has (index → count).
+ * How many calls each thread has (index → count).
  *
  * @param {Timeline} timeline
- * @param {number} nLineages
+ * @param {number} nThreads
  * @returns {number[]}
  */
-export function lineageCounts(timeline, nLineages) {
-  const counts = new Array(Math.max(0, nLineages)).fill(0);
+export function threadCounts(timeline, nThreads) {
+  const counts = new Array(Math.max(0, nThreads)).fill(0);
   for (let i = 0; i < timeline.n; i++) {
-    const l = timeline.lineage[i];
+    const l = timeline.thread[i];
     if (l >= 0 && l < counts.length) counts[l]++;
   }
   return counts;

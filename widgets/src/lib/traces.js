@@ -84,7 +84,7 @@ function axis(theme, title, extra = {}) {
  * @returns {string}
  */
 export function callHover(t, r, meta) {
-  const lines = [`<b>call ${t.call[r]}</b> · ${safe(nameAt(threadNames(meta), t.lineage[r]))}`];
+  const lines = [`<b>call ${t.call[r]}</b> · ${safe(nameAt(threadNames(meta), t.thread[r]))}`];
   lines.push(`input ${formatTokens(t.input[r])} tokens`);
   lines.push(
     `prefix ${formatTokens(t.prefix[r])} (${formatShare(t.prefix[r], t.input[r])}) · new ${formatTokens(t.fresh[r])}`,
@@ -137,7 +137,7 @@ export function prefixSteps(t, rows, offset, value, half = 0.45) {
     y.push(v, v);
     const next = k + 1 < rows.length ? rows[k + 1] : -1;
     const w = next >= 0 ? value(next) : null;
-    if (next >= 0 && isNumber(w) && Number(t.lineage[next]) === Number(t.lineage[r])) {
+    if (next >= 0 && isNumber(w) && Number(t.thread[next]) === Number(t.thread[r])) {
       x.push(p + 0.5, p + 0.5);
       y.push(v, w);
     } else {
@@ -399,7 +399,7 @@ export function shapeFigure(shape, t, rows, options = {}) {
     tx.push(px, px);
     ty.push(offset + k - 0.43, offset + k + 0.43);
     const next = k + 1 < rows.length ? rows[k + 1] : -1;
-    if (next >= 0 && Number(t.lineage[next]) === Number(t.lineage[r])) {
+    if (next >= 0 && Number(t.thread[next]) === Number(t.thread[r])) {
       tx.push(px, fold.map(Number(t.call[next]), Number(t.prefix[next])));
       ty.push(offset + k + 0.5, offset + k + 0.5);
     } else {

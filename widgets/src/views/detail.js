@@ -20,13 +20,13 @@ import { formatNumber, formatShare, formatTime, formatTokens, formatUsd, humaniz
 
 /** Keys the detail view lays out itself; any other key is listed as a plain fact. */
 const KNOWN = new Set([
-  "call", "drift", "lineage", "input_tokens", "prefix_tokens", "new_tokens", "part", "position",
+  "call", "drift", "input_tokens", "prefix_tokens", "new_tokens", "part", "position",
   "label", "cause", "detail", "token_offset", "tokens_lost", "cost_usd", "prev", "current", "chips",
   "error", "message", "segments", "segments_truncated", "content", "thread",
 ]);
 
 /** Keys the call summary shows when the timeline has the call. */
-const SUMMARY_KEYS = new Set(["lineage", "thread", "input_tokens", "prefix_tokens", "new_tokens"]);
+const SUMMARY_KEYS = new Set(["thread", "input_tokens", "prefix_tokens", "new_tokens"]);
 
 /**
  * Rebuild the detail body for the current selection.
@@ -92,7 +92,7 @@ function summary(doc, state, row) {
   /** @type {[string, string][]} */
   const pairs = [
     ["call", String(t.call[row])],
-    ["thread", nameAt(threadNames(state.meta), t.lineage[row])],
+    ["thread", nameAt(threadNames(state.meta), t.thread[row])],
   ];
   const ts = t.tsMs[row];
   if (isNumber(ts)) pairs.push(["time", formatTime(ts)]);

@@ -1,6 +1,6 @@
 // @ts-check
-/** The header: what session this is, totals, the lineage filter, the selection, status. */
-import { lineageCounts, nameAt, sumRows, threadNames, threadTree } from "../lib/data.js";
+/** The header: what session this is, totals, the thread tree filter, the selection, status. */
+import { threadCounts, nameAt, sumRows, threadNames, threadTree } from "../lib/data.js";
 import { facts, h, setChildren } from "../lib/dom.js";
 import { formatPercent, formatShare, formatTokens, formatUsd, isNumber, plural } from "../lib/format.js";
 
@@ -8,7 +8,7 @@ import { formatPercent, formatShare, formatTokens, formatUsd, isNumber, plural }
  * @typedef {import("../lib/data.js").Meta} Meta
  * @typedef {import("../lib/data.js").Timeline} Timeline
  * @typedef {import("../lib/data.js").Costs} Costs
- * @typedef {{ meta: Meta, timeline: Timeline | null, costs: Costs | null, rows: number[], lineage: number,
+ * @typedef {{ meta: Meta, timeline: Timeline | null, costs: Costs | null, rows: number[], thread: number,
  *   cause?: string, search?: string, selected: number }} HeaderState
  */
 
@@ -25,15 +25,15 @@ export const HELP = {
 
 /**
  * @param {Document} doc
- * @param {{ onLineage: (lineage: number) => void, onClear: () => void, onCause?: (cause: string) => void,
+ * @param {{ onThread: (thread: number) => void, onClear: () => void, onCause?: (cause: string) => void,
  *   onSearch?: (text: string) => void, onCostless?: (show: boolean) => void }} actions
  */
 export function createHeader(doc, actions) {
   const title = h(doc, "div", { className: "cacheviz-header__title" });
   const totals = h(doc, "div");
-  const select = h(doc, "select", { attrs: { "aria-label": "lineage" } });
-  select.addEventListener("change", () => actions.onLineage(Number(select.value)));
-  const lineage = h(doc, "label", { className: "cacheviz-header__lineage" }, ["thread ", select]);
+  const select = h(doc, "select", { attrs: { "aria-label": "thread" } });
+  select.addEventListener("change", () => actions.onThread(Number(select.value)));
+  const thread = h(doc, "label", { className: "cacheviz-header__thread" }, ["thread ", select]);
   const causeSelect = h(doc, "select", { attrs: { "aria-label": "cause" } });
   causeSelect.addEventListener("change", () => actions.onCause?.(causeSelect.value));
   const causeLabel = h(doc, "label", { className: "cacheviz-header__cause" }, ["show ", causeSelect]);
@@ -52,7 +52,7 @@ export function createHeader(doc, actions) {
   const clear = h(doc, "button", { className: "cacheviz-button", text: "clear selection", attrs: { type: "button" } });
   clear.addEventListener("click", () => actions.onClear());
   const status = h(doc, "span", { className: "cacheviz-header__status", attrs: { role: "status", "aria-live": "polite" } });
-  const controls = h(doc, "div", { className: "cacheviz-header__controls" }, [lineage, causeLabel, search, costlessLabel, selection, clear, status]);
+  const controls = h(doc, "div", { className: "cacheviz-header__controls" }, [thread, causeLabel, search, costlessLabel, selection, clear, status]);
   const el = h(doc, "header", { className: "cacheviz-header" }, [title, totals, controls]);
 
   /** @param {HeaderState} state */
@@ -85,7 +85,7 @@ export function createHeader(doc, actions) {
       ...badges,
     ]);
 
-    const filtered = (state.lineage >= 0 || Boolean(state.cause) || Boolean(state.search)) && timeline !== null;
+    const filtered = (state.thread >= 0 || Boolean(state.cause) || Boolean(state.search)) && timeline !== null;
     const sums = filtered || !meta.totals ? (timeline ? sumRows(timeline, state.rows) : null) : meta.totals;
     /** @type {Array<[string, string] | [string, string, string]>} */
     const pairs = [];
@@ -138,7 +138,7 @@ export function createHeader(doc, actions) {
     causeSelect.value = state.cause ?? "";
 
     const names = threadNames(meta);
-    const counts = timeline ? lineageCounts(timeline, names.length) : names.map(() => 0);
+    const counts = timeline ? threadCounts(timeline, names.length) : names.map(() => 0);
     const options = [h(doc, "option", { text: `all (${plural(names.length, "thread")})`, attrs: { value: "-1" } })];
     for (const { index, depth } of threadTree(names, meta.thread_parents)) {
       const indent = depth ? `${"\u00a0\u00a0".repeat(depth)}└ ` : "";
@@ -151,8 +151,8 @@ export function createHeader(doc, actions) {
       );
     }
     select.replaceChildren(...options);
-    select.value = String(state.lineage < names.length ? state.lineage : -1);
-    select.disabled = names.length < 2 && state.lineage < 0;
+    select.value = String(state.thread < names.length ? state.thread : -1);
+    select.disabled = names.length < 2 && state.thread < 0;
 
     selection.textContent = state.selected >= 0 ? `selected: call ${state.selected}` : "no call selected";
     clear.disabled = state.selected < 0;
