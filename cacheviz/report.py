@@ -113,7 +113,7 @@ def report_details(analysis: Analysis, simulation: Any) -> dict[str, Any]:
     texts: dict[str, str] = {}
     contents = views.all_contents(analysis, texts, TEXT_CHARS)
     drifts = {
-        call: views.drift_detail(analysis, call, simulation=simulation)
+        call: views.drift_detail(analysis, call, simulation=simulation, content=False)
         for call in analysis.drifts["call"].to_list()
     }
     calls: dict[str, Any] = {}
@@ -121,8 +121,6 @@ def report_details(analysis: Analysis, simulation: Any) -> dict[str, Any]:
         detail = drifts.get(call)
         if detail is None:
             detail = {"call": call, "drift": False}
-        else:
-            detail = {k: v for k, v in detail.items() if k not in ("segments", "content")}
         detail["content"] = contents.get(call, {"sent": [], "context": []})
         calls[str(call)] = detail
     return {"calls": redact_all(calls), "texts": texts}

@@ -378,6 +378,7 @@ def drift_detail(
     simulation: Simulation | None = None,
     max_chars: int = MAX_TEXT,
     chips: int = CHIPS,
+    content: bool = True,
 ) -> dict[str, Any]:
     """What the inspector shows for one call: the drift, both sides, token chips, cost.
 
@@ -394,6 +395,8 @@ def drift_detail(
         Characters of each side's text around the first difference.
     chips
         Tokens shown on each side of the first differing token.
+    content
+        Also list the call's segments and what it sent (the report stores those apart).
     """
     calls = analysis.calls
     if not 0 <= call < calls.height:
@@ -407,8 +410,9 @@ def drift_detail(
         "prefix_tokens": row["prefix_tokens"],
         "new_tokens": row["new_tokens"],
     }
-    base.update(_segments_of(analysis, call))
-    base["content"] = call_content(analysis, call)
+    if content:
+        base.update(_segments_of(analysis, call))
+        base["content"] = call_content(analysis, call)
     drifts = analysis.drifts.filter(pl.col("call") == call)
     if drifts.height == 0:
         return {**base, "drift": False}

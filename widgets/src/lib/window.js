@@ -8,7 +8,9 @@ import { COLORS } from "./constants.js";
 import { formatTokens, isNumber, plural } from "./format.js";
 
 /** At most this many calls in the detail views (the rest is in the overview). */
-export const DETAIL_MAX = 300;
+export const DETAIL_MAX = 400;
+/** The detail window a long session opens with (bars stay a few pixels wide). */
+export const DEFAULT_WINDOW = 150;
 /** At most this many bars in the overview. */
 export const OVERVIEW_BINS = 240;
 
@@ -27,7 +29,7 @@ export const OVERVIEW_BINS = 240;
  * @returns {Window}
  */
 export function clampWindow(window, n, max = DETAIL_MAX) {
-  if (!window) return { start: 0, end: Math.min(n, max) };
+  if (!window) return { start: 0, end: Math.min(n, n > max ? DEFAULT_WINDOW : max) };
   let start = Math.max(0, Math.min(Math.floor(window.start), n));
   let end = Math.max(start, Math.min(Math.ceil(window.end), n));
   if (end - start > max) end = start + max;
@@ -241,8 +243,9 @@ export function windowShape(window) {
 export function windowFromSelection(event, n) {
   const range = event?.range?.x;
   if (!Array.isArray(range) || range.length < 2 || !isNumber(range[0]) || !isNumber(range[1])) return null;
-  const a = Math.max(0, Math.ceil(Math.min(range[0], range[1]) - 0.5 + 1e-9));
-  const b = Math.min(n, Math.floor(Math.max(range[0], range[1]) + 0.5 - 1e-9) + 1);
+  // the calls whose centre the brush covers
+  const a = Math.max(0, Math.ceil(Math.min(range[0], range[1])));
+  const b = Math.min(n, Math.floor(Math.max(range[0], range[1])) + 1);
   if (b <= a) return null;
   return clampWindow({ start: a, end: b }, n);
 }
