@@ -44,6 +44,7 @@ def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="cacheviz", description="Inspect the prompt caching of an LLM agent session."
     )
+    parser.add_argument("--version", action="version", version=f"cacheviz {_version()}")
     commands = parser.add_subparsers(dest="command", required=True)
     common = _input_options()
     commands.add_parser(
@@ -54,7 +55,10 @@ def _parser() -> argparse.ArgumentParser:
     simulate = commands.add_parser(
         "simulate", parents=[common], help="replay the session under a provider's caching rules"
     )
-    simulate.add_argument("--provider", required=True, help=", ".join(SIMULATORS))
+    simulate.add_argument(
+        "--provider",
+        help=f"{', '.join(SIMULATORS)} (default: the recorded provider)",
+    )
     simulate.add_argument("--model", help="price and simulate every call as this model")
     simulate.add_argument("--ttl", choices=("5m", "1h"), help="override the breakpoints' TTL")
     simulate.add_argument(
@@ -75,15 +79,15 @@ def _parser() -> argparse.ArgumentParser:
     )
     compare.add_argument(
         "--targets",
-        required=True,
-        help="comma-separated provider:model, e.g. anthropic:claude-sonnet-4-5,openai:gpt-5",
+        help="comma-separated provider:model, e.g. anthropic:claude-sonnet-4-5,openai:gpt-5 "
+        "(default: the recorded models and one comparable model per major provider)",
     )
     compare.add_argument("--prices", help="a price file (cacheviz JSON or LiteLLM's)")
     compare.add_argument("--ttl", choices=("5m", "1h"), help="TTL for simulators that take one")
     report = commands.add_parser(
         "report", parents=[common], help="write a self-contained HTML report (opens offline)"
     )
-    report.add_argument("-o", "--output", required=True, help="the .html file to write")
+    report.add_argument("-o", "--output", help="the .html file to write (default: <input>.html)")
     report.add_argument("--provider", help="the provider whose costs the report shows")
     report.add_argument("--model", help="price every call as this model")
     commands.add_parser("formats", help="list the transcript formats cacheviz reads")
@@ -125,8 +129,9 @@ def _fmt(value: int | None) -> str:
 
 def _print_table(doc: dict[str, Any], out: TextIO) -> None:
     calls = doc["calls"]
+    width = max([22, *(len(str(call["thread"])) for call in calls)])
     header = (
-        f"{'#':>4}  {'thread':<22} {'tokens':>9} {'prefix':>9} {'new':>8}  "
+        f"{'#':>4}  {'thread':<{width}} {'tokens':>9} {'prefix':>9} {'new':>8}  "
         f"{'rep.in':>8} {'rep.read':>8} {'rep.write':>9}  drift"
     )
     out.write(f"{doc['path']}  ({doc['format']}, {len(calls)} calls)\n{header}\n")
@@ -143,7 +148,7 @@ def _print_table(doc: dict[str, Any], out: TextIO) -> None:
             d = call["drift"]
             marker = f"✗ {d['cause']} at {d['part']}/{d['label']} (−{d['tokens_lost']:,} tok)"
         out.write(
-            f"{call['index']:>4}  {call['thread'][:22]:<22} {call['input_tokens']:>9,} "
+            f"{call['index']:>4}  {call['thread']:<{width}} {call['input_tokens']:>9,} "
             f"{call['prefix_tokens']:>9,} {call['new_tokens']:>8,}  "
             f"{_fmt(reported.get('input_tokens')):>8} {_fmt(reported.get('cache_read_tokens')):>8} "
             f"{_fmt(reported.get('cache_write_tokens')):>9}  {marker}\n"
@@ -187,7 +192,64 @@ class _Progress:
         sys.stderr.flush()
 
 
+def _version() -> str:
+    from cacheviz import __version__
+
+    return __version__
+
+
+def session_file(path: Path) -> tuple[Path, str | None]:
+    """The transcript a folder stands for, and a note saying which (None: unchanged).
+
+    A Claude Code session folder (``<project>/<session>/``, holding ``subagents/``) is
+    its ``<session>.jsonl``; a Claude Code project folder is its newest session. Any
+    other path is returned as is (formats stored as folders are read as folders).
+    """
+    if not path.is_dir():
+        return path, None
+    beside = path.parent / f"{path.name}.jsonl"
+    if (path / "subagents").is_dir() and beside.is_file():
+        return beside, f"reading the session {beside.name} of the folder {path}"
+    sessions = [p for p in path.glob("*.jsonl") if p.is_file() and p.stat().st_size]
+    if not sessions:
+        return path, None
+    from cacheviz.formats import detect
+
+    newest = max(sessions, key=lambda p: (p.stat().st_mtime, p.name))
+    try:
+        if detect(newest) != "claude-code":
+            return path, None
+    except CacheVizError:
+        return path, None
+    if len(sessions) == 1:
+        return newest, None
+    note = (
+        f"{path} holds {len(sessions)} sessions; reading the newest, {newest.name} "
+        "(pass a session file to choose another)"
+    )
+    return newest, note
+
+
+def _input(args: argparse.Namespace) -> Path:
+    path, note = session_file(Path(args.path))
+    if note:
+        print(f"cacheviz: {note}", file=sys.stderr)
+    return path
+
+
+def default_targets(analysis: Analysis) -> list[str]:
+    """The recorded models, then one comparable model per major provider."""
+    from cacheviz.widget import DEFAULT_TARGETS
+
+    recorded = analysis.calls.select("provider", "model").unique(maintain_order=True).rows()
+    targets = [f"{provider}:{model}" for provider, model in recorded if provider in SIMULATORS]
+    have = {target.split(":", 1)[0] for target in targets}
+    targets += [t for t in DEFAULT_TARGETS if t.split(":", 1)[0] not in have]
+    return targets
+
+
 def _load(args: argparse.Namespace) -> Analysis:
+    args.path = str(_input(args))
     token = None
     if sys.stderr.isatty() and Path(args.path).is_file():
         token = PROGRESS.set(_Progress(f"reading {Path(args.path).name}"))
@@ -250,7 +312,8 @@ def _run(args: argparse.Namespace) -> None:
         else:
             _print_table(doc, sys.stdout)
     elif args.command == "simulate":
-        result = analysis.simulate(args.provider, args.model, prices=args.prices, **_rules(args))
+        provider = args.provider or _recorded_provider(analysis)
+        result = analysis.simulate(provider, args.model, prices=args.prices, **_rules(args))
         if args.json:
             _dump(result.to_dict())
         else:
@@ -258,17 +321,35 @@ def _run(args: argparse.Namespace) -> None:
     elif args.command == "report":
         from cacheviz.report import write_report
 
-        written = write_report(analysis, args.output, provider=args.provider, model=args.model)
+        source = Path(args.path)
+        default = source.with_suffix(".html") if source.is_file() else Path(f"{source}.html")
+        output = args.output or default
+        written = write_report(analysis, output, provider=args.provider, model=args.model)
         size = written.stat().st_size
         print(f"{written}  {size / 1e6:.1f} MB, {analysis.calls.height} calls, opens offline")
     else:
-        targets = [t.strip() for t in args.targets.split(",") if t.strip()]
+        if args.targets:
+            targets = [t.strip() for t in args.targets.split(",") if t.strip()]
+        else:
+            targets = default_targets(analysis)
         rules = {"ttl": args.ttl} if args.ttl else {}
         frame = analysis.compare(targets, prices=args.prices, **rules)
         if args.json:
             _dump({"targets": frame.to_dicts()})
         else:
             _print_compare(frame, sys.stdout)
+
+
+def _recorded_provider(analysis: Analysis) -> str:
+    """The provider the session was recorded with, when one simulator covers it."""
+    providers = analysis.calls["provider"].unique().to_list()
+    if len(providers) == 1 and providers[0] in SIMULATORS:
+        return providers[0]
+    msg = (
+        f"--provider: the session was recorded with {', '.join(sorted(map(str, providers)))}; "
+        f"choose one of {', '.join(SIMULATORS)}"
+    )
+    raise SimulationError(msg)
 
 
 def _dump(doc: dict[str, Any]) -> None:
