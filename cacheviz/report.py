@@ -120,7 +120,7 @@ def report_details(analysis: Analysis, simulation: Any) -> dict[str, Any]:
     for call in range(analysis.calls.height):
         detail = drifts.get(call)
         if detail is None:
-            detail = {"call": call, "drift": False}
+            detail = {"call": call, "drift": False, "miss": views._miss_of(analysis, call)}
         detail["content"] = contents.get(call, {"sent": [], "context": []})
         calls[str(call)] = detail
     return {"calls": redact_all(calls), "texts": texts}

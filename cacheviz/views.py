@@ -413,6 +413,7 @@ def drift_detail(
     if content:
         base.update(_segments_of(analysis, call))
         base["content"] = call_content(analysis, call)
+    base["miss"] = _miss_of(analysis, call)
     drifts = analysis.drifts.filter(pl.col("call") == call)
     if drifts.height == 0:
         return {**base, "drift": False}
@@ -457,8 +458,8 @@ def drift_detail(
                 chips_out["prev_after"] = _chips(
                     analysis, encoding, tokens[within : within + chips]
                 )
-    cost = None
-    if simulation is not None and simulation.calls.height > call:
+    cost = drift.get("cost_usd")  # priced by the analysis (the session's own provider)
+    if cost is None and simulation is not None and simulation.calls.height > call:
         cost = _drift_cost(simulation, call, drift["tokens_lost"])
     return {
         **base,
@@ -471,10 +472,26 @@ def drift_detail(
         "token_offset": drift["token_offset"],
         "tokens_lost": drift["tokens_lost"],
         "cost_usd": cost,
+        "material": drift.get("material"),
         "prev": sides.get("prev"),
         "current": sides.get("current"),
         "chips": chips_out,
     }
+
+
+def _miss_of(analysis: Analysis, call: int) -> dict[str, Any] | None:
+    """The provider's miss at ``call`` (it read less than its rules predict), or None."""
+    misses = getattr(analysis, "misses", None)
+    if misses is None or misses.height == 0:
+        return None
+    rows = misses.filter(pl.col("call") == call)
+    if rows.height == 0:
+        return None
+    row = rows.row(0, named=True)
+    keys = ("cause", "tokens", "expected_read_tokens", "reported_cache_read_tokens", "cost_usd")
+    out = {key: row.get(key) for key in keys}
+    out["detail"] = clean(row.get("detail"))
+    return out
 
 
 def _segments_of(analysis: Analysis, call: int) -> dict[str, Any]:

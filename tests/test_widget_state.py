@@ -2,11 +2,13 @@
 
 import io
 import json
+from pathlib import Path
 
 import polars as pl
 import pytest
 
 import cacheviz
+from cacheviz import views
 from cacheviz.formats.native import record_line
 from cacheviz.widget import Inspector, inspect
 
@@ -190,3 +192,43 @@ def test_the_header_numbers_travel_in_meta(analysis):
     target = meta["target"]
     assert 0 <= target["hit_ratio"] <= 1
     assert set(meta["reported"]) == {"hit_ratio"}
+
+
+REALDATA = Path(__file__).resolve().parents[1].parent / "shared" / "realdata"
+
+
+def _real(folder: str, pattern: str) -> Path:
+    found = sorted((REALDATA / folder).glob(pattern)) if (REALDATA / folder).is_dir() else []
+    if not found:
+        pytest.skip("no ../shared/realdata")
+    return found[0]
+
+
+def test_reported_misses_are_marked_and_explained():
+    # defect 2: a real Codex session whose provider read less than the prefix offered
+    analysis = cacheviz.load(_real("codex_rollout", "*.jsonl")).analyze()
+    assert analysis.misses.height > 0
+    widget = Inspector(analysis)
+    timeline = _table(widget._timeline)
+    missed = timeline.filter(pl.col("miss"))["call"].to_list()
+    assert sorted(missed) == sorted(analysis.misses["call"].to_list())
+    assert timeline.filter(pl.col("miss"))["miss_tokens"].min() > 0
+    assert timeline["reported_read"].drop_nulls().len() > 0  # drawn against the prefix line
+    widget.selected_call = missed[0]
+    miss = widget._detail["miss"]
+    assert miss["cause"] in views.MISS_CAUSES
+    assert miss["tokens"] > 0 and miss["detail"]
+
+
+def test_billed_cost_and_sub_agents_travel_to_the_front_end():
+    # defect 1 and the thread tree, on a real Claude Code session with a sidechain
+    analysis = cacheviz.load(_real("claude_code_jsonl", "d-kimuson*5c0375b4*.jsonl")).analyze()
+    widget = Inspector(analysis)
+    meta = widget.meta
+    assert meta["billed_usd"] == pytest.approx(analysis.billed_usd)
+    costs = _table(widget._costs)
+    assert costs["billed_usd"].sum() == pytest.approx(analysis.billed_usd)
+    parents = dict(zip(meta["threads"], meta["thread_parents"], strict=True))
+    side = next(name for name in meta["threads"] if name.startswith("sidechain"))
+    assert meta["threads"][parents[side]] == "main"
+    assert meta["reported"]["hit_ratio"] is not None

@@ -22,7 +22,7 @@ import { formatNumber, formatShare, formatTime, formatTokens, formatUsd, humaniz
 const KNOWN = new Set([
   "call", "drift", "input_tokens", "prefix_tokens", "new_tokens", "part", "position",
   "label", "cause", "detail", "token_offset", "tokens_lost", "cost_usd", "prev", "current", "chips",
-  "error", "message", "segments", "segments_truncated", "content", "thread",
+  "error", "message", "segments", "segments_truncated", "content", "thread", "miss", "material",
 ]);
 
 /** Keys the call summary shows when the timeline has the call. */
@@ -59,9 +59,10 @@ export function renderDetail(doc, body, state) {
       out.push(h(doc, "p", { className: "cacheviz-detail__error", text: `Could not compute the detail: ${detail.error}` }));
     }
     if (detail.message) out.push(h(doc, "p", { className: "cacheviz-detail__note", text: String(detail.message) }));
+    if (detail.miss && typeof detail.miss === "object") out.push(missPart(doc, detail.miss));
     if (detail.drift) {
       out.push(...driftParts(doc, detail, state.meta));
-    } else if (!detail.error && !detail.message) {
+    } else if (!detail.error && !detail.message && !detail.miss) {
       out.push(
         h(doc, "p", {
           className: "cacheviz-detail__note",
@@ -356,5 +357,27 @@ function contentItem(doc, item) {
     h(doc, "span", { className: "cacheviz-content__label", text: truncate(String(item.label ?? ""), 200) }),
     h(doc, "span", { className: "cacheviz-content__meta", text: bits.filter(Boolean).join(" · ") }),
     h(doc, "pre", { text: String(item.text ?? "") }),
+  ]);
+}
+
+
+/**
+ * A miss the provider reported: it read less than the common prefix and its rules offered.
+ *
+ * @param {Document} doc
+ * @param {Record<string, any>} miss
+ */
+export function missPart(doc, miss) {
+  /** @type {[string, string | Node][]} */
+  const pairs = [
+    ["miss", h(doc, "span", { className: "cacheviz-detail__cause", text: miss.cause ? String(miss.cause) : "unknown" })],
+    ["expected cache read", formatTokens(miss.expected_read_tokens)],
+    ["reported cache read", formatTokens(miss.reported_cache_read_tokens)],
+    ["tokens not read", formatTokens(miss.tokens)],
+  ];
+  if (miss.cost_usd !== undefined) pairs.push(["miss cost", formatUsd(miss.cost_usd)]);
+  return h(doc, "div", { className: "cacheviz-detail__miss" }, [
+    facts(doc, "cacheviz-detail__facts", pairs),
+    miss.detail ? h(doc, "p", { className: "cacheviz-detail__note", text: String(miss.detail) }) : "",
   ]);
 }
