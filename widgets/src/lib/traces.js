@@ -466,7 +466,7 @@ export function foldUnlogged(bars, status) {
     for (let k = 0; k < b.y.length; k++) logged = Math.max(logged, b.base[k] + b.x[k] - (size.get(b.y[k]) ?? 0));
   }
   // the band is a fixed share of the logged span; logged tokens keep their scale
-  const band = Math.max(1, Math.round(logged * 0.08));
+  const band = Math.max(1, Math.round(logged * 0.12));
   return {
     band,
     map(call, offset) {
