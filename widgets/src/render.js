@@ -11,8 +11,8 @@ import { DETAIL_MAX, callTicks, clampWindow, overviewFigure, positionsOf, window
 import { h } from "./lib/dom.js";
 import * as plot from "./lib/plot.js";
 import { STATUS_HELP, STATUS_NAMES } from "./lib/constants.js";
-import { formatDuration } from "./lib/format.js";
-import { costFigure, hasCosts, selectionShapes, shapeFigure, timelineFigure } from "./lib/traces.js";
+import { formatDuration, plural } from "./lib/format.js";
+import { costFigure, foldedDrifts, hasCosts, selectionShapes, shapeFigure, timelineFigure } from "./lib/traces.js";
 import { renderDetail } from "./views/detail.js";
 import { createHeader } from "./views/header.js";
 import { compareTable, targetFacts } from "./views/providers.js";
@@ -316,7 +316,9 @@ function mount(model, el, hint) {
     if (!state.rows.length) return emptyPlot(timelinePanel, "No call matches the filter.");
     const fig = timelineFigure(t, windowRows(), meta(), figureOptions());
     const idle = formatDuration(meta().ttl_seconds ?? null);
-    timelinePanel.note.textContent = `matched prefix vs new tokens per call; dotted: cache read the provider reported; × drift, ▼ miss, ▲ idle > ${idle}; click a call`;
+    const folded = state.showCostless ? 0 : foldedDrifts(t, state.rows);
+    const foldNote = folded ? ` (+${plural(folded, "costless drift")} folded: tick “costless drifts” to show)` : "";
+    timelinePanel.note.textContent = `matched prefix vs new tokens per call; dotted: cache read the provider reported; × drift${foldNote}, ▼ miss, ▲ idle > ${idle}; click a call`;
     drawInto(timelinePanel, fig, (point) => select(callOf(point) ?? -1), 0);
   }
   function drawShape() {

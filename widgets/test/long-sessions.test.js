@@ -14,7 +14,7 @@ import { render, noCostMessage } from "../src/render.js";
 import { createMemoryModel } from "../src/lib/memory-model.js";
 import { decodeCosts, decodeShape, decodeTimeline, filterRows, threadTree, visibleRows } from "../src/lib/data.js";
 import { plural, usdTicks } from "../src/lib/format.js";
-import { costFigure, foldUnlogged, prefixSteps, shapeFigure, shapeHeight, timelineFigure, SHAPE_ROW_PX } from "../src/lib/traces.js";
+import { costFigure, foldUnlogged, foldedDrifts, prefixSteps, shapeFigure, shapeHeight, timelineFigure, SHAPE_ROW_PX } from "../src/lib/traces.js";
 import { statusBars } from "../src/lib/geometry.js";
 import { DEFAULT_WINDOW, DETAIL_MAX, binRows, clampWindow, overviewFigure, windowFromSelection } from "../src/lib/window.js";
 import { dataView, makeSession } from "./fixtures/session.js";
@@ -103,7 +103,7 @@ describe("defect 3: 2,000 calls stay readable", () => {
   it("bins drifts as counts instead of 1,000 overlapping markers", () => {
     const bins = binRows(timeline, rows);
     const total = bins.drifts.reduce((a, b) => a + b, 0);
-    expect(total).toBe(Array.from(timeline.drift).filter(Boolean).length);
+    expect(total).toBe(Array.from(timeline.material).filter(Boolean).length); // costless ones folded
     expect(bins.count.reduce((a, b) => a + b, 0)).toBe(2000);
   });
 
@@ -302,5 +302,30 @@ describe("filters by cause and search; the thread tree", () => {
       { index: 3, depth: 2 },
       { index: 2, depth: 0 },
     ]);
+  });
+});
+
+describe("costless drifts are folded", () => {
+  it("says how many, and shows them on request", () => {
+    const { s, timeline } = load({ calls: 40 });
+    const model = widgetModel(s);
+    render({ model, el });
+    const material = Array.from(timeline.material).filter(Boolean).length;
+    expect(material).toBeGreaterThan(0);
+    expect(material).toBeLessThan(Array.from(timeline.drift).filter(Boolean).length);
+    expect(el.querySelector(".cacheviz-panel:not([hidden]) .cacheviz-panel__note").textContent).toMatch(/\+\d+ costless drifts? folded/);
+    const line = drawn()[0];
+    expect(line.data[4].x).toHaveLength(material);
+    vi.mocked(plot.draw).mockClear();
+    const box = el.querySelector(".cacheviz-header__costless input");
+    box.checked = true;
+    box.dispatchEvent(new Event("change"));
+    const all = drawn()[0];
+    expect(all.data[4].x).toHaveLength(Array.from(timeline.drift).filter(Boolean).length);
+  });
+
+  it("counts the folded drifts in the timeline's note", () => {
+    const t = { drift: [true, true, false, true], material: [false, true, false, false] };
+    expect(foldedDrifts(t, [0, 1, 2, 3])).toBe(2);
   });
 });
