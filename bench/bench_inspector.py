@@ -110,12 +110,26 @@ def first_render(report: Path, tmp: Path, attempts: int = 3) -> list[float]:
 
 def main() -> None:
     global CALLS
+    baseline = measure_baseline()
     for calls in (2000, 10000):
         CALLS = calls
-        measure(calls)
+        measure(calls, baseline)
 
 
-def measure(calls: int) -> None:
+def measure_baseline() -> float:
+    """First render of a 10-call sample report in this run: the page's fixed cost."""
+    sample = HERE.parent / "sample_sessions" / "environment_details.jsonl"
+    with tempfile.TemporaryDirectory() as tmp:
+        report = write_report(cacheviz.load(sample).analyze(), Path(tmp) / "sample.html")
+        renders = first_render(report, Path(tmp))
+    print(
+        f"baseline (10-call sample report) first render: best {min(renders):.2f} s "
+        f"of {', '.join(f'{r:.2f}' for r in renders)}"
+    )
+    return min(renders)
+
+
+def measure(calls: int, baseline: float) -> None:
     """Print the budgets of one generated session of ``calls`` calls."""
     with tempfile.TemporaryDirectory() as tmp:
         log = session(Path(tmp) / "long.jsonl")
@@ -148,7 +162,7 @@ def measure(calls: int) -> None:
     print(
         "first render in headless chromium (navigation start to every chart drawn): "
         f"best {min(renders):.2f} s of {', '.join(f'{r:.2f}' for r in renders)} "
-        f"(budget {budget} s)"
+        f"(budget {budget} s); {min(renders) / baseline:.2f}x the 10-call baseline"
     )
 
 
