@@ -187,10 +187,10 @@ function mount(model, el, hint) {
   el.appendChild(root);
 
   const navButtons = [
-    navButton(doc, "◀ drift", "previous drift", () => stepCall(requireTimeline(), state.rows, selected(), -1, true)),
+    navButton(doc, "◀ drift", "previous drift or miss", () => stepCall(requireTimeline(), state.rows, selected(), -1, true)),
     navButton(doc, "◀ call", "previous call", () => stepCall(requireTimeline(), state.rows, selected(), -1, false)),
     navButton(doc, "call ▶", "next call", () => stepCall(requireTimeline(), state.rows, selected(), 1, false)),
-    navButton(doc, "drift ▶", "next drift", () => stepCall(requireTimeline(), state.rows, selected(), 1, true)),
+    navButton(doc, "drift ▶", "next drift or miss", () => stepCall(requireTimeline(), state.rows, selected(), 1, true)),
   ];
   nav.append(...navButtons.map((b) => b.button));
   for (const b of navButtons) {

@@ -317,7 +317,7 @@ export function threadCounts(timeline, nThreads) {
 
 /**
  * The call after (step 1) or before (step -1) `current` among `rows`, optionally only
- * drift calls; null when there is none. With no current call, the first (or last).
+ * drift and miss calls; null when there is none. With no current call, the first (or last).
  *
  * @param {Timeline} timeline
  * @param {number[]} rows visible rows in call order
@@ -327,7 +327,7 @@ export function threadCounts(timeline, nThreads) {
  * @returns {number | null}
  */
 export function stepCall(timeline, rows, current, step, driftsOnly) {
-  const ok = (/** @type {number} */ r) => !driftsOnly || Boolean(timeline.drift[r]);
+  const ok = (/** @type {number} */ r) => !driftsOnly || Boolean(timeline.drift[r]) || Boolean(timeline.miss[r]);
   if (step > 0) {
     for (const r of rows) if (timeline.call[r] > current && ok(r)) return timeline.call[r];
   } else {

@@ -134,8 +134,12 @@ export function reportModel(data) {
       },
     },
   );
+  // inflate once the charts are drawn (the browser is idle), not in their way
+  const later = (/** @type {() => void} */ fn) =>
+    typeof requestIdleCallback === "function" ? requestIdleCallback(fn, { timeout: 1000 }) : setTimeout(fn, 0);
   if (pending) {
-    inflateJson(/** @type {string} */ (data.details_gz))
+    new Promise((resolve) => later(() => resolve(undefined)))
+      .then(() => inflateJson(/** @type {string} */ (data.details_gz)))
       .then((inflated) => {
         details = inflated?.calls ?? {};
         texts = inflated?.texts ?? {};
