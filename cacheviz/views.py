@@ -40,15 +40,10 @@ MISS_CAUSES = ("ttl_expired", "below_minimum", "no_breakpoint", "provider_side")
 SELF_HOSTED = ("vllm", "sglang")
 
 
-def thread_column(frame: pl.DataFrame) -> str:
-    """The frame's thread column (``thread``; ``lineage`` before the rename)."""
-    return "thread" if "thread" in frame.columns else "lineage"
-
-
 def timeline(analysis: Analysis, ttl_seconds: int = DEFAULT_TTL) -> pl.DataFrame:
     """One row per call: tokens, prefix line, drift, idle gaps, reported read, misses."""
     calls = analysis.calls
-    thread = thread_column(calls)
+    thread = "thread"
     threads = _threads(analysis)
     drift_frame = analysis.drifts
     material = (
@@ -99,7 +94,7 @@ def timeline(analysis: Analysis, ttl_seconds: int = DEFAULT_TTL) -> pl.DataFrame
 
 def _threads(analysis: Analysis) -> list[str]:
     calls = analysis.calls
-    return calls[thread_column(calls)].unique(maintain_order=True).to_list()
+    return calls["thread"].unique(maintain_order=True).to_list()
 
 
 def _thread_parents(analysis: Analysis) -> list[int]:
@@ -110,7 +105,7 @@ def _thread_parents(analysis: Analysis) -> list[int]:
         return [-1] * len(names)
     index = {name: i for i, name in enumerate(names)}
     parents = (
-        calls.group_by(thread_column(calls), maintain_order=True)
+        calls.group_by("thread", maintain_order=True)
         .agg(pl.col("parent_thread").drop_nulls().first())
         .rows()
     )
@@ -404,7 +399,7 @@ def drift_detail(
     row = calls.row(call, named=True)
     base = {
         "call": call,
-        "thread": clean(row[thread_column(calls)]),
+        "thread": clean(row["thread"]),
         "model": clean(row["model"]),
         "input_tokens": row["input_tokens"],
         "prefix_tokens": row["prefix_tokens"],
@@ -662,7 +657,7 @@ def opening_call(analysis: Analysis) -> int:
         return int(calls.sort("miss_tokens", descending=True, nulls_last=True)["index"][0])
     if calls.height == 0:
         return -1
-    thread = thread_column(calls)
+    thread = "thread"
     busiest = calls[thread].mode().sort()[0]
     main = calls.filter(pl.col(thread) == busiest)
     return int(main.sort("new_tokens", descending=True)["index"][0])

@@ -7,14 +7,14 @@ trait              direction  wire type         contents
 =================  =========  ================  ==========================================
 ``_timeline``      Py→JS      bytes (Arrow)     one row per call (:func:`views.timeline`)
 ``_shape``         Py→JS      bytes (Arrow)     status runs per call (:func:`views.shape_runs`)
-``_costs``         Py→JS      bytes (Arrow)     per call cost under the target
-``meta``           Py→JS      dict (JSON)       totals, names, target, provider comparison
+``_costs``         Py→JS      bytes (Arrow)     per call: simulated, ideal and billed cost
+``meta``           Py→JS      dict (JSON)       totals, threads, target, models, comparison
 ``selected_call``  both       int               the call every view highlights (-1: none)
-``_detail``        Py→JS      dict (JSON)       the selected call's drift, capped texts
+``_detail``        Py→JS      dict (JSON)       drift, miss, what the call sent (capped)
 ``status``         Py→JS      str               "simulating…", or an error to show
 =================  =========  ================  ==========================================
 
-Text never travels in bulk: the drift detail is computed for the selected call only.
+Text never travels in bulk: the detail is computed for the selected call only.
 """
 
 from __future__ import annotations
