@@ -147,6 +147,18 @@ def test_a_real_claude_code_session_with_a_sub_agent(tmp_path, page):
     # defect 1: the billed cost, labelled, next to the simulated one, with explanations
     assert "billed" in header.text_content() and "simulated" in header.text_content()
     assert root.locator(".cacheviz-header__totals-item[title]").count() >= 3
+    text = header.text_content()
+    assert "token scale" in text and "reconciliation" in text  # explained on hover
+    # defect 6: the main thread's prefix line never runs across the sub-agent's bars
+    segments = _plot(
+        page,
+        "Timeline",
+        "(() => { const t = div._fullData.find((d) => d.name === 'common prefix');"
+        " const out = []; for (let k = 0; k + 1 < t.x.length; k++)"
+        " if (t.x[k] !== null && t.x[k + 1] !== null) out.push(Math.abs(t.x[k + 1] - t.x[k]));"
+        " return out; })()",
+    )
+    assert segments and max(segments) <= 1
     # the sub-agent sits under its parent in the thread tree
     options = root.locator(".cacheviz-header__thread option").all_text_contents()
     assert any("└ sidechain" in option for option in options)
@@ -185,4 +197,30 @@ def test_a_real_claude_code_session_with_a_sub_agent(tmp_path, page):
     if SCREENSHOTS:
         page.evaluate("() => window.scrollTo(0, 0)")
         page.screenshot(path=str(DOCS / "inspector-claude-code.png"), full_page=False)
+    assert page.blocked == [] and page.errors == []
+
+
+def test_a_real_codex_session_with_misses(tmp_path, page):
+    # defect 2: the misses the provider reported are marked on the timeline and explained
+    source = _real("codex_rollout", "*.jsonl")
+    report = tmp_path / "codex.html"
+    assert cli.main(["report", str(source), "-o", str(report)]) == 0
+    page.goto(report.as_uri())
+    page.wait_for_function(DRAWN)
+    marks = _plot(
+        page,
+        "Timeline",
+        "div._fullData.find((d) => d.name.startsWith('miss')).customdata",
+    )
+    assert marks
+    root = page.locator(".cacheviz-inspector")
+    assert "misses" in root.locator(".cacheviz-header").text_content()
+    # the report opens on the largest miss, and says why it happened
+    detail = root.locator(".cacheviz-detail__miss")
+    detail.wait_for()
+    assert "expected cache read" in detail.text_content()
+    # the filter shows only the misses
+    root.locator(".cacheviz-header__cause select").select_option("miss")
+    shown = _plot(page, "Timeline", "div._fullData[0].customdata")
+    assert sorted(shown) == sorted(marks)
     assert page.blocked == [] and page.errors == []

@@ -111,6 +111,8 @@ export function createHeader(doc, actions) {
     if (!filtered && (reportedHit !== "—" || simulatedHit !== "—")) {
       pairs.push(["hit ratio reported / simulated", `${reportedHit} / ${simulatedHit}`, HELP.hit]);
     }
+    if (target && isNumber(target.token_scale)) pairs.push(["token scale", target.token_scale.toFixed(3), HELP.scale]);
+    if (target && isNumber(target.score)) pairs.push(["reconciliation", formatPercent(target.score, 0), HELP.reconciliation]);
     if (sums) {
       pairs.push(
         ["input tokens", formatTokens(sums.input_tokens)],
