@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, TextIO
 
+from cacheviz._visible import visible
 from cacheviz.analysis import Analysis
 from cacheviz.errors import CacheVizError, CacheVizWarning
 from cacheviz.formats import READERS, load
@@ -93,6 +94,11 @@ def _parser() -> argparse.ArgumentParser:
     report.add_argument("-o", "--output", help="the .html file to write (default: <input>.html)")
     report.add_argument("--provider", help="the provider whose costs the report shows")
     report.add_argument("--model", help="price every call as this model")
+    report.add_argument(
+        "--no-redact",
+        action="store_true",
+        help="keep secrets in the report (local debugging only; never share the file)",
+    )
     commands.add_parser("formats", help="list the transcript formats cacheviz reads")
     return parser
 
@@ -335,7 +341,31 @@ def _print_compare(frame: Any, out: TextIO) -> None:
         )
 
 
+def _refuse_overwriting_input(args: argparse.Namespace) -> None:
+    """Refuse an output path that resolves to the input (or a file read with it)."""
+    output = getattr(args, "output", None)
+    if output is None or args.path == "-":
+        return
+    target = Path(output).resolve()
+    source = Path(args.path).resolve()
+    # a folder's files, and a Claude Code session's sub-agent logs, are inputs too
+    folder = source if source.is_dir() else source.parent / source.stem / "subagents"
+    same = target == source or folder in target.parents
+    if not same and target.exists():
+        try:
+            same = target.samefile(source)  # a hard link
+        except OSError:
+            same = False
+    if same:
+        msg = (
+            f"{output}: the output would overwrite the transcript being read ({args.path}); "
+            "choose another -o path"
+        )
+        raise CacheVizError(msg)
+
+
 def _run(args: argparse.Namespace) -> None:
+    _refuse_overwriting_input(args)
     analysis = _load(args)
     if args.command == "summary":
         doc = analysis.summary()
@@ -351,12 +381,21 @@ def _run(args: argparse.Namespace) -> None:
         else:
             _print_simulation(result.to_dict(), sys.stdout)
     elif args.command == "report":
+        from cacheviz.redact import redaction
         from cacheviz.report import write_report
 
         source = Path(args.path)
         default = source.with_suffix(".html") if source.is_file() else Path(f"{source}.html")
         output = args.output or default
-        written = write_report(analysis, output, provider=args.provider, model=args.model)
+        try:
+            with redaction(enabled=not args.no_redact):
+                written = write_report(analysis, output, provider=args.provider, model=args.model)
+        except OSError as exc:
+            msg = (
+                f"{output}: can't write the report ({exc.strerror or exc}); "
+                "check that the folder exists and is writable"
+            )
+            raise CacheVizError(msg) from None
         size = written.stat().st_size
         print(f"{written}  {size / 1e6:.1f} MB, {analysis.calls.height} calls, opens offline")
     else:
@@ -396,6 +435,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         for name, module in READERS.items():
             print(f"{name:<14} {module.DESCRIPTION}")
         return 0
+    stdout, stderr = sys.stdout, sys.stderr
+    sys.stdout, sys.stderr = _Visible(stdout), _Visible(stderr, keep_cr=True)
     try:
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always", CacheVizWarning)
@@ -403,13 +444,35 @@ def main(argv: Sequence[str] | None = None) -> int:
         for warning in caught:
             if issubclass(warning.category, CacheVizWarning):
                 print(f"cacheviz: warning: {warning.message}", file=sys.stderr)
+    except BrokenPipeError:
+        raise  # the reader went away (`| head`): run() exits quietly
     except CacheVizError as exc:
         print(f"cacheviz: error: {exc}", file=sys.stderr)
         return 2
-    except (OSError, ValueError) as exc:
+    except OSError as exc:  # name the file the error is about, not always the input
+        where = exc.filename if exc.filename is not None else args.path
+        print(f"cacheviz: error: {where}: {exc.strerror or exc}", file=sys.stderr)
+        return 2
+    except ValueError as exc:
         print(f"cacheviz: error: {args.path}: {exc}", file=sys.stderr)
         return 2
+    finally:
+        sys.stdout, sys.stderr = stdout, stderr
     return 0
+
+
+class _Visible:
+    """A text stream that shows control and bidi characters as escapes (see ``visible``)."""
+
+    def __init__(self, stream: TextIO, *, keep_cr: bool = False) -> None:
+        self.stream = stream
+        self.keep_cr = keep_cr
+
+    def write(self, text: str) -> int:
+        return self.stream.write(visible(text, keep_cr=self.keep_cr))
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.stream, name)
 
 
 def run() -> None:
@@ -417,7 +480,7 @@ def run() -> None:
     try:
         status = main()
         sys.stdout.flush()
-    except BrokenPipeError:  # e.g. `cacheviz summary x | head`
+    except BrokenPipeError:  # e.g. `cacheviz summary x | head`: exit quietly
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
         status = 0
