@@ -163,7 +163,7 @@ function mount(model, el, hint) {
     ]),
     " (hover a status for what it means)",
   );
-  const detailPanel = panel(doc, "Drift detail", "", false);
+  const detailPanel = panel(doc, "Call detail", "", false);
   const nav = h(doc, "div", { className: "cacheviz-detail__nav" });
   detailPanel.head.append(nav);
   detailPanel.section.classList.add("cacheviz-detail");

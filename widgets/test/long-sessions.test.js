@@ -329,3 +329,29 @@ describe("costless drifts are folded", () => {
     expect(foldedDrifts(t, [0, 1, 2, 3])).toBe(2);
   });
 });
+
+describe("defect 11: the content browser", () => {
+  it("lists what the call sent and the logged system prompt and tools, as text", async () => {
+    const { contentBrowser } = await import("../src/views/detail.js");
+    const hostile = "<img src=x onerror=alert(1)>";
+    const box = contentBrowser(document, {
+      sent: [
+        { label: "user#4", part: "messages", role: "user", tokens: 120, status: "new", text: `run the tests ${hostile}` },
+        { label: "assistant#5", part: "messages", role: "assistant", tokens: 40, status: "new", text: "tool_use bash\n{\"cmd\": \"pytest\"}" },
+      ],
+      sent_more: 3,
+      context: [{ label: "system[0]", part: "system", tokens: 900, status: "same", text: "You are Claude Code." }],
+      unlogged_tokens: 18000,
+    });
+    expect(box.querySelector(".cacheviz-content__sent summary").textContent).toBe(
+      "What this call sent past the common prefix: 2 segments, 160 tokens (+3 more not listed)",
+    );
+    const items = box.querySelectorAll(".cacheviz-content__sent .cacheviz-content__item");
+    expect(items).toHaveLength(2);
+    expect(items[0].querySelector("pre").textContent).toBe(`run the tests ${hostile}`);
+    expect(items[0].querySelector(".cacheviz-content__meta").textContent).toBe("messages · user · 120 tokens · new");
+    expect(box.querySelector(".cacheviz-content__context").textContent).toContain("You are Claude Code.");
+    expect(box.textContent).toContain("≈18,000 tokens of unlogged prefix");
+    expect(box.querySelectorAll("img, script")).toHaveLength(0);
+  });
+});
