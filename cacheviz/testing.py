@@ -56,7 +56,8 @@ def assert_cache_friendly(
         ]
         where = f" in {result.path}" if result.path else ""
         raise AssertionError(
-            f"the prompt cache layout broke{where}:\n" + "\n".join(lines)
+            f"the prompt cache layout broke{where}:\n"
+            + "\n".join(lines)
             + "\n(allow=[...] tolerates a rule; docs/check.md explains each one)"
         )
     return result

@@ -66,9 +66,7 @@ class CheckResult:
         return {"path": self.path, "findings": [f.to_dict() for f in self.findings]}
 
     def __repr__(self) -> str:
-        counts = ", ".join(
-            f"{sum(f.severity == s for f in self.findings)} {s}" for s in SEVERITIES
-        )
+        counts = ", ".join(f"{sum(f.severity == s for f in self.findings)} {s}" for s in SEVERITIES)
         return f"<CheckResult {self.path} {counts}>"
 
 

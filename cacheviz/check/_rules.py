@@ -139,8 +139,7 @@ RULES: dict[str, Rule] = {
             "subagent_misaligned",
             "warning",
             "A sub-agent or side call almost shares its parent's prefix but differs",
-            "KV-cache guide, consistency design 'sub-agent byte alignment' (子 Agent 字节级"
-            "对齐)",
+            "KV-cache guide, consistency design 'sub-agent byte alignment' (子 Agent 字节级对齐)",
             "A child that uses the parent's model and nearly its system prompt and tools "
             "could read the parent's cached prefix; a few different bytes (a value, a tool, a "
             "parameter) make it pay for the whole prefix again.",

@@ -10,8 +10,10 @@ from __future__ import annotations
 import difflib
 import json
 import re
+from itertools import pairwise
 from typing import Any
 
+from cacheviz._seq import common_prefix
 from cacheviz.check._context import Context, Finding
 from cacheviz.check._rules import RULES
 from cacheviz.check.drift_rules import call_list, snip
@@ -59,13 +61,11 @@ def text_format(ctx: Context) -> list[Finding]:
             if why is None:
                 continue
             flagged_blocks.setdefault(call.index, set()).add((block.part, block.position))
-            calls, first = by_thread.setdefault(ctx.thread_of(call.index), ([], why))
+            calls, _ = by_thread.setdefault(ctx.thread_of(call.index), ([], why))
             if not calls or calls[-1] != call.index:
                 calls.append(call.index)
     claimed = [
-        d
-        for d in ctx.drifts
-        if (d["part"], d["position"]) in flagged_blocks.get(d["call"], set())
+        d for d in ctx.drifts if (d["part"], d["position"]) in flagged_blocks.get(d["call"], set())
     ]
     ctx.claimed.update(d["call"] for d in claimed)
     rule = RULES["text_format"]
@@ -103,7 +103,7 @@ def thinking_config(ctx: Context) -> list[Finding]:
     drifts_at = {d["call"]: d for d in ctx.drifts}
     for thread, indexes in ctx.threads.items():
         changes: list[tuple[int, str, str]] = []
-        for before, call in zip(indexes, indexes[1:], strict=False):
+        for before, call in pairwise(indexes):
             old = _thinking(ctx.session_calls[before].params)
             new = _thinking(ctx.session_calls[call].params)
             if old != new:
@@ -138,23 +138,46 @@ def _lines(text: str) -> list[str]:
 
 
 def _similarity(a: str, b: str) -> float:
-    """Share of the characters of ``b``'s lines that are lines of ``a`` too."""
+    """How much of ``b`` is ``a``: its lines found in ``a``, or a shared head and tail.
+
+    The line share catches moved or swapped lines; the head-and-tail share catches one
+    value changed inside a long line.
+    """
     mine = _lines(b)
     if not mine:
         return 1.0 if not _lines(a) else 0.0
     theirs = set(_lines(a))
-    return sum(len(line) for line in mine if line in theirs) / sum(len(line) for line in mine)
+    by_line = sum(len(line) for line in mine if line in theirs) / sum(len(line) for line in mine)
+    head = common_prefix(a, b)
+    tail = common_prefix(a[head:][::-1], b[head:][::-1])
+    return max(by_line, (head + tail) / max(len(a), len(b)))
 
 
-def _line_diffs(a: str, b: str) -> list[tuple[str, str]]:
-    """``(old, new)`` line pairs that differ between two system prompts (first 3)."""
+def _line_diffs(a: str, b: str) -> list[tuple[str, str, str]]:
+    """``(slot, old, new)`` for each differing line (or run of lines) of two prompts.
+
+    ``slot`` names the place in ``a`` (a line number or range), so the values several
+    prompts put at one place can be gathered.
+    """
     old, new = _lines(a), _lines(b)
     pairs = []
     matcher = difflib.SequenceMatcher(None, old, new, autojunk=False)
     for tag, i1, i2, j1, j2 in matcher.get_opcodes():
-        if tag != "equal":
-            pairs.append(("\n".join(old[i1:i2]), "\n".join(new[j1:j2])))
+        if tag == "equal":
+            continue
+        if i2 - i1 == j2 - j1:
+            pairs += [(str(i1 + k), old[i1 + k], new[j1 + k]) for k in range(i2 - i1)]
+        else:
+            pairs.append((f"{i1}:{i2}", "\n".join(old[i1:i2]), "\n".join(new[j1:j2])))
     return pairs
+
+
+def _around(old: str, new: str) -> str:
+    """``'…old…' → '…new…'`` around the first differing character."""
+    at = common_prefix(old, new)
+    start = max(0, at - 20)
+    lead = "…" if start else ""
+    return f"{lead + snip(old[start:], 50)!r} → {lead + snip(new[start:], 50)!r}"
 
 
 def _tool_diff(parent: list[tuple[str, str]], child: list[tuple[str, str]]) -> list[str]:
@@ -176,7 +199,8 @@ def _tool_diff(parent: list[tuple[str, str]], child: list[tuple[str, str]]) -> l
 
 
 def _keyed(params: dict[str, Any]) -> dict[str, str]:
-    return {k: json.dumps(params[k], sort_keys=True, default=str) for k in _KEYED_PARAMS if k in params}
+    chosen = (k for k in _KEYED_PARAMS if k in params)
+    return {k: json.dumps(params[k], sort_keys=True, default=str) for k in chosen}
 
 
 def _parent_thread(ctx: Context, thread: str) -> str | None:
@@ -220,7 +244,7 @@ def subagent_misaligned(ctx: Context) -> list[Finding]:
         differences = _tool_diff(tools_p, tools_c)
         if sys_p != sys_c:
             pairs = _line_diffs(sys_p, sys_c)
-            shown = "; ".join(f"{snip(a, 50)!r} → {snip(b, 50)!r}" for a, b in pairs[:2])
+            shown = "; ".join(_around(a, b) for _, a, b in pairs[:2])
             differences.append(f"system prompt differs: {shown}")
         param_diffs = [
             f"{k}: {params_p.get(k, 'unset')} → {params_c.get(k, 'unset')}"
@@ -279,8 +303,8 @@ def prefix_variants(ctx: Context) -> list[Finding]:
         reference = firsts[0]
         slots: dict[str, set[str]] = {}
         for call in prefixes.values():
-            for old, new in _line_diffs(ctx.system_text(reference), ctx.system_text(call)):
-                slots.setdefault(old, {old}).add(new)
+            for slot, old, new in _line_diffs(ctx.system_text(reference), ctx.system_text(call)):
+                slots.setdefault(slot, {old}).add(new)
         tool_sets = [tuple(n for n, _ in ctx.tools(c)) for c in prefixes.values()]
         if len(set(tool_sets)) > 1:
             slots.setdefault("tools", set()).update(", ".join(t) or "none" for t in tool_sets)

@@ -8,6 +8,7 @@ with the dated prices. Without timestamps or prices the finding says so (cost ``
 
 from __future__ import annotations
 
+from itertools import pairwise
 from typing import Any
 
 from cacheviz.check._context import Context, Finding
@@ -64,7 +65,7 @@ def ttl_gaps(ctx: Context) -> list[Finding]:
     gaps: dict[str, list[tuple[int, float]]] = {}
     providers: dict[str, str] = {}
     for thread, indexes in ctx.threads.items():
-        for before, call in zip(indexes, indexes[1:], strict=False):
+        for before, call in pairwise(indexes):
             row, prev = ctx.calls[call], ctx.calls[before]
             if row["ts"] is None or prev["ts"] is None:
                 continue
