@@ -6,7 +6,7 @@ skipped. One API response is written as several ``assistant`` lines sharing
 ``message.id`` (one content block each, each repeating the usage): they are one call,
 whose usage is the last line's. ``isSidechain`` records (a Task sub-agent inlined) and
 the files of ``<session>/subagents/agent-*.jsonl`` beside the session file are separate
-lineages. The log holds the conversation only: requests are rebuilt with an unlogged
+threads. The log holds the conversation only: requests are rebuilt with an unlogged
 prefix (system prompt + tools) sized from the first call's reported usage.
 """
 
@@ -54,10 +54,10 @@ def _blocks_of(content: Any) -> list[Any]:
 class _SessionFile:
     """The state of reading one file: its threads and the calls made so far."""
 
-    def __init__(self, reader: LineReader, store: BlockStore, lineage: str | None) -> None:
+    def __init__(self, reader: LineReader, store: BlockStore, thread: str | None) -> None:
         self.reader = reader
         self.store = store
-        self.lineage = lineage  # a sub-agent file is one lineage
+        self.thread = thread  # a sub-agent file is one thread
         self.threads: dict[str, Thread] = {}
         self.thread_of: dict[str, str] = {}  # record uuid -> thread key
         self.seen: set[str] = set()
@@ -66,8 +66,8 @@ class _SessionFile:
         self.calls: list[Call] = []
 
     def _thread_key(self, record: dict[str, Any]) -> str:
-        if self.lineage is not None:
-            return self.lineage
+        if self.thread is not None:
+            return self.thread
         if not record.get("isSidechain"):
             return "main"
         parent = record.get("parentUuid")
@@ -160,9 +160,9 @@ class _SessionFile:
         self.responses[str(response_id)] = (call, key, len(thread.messages) - 1)
 
 
-def _read_file(path: Path, store: BlockStore, lineage: str | None, errors: str) -> LineReader:
+def _read_file(path: Path, store: BlockStore, thread: str | None, errors: str) -> LineReader:
     reader = LineReader(path, errors=errors)
-    state = _SessionFile(reader, store, lineage)
+    state = _SessionFile(reader, store, thread)
     reader.each_record(state.add, "expected one Claude Code record per line")
     reader.calls = state.calls  # type: ignore[attr-defined]
     return reader
