@@ -576,3 +576,30 @@ def test_every_rule_is_documented():
     doc = (Path(__file__).resolve().parent.parent / "docs" / "check.md").read_text()
     for rule in RULES:
         assert f"`{rule}`" in doc
+
+
+@pytest.mark.parametrize("api", APIS)
+def test_break_below_any_cacheable_prefix_is_only_a_note(tmp_path, api):
+    # nothing under 1,024 tokens is cached by any provider: the break cost nothing
+    log = agent(api, turns=1, system=lambda c: [f"Short prompt. Time: 09:{c:02d}:17"])
+    result = run(tmp_path, log)
+    assert {(f.rule, f.severity) for f in result.findings} == {("dynamic_system", "info")}
+    assert not result.failed
+
+
+def test_real_transcripts_check_cleanly(realdata):
+    # every real transcript is checked without error; findings use the contract's ids
+    paths = [
+        p
+        for p in sorted(realdata.rglob("*"))
+        if p.is_file()
+        and p.suffix in (".jsonl", ".json", ".traj", ".history")
+        and "task_metadata" not in p.name
+        and "ui_messages" not in p.name
+    ]
+    assert paths
+    for path in paths:
+        result = check(path)
+        for finding in result.findings:
+            assert finding.rule in RULES and finding.calls and finding.message
+            assert finding.severity in ("error", "warning", "info")

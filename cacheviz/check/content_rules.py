@@ -32,6 +32,7 @@ _THINKING_PARAMS = ("thinking", "reasoning", "reasoning_effort")
 # differs in one of them can't read its parent's entry
 _KEYED_PARAMS = (*_THINKING_PARAMS, "tool_choice", "prompt_cache_key", "service_tier")
 _SIMILAR = 0.8  # share of a child's system lines (and of the tool names) equal to its parent's
+_MAX_EXPONENT = 8  # beyond that many varying places, 2^N says nothing useful
 _TEMPLATE = 0.6  # share of lines two threads' system prompts must have in common
 
 
@@ -313,11 +314,12 @@ def prefix_variants(ctx: Context) -> list[Finding]:
             for values in list(slots.values())[:4]
         )
         n = len(slots)
+        bound = f" (up to 2^{n} = {2**n} variants)" if n <= _MAX_EXPONENT else ""
         message = (
             f"{rule.title}: {len(prefixes)} distinct system+tools prefixes across "
             f"{len(cluster)} threads of {ctx.calls[reference]['model']} "
             f"({', '.join(repr(t) for t in cluster[:4])}{'…' if len(cluster) > 4 else ''}); "
-            f"{n} varying value(s) before the cache boundary (up to 2^{n} = {2**n} variants): "
+            f"{n} varying value(s) before the cache boundary{bound}: "
             f"{named}. {rule.why} Fix: {rule.fix}"
         )
         findings.append(
