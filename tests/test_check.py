@@ -603,3 +603,23 @@ def test_real_transcripts_check_cleanly(realdata):
         for finding in result.findings:
             assert finding.rule in RULES and finding.calls and finding.message
             assert finding.severity in ("error", "warning", "info")
+
+
+def test_issue_8_causes_map_to_their_rules(tmp_path):
+    # the diagnosis names env_details_stripped / params_changed / model_switch itself
+    path = agent(
+        "anthropic", system=lambda c: [SOUL, f"Current time: 09:{c:02d}:17", POLICY]
+    ).write(tmp_path / "log.jsonl")
+    analysis = cacheviz.load(path).analyze()
+    drifts = analysis.drifts
+
+    def with_cause(cause, part, detail):
+        analysis.drifts = drifts.with_columns(
+            cause=pl.lit(cause), part=pl.lit(part), detail=pl.lit(detail)
+        )
+        return {f.rule for f in check(analysis).findings}
+
+    assert with_cause("env_details_stripped", "messages", "user#0") == {"env_details_stripped"}
+    assert with_cause("params_changed", "params", "thinking: on → off") == {"thinking_config"}
+    assert with_cause("params_changed", "params", "temperature: 0 → 1") == set()
+    assert with_cause("model_switch", "messages", "model changed") == set()

@@ -146,4 +146,8 @@ class Context:
             return False
         if "material" in self.analysis.drifts.columns:
             return all(d.get("material") is False for d in drifts)
-        return all(self.calls[d["prev_call"]]["input_tokens"] < MIN_CACHEABLE for d in drifts)
+        return all(
+            d.get("prev_call") is not None
+            and self.calls[d["prev_call"]]["input_tokens"] < MIN_CACHEABLE
+            for d in drifts
+        )

@@ -94,6 +94,9 @@ def text_format(ctx: Context) -> list[Finding]:
 
 def _thinking(params: dict[str, Any]) -> str:
     chosen = {k: params[k] for k in _THINKING_PARAMS if k in params}
+    generation = params.get("generationConfig")  # Gemini
+    if isinstance(generation, dict) and "thinkingConfig" in generation:
+        chosen["thinkingConfig"] = generation["thinkingConfig"]
     return json.dumps(chosen, sort_keys=True, default=str) if chosen else "off"
 
 

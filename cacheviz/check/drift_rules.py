@@ -92,6 +92,8 @@ def classify(ctx: Context, drift: dict[str, Any]) -> str | None:
         return "sliding_window"
     if part in ("tools", "system"):
         return "dynamic_profile" if _is_profile(ctx, drift) else "dynamic_system"
+    if part != "messages":
+        return None
     if _THINKING_DROPPED in detail:
         return "thinking_config"
     if _is_env_stripped(ctx, drift):
