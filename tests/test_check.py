@@ -56,7 +56,9 @@ def render(api: str, history: list[tuple]) -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = []
     for item in history:
         if item[0] in ("user", "assistant"):
-            out.append({"role": item[0], "content": item[1]})
+            text = item[1]
+            content = [{"type": "text", "text": text}] if api == "anthropic" else text
+            out.append({"role": item[0], "content": content})
             continue
         _, name, path, result = item
         call_id = "call_" + path.replace("/", "_").replace(".", "_")
@@ -102,7 +104,12 @@ def body(api: str, system: list[str], tools: list, messages: list, **params) -> 
             out["system"] = [{"type": "text", "text": s} for s in system]
             out["system"][-1]["cache_control"] = {"type": "ephemeral"}
         out["tools"] = tools
-        out["messages"] = messages
+        # breakpoints as Claude Code sets them: end of system, the latest message
+        last = messages[-1]
+        content = last["content"]
+        blocks = [{"type": "text", "text": content}] if isinstance(content, str) else list(content)
+        blocks[-1] = {**blocks[-1], "cache_control": {"type": "ephemeral"}}
+        out["messages"] = [*messages[:-1], {**last, "content": blocks}]
         return out
     return {
         "model": model,
@@ -196,7 +203,9 @@ def test_dynamic_system_timestamp_in_the_system_prompt(tmp_path, api):
     assert (
         "timestamp" in finding.message and "Current time: 2026-03-02T09:01:17Z" in finding.message
     )
-    assert finding.cost_usd is None  # no drift cost in the analysis: never a guessed number
+    # the cost is the drifts' own what-if, summed
+    drifts = cacheviz.load(tmp_path / f"{api}.jsonl").analyze().drifts
+    assert finding.cost_usd == pytest.approx(drifts["cost_usd"].sum()) and finding.cost_usd > 0
     assert result.exit_status == 1
 
 
@@ -296,8 +305,9 @@ def test_compaction_instead_of_a_window_is_only_a_note(tmp_path, api):
         return [summary, ("assistant", "Understood."), *history[cut[0] :]]
 
     result = run(tmp_path, agent(api, turns=4, messages=messages))
-    assert rules_of(result) == {"history_rewrite"}
-    assert {f.severity for f in result.findings} == {"info"}
+    # the summary starts a new thread (or, as a drift, a note): no warning, exit 0
+    assert {f.severity for f in result.findings} <= {"info"}
+    assert rules_of(result) <= {"history_rewrite"}
     assert result.exit_status == 0
 
 

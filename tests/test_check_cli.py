@@ -23,7 +23,7 @@ DOCUMENTED = {
     "text_format": {"text_format": list(range(1, 10))},
     "environment_details": {"env_details_stripped": [3, 5, 8]},
     "unpinned_memory": {"dynamic_system": list(range(1, 8))},
-    "compaction": {"history_rewrite": [8]},
+    "compaction": {},  # the summary starts a new thread whose parent is the old one
     "side_calls": {},
 }
 
@@ -34,9 +34,9 @@ def test_each_sample_finds_exactly_its_documented_pattern(name):
     assert {f.rule: f.calls for f in result.findings} == DOCUMENTED[name]
 
 
-def test_compaction_is_a_note_and_passes():
+def test_compaction_passes():
     result = check(SAMPLES / "compaction.jsonl")
-    assert [f.severity for f in result.findings] == ["info"] and result.exit_status == 0
+    assert {f.severity for f in result.findings} <= {"info"} and result.exit_status == 0
 
 
 def test_exit_status_json_and_unreadable_input(tmp_path, capsys):
@@ -57,7 +57,7 @@ def test_exit_status_json_and_unreadable_input(tmp_path, capsys):
 def test_text_output_and_allow(capsys):
     assert main(["check", str(SAMPLES / "sliding_window.jsonl")]) == 1
     out = capsys.readouterr().out
-    assert out.startswith("error: sliding_window (calls [4, 5, 6, 7, 8, 9, 10, 11])")
+    assert out.startswith("error: sliding_window (calls [4, 5, 6, 7, 8, 9, 10, 11], costs $")
     path = str(SAMPLES / "sliding_window.jsonl")
     assert main(["check", path, "--allow", "sliding_window"]) == 0
 

@@ -208,22 +208,27 @@ def _keyed(params: dict[str, Any]) -> dict[str, str]:
 
 
 def _parent_thread(ctx: Context, thread: str) -> str | None:
-    """The parent of a sub-agent thread: named by the transcript, else inferred.
+    """The thread a sub-agent ran under: it started while that thread was running.
 
-    Inferred: the busiest other thread of the same model whose calls start before and
-    go on after the child's first call (the child ran inside it).
+    The parent the analysis names (``parent_thread``) when it has calls before and after
+    the child's first call; without one, the busiest other thread of the same model that
+    does. A thread that starts after its predecessor ended (a compaction, the next
+    session of a fleet log) is a top-level thread, not a sub-agent.
     """
-    named = ctx.parent_of(thread)
-    if named is not None:
-        return named if named in ctx.threads else None
     first = ctx.threads[thread][0]
+
+    def around(name: str) -> bool:
+        indexes = ctx.threads[name]
+        return name != thread and indexes[0] < first < indexes[-1]
+
+    named = ctx.parent_of(thread)
+    if named is not None and named in ctx.threads:
+        return named if around(named) else None
     model = ctx.calls[first]["model"]
     candidates = [
         (len(indexes), name)
         for name, indexes in ctx.threads.items()
-        if name != thread
-        and ctx.calls[indexes[0]]["model"] == model
-        and indexes[0] < first < indexes[-1]
+        if ctx.calls[indexes[0]]["model"] == model and around(name)
     ]
     return max(candidates)[1] if candidates else None
 
