@@ -127,7 +127,7 @@ class Log:
         self.lines: list[str] = []
         self.clock = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)
 
-    def add(self, payload: dict[str, Any], *, gap: float = 30, meta=None) -> None:
+    def add(self, payload: dict[str, Any], *, gap: float = 30, meta=None, usage=None) -> None:
         self.clock += timedelta(seconds=gap)
         self.lines.append(
             record_line(
@@ -137,6 +137,7 @@ class Log:
                 api="messages" if self.api == "anthropic" else "chat.completions",
                 ts=self.clock.isoformat().replace("+00:00", "Z"),
                 meta=meta,
+                usage=usage,
             )
         )
 
@@ -633,3 +634,25 @@ def test_issue_8_causes_map_to_their_rules(tmp_path):
     assert with_cause("params_changed", "params", "thinking: on → off") == {"thinking_config"}
     assert with_cause("params_changed", "params", "temperature: 0 → 1") == set()
     assert with_cause("model_switch", "messages", "model changed") == set()
+
+
+def test_ttl_gaps_confirmed_by_reported_usage(tmp_path):
+    # Anthropic reports no cache read after each 15-minute pause: TTL misses, not drifts
+    log = agent("anthropic", turns=3, gap=lambda turn, step: 900 if turn and step == 0 else 20)
+    for i, line in enumerate(log.lines):
+        record = json.loads(line)
+        cold = i in (0, 3, 6)
+        record["response"] = {
+            "usage": {
+                "input_tokens": 20,
+                "cache_read_input_tokens": 0 if cold else 1500,
+                "cache_creation_input_tokens": 1600 if cold else 100,
+                "output_tokens": 50,
+            }
+        }
+        log.lines[i] = json.dumps(record)
+    result = run(tmp_path, log)
+    assert rules_of(result) == {"ttl_gaps"}
+    finding = result.findings[0]
+    assert finding.calls == [3, 6]
+    assert "confirms 2 of them as TTL misses" in finding.message

@@ -59,6 +59,13 @@ def break_even(provider: str, model: str, at: Any = None) -> float | None:
     return (long - write) / (write - read)
 
 
+def _confirmed(confirmed: dict[str, set[int]], thread: str, calls: list[int]) -> str:
+    seen = confirmed.get(thread, set()) & set(calls)
+    if not seen:
+        return ""
+    return f" The provider's reported usage confirms {len(seen)} of them as TTL misses."
+
+
 def ttl_gaps(ctx: Context) -> list[Finding]:
     """Threads with idle gaps longer than their provider's TTL before a reusable prefix."""
     rule = RULES["ttl_gaps"]
@@ -75,12 +82,27 @@ def ttl_gaps(ctx: Context) -> list[Finding]:
             if ttl is not None and idle > ttl and reusable >= MIN_PREFIX:
                 gaps.setdefault(thread, []).append((call, idle))
                 providers[thread] = row["provider"]
+    confirmed: dict[str, set[int]] = {}  # calls the provider's usage shows as TTL misses
+    for row in ctx.calls:
+        if row.get("miss_cause") == "ttl_expired":
+            thread = row[ctx.thread_column]
+            confirmed.setdefault(thread, set()).add(row["index"])
+            if row["index"] not in {c for c, _ in gaps.get(thread, [])}:
+                prev = ctx.calls[row["prev_call"]] if row["prev_call"] is not None else None
+                idle = (
+                    (row["ts"] - prev["ts"]).total_seconds()
+                    if prev is not None and row["ts"] and prev["ts"]
+                    else 0.0
+                )
+                gaps.setdefault(thread, []).append((row["index"], idle))
+                providers[thread] = row["provider"]
     if not gaps:
         return []
     findings = []
     simulations: dict[tuple[str, str], Any] = {}
     for thread, found in gaps.items():
         provider = providers[thread]
+        found.sort()
         calls = [c for c, _ in found]
         key = (provider, "default")
         if key not in simulations:
@@ -124,7 +146,8 @@ def ttl_gaps(ctx: Context) -> list[Finding]:
         message = (
             f"{rule.title}: thread {thread!r} idles longer than its {provider} cache TTL "
             f"{len(found)} time(s) (longest {longest / 60:,.1f} min) before call(s) "
-            f"{call_list(calls)}, writing {tokens:,} reusable tokens again.{advice} "
+            f"{call_list(calls)}, writing {tokens:,} reusable tokens again."
+            f"{_confirmed(confirmed, thread, calls)}{advice} "
             f"{rule.why} Fix: {rule.fix}"
         )
         findings.append(
