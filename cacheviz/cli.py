@@ -1,7 +1,8 @@
 """The ``cacheviz`` command line.
 
 Exit status: 0 on success, 2 when the input or the arguments are wrong (one line on
-stderr saying where and what to do), 1 on an unexpected internal error.
+stderr saying where and what to do), 1 on an unexpected internal error or when
+``cacheviz check`` finds a warning or an error.
 """
 
 from __future__ import annotations
@@ -99,8 +100,46 @@ def _parser() -> argparse.ArgumentParser:
         action="store_true",
         help="keep secrets in the report (local debugging only; never share the file)",
     )
+    _check_parser(commands, common)
     commands.add_parser("formats", help="list the transcript formats cacheviz reads")
     return parser
+
+
+def _check_parser(commands: Any, common: argparse.ArgumentParser) -> None:
+    check = commands.add_parser(
+        "check",
+        parents=[common],
+        help="lint the session against the cache layout rules (exit 1 on findings)",
+    )
+    check.add_argument("--sarif", metavar="FILE", help="also write SARIF 2.1.0 (code scanning)")
+    check.add_argument("--junit", metavar="FILE", help="also write JUnit XML")
+    check.add_argument(
+        "--allow", action="append", default=[], metavar="RULE", help="ignore a rule (repeatable)"
+    )
+
+
+def _run_check(args: argparse.Namespace, analysis: Analysis) -> int:
+    """Print the findings, write SARIF / JUnit when asked; 1 when warnings or errors."""
+    from cacheviz import __version__
+    from cacheviz.check import check
+    from cacheviz.check.output import write_junit, write_sarif
+
+    result = check(analysis, allow=args.allow)
+    result.path = args.path
+    if args.sarif:
+        write_sarif(result, args.sarif, __version__)
+    if args.junit:
+        write_junit(result, args.junit)
+    if args.json:
+        _dump(result.to_dict())
+        return result.exit_status
+    for finding in result.findings:
+        cost = "" if finding.cost_usd is None else f", costs ${finding.cost_usd:,.4f}"
+        print(f"{finding.severity}: {finding.rule} (calls {finding.calls}{cost})")
+        print(f"  {finding.message}")
+    failing = sum(f.severity != "info" for f in result.findings)
+    print(f"{args.path}: {len(result.findings)} finding(s), {failing} warning(s)/error(s)")
+    return result.exit_status
 
 
 def _rules(args: argparse.Namespace) -> dict[str, Any]:
@@ -364,9 +403,11 @@ def _refuse_overwriting_input(args: argparse.Namespace) -> None:
         raise CacheVizError(msg)
 
 
-def _run(args: argparse.Namespace) -> None:
+def _run(args: argparse.Namespace) -> int:
     _refuse_overwriting_input(args)
     analysis = _load(args)
+    if args.command == "check":
+        return _run_check(args, analysis)
     if args.command == "summary":
         doc = analysis.summary()
         if args.json:
@@ -409,6 +450,7 @@ def _run(args: argparse.Namespace) -> None:
             _dump({"targets": frame.to_dicts()})
         else:
             _print_compare(frame, sys.stdout)
+    return 0
 
 
 def _recorded_provider(analysis: Analysis) -> str:
@@ -440,7 +482,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always", CacheVizWarning)
-            _run(args)
+            status = _run(args)
         for warning in caught:
             if issubclass(warning.category, CacheVizWarning):
                 print(f"cacheviz: warning: {warning.message}", file=sys.stderr)
@@ -458,7 +500,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     finally:
         sys.stdout, sys.stderr = stdout, stderr
-    return 0
+    return status
 
 
 class _Visible:
