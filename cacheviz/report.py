@@ -81,11 +81,13 @@ def report_data(
     ttl_seconds: int = views.DEFAULT_TTL,
 ) -> dict[str, Any]:
     """Everything the report shows, redacted, as a JSON-ready dict."""
-    from cacheviz.widget import DEFAULT_TARGETS, default_target
+    from cacheviz.widget import DEFAULT_TARGETS, default_target, model_choices
 
     chosen, chosen_model = default_target(analysis)
     provider = provider or chosen
     model = model if provider != chosen else (model or chosen_model)
+    if model is None and provider != chosen:  # another vendor: its comparable model
+        model = model_choices(analysis, provider)[1] or None
     simulation = analysis.simulate(provider, model, unpriced="skip")
     compare = analysis.compare(list(targets or DEFAULT_TARGETS))
     details = report_details(analysis, simulation)

@@ -88,3 +88,10 @@ def test_cli_report(leaky, tmp_path, capsys):
     out = tmp_path / "cli.html"
     assert cli.main(["report", str(leaky.session.path), "-o", str(out)]) == 0
     assert out.is_file() and "opens offline" in capsys.readouterr().out
+
+
+def test_another_provider_prices_its_comparable_model(leaky):
+    # defect 7: `--provider google` alone prices a Gemini model, not Claude-on-Vertex
+    meta = report_data(leaky, provider="google")["meta"]
+    assert meta["target"]["model"].startswith("gemini")
+    assert "approximate" in meta["target"]["warning"]

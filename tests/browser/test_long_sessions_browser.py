@@ -4,6 +4,7 @@ Claude Code sessions (skipped when ../shared/realdata is absent)."""
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 
 import pytest
@@ -190,6 +191,9 @@ def test_a_real_claude_code_session_with_a_sub_agent(tmp_path, page):
     assert xs == list(range(len(xs)))  # no empty slots for the other threads
     assert "shown call" in root.locator(".cacheviz-providers").text_content()
 
+    # defect 9: money ticks at round steps, no "$0.0087"
+    ticks = _plot(page, "Providers", "div._fullLayout.yaxis.ticktext")
+    assert ticks and all(re.fullmatch(r"\$\d+(\.\d{1,3})?|\$0\.0*[125]", t) for t in ticks), ticks
     # back to every thread; the content of a call (defect 11)
     thread.select_option("-1")
     root.locator(".cacheviz-detail__nav button", has_text="call ▶").click()
@@ -223,4 +227,17 @@ def test_a_real_codex_session_with_misses(tmp_path, page):
     root.locator(".cacheviz-header__cause select").select_option("miss")
     shown = _plot(page, "Timeline", "div._fullData[0].customdata")
     assert sorted(shown) == sorted(marks)
+    assert page.blocked == [] and page.errors == []
+
+
+def test_a_real_session_priced_under_another_vendor_says_so(tmp_path, page):
+    # defect 7: Claude tokens priced under Gemini rules carry a warning
+    source = _real("claude_code_jsonl", "d-kimuson*1af7fc5e*.jsonl")
+    report = tmp_path / "google.html"
+    assert cli.main(["report", str(source), "-o", str(report), "--provider", "google"]) == 0
+    page.goto(report.as_uri())
+    page.wait_for_function(DRAWN)
+    warning = page.locator(".cacheviz-providers__warning")
+    assert "anthropic" in warning.text_content() and "approximate" in warning.text_content()
+    assert "gemini" in page.locator(".cacheviz-providers__target").text_content()
     assert page.blocked == [] and page.errors == []
