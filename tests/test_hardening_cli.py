@@ -8,6 +8,7 @@ import pytest
 
 from cacheviz import cli
 from cacheviz._visible import visible
+from cacheviz.report import read_details
 
 ESCAPES = "\x1b]0;pwned\x07\x1b[31mred\x9b\u202eevil\u2066"
 
@@ -123,12 +124,24 @@ def test_visible_keeps_text_and_newlines():
 
 def test_report_keeps_secrets_only_when_asked(write_log, tmp_path):
     key = "sk-ant-api03-Zx9vQ2mL7pR4tY8wK3nB6cF1hJ5dS0gA2eU7iO9qW4rT6yP3uI8oL1kJ"
+    system = [{"type": "text", "text": "You are careful. " * 3000}]
     bodies = [
-        {"model": "claude-sonnet-4-5", "messages": [{"role": "user", "content": f"{key} {i}"}]}
+        {
+            "model": "claude-sonnet-4-5",
+            "system": system,
+            "messages": [
+                {"role": "user", "content": f"export KEY={key}\nstep {i}"},  # edited: a drift
+                {"role": "assistant", "content": "noted"},
+                {"role": "user", "content": "go on"},
+            ],
+        }
         for i in range(2)
     ]
     path = write_log(bodies)
     for flags, shown in (([], False), (["--no-redact"], True)):
         out = tmp_path / f"r{len(flags)}.html"
         assert cli.main(["report", str(path), "-o", str(out), *flags]) == 0
-        assert (key[20:40] in out.read_text()) is shown
+        embedded = out.read_text().split('id="cacheviz-data">', 1)[1].split("</script>", 1)[0]
+        data = json.loads(embedded)
+        text = json.dumps({**data, "details": read_details(data)})
+        assert (key[20:40] in text) is shown
