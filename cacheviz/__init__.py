@@ -15,6 +15,7 @@ from cacheviz.errors import (
     TranscriptError,
     UnknownFormatError,
 )
+from cacheviz.fleet import ScanResult, scan
 from cacheviz.formats import load
 from cacheviz.model import Session
 
@@ -33,6 +34,7 @@ __all__ = [
     "CacheVizError",
     "CacheVizWarning",
     "EncodingUnavailableError",
+    "ScanResult",
     "Session",
     "TranscriptError",
     "UnknownFormatError",
@@ -40,4 +42,5 @@ __all__ = [
     "analyze",
     "inspect",
     "load",
+    "scan",
 ]

@@ -14,6 +14,7 @@ from cacheviz.formats import (
     claude_code,
     claude_trace,
     cline,
+    cline_ui,
     codex,
     gemini_cli,
     inspect_log,
@@ -21,6 +22,7 @@ from cacheviz.formats import (
     openai_log,
     openhands,
     swe_agent,
+    whale_usage,
 )
 from cacheviz.model import Session
 
@@ -38,6 +40,8 @@ READERS: dict[str, ModuleType] = {
         openhands,
         swe_agent,
         aider,
+        whale_usage,  # usage-only readers (USAGE_ONLY = True)
+        cline_ui,
     )
 }
 _HEAD_BYTES = 1 << 20

@@ -1,0 +1,7 @@
+"""Many sessions at once: ``cacheviz scan`` (walk, analyse in parallel, cache, roll up)."""
+
+from __future__ import annotations
+
+from cacheviz.fleet.scan import ScanResult, scan
+
+__all__ = ["ScanResult", "scan"]

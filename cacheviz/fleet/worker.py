@@ -1,0 +1,210 @@
+"""The per-unit function of a scan: load, analyse, and flatten one session into rows.
+
+It runs in worker processes (or on any ``concurrent.futures.Executor``), so its input
+and output are plain picklable values: a :class:`~cacheviz.fleet.walk.Unit` in, a
+:class:`UnitResult` of small polars frames out. Nothing here depends on other units;
+de-duplication across files happens afterwards (:mod:`cacheviz.fleet.scan`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import warnings
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+
+from cacheviz import _schema
+from cacheviz.errors import CacheVizError, UnknownFormatError, UnknownModelError
+from cacheviz.fleet.walk import Unit
+from cacheviz.formats import READERS, detect
+from cacheviz.model import OPAQUE, Session
+from cacheviz.pricing import PriceBook
+
+_HASH_CHUNK = 1 << 20
+
+
+@dataclass(slots=True)
+class UnitResult:
+    """What one unit gave: its rows, or why it gave none."""
+
+    path: str
+    status: str  # "ok" | "failed" | "unknown" | "unchanged" (content hash as cached)
+    content_hash: str
+    format: str | None = None
+    error: str | None = None
+    warnings: list[str] = field(default_factory=list)
+    calls: pl.DataFrame | None = None
+    drifts: pl.DataFrame | None = None
+    misses: pl.DataFrame | None = None
+
+
+def content_hash(members: tuple[Path, ...]) -> str:
+    """BLAKE2b over the bytes of every member file (names included), hex."""
+    digest = hashlib.blake2b(digest_size=16)
+    for path in members:
+        digest.update(path.name.encode("utf-8", "surrogateescape") + b"\0")
+        with path.open("rb") as handle:
+            while chunk := handle.read(_HASH_CHUNK):
+                digest.update(chunk)
+    return digest.hexdigest()
+
+
+def run_unit(unit: Unit, known_hash: str | None = None, prices: str | None = None) -> UnitResult:
+    """Load and analyse one unit; never raises for bad input (it is reported instead).
+
+    Parameters
+    ----------
+    unit
+        The session to read.
+    known_hash
+        The content hash the scan cache holds for this path; when the files still hash to
+        it, nothing is analysed (``status="unchanged"``).
+    prices
+        A user price file, as for ``--prices``.
+    """
+    try:
+        digest = content_hash(unit.members)
+    except OSError as exc:
+        return UnitResult(str(unit.path), "failed", "", error=f"{unit.path}: {exc.strerror}")
+    if known_hash is not None and digest == known_hash:
+        return UnitResult(str(unit.path), "unchanged", digest)
+    try:
+        fmt = detect(unit.path)
+    except UnknownFormatError:
+        return UnitResult(str(unit.path), "unknown", digest)
+    except (CacheVizError, OSError, ValueError) as exc:
+        return UnitResult(str(unit.path), "failed", digest, error=_one_line(exc, unit.path))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            session = READERS[fmt].read(unit.path, errors="raise")
+            analysis = session.analyze()
+            calls, drifts, misses = _rows(unit, fmt, session, analysis, PriceBook(prices))
+        except (CacheVizError, OSError, ValueError, RecursionError) as exc:
+            return UnitResult(
+                str(unit.path), "failed", digest, format=fmt, error=_one_line(exc, unit.path)
+            )
+    notes = [str(w.message).splitlines()[0] for w in caught]
+    return UnitResult(str(unit.path), "ok", digest, fmt, None, notes, calls, drifts, misses)
+
+
+def run_batch(
+    units: list[Unit], known: list[str | None], prices: str | None = None
+) -> list[UnitResult]:
+    """:func:`run_unit` over a batch (one task per batch keeps process overhead low)."""
+    return [run_unit(u, k, prices) for u, k in zip(units, known, strict=True)]
+
+
+def _one_line(exc: BaseException, path: Path) -> str:
+    text = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+    return text if str(path) in text else f"{path}: {text}"
+
+
+def _billed(call: dict[str, Any], rates: Any) -> tuple[float | None, str | None]:
+    """Reported usage x the model's dated prices (the same Rates.cost the simulators use)."""
+    total, read = call["reported_input_tokens"], call["reported_cache_read_tokens"] or 0
+    write, long = call["reported_cache_write_tokens"] or 0, call["reported_cache_write_1h_tokens"]
+    if total is None:
+        return None, None
+    try:
+        found = rates(call["model"], call["ts"], total)
+    except UnknownModelError:
+        return None, call["model"]
+    cost = found.cost(
+        uncached=max(0, total - read - write),
+        cache_read=read,
+        cache_write=write,
+        cache_write_1h=long or 0,
+        output=call["reported_output_tokens"],
+    )
+    return cost, None
+
+
+def _rows(
+    unit: Unit, fmt: str, session: Session, analysis: Any, book: PriceBook
+) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame]:
+    from cacheviz.simulate import _Prices
+
+    frame = analysis.calls
+    thread_col = "thread" if "thread" in frame.columns else "lineage"
+    usage_only = bool(getattr(READERS[fmt], "USAGE_ONLY", False))
+    by_index = {c.index: c for c in session.calls}
+    opaque = {h for h, c in session.contents.items() if c.kind == OPAQUE}
+    prices: dict[str, Any] = {}
+    cols: dict[str, list[Any]] = {name: [] for name in _schema.SCAN_CALLS}
+    path = str(unit.path)
+    for row in frame.iter_rows(named=True):
+        call = by_index[row["index"]]
+        meta = call.meta
+        billed = row.get("billed_usd")
+        if "billed_usd" not in row:
+            rates = prices.get(call.provider)
+            if rates is None:
+                rates = prices[call.provider] = _Prices(book, call.provider)
+            billed, _ = _billed(row, rates)
+        fingerprint = meta.get("prefix_fingerprint")
+        logged = not any(h in opaque for h in call.hashes[: call.message_start])
+        values = {
+            "path": path,
+            "session": f"{path}#{meta['session']}" if meta.get("session") else path,
+            "format": fmt,
+            "project": unit.project,
+            "usage_only": usage_only,
+            "index": row["index"],
+            "line": row["line"],
+            "ts": row["ts"],
+            "thread": row[thread_col],
+            "provider": row["provider"],
+            "model": row["model"],
+            "response_id": meta.get("response_id"),
+            "billed_usd": billed,
+            "ideal_usd": row.get("ideal_usd"),
+            "reported_cost_usd": meta.get("reported_cost_usd"),
+            "drift": row["drift"],
+            "prefix_hash": fingerprint or (row["prefix_hash"] if logged else None),
+        }
+        for column in _schema.REPORTED_USAGE:
+            if column in cols:
+                values[column] = row[column]
+        for column, value in values.items():
+            cols[column].append(value)
+    calls = _schema.frame(_schema.SCAN_CALLS, cols)
+    drifts = _drift_rows(path, analysis.drifts, thread_col)
+    misses = _miss_rows(path, getattr(analysis, "misses", None))
+    return calls, drifts, misses
+
+
+def _drift_rows(path: str, drifts: pl.DataFrame, thread_col: str) -> pl.DataFrame:
+    n = drifts.height
+    columns = {
+        "path": [path] * n,
+        "call": drifts["call"].to_list(),
+        "thread": drifts[thread_col].to_list(),
+        "part": drifts["part"].to_list(),
+        "label": drifts["label"].to_list(),
+        "cause": drifts["cause"].to_list(),
+        "tokens_lost": drifts["tokens_lost"].to_list(),
+        "cost_usd": drifts["cost_usd"].to_list() if "cost_usd" in drifts.columns else [None] * n,
+        "material": drifts["material"].to_list() if "material" in drifts.columns else [None] * n,
+        "detail": drifts["detail"].to_list(),
+    }
+    return _schema.frame(_schema.SCAN_DRIFTS, columns)
+
+
+def _miss_rows(path: str, misses: pl.DataFrame | None) -> pl.DataFrame:
+    if misses is None or misses.is_empty():
+        return _schema.frame(_schema.SCAN_MISSES, {name: [] for name in _schema.SCAN_MISSES})
+    n = misses.height
+    columns = {
+        "path": [path] * n,
+        "call": misses["call"].to_list(),
+        "thread": misses["thread"].to_list(),
+        "cause": misses["cause"].to_list(),
+        "tokens": misses["tokens"].to_list(),
+        "cost_usd": misses["cost_usd"].to_list(),
+        "detail": misses["detail"].to_list(),
+    }
+    return _schema.frame(_schema.SCAN_MISSES, columns)
