@@ -89,6 +89,9 @@ def _parser() -> argparse.ArgumentParser:
     report.add_argument("--provider", help="the provider whose costs the report shows")
     report.add_argument("--model", help="price every call as this model")
     commands.add_parser("formats", help="list the transcript formats cacheviz reads")
+    from cacheviz.fleet.cli import add_parser as add_scan
+
+    add_scan(commands)
     return parser
 
 
@@ -285,6 +288,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         for name, module in READERS.items():
             print(f"{name:<14} {module.DESCRIPTION}")
         return 0
+    if args.command == "scan":
+        from cacheviz.fleet.cli import run as run_scan
+
+        return run_scan(args)
     try:
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always", CacheVizWarning)

@@ -2,6 +2,6 @@
 
 from __future__ import annotations
 
-from cacheviz.fleet.scan import ScanResult, scan
+from cacheviz.fleet.scanner import ScanResult, scan
 
 __all__ = ["ScanResult", "scan"]

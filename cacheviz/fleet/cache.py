@@ -85,12 +85,12 @@ class ScanCache:
 
     def rows(self, paths: set[str]) -> dict[str, pl.DataFrame]:
         """The cached rows of ``paths``, per table."""
-        keep = pl.Series(sorted(paths), dtype=pl.String)
+        keep = sorted(paths)
         return {n: t.filter(pl.col("path").is_in(keep)) for n, t in self.tables.items()}
 
     def save(self, manifest: pl.DataFrame, tables: dict[str, pl.DataFrame]) -> None:
         """Replace the entries of ``manifest``'s paths with these rows, atomically per table."""
-        changed = manifest["path"]
+        changed = manifest["path"].to_list()
         self.folder.mkdir(parents=True, exist_ok=True)
         merged = {
             "manifest": pl.concat([self.manifest.filter(~pl.col("path").is_in(changed)), manifest]),

@@ -10,7 +10,8 @@ Each Whale session is a thread of one ledger. A call's request is one opaque blo
 stands for the session's system+tools prefix under its ``prefix_fingerprint``: when the
 fingerprint changes within a session the block changes, so the change shows as a drift
 at hash level (no offset inside the prefix is known). The block's size is inferred from
-reported usage like any unlogged prefix. Calls carry ``meta["usage_only"] = True``,
+reported usage like any unlogged prefix (after a marker block naming the fingerprint, so
+that a new fingerprint is a new first block). Calls carry ``meta["usage_only"] = True``,
 Whale's cost in ``meta["reported_cost_usd"]`` and the fingerprint in
 ``meta["prefix_fingerprint"]``.
 """
@@ -85,22 +86,32 @@ class _Ledger:
     def __init__(self, reader: LineReader) -> None:
         self.reader = reader
         self.store = BlockStore()
-        self.blocks: dict[tuple[str, str], Block] = {}
+        self.blocks: dict[tuple[str, str], list[Block]] = {}
         self.calls: list[Call] = []
 
-    def _prefix(self, session: str, fingerprint: str) -> Block:
+    def _prefix(self, session: str, fingerprint: str) -> list[Block]:
+        """A marker block naming the fingerprint, then the opaque prefix it stands for.
+
+        The marker makes a changed fingerprint a changed first block (a drift at hash
+        level); the opaque block is sized from reported usage.
+        """
         key = (session, fingerprint)
-        block = self.blocks.get(key)
-        if block is None:
-            digest_ = digest(f"whale prefix {session} {fingerprint}".encode())
-            self.store.contents[digest_] = Content(
+        blocks = self.blocks.get(key)
+        if blocks is None:
+            text = f"prefix_fingerprint {fingerprint}"
+            marker = digest(text.encode())
+            self.store.contents[marker] = Content(text.encode(), text, "system")
+            opaque = digest(f"whale prefix {session} {fingerprint}".encode())
+            self.store.contents[opaque] = Content(
                 b"", {"unlogged": session, "prefix_fingerprint": fingerprint}, OPAQUE
             )
-            label = f"prefix {fingerprint[:12]}" if fingerprint else "prefix"
-            block = Block(len(self.store.blocks), "system", 0, label, digest_)
-            self.store.blocks.append(block)
-            self.blocks[key] = block
-        return block
+            blocks = [
+                Block(len(self.store.blocks), "system", 0, "prefix_fingerprint", marker),
+                Block(len(self.store.blocks) + 1, "system", 1, "unlogged prefix", opaque),
+            ]
+            self.store.blocks += blocks
+            self.blocks[key] = blocks
+        return blocks
 
     def add(self, lineno: int, record: Any) -> None:
         if not isinstance(record, dict):
@@ -137,12 +148,12 @@ class _Ledger:
             "deepseek",
             "chat.completions",
             model,
-            [self._prefix(session, fingerprint)],
+            self._prefix(session, fingerprint),
             usage,
             f"whale:{session}",
             meta,
             reconstructed=True,
-            message_start=1,
+            message_start=2,
         )
         self.calls.append(call)
 

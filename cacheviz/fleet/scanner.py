@@ -27,7 +27,7 @@ from cacheviz.fleet.cache import MANIFEST, TABLES, ScanCache, default_dir, signa
 from cacheviz.fleet.walk import Location, Unit, default_locations, find_units
 from cacheviz.fleet.worker import UnitResult, run_batch, run_unit
 
-_SERIAL_BELOW = 4  # fewer units than this are analysed in this process
+_POOL_BYTES = 8 << 20  # less work than this is analysed in this process (spawning costs ~1 s)
 _BATCHES_PER_WORKER = 4
 _MAX_BATCH = 32
 
@@ -251,7 +251,7 @@ def _execute(
     update: Callable[[int], Any] = bar.update if bar is not None else (lambda _n: None)
     try:
         workers = jobs or os.cpu_count() or 1
-        if executor is None and (workers == 1 or len(todo) < _SERIAL_BELOW):
+        if executor is None and (workers == 1 or _size(todo) < _POOL_BYTES):
             results = []
             for unit, known in todo:
                 results.append(run_unit(unit, known, prices))
@@ -282,6 +282,17 @@ def _execute(
     finally:
         if bar is not None:
             bar.close()
+
+
+def _size(todo: list[tuple[Unit, str | None]]) -> int:
+    total = 0
+    for unit, _ in todo:
+        for member in unit.members:
+            try:
+                total += member.stat().st_size
+            except OSError:
+                pass
+    return total
 
 
 def _bar(total: int) -> Any:
