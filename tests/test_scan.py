@@ -102,7 +102,7 @@ def cache_dir(tmp_path):
 @pytest.fixture
 def claude_home(tmp_path):
     root = tmp_path / "claude" / "projects"
-    session = _write(root / "-work-app" / "s1.jsonl", _parent_records())
+    _write(root / "-work-app" / "s1.jsonl", _parent_records())
     _write(root / "-work-app" / "s1" / "subagents" / "agent-f.jsonl", _forked_records())
     return root
 

@@ -10,6 +10,7 @@ forked sub-agent replaying its parent's responses, or a resumed session) and rol
 from __future__ import annotations
 
 import math
+from contextlib import suppress
 import os
 import sys
 from collections.abc import Callable, Sequence
@@ -288,10 +289,8 @@ def _size(todo: list[tuple[Unit, str | None]]) -> int:
     total = 0
     for unit, _ in todo:
         for member in unit.members:
-            try:
+            with suppress(OSError):
                 total += member.stat().st_size
-            except OSError:
-                pass
     return total
 
 
