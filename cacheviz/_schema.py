@@ -32,7 +32,7 @@ CALLS: dict[str, pl.DataType] = {
     "index": _INT,  # position in request-time order
     "line": _INT,  # line (or record) of the transcript it came from
     "ts": _TS,
-    "lineage": _STR,
+    "thread": _STR,
     "provider": _STR,
     "api": _STR,
     "model": _STR,
@@ -42,9 +42,9 @@ CALLS: dict[str, pl.DataType] = {
     "unlogged_tokens": _INT,  # size of the unlogged prefix (system + tools), inferred
     "n_segments": _INT,
     "input_tokens": _INT,  # our count of the whole request
-    "prefix_tokens": _INT,  # leading tokens sent before by an earlier call of the lineage
+    "prefix_tokens": _INT,  # leading tokens sent before by an earlier call of the thread
     "new_tokens": _INT,  # input_tokens - prefix_tokens
-    "prev_call": _INT,  # previous call of the same lineage (null for its first call)
+    "prev_call": _INT,  # previous call of the same thread (null for its first call)
     "prev_common_tokens": _INT,  # common prefix with that previous call
     "drift": _BOOL,  # the prefix broke before the end of the previous call
     "drift_cause": _STR,
@@ -56,7 +56,7 @@ CALLS: dict[str, pl.DataType] = {
 
 SEGMENTS: dict[str, pl.DataType] = {
     "call": _INT,
-    "lineage": _STR,
+    "thread": _STR,
     "part": _STR,  # tools | system | messages
     "position": _INT,  # index within the part
     "label": _STR,  # tool name, "system[1]", "user#12", ...
@@ -71,7 +71,7 @@ SEGMENTS: dict[str, pl.DataType] = {
 
 DRIFTS: dict[str, pl.DataType] = {
     "call": _INT,
-    "lineage": _STR,
+    "thread": _STR,
     "prev_call": _INT,
     "part": _STR,
     "position": _INT,
@@ -88,7 +88,7 @@ DRIFTS: dict[str, pl.DataType] = {
 
 SIMULATION: dict[str, pl.DataType] = {
     "index": _INT,
-    "lineage": _STR,
+    "thread": _STR,
     "model": _STR,  # the model simulated and priced
     "ts": _TS,
     "input_tokens": _INT,  # = uncached + cache read + cache write

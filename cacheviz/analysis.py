@@ -11,10 +11,10 @@ import polars as pl
 from cacheviz import _schema
 from cacheviz._seq import common_prefix
 from cacheviz.diagnose import Diagnosis, diagnose
-from cacheviz.lineage import assign_lineages
 from cacheviz.model import OPAQUE, Call, Session
-from cacheviz.prefix import LineageIndex, Match
+from cacheviz.prefix import Match, PrefixIndex
 from cacheviz.shape import log_hashes, prefix_hash, segments_frame
+from cacheviz.thread import assign_threads
 from cacheviz.tokens import TokenCache, encoding_for_model
 
 if TYPE_CHECKING:
@@ -110,7 +110,7 @@ class Analysis:
             calls.append(
                 {
                     "index": row["index"],
-                    "lineage": row["lineage"],
+                    "thread": row["thread"],
                     "model": row["model"],
                     "ts": None if ts is None else ts.isoformat().replace("+00:00", "Z"),
                     "input_tokens": row["input_tokens"],
@@ -145,15 +145,15 @@ class Analysis:
         }
 
 
-def analyze(session: Session, *, lineage: str = "auto", encoding: str | None = None) -> Analysis:
+def analyze(session: Session, *, thread: str = "auto", encoding: str | None = None) -> Analysis:
     """Tokenize, shape and compare every call of ``session``.
 
     Parameters
     ----------
     session
         A loaded session (:func:`cacheviz.load`).
-    lineage
-        How to group calls into lineages; see :mod:`cacheviz.lineage`.
+    thread
+        How to group calls into threads; see :mod:`cacheviz.thread`.
     encoding
         Force one tiktoken encoding for every call (default: per model, ``o200k_base``
         as an approximation where the model's tokenizer is not public).
@@ -182,21 +182,21 @@ def analyze(session: Session, *, lineage: str = "auto", encoding: str | None = N
     unlogged = _size_unlogged(session, call_cache)
     lengths = {name: cache.lengths() for name, cache in caches.items()}
     offsets = _offsets(keys, [lengths[c.encoding] for c in call_cache])
-    lineages = assign_lineages(
+    threads = assign_threads(
         calls,
         keys,
         offsets,
         lambda i, h: lengths[call_cache[i].encoding][h],
-        mode=lineage,
+        mode=thread,
     )
 
     call_cols: dict[str, list[Any]] = {name: [] for name in _schema.CALLS}
     drift_cols: dict[str, list[Any]] = {name: [] for name in _schema.DRIFTS}
-    indexes: dict[str, LineageIndex] = {}
+    indexes: dict[str, PrefixIndex] = {}
     latest: dict[str, int] = {}
     for i, call in enumerate(calls):
-        name = lineages[i]
-        index = indexes.setdefault(name, LineageIndex())
+        name = threads[i]
+        index = indexes.setdefault(name, PrefixIndex())
         best, previous = index.add(keys[i], offsets[i], call_cache[i].__getitem__)
         before = latest.get(name)
         latest[name] = i
@@ -293,7 +293,7 @@ def _drift(
 def _add_call(
     cols: dict[str, list[Any]],
     call: Call,
-    lineage: str,
+    thread: str,
     encoding: str,
     exact: bool,
     total: int,
@@ -309,7 +309,7 @@ def _add_call(
         "index": call.index,
         "line": call.line,
         "ts": call.ts,
-        "lineage": lineage,
+        "thread": thread,
         "provider": call.provider,
         "api": call.api,
         "model": call.model,
@@ -340,7 +340,7 @@ def _add_call(
 def _add_drift(
     cols: dict[str, list[Any]],
     call: Call,
-    lineage: str,
+    thread: str,
     before: Call,
     at: int,
     common: int,
@@ -353,7 +353,7 @@ def _add_drift(
     own = offsets[call.index]
     values = {
         "call": call.index,
-        "lineage": lineage,
+        "thread": thread,
         "prev_call": before.index,
         "part": here.part,
         "position": here.position,

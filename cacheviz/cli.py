@@ -19,8 +19,8 @@ from cacheviz.analysis import Analysis
 from cacheviz.errors import CacheVizError, CacheVizWarning
 from cacheviz.formats import READERS, load
 from cacheviz.formats._lines import PROGRESS
-from cacheviz.lineage import LINEAGE_MODES
 from cacheviz.simulate import SIMULATORS, SimulationError
+from cacheviz.thread import THREAD_MODES
 
 
 def _input_options() -> argparse.ArgumentParser:
@@ -35,9 +35,7 @@ def _input_options() -> argparse.ArgumentParser:
         default="raise",
         help="stop at the first bad line (default) or skip bad lines and report how many",
     )
-    common.add_argument(
-        "--lineage", choices=LINEAGE_MODES, default="auto", help="how to group calls"
-    )
+    common.add_argument("--thread", choices=THREAD_MODES, default="auto", help="how to group calls")
     common.add_argument("--encoding", help="force a tiktoken encoding (e.g. cl100k_base)")
     return common
 
@@ -131,7 +129,7 @@ def _fmt(value: int | None) -> str:
 def _print_table(doc: dict[str, Any], out: TextIO) -> None:
     calls = doc["calls"]
     header = (
-        f"{'#':>4}  {'lineage':<22} {'tokens':>9} {'prefix':>9} {'new':>8}  "
+        f"{'#':>4}  {'thread':<22} {'tokens':>9} {'prefix':>9} {'new':>8}  "
         f"{'rep.in':>8} {'rep.read':>8} {'rep.write':>9}  drift"
     )
     out.write(f"{doc['path']}  ({doc['format']}, {len(calls)} calls)\n{header}\n")
@@ -148,7 +146,7 @@ def _print_table(doc: dict[str, Any], out: TextIO) -> None:
             d = call["drift"]
             marker = f"✗ {d['cause']} at {d['part']}/{d['label']} (−{d['tokens_lost']:,} tok)"
         out.write(
-            f"{call['index']:>4}  {call['lineage'][:22]:<22} {call['input_tokens']:>9,} "
+            f"{call['index']:>4}  {call['thread'][:22]:<22} {call['input_tokens']:>9,} "
             f"{call['prefix_tokens']:>9,} {call['new_tokens']:>8,}  "
             f"{_fmt(reported.get('input_tokens')):>8} {_fmt(reported.get('cache_read_tokens')):>8} "
             f"{_fmt(reported.get('cache_write_tokens')):>9}  {marker}\n"
@@ -201,7 +199,7 @@ def _load(args: argparse.Namespace) -> Analysis:
     finally:
         if token is not None:
             PROGRESS.reset(token)
-    return session.analyze(lineage=args.lineage, encoding=args.encoding)
+    return session.analyze(thread=args.thread, encoding=args.encoding)
 
 
 def _money(value: float | None) -> str:

@@ -1,4 +1,4 @@
-"""A first guess at why a request stopped matching the previous one of its lineage.
+"""A first guess at why a request stopped matching the previous one of its thread.
 
 The guess comes from a closed set (:data:`cacheviz._schema.CAUSES`) and only from what
 the bytes show; anything that fits no pattern is ``"unknown"``.
@@ -148,7 +148,7 @@ def diagnose(
     Parameters
     ----------
     previous, current
-        The blocks of the previous request of the lineage and of this one.
+        The blocks of the previous request of the thread and of this one.
     at
         The index of the first block that differs (``previous[:at] == current[:at]``).
     contents

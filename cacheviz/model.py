@@ -77,7 +77,7 @@ class Call:
     model: str
     blocks: list[Block]
     usage: Usage | None = None
-    lineage_hint: str | None = None
+    thread_hint: str | None = None
     meta: dict[str, Any] = field(default_factory=dict)
     reconstructed: bool = False  # rebuilt from a conversation log, not the bytes sent
     params: dict[str, Any] = field(default_factory=dict)  # request members outside the blocks
@@ -114,11 +114,11 @@ class Session:
     skipped: list[SkippedLine] = field(default_factory=list)
     ignored: dict[str, int] = field(default_factory=dict)  # records that are not calls, by kind
 
-    def analyze(self, *, lineage: str = "auto", encoding: str | None = None) -> Analysis:
+    def analyze(self, *, thread: str = "auto", encoding: str | None = None) -> Analysis:
         """Tokenize, shape and compare every call; see :func:`cacheviz.analysis.analyze`."""
         from cacheviz.analysis import analyze
 
-        return analyze(self, lineage=lineage, encoding=encoding)
+        return analyze(self, thread=thread, encoding=encoding)
 
     def __repr__(self) -> str:
         return f"<Session {self.format} {self.path} calls={len(self.calls)}>"

@@ -1,8 +1,8 @@
-"""The common-prefix line: how far each request matches what its lineage sent before.
+"""The common-prefix line: how far each request matches what its thread sent before.
 
-A :class:`LineageIndex` holds a compressed radix trie over block-hash chains. Walking a
+A :class:`PrefixIndex` holds a compressed radix trie over block-hash chains. Walking a
 request down the trie finds the longest run of leading blocks that some earlier request
-of the lineage sent; inside the first differing block the token arrays are compared
+of the thread sent; inside the first differing block the token arrays are compared
 with those of the earlier blocks at that point, so the line lands on the exact token
 where the match ends. Edges are slices of the requests' own hash lists and are compared
 at C speed, so a request costs time in proportion to its branch points and new blocks,
@@ -59,8 +59,8 @@ class _Edge:
         self.keys, self.start, self.end, self.child = keys, start, end, child
 
 
-class LineageIndex:
-    """Everything one lineage has sent so far: a radix trie plus its latest request.
+class PrefixIndex:
+    """Everything one thread has sent so far: a radix trie plus its latest request.
 
     The latest request's path through the trie is kept, so the next request - usually
     the same bytes plus a few new blocks - resumes the walk where it leaves that path
@@ -78,7 +78,7 @@ class LineageIndex:
         offsets: Sequence[int],
         tokens_of: Callable[[str], array],
     ) -> tuple[Match, Match | None]:
-        """Match a request against the lineage, then record it.
+        """Match a request against the thread, then record it.
 
         Parameters
         ----------
@@ -92,7 +92,7 @@ class LineageIndex:
         Returns
         -------
         tuple of Match
-            The longest prefix shared with any earlier request of the lineage, and the
+            The longest prefix shared with any earlier request of the thread, and the
             prefix shared with the previous request (``None`` for the first).
         """
         previous = None

@@ -497,7 +497,7 @@ def side_calls() -> Iterator[Request]:
             yield ts, haiku, probe, {}
         if 3 <= index <= 6:
             body = ANTHROPIC.request(sub_system, tools, sub.history)
-            yield ts, ANTHROPIC, body, {"lineage": "subagent:explore"}
+            yield ts, ANTHROPIC, body, {"thread": "subagent:explore"}
             sub.history.extend(sub.tool_round())
 
 

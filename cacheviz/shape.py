@@ -44,7 +44,7 @@ def segments_frame(
     session
         The session (its ``blocks`` table gives part, position, label and hash).
     calls
-        The calls frame (index, lineage, encoding, prefix_tokens, prev_call, n_segments).
+        The calls frame (index, thread, encoding, prefix_tokens, prev_call, n_segments).
     lengths
         Token count of each content hash, per encoding.
 
@@ -53,14 +53,14 @@ def segments_frame(
     polars.DataFrame
         With :data:`cacheviz._schema.SEGMENTS` columns. ``status`` is ``same`` when the
         segment lies inside the call's common prefix; else ``changed`` / ``invalidated``
-        when the previous call of the lineage had other / the same bytes at that
+        when the previous call of the thread had other / the same bytes at that
         (part, position); else ``new``. ``stability`` is ``immutable`` when every call
-        of the lineage that reaches a (part, position) sends the same hash there.
+        of the thread that reaches a (part, position) sends the same hash there.
     """
     table = session.blocks
     contents = session.contents
     info = calls.select(
-        pl.col("index").alias("call"), "lineage", "encoding", "prefix_tokens", "prev_call"
+        pl.col("index").alias("call"), "thread", "encoding", "prefix_tokens", "prev_call"
     )
     encodings = info["encoding"].unique().to_list()
     part_codes = {part: code for code, part in enumerate(PARTS)}
@@ -108,7 +108,7 @@ def segments_frame(
         blocks["block"], blocks["hash"], default=None, return_dtype=pl.String
     )
     inside = pl.col("token_offset") + pl.col("tokens") <= pl.col("prefix_tokens")
-    same_place = pl.col("hash").n_unique().over(["lineage", "slot"]) == 1
+    same_place = pl.col("hash").n_unique().over(["thread", "slot"]) == 1
     seg = seg.with_columns(
         status=pl.when(inside)
         .then(pl.lit("same"))

@@ -80,11 +80,11 @@ def make_simulator(provider: str, **rules: Any) -> Simulator:
 def sim_calls(analysis: Analysis) -> list[SimCall]:
     """One :class:`SimCall` per call of ``analysis``, in request-time order."""
     session = analysis.session
-    frame = analysis.calls.select("lineage", "encoding")
+    frame = analysis.calls.select("thread", "encoding")
     out: list[SimCall] = []
     previous: SimCall | None = None
     clock = 0.0
-    for i, (call, (lineage, encoding)) in enumerate(
+    for i, (call, (thread, encoding)) in enumerate(
         zip(session.calls, frame.iter_rows(), strict=True)
     ):
         hashes = call.hashes
@@ -103,7 +103,7 @@ def sim_calls(analysis: Analysis) -> list[SimCall]:
         cache = analysis.token_caches[encoding]
         current = SimCall(
             index=call.index,
-            lineage=lineage,
+            thread=thread,
             ts=call.ts,
             model=call.model,
             hashes=hashes,
@@ -171,7 +171,7 @@ class Simulation:
                     key: row[key]
                     for key in (
                         "index",
-                        "lineage",
+                        "thread",
                         "model",
                         "input_tokens",
                         "cache_read_tokens",
@@ -324,7 +324,7 @@ def simulate(
         reported = call.reported if origin == provider and same else None
         values = {
             "index": call.index,
-            "lineage": call.lineage,
+            "thread": call.thread,
             "model": call.model,
             "ts": call.ts,
             "input_tokens": result.input_tokens,

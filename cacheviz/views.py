@@ -39,16 +39,16 @@ def ipc(frame: pl.DataFrame) -> bytes:
 def timeline(analysis: Analysis, ttl_seconds: int = DEFAULT_TTL) -> pl.DataFrame:
     """One row per call: tokens, the prefix line, drift marker and cause, idle gaps."""
     calls = analysis.calls
-    lineages = _lineages(analysis)
+    threads = _threads(analysis)
     drifts = analysis.drifts.select(
         pl.col("call"), pl.col("label").alias("drift_label"), pl.col("cause"), pl.col("tokens_lost")
     )
     frame = calls.join(drifts, left_on="index", right_on="call", how="left", maintain_order="left")
-    gap = pl.col("ts").diff().over("lineage").dt.total_seconds()
+    gap = pl.col("ts").diff().over("thread").dt.total_seconds()
     return frame.select(
         pl.col("index").cast(pl.Int32).alias("call"),
         (pl.col("ts").dt.epoch("ms").cast(pl.Float64)).alias("ts_ms"),
-        pl.col("lineage").replace_strict(lineages, range(len(lineages)), return_dtype=pl.Int32),
+        pl.col("thread").replace_strict(threads, range(len(threads)), return_dtype=pl.Int32),
         pl.col("input_tokens").cast(pl.Int32),
         pl.col("prefix_tokens").cast(pl.Int32),
         pl.col("new_tokens").cast(pl.Int32),
@@ -62,8 +62,8 @@ def timeline(analysis: Analysis, ttl_seconds: int = DEFAULT_TTL) -> pl.DataFrame
     )
 
 
-def _lineages(analysis: Analysis) -> list[str]:
-    return analysis.calls["lineage"].unique(maintain_order=True).to_list()
+def _threads(analysis: Analysis) -> list[str]:
+    return analysis.calls["thread"].unique(maintain_order=True).to_list()
 
 
 def shape_runs(analysis: Analysis) -> pl.DataFrame:
@@ -165,7 +165,7 @@ def meta(
         "path": None if path is None else clean(str(path)),
         "format": analysis.session.format,
         "n_calls": calls.height,
-        "lineages": [clean(name) for name in _lineages(analysis)],
+        "threads": [clean(name) for name in _threads(analysis)],
         "causes": list(CAUSES),
         "ttl_seconds": ttl_seconds,
         "totals": {
@@ -232,7 +232,7 @@ def drift_detail(
     row = calls.row(call, named=True)
     base = {
         "call": call,
-        "lineage": clean(row["lineage"]),
+        "thread": clean(row["thread"]),
         "model": clean(row["model"]),
         "input_tokens": row["input_tokens"],
         "prefix_tokens": row["prefix_tokens"],

@@ -76,7 +76,7 @@ class Inspector(anywidget.AnyWidget):
     _shape = traitlets.Bytes(b"").tag(sync=True)
     _costs = traitlets.Bytes(b"").tag(sync=True)
     meta = traitlets.Dict().tag(sync=True)
-    """Totals, lineage and cause names, the target's numbers and the provider comparison."""
+    """Totals, thread and cause names, the target's numbers and the provider comparison."""
     selected_call = traitlets.Int(-1).tag(sync=True)
     """The call every view highlights; -1 for none. Set it from Python or click a call."""
     _detail = traitlets.Dict().tag(sync=True)

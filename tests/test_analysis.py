@@ -221,10 +221,10 @@ def test_sliding_window_and_compaction(analyze):
     assert compacted["cause"] == "history_replaced"
 
 
-def test_model_switch_in_an_explicit_lineage(analyze, anthropic_body):
+def test_model_switch_in_an_explicit_thread(analyze, anthropic_body):
     one = anthropic_body(_msgs(1), system=SYSTEM)
     two = anthropic_body(_msgs(3), system=SYSTEM, model="claude-opus-4-1")
-    a = analyze([_line(one, meta={"lineage": "main"}), _line(two, meta={"lineage": "main"})])
+    a = analyze([_line(one, meta={"thread": "main"}), _line(two, meta={"thread": "main"})])
     d = _drift(a)
     assert (d["cause"], d["detail"]) == (
         "unknown",
@@ -264,7 +264,7 @@ def test_whale_summary_hashes(analyze):
     assert all(len(h) == 16 for h in c["prefix_hash"])
 
 
-def test_lineages_keep_a_drifting_thread_together_and_side_calls_apart(write_log, anthropic_body):
+def test_threads_keep_a_drifting_thread_together_and_side_calls_apart(write_log, anthropic_body):
     def main(i):
         system = [*SYSTEM, {"type": "text", "text": f"Now: 2026-01-01T10:0{i}:00Z"}]
         return anthropic_body(_msgs(1 + 2 * i), system=system, tools=TOOLS)
@@ -274,7 +274,7 @@ def test_lineages_keep_a_drifting_thread_together_and_side_calls_apart(write_log
     bodies = [main(0), side, main(1), probe, main(2)]
     path = write_log(bodies)
     auto = cacheviz.load(path).analyze()
-    assert auto.calls["lineage"].to_list() == [
+    assert auto.calls["thread"].to_list() == [
         "claude-sonnet-4-5",
         "claude-haiku-4-5",
         "claude-sonnet-4-5",
@@ -282,16 +282,16 @@ def test_lineages_keep_a_drifting_thread_together_and_side_calls_apart(write_log
         "claude-sonnet-4-5",
     ]
     assert auto.calls["drift"].to_list() == [False, False, True, False, True]
-    strict = cacheviz.load(path).analyze(lineage="model+prefix")
-    assert strict.calls["lineage"].n_unique() == 4  # both Haiku calls have no tools/system
+    strict = cacheviz.load(path).analyze(thread="model+prefix")
+    assert strict.calls["thread"].n_unique() == 4  # both Haiku calls have no tools/system
     assert strict.calls["drift"].to_list() == [False, False, False, True, False]
-    single = cacheviz.load(path).analyze(lineage="single")
-    assert single.calls["lineage"].n_unique() == 1
-    with pytest.raises(ValueError, match="lineage='x'; expected one of auto"):
-        cacheviz.load(path).analyze(lineage="x")
+    single = cacheviz.load(path).analyze(thread="single")
+    assert single.calls["thread"].n_unique() == 1
+    with pytest.raises(ValueError, match="thread='x'; expected one of auto"):
+        cacheviz.load(path).analyze(thread="x")
 
 
-def test_explicit_lineages_are_never_mixed(analyze, anthropic_body):
+def test_explicit_threads_are_never_mixed(analyze, anthropic_body):
     main = [anthropic_body(_msgs(n), system=SYSTEM) for n in (1, 3, 5)]
     sub = [
         anthropic_body([{"role": "user", "content": f"sub task {i}"}], system=SYSTEM)
@@ -300,13 +300,13 @@ def test_explicit_lineages_are_never_mixed(analyze, anthropic_body):
     a = analyze(
         [
             _line(main[0]),
-            _line(sub[0], meta={"lineage": "agent-1"}),
+            _line(sub[0], meta={"thread": "agent-1"}),
             _line(main[1]),
-            _line(sub[1], meta={"lineage": "agent-2"}),
+            _line(sub[1], meta={"thread": "agent-2"}),
             _line(main[2]),
         ]
     )
-    assert a.calls["lineage"].to_list() == [
+    assert a.calls["thread"].to_list() == [
         "claude-sonnet-4-5",
         "agent-1",
         "claude-sonnet-4-5",

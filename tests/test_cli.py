@@ -30,7 +30,7 @@ def test_summary_json_contract(capsys):
     assert doc["format"] == "cacheviz"
     for call in doc["calls"]:
         assert isinstance(call["index"], int)
-        assert isinstance(call["lineage"], str) and isinstance(call["model"], str)
+        assert isinstance(call["thread"], str) and isinstance(call["model"], str)
         assert call["ts"] is None or call["ts"].endswith("Z")
         assert isinstance(call["input_tokens"], int) and isinstance(call["prefix_tokens"], int)
         assert call["reported"] is None

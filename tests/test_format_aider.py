@@ -74,7 +74,7 @@ def test_each_to_llm_block_is_a_call_with_its_whole_prompt(tmp_path):
     assert session.ignored == {"LLM response": 2}
     first, second = session.calls
     assert (first.model, first.provider, first.api) == ("unknown", "unknown", "chat.completions")
-    assert first.usage is None and first.reconstructed and first.lineage_hint is None
+    assert first.usage is None and first.reconstructed and first.thread_hint is None
     assert first.ts == datetime(2025, 1, 31, 11, 20, tzinfo=UTC)
     assert _contents(session, first) == [
         {"role": "system", "content": SYSTEM},
@@ -276,7 +276,7 @@ def test_real_history(realdata):
     # Aider alternates architect and editor prompts and rewrites its repo map and file
     # listings in place, so calls drift often; against every earlier call, most calls
     # still re-send a long prefix, and always at least a system prompt sent before
-    whole = analyze(session, lineage="model")
+    whole = analyze(session, thread="model")
     prefix = whole.calls["prefix_tokens"].to_list()
     assert sum(p > 500 for p in prefix[1:]) == 25
     assert sum(prefix) > sum(whole.calls["input_tokens"]) / 3

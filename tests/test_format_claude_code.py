@@ -127,11 +127,15 @@ def test_one_call_per_response_with_its_final_usage(session_file):
     assert detect(session_file) == "claude-code"
     session = cacheviz.load(session_file)
     # request time = the thread's last record before the response
-    assert [c.lineage_hint for c in session.calls] == ["main", "main", "sidechain:s1"]
+    assert [c.thread_hint for c in session.calls] == ["main", "main", "sidechain:s1"]
     first, second, _ = session.calls
     assert first.usage.output_tokens == 40  # the last line of msg_1
     assert first.usage.input_tokens == 15003
-    assert second.meta == {"provider_verdict": "none"}
+    assert second.meta == {
+        "provider_verdict": "none",
+        "response_id": "msg_2",
+        "request_id": "req_msg_2",
+    }
     assert all(c.reconstructed for c in session.calls)
     assert [b.label for b in second.blocks] == [
         "unlogged prefix",
@@ -166,7 +170,7 @@ def test_the_unlogged_prefix_is_sized_from_the_first_reported_usage(session_file
     assert opaque["hash"].n_unique() == 2  # main thread and sidechain have their own
 
 
-def test_subagent_files_beside_the_session_are_lineages(session_file):
+def test_subagent_files_beside_the_session_are_threads(session_file):
     folder = session_file.parent / session_file.stem / "subagents"
     folder.mkdir(parents=True)
     records = [
@@ -182,7 +186,7 @@ def test_subagent_files_beside_the_session_are_lineages(session_file):
     ]
     (folder / "agent-a1b2.jsonl").write_text("\n".join(json.dumps(r) for r in records) + "\n")
     session = cacheviz.load(session_file)
-    assert [c.lineage_hint for c in session.calls] == [
+    assert [c.thread_hint for c in session.calls] == [
         "main",
         "main",
         "sidechain:s1",
@@ -286,9 +290,9 @@ def test_real_sessions(realdata, name, calls, sidechain_calls):
         sums["input_tokens"] + sums["cache_read_input_tokens"] + sums["cache_creation_input_tokens"]
     )
     assert frame["reported_input_tokens"].sum() == inclusive
-    sidechains = frame.filter(pl.col("lineage").str.starts_with("sidechain")).height
+    sidechains = frame.filter(pl.col("thread").str.starts_with("sidechain")).height
     if sidechain_calls is not None:
         assert sidechains == sidechain_calls
     else:
         assert sidechains > 0
-        assert frame.filter(pl.col("lineage") == "main").height + sidechains == count
+        assert frame.filter(pl.col("thread") == "main").height + sidechains == count

@@ -118,7 +118,7 @@ def test_one_call_per_api_request_with_the_messages_up_to_its_user_turn(tmp_path
     assert first.line == 1  # the event's index in ui_messages.json
     assert first.reconstructed
     assert second.blocks[:3] == [*first.blocks, second.blocks[2]]  # shared block objects
-    assert [c.lineage_hint for c in session.calls] == ["main"] * 3
+    assert [c.thread_hint for c in session.calls] == ["main"] * 3
 
 
 def test_usage_is_anthropic_style_and_cost_is_kept(tmp_path):

@@ -178,7 +178,7 @@ def test_analysis_sizes_the_unlogged_prefix_from_the_first_report(rollout):
     assert calls["reported_input_tokens"].to_list() == [5000, 5120, 5180]
     assert calls["reported_cache_read_tokens"].to_list() == [4096, 4992, 0]
     assert calls["reported_output_tokens"].to_list() == [80, 4, 9]
-    assert calls["lineage"].unique().to_list() == ["main"]
+    assert calls["thread"].unique().to_list() == ["main"]
     assert calls["drift"].to_list() == [False, False, True]  # the model changed
     assert calls.filter(pl.col("drift"))["drift_cause"].to_list() == ["unknown"]
 

@@ -163,14 +163,14 @@ def test_requests_are_rebuilt_with_tool_turns_and_rewinds(session_file):
     }
 
 
-def test_each_model_is_a_lineage_with_its_own_unlogged_prefix(session_file):
+def test_each_model_is_a_thread_with_its_own_unlogged_prefix(session_file):
     session = gemini_cli.read(session_file)
     g1, g2, g3, g4 = session.calls
-    assert [c.lineage_hint for c in session.calls] == [PRO, FLASH, FLASH, PRO]
+    assert [c.thread_hint for c in session.calls] == [PRO, FLASH, FLASH, PRO]
     assert g1.hashes[0] == g4.hashes[0] != g2.hashes[0] == g3.hashes[0]
     calls = analyze(session).calls
     assert calls.height == 4
-    assert calls["lineage"].to_list() == [PRO, FLASH, FLASH, PRO]
+    assert calls["thread"].to_list() == [PRO, FLASH, FLASH, PRO]
     assert not calls["drift"].any()
     assert calls["prev_call"].to_list() == [None, None, 1, 0]
     assert calls["input_tokens"].to_list()[:2] == [9000, 9100]  # sized from each first report
@@ -404,5 +404,5 @@ def test_real_session(realdata):
     assert frame["reported_input_tokens"].sum() == sums["input"]
     assert frame["reported_cache_read_tokens"].sum() == sums["cached"]
     assert frame["reported_output_tokens"].sum() == sums["output"]
-    assert frame["lineage"].n_unique() == 2
+    assert frame["thread"].n_unique() == 2
     assert not frame["drift"].any()

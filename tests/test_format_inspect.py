@@ -74,7 +74,7 @@ def log_file(tmp_path):
 def test_model_events_become_calls_with_attachments_resolved(log_file):
     assert detect(log_file) == "inspect"
     session = cacheviz.load(log_file)
-    assert [c.lineage_hint for c in session.calls] == [
+    assert [c.thread_hint for c in session.calls] == [
         "sample:task-1:1",
         "sample:task-1:1",
         "sample:task-2:1",
@@ -86,7 +86,7 @@ def test_model_events_become_calls_with_attachments_resolved(log_file):
     assert session.calls[1].usage.cache_read_tokens == 1024
     calls = session.analyze().calls
     assert calls["prefix_tokens"][1] == calls["input_tokens"][0]
-    assert calls["prefix_tokens"][2] == 0  # another sample: its own lineage
+    assert calls["prefix_tokens"][2] == 0  # another sample: its own thread
 
 
 def test_zipped_eval_logs_explain_how_to_convert(tmp_path):

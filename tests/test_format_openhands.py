@@ -244,7 +244,7 @@ def test_calls_follow_the_responses_and_rebuild_the_messages_before_them(tmp_pat
         MODEL,
         1,
     )
-    assert call.lineage_hint == "org__repo-1"
+    assert call.thread_hint == "org__repo-1"
     assert call.reconstructed
     assert call.ts.isoformat() == "2025-04-30T16:00:03+00:00"  # the last event before it
     values = _values(session, session.calls[3])
@@ -321,19 +321,19 @@ def test_a_completion_without_usage_is_placed_at_the_event_it_caused(tmp_path):
     assert len(calls[3].blocks) == len(calls[2].blocks) + 3  # r3 sits at the error observation
 
 
-def test_each_instance_is_its_own_lineage(tmp_path):
+def test_each_instance_is_its_own_thread(tmp_path):
     session = openhands.read(_write(tmp_path, _record("a__b-1"), _record("a__b-2")))
     assert len(session.calls) == 8
     assert sorted(c.line for c in session.calls) == [1] * 4 + [2] * 4
     frame = analyze(session).calls
-    assert frame["lineage"].unique(maintain_order=True).to_list() == ["a__b-1", "a__b-2"]
+    assert frame["thread"].unique(maintain_order=True).to_list() == ["a__b-1", "a__b-2"]
     assert not frame["drift"].any()
 
 
-def test_a_repeated_instance_is_a_lineage_of_its_own(tmp_path):
+def test_a_repeated_instance_is_a_thread_of_its_own(tmp_path):
     # two runs of one instance: the second does not build on the first's requests
     session = openhands.read(_write(tmp_path, _record("a__b-1"), _record("a__b-1")))
-    assert {(c.line, c.lineage_hint) for c in session.calls} == {(1, "a__b-1"), (2, "a__b-1#2")}
+    assert {(c.line, c.thread_hint) for c in session.calls} == {(1, "a__b-1"), (2, "a__b-1#2")}
     assert {c.meta["instance_id"] for c in session.calls} == {"a__b-1"}
     frame = analyze(session).calls
     assert frame.filter(frame["line"] == 2)["prefix_tokens"][0] == 0
@@ -502,7 +502,7 @@ def test_skip_leaves_out_the_bad_instance(tmp_path):
         CacheVizWarning, match=r"skipped 1 bad line\(s\); first at line 2: `history\[3\]\.extras`"
     ):
         session = openhands.read(path, errors="skip")
-    assert {c.lineage_hint for c in session.calls} == {"good"}
+    assert {c.thread_hint for c in session.calls} == {"good"}
 
 
 def test_an_instance_without_calls_is_counted_and_none_at_all_is_an_error(tmp_path):
@@ -626,7 +626,7 @@ def test_real_openhands_output(realdata):
     assert len(session.calls) == 107
     by_instance = {}
     for call in session.calls:
-        by_instance[call.lineage_hint] = by_instance.get(call.lineage_hint, 0) + 1
+        by_instance[call.thread_hint] = by_instance.get(call.thread_hint, 0) + 1
     assert by_instance == {
         "ponylang__ponyc-4595": 23,
         "ponylang__ponyc-4593": 34,
@@ -651,7 +651,7 @@ def test_real_openhands_output(realdata):
             if "action" in ev and response and response["id"] not in produced:
                 produced.append(response["id"])
         calls = [
-            c.meta["response_id"] for c in session.calls if c.lineage_hint == record["instance_id"]
+            c.meta["response_id"] for c in session.calls if c.thread_hint == record["instance_id"]
         ]
         assert [rid for rid in calls if rid in reported] == produced
 
@@ -662,6 +662,6 @@ def test_real_openhands_output(realdata):
 
     frame = analyze(session).calls
     assert frame.height == 107
-    assert frame["lineage"].n_unique() == 3
+    assert frame["thread"].n_unique() == 3
     assert not frame["drift"].any()
     assert frame["reported_cache_read_tokens"].null_count() == 2

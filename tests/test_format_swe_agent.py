@@ -95,7 +95,7 @@ def test_swe_agent_0x_history_each_assistant_entry_is_a_call(tmp_path):
     first = session.calls[0]
     assert (first.model, first.provider, first.api) == ("unknown", "unknown", "chat.completions")
     assert first.reconstructed and first.usage is None and first.ts is None
-    assert first.lineage_hint == "primary"
+    assert first.thread_hint == "primary"
     assert first.meta["step"] == "history[3]"
     assert [b.part for b in first.blocks] == ["system", "messages", "messages"]
     # only role and content are sent; the demonstration is sent as a user message
@@ -116,7 +116,7 @@ def test_swe_agent_0x_other_agents_have_their_own_conversation(tmp_path):
         _h("assistant", "edited", agent="edit"),
     ]
     session = _read(_write(tmp_path, document))
-    assert [c.lineage_hint for c in session.calls] == ["primary", "edit", "primary", "primary"]
+    assert [c.thread_hint for c in session.calls] == ["primary", "edit", "primary", "primary"]
     edit = session.calls[1]
     assert [m["content"] for m in _contents(session, edit)] == ["You edit files.", "Edit setup.py"]
     assert len(session.calls[2].blocks) == 5  # the primary agent never saw the edit agent's turns
@@ -199,7 +199,7 @@ def test_swe_agent_1x_query_steps_are_the_prompts_sent(tmp_path):
     assert len(session.calls) == 2
     assert session.ignored == {"step without a model query": 1}
     second = session.calls[1]
-    assert (second.model, second.provider, second.lineage_hint) == ("gpt-4o", "openai", "main")
+    assert (second.model, second.provider, second.thread_hint) == ("gpt-4o", "openai", "main")
     messages = _contents(session, second)
     assert messages[2] == {
         "role": "assistant",
@@ -214,11 +214,11 @@ def test_swe_agent_1x_query_steps_are_the_prompts_sent(tmp_path):
     assert calls["tokens_exact"].all()  # gpt-4o has a public tokenizer
 
 
-def test_retry_agent_attempts_are_separate_lineages(tmp_path):
+def test_retry_agent_attempts_are_separate_threads(tmp_path):
     attempt = _swe1_query()
     document = {"attempts": [attempt, copy.deepcopy(attempt)], **copy.deepcopy(attempt)}
     session = _read(_write(tmp_path, document))
-    assert [c.lineage_hint for c in session.calls] == ["attempts[0]"] * 2 + ["attempts[1]"] * 2
+    assert [c.thread_hint for c in session.calls] == ["attempts[0]"] * 2 + ["attempts[1]"] * 2
     assert session.calls[2].meta["step"] == "attempts[1].trajectory[0]"
 
 
@@ -414,7 +414,7 @@ def test_mini_swe_agent_v1_calls_and_usage(tmp_path):
     session = _read(_write(tmp_path, document, "task.traj.json"))
     assert [c.line for c in session.calls] == [2, 4, 6]
     first = session.calls[0]
-    assert (first.model, first.provider, first.lineage_hint) == ("gpt-4o-mini", "openai", "main")
+    assert (first.model, first.provider, first.thread_hint) == ("gpt-4o-mini", "openai", "main")
     assert first.ts == datetime.fromtimestamp(1754500000, UTC)
     assert [c.usage.input_tokens for c in session.calls] == [1400, 1650, 1900]
     assert [c.usage.cache_read_tokens for c in session.calls] == [0, 1280, 1536]

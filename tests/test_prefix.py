@@ -5,7 +5,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from cacheviz._seq import common_prefix
-from cacheviz.prefix import LineageIndex, differing_block_common
+from cacheviz.prefix import PrefixIndex, differing_block_common
 
 # a small alphabet of blocks; each block's tokens share leading tokens with its neighbours
 TOKENS = {f"h{i}": array("i", [1, 2, i % 3, i, i + 100, *range(i % 4)]) for i in range(8)}
@@ -37,7 +37,7 @@ def test_the_trie_finds_the_longest_prefix_of_any_earlier_request(requests, grow
         requests = [requests[0]] + [
             requests[i - 1][: len(r) // 2] + r for i, r in enumerate(requests) if i
         ]
-    index = LineageIndex()
+    index = PrefixIndex()
     for i, keys in enumerate(requests):
         best, previous = index.add(list(keys), _offsets(keys), TOKENS.__getitem__)
         assert best.tokens == _brute_force(requests[:i], keys)

@@ -36,7 +36,7 @@ def _call(
         chain.append(state)
     return SimCall(
         index=index,
-        lineage="main",
+        thread="main",
         ts=None,
         model=model,
         hashes=list(names),

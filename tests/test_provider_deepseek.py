@@ -47,7 +47,7 @@ def _call(index, names, *, clock=0.0, model="deepseek-v4-flash", output=None, ti
         chain.append(state)
     return SimCall(
         index=index,
-        lineage="main",
+        thread="main",
         ts=datetime.fromtimestamp(clock, UTC) if timed else None,
         model=model,
         hashes=list(names),

@@ -38,7 +38,7 @@ def _call(index, names, *, clock=0.0, model="gemini-2.5-pro"):
     parts = [PARTS.get(n, "messages") for n in names]
     return SimCall(
         index=index,
-        lineage="main",
+        thread="main",
         ts=None,
         model=model,
         hashes=list(names),

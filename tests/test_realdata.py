@@ -47,7 +47,7 @@ def test_claude_code_main_thread_is_append_only_and_side_calls_are_apart(realdat
     assert calls.height == len(rows) == 10
 
     sonnet = calls.filter(pl.col("model").str.starts_with("claude-sonnet"))
-    assert sonnet["lineage"].n_unique() == 1
+    assert sonnet["thread"].n_unique() == 1
     assert sonnet.height == 3
     # Claude Code moves `cache_control` to the newest message on every call: not a drift
     assert not sonnet["drift"].any()
@@ -61,5 +61,5 @@ def test_claude_code_main_thread_is_append_only_and_side_calls_are_apart(realdat
     ]
 
     haiku = calls.filter(pl.col("model").str.contains("haiku"))
-    assert not set(haiku["lineage"]) & set(sonnet["lineage"])
+    assert not set(haiku["thread"]) & set(sonnet["thread"])
     assert calls["reported_input_tokens"].sum() == expected_input

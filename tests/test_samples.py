@@ -29,7 +29,7 @@ EXPECTED = {
     "unpinned_memory": (set(range(1, 8)), "content_edited", "system"),
     # compaction before call 8 (first step of the fourth turn)
     "compaction": ({8}, "history_replaced", "messages"),
-    # side calls and the sub-agent are separate lineages; each is append-only
+    # side calls and the sub-agent are separate threads; each is append-only
     "side_calls": (set(), None, None),
 }
 

@@ -122,7 +122,7 @@ def test_cli_simulate_json_contract(session, capsys):
         )
         assert {
             "index",
-            "lineage",
+            "thread",
             "model",
             "output_tokens",
             "cost_usd",

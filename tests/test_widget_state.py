@@ -30,7 +30,7 @@ def test_tables_are_arrow_and_text_free(analysis):
     assert timeline.columns == [
         "call",
         "ts_ms",
-        "lineage",
+        "thread",
         "input_tokens",
         "prefix_tokens",
         "new_tokens",

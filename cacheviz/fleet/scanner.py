@@ -10,11 +10,11 @@ forked sub-agent replaying its parent's responses, or a resumed session) and rol
 from __future__ import annotations
 
 import math
-from contextlib import suppress
 import os
 import sys
 from collections.abc import Callable, Sequence
 from concurrent.futures import Executor, ProcessPoolExecutor, as_completed
+from contextlib import suppress
 from dataclasses import dataclass, field
 from multiprocessing import get_context
 from pathlib import Path

@@ -129,7 +129,7 @@ def _rows(
     from cacheviz.simulate import _Prices
 
     frame = analysis.calls
-    thread_col = "thread" if "thread" in frame.columns else "lineage"
+    thread_col = "thread"
     usage_only = bool(getattr(READERS[fmt], "USAGE_ONLY", False))
     by_index = {c.index: c for c in session.calls}
     opaque = {h for h, c in session.contents.items() if c.kind == OPAQUE}

@@ -99,7 +99,7 @@ def call_from_body(
     api: str | None,
     ts: datetime | None,
     usage: Usage | None,
-    lineage: str | None = None,
+    thread: str | None = None,
     meta: dict[str, Any] | None = None,
 ) -> Call:
     """Render a scanned request body into a :class:`Call` (index and line set later).
@@ -131,7 +131,7 @@ def call_from_body(
         model,
         rendered.blocks,
         usage,
-        lineage,
+        thread,
         meta or {},
         hashes=rendered.hashes,
         message_start=rendered.message_start,
@@ -150,7 +150,7 @@ def call_from_request(
     api: str | None,
     ts: datetime | None,
     usage: Usage | None,
-    lineage: str | None = None,
+    thread: str | None = None,
     meta: dict[str, Any] | None = None,
     reconstructed: bool = True,
 ) -> Call:
@@ -186,7 +186,7 @@ def call_from_request(
         api=api,
         ts=ts,
         usage=usage,
-        lineage=lineage,
+        thread=thread,
         meta=meta,
     )
     call.reconstructed = reconstructed

@@ -21,7 +21,7 @@ UNLOGGED_LABEL = "unlogged prefix"
 
 
 def unlogged_block(store: BlockStore, key: str) -> Block:
-    """The opaque block standing for lineage ``key``'s unlogged system prompt and tools."""
+    """The opaque block standing for thread ``key``'s unlogged system prompt and tools."""
     raw = f"unlogged prefix of {key}".encode()
     digest_ = digest(raw)
     if digest_ not in store.contents:
@@ -32,14 +32,14 @@ def unlogged_block(store: BlockStore, key: str) -> Block:
 
 
 class Thread:
-    """One lineage's conversation, turned into reconstructed requests.
+    """One thread's conversation, turned into reconstructed requests.
 
     Parameters
     ----------
     store
         The session's block store.
     key
-        The lineage: threads with different keys get different unlogged prefixes
+        The thread: threads with different keys get different unlogged prefixes
         (a sub-agent has its own system prompt).
     api
         The API whose message shape the messages are in (``messages`` for Anthropic,

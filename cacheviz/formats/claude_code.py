@@ -10,7 +10,7 @@ not the same response streamed on: the first is kept and a warning names both li
 Each call's ``meta["response_id"]`` is the message id (``meta["request_id"]`` the
 request id), for de-duplication across files. ``isSidechain`` records (a Task sub-agent inlined) and
 the files of ``<session>/subagents/agent-*.jsonl`` beside the session file are separate
-lineages. The log holds the conversation only: requests are rebuilt with an unlogged
+threads. The log holds the conversation only: requests are rebuilt with an unlogged
 prefix (system prompt + tools) sized from the first call's reported usage.
 """
 
@@ -60,10 +60,10 @@ def _blocks_of(content: Any) -> list[Any]:
 class _SessionFile:
     """The state of reading one file: its threads and the calls made so far."""
 
-    def __init__(self, reader: LineReader, store: BlockStore, lineage: str | None) -> None:
+    def __init__(self, reader: LineReader, store: BlockStore, thread: str | None) -> None:
         self.reader = reader
         self.store = store
-        self.lineage = lineage  # a sub-agent file is one lineage
+        self.thread = thread  # a sub-agent file is one thread
         self.threads: dict[str, Thread] = {}
         self.thread_of: dict[str, str] = {}  # record uuid -> thread key
         self.seen: set[str] = set()
@@ -73,8 +73,8 @@ class _SessionFile:
         self.calls: list[Call] = []
 
     def _thread_key(self, record: dict[str, Any]) -> str:
-        if self.lineage is not None:
-            return self.lineage
+        if self.thread is not None:
+            return self.thread
         if not record.get("isSidechain"):
             return "main"
         parent = record.get("parentUuid")
@@ -186,9 +186,9 @@ def _same_input(first: Usage | None, later: Usage | None) -> bool:
     )
 
 
-def _read_file(path: Path, store: BlockStore, lineage: str | None, errors: str) -> LineReader:
+def _read_file(path: Path, store: BlockStore, thread: str | None, errors: str) -> LineReader:
     reader = LineReader(path, errors=errors)
-    state = _SessionFile(reader, store, lineage)
+    state = _SessionFile(reader, store, thread)
     reader.each_record(state.add, "expected one Claude Code record per line")
     if state.conflicts:
         message_id, first, later = state.conflicts[0]

@@ -22,7 +22,7 @@ text: ``{"type": "text"}``, ``{"type": "function_call", "name", "arguments"}`` a
 
 Gemini's implicit caches are per model, and Gemini CLI switches models within a session
 (its router picks Flash or Pro per turn), with a system prompt and tool set that can
-differ per model: each model is its own lineage (named after the model) with its own
+differ per model: each model is its own thread (named after the model) with its own
 unlogged prefix, all sharing one conversation.
 
 Times: a ``gemini`` message is written when its response is complete, so a call's

@@ -5,7 +5,7 @@ Each model event keeps the raw provider request (``call.request``) and response
 references into ``sample.attachments``: they are resolved before hashing, so a block's
 hash is that of the text the provider saw. The log holds parsed JSON, so request bodies
 are re-serialized compactly (key order kept; whitespace and escaping as sent are not
-recoverable). Each sample (and epoch) is its own lineage. Binary ``.eval`` logs are zip
+recoverable). Each sample (and epoch) is its own thread. Binary ``.eval`` logs are zip
 archives: convert them with ``inspect log convert --to json``.
 """
 
@@ -72,7 +72,7 @@ def _usage(event: dict[str, Any]) -> Any:
 def _model_call(
     event: dict[str, Any],
     attachments: dict[str, Any],
-    lineage: str,
+    thread: str,
     refs: list[ObjectScan],
     store: BlockStore,
 ) -> Call:
@@ -96,7 +96,7 @@ def _model_call(
         api=None,
         ts=parse_ts(event.get("timestamp")),
         usage=_usage(event),
-        lineage=lineage,
+        thread=thread,
         reconstructed=False,  # the body as logged, only re-serialized
     )
 
@@ -121,7 +121,7 @@ def read(path: Path, *, errors: str = "raise") -> Session:
             continue
         attachments = sample.get("attachments")
         attachments = attachments if isinstance(attachments, dict) else {}
-        lineage = f"sample:{sample.get('id', s)}:{sample.get('epoch', 1)}"
+        thread = f"sample:{sample.get('id', s)}:{sample.get('epoch', 1)}"
         refs: list[ObjectScan] = []
         events = sample.get("events")
         for e, event in enumerate(events if isinstance(events, list) else []):
@@ -129,7 +129,7 @@ def read(path: Path, *, errors: str = "raise") -> Session:
                 continue
             where = f"samples[{s}].events[{e}]"
             try:
-                call = _model_call(event, attachments, lineage, refs, store)
+                call = _model_call(event, attachments, thread, refs, store)
             except RenderError as exc:
                 reader.fail(None, f"{where}: {exc} (field `call.{exc.field}`)")
                 continue

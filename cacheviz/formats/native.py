@@ -52,7 +52,7 @@ def _call_from_line(text: str, refs: list[ObjectScan], store: BlockStore) -> Cal
         usage = normalize_usage(response.get("usage") or response.get("usageMetadata"))
     meta = record.value("meta")
     meta = meta if isinstance(meta, dict) else {}
-    hint = meta.get("lineage")
+    hint = meta.get("thread", meta.get("lineage"))  # "lineage": the round-1 name
     if not isinstance(hint, str):
         parts = [str(meta[k]) for k in ("session", "agent") if isinstance(meta.get(k), str)]
         hint = "/".join(parts) or None
@@ -64,7 +64,7 @@ def _call_from_line(text: str, refs: list[ObjectScan], store: BlockStore) -> Cal
         api=_string_field(record, "api"),
         ts=parse_ts(record.value("ts")),
         usage=usage,
-        lineage=hint,
+        thread=hint,
         meta=meta,
     )
 

@@ -3,7 +3,7 @@
 Each line is ``{instance_id, instruction, metadata, history, metrics, error, ...}``.
 ``history`` is the agent's event stream: actions (``action``: ``system``, ``message``,
 ``run``, ``read``, ``edit``, ``think``, ``finish``, ...) and observations
-(``observation``). Every instance is its own lineage (``instance_id``; a line repeating an
+(``observation``). Every instance is its own thread (``instance_id``; a line repeating an
 instance, a second run of it, is ``<instance_id>#2``).
 
 Calls. ``metrics.token_usages`` has one entry per completion (``prompt_tokens``,
@@ -520,7 +520,7 @@ class _Instance:
         self.lineno = lineno
         instance_id = _get(record, "instance_id", (str, int), "record")
         self.key = str(instance_id) if instance_id is not None else f"line {lineno}"
-        self.lineage = self.key  # "<id>#2" for a second run of the same instance
+        self.thread = self.key  # "<id>#2" for a second run of the same instance
         history = record.get("history")
         if not isinstance(history, list):
             msg = f"field `history` is {json_type(history)}; expected the event array"
@@ -538,7 +538,7 @@ class _Instance:
     def calls(self, store: BlockStore) -> list[Call]:
         """Rebuild every planned call's request."""
         system = next((item for item in self.items if item.kind == "system"), None)
-        requests = _Requests(store, self.lineage, system)
+        requests = _Requests(store, self.thread, system)
         order = sorted(range(len(self.planned)), key=lambda i: self.planned[i].cut)
         built: dict[int, Call] = {}
         view: list[_Item] = []
@@ -568,7 +568,7 @@ class _Instance:
             model,
             blocks,
             call.usage,
-            self.lineage,
+            self.thread,
             meta,
             reconstructed=True,
         )
@@ -609,7 +609,7 @@ def read(path: Path, *, errors: str = "raise") -> Session:
     Returns
     -------
     Session
-        One call per completion, each instance its own lineage; ``Call.line`` is the
+        One call per completion, each instance its own thread; ``Call.line`` is the
         instance's line.
 
     Raises
@@ -635,7 +635,7 @@ def read(path: Path, *, errors: str = "raise") -> Session:
             continue
         runs[instance.key] = runs.get(instance.key, 0) + 1
         if runs[instance.key] > 1:  # the instance run again: not a continuation of the first
-            instance.lineage = f"{instance.key}#{runs[instance.key]}"
+            instance.thread = f"{instance.key}#{runs[instance.key]}"
         if not instance.planned:
             reader.ignore("instance without LLM calls")
             continue

@@ -17,7 +17,7 @@ re-serialized, not as sent (``reconstructed``). Tool schemas sent alongside (SWE
   model response, and its request is the history before it of the same ``agent``, as
   ``role``/``content`` pairs (0.x history processors are not in the file; requeries after
   format errors are not in the history, so ``info.model_stats.api_calls`` may be higher).
-* RetryAgent files keep each attempt in ``attempts[]``; every attempt is a lineage.
+* RetryAgent files keep each attempt in ``attempts[]``; every attempt is a thread.
 * mini-swe-agent: ``messages`` is the whole conversation. Each assistant message is one
   call whose request is every earlier message without its ``extra`` key (mini-swe-agent
   strips it before sending); ``extra.response`` is the raw chat completion, with its
@@ -89,7 +89,7 @@ class _Calls:
         model: str,
         where: str,
         index: int,
-        lineage: str,
+        thread: str,
         ts: datetime | None = None,
         usage: Usage | None = None,
     ) -> None:
@@ -107,7 +107,7 @@ class _Calls:
                 api="chat.completions",
                 ts=ts,
                 usage=usage,
-                lineage=lineage,
+                thread=thread,
                 meta={"step": where},
             )
         except ValueError as exc:
@@ -187,7 +187,7 @@ class _Trajectory:
         self.attempt = attempt
         self.prefix = prefix  # "" or "attempts[i]."
         self.model = model
-        self.lineage = prefix.rstrip(".") or "main"
+        self.thread = prefix.rstrip(".") or "main"
 
     def read(self) -> None:
         steps = self.attempt.get("trajectory")
@@ -251,15 +251,15 @@ class _Trajectory:
             conversation = sent.setdefault(agent, [])
             if message["role"] == "assistant" and not item.get("is_demo"):
                 name = agent or "main"
-                lineage = f"{self.prefix.rstrip('.')}:{name}" if self.prefix else name
-                self._add(list(conversation), where, k, lineage)
+                thread = f"{self.prefix.rstrip('.')}:{name}" if self.prefix else name
+                self._add(list(conversation), where, k, thread)
             conversation.append(message)
 
     def _add(
-        self, messages: list[dict[str, Any]], where: str, index: int, lineage: str = ""
+        self, messages: list[dict[str, Any]], where: str, index: int, thread: str = ""
     ) -> None:
         self.calls.add(
-            messages, model=self.model, where=where, index=index, lineage=lineage or self.lineage
+            messages, model=self.model, where=where, index=index, thread=thread or self.thread
         )
 
 
@@ -333,7 +333,7 @@ def _read_mini(document: dict[str, Any], calls: _Calls) -> None:
                 model=model if isinstance(model, str) and model else UNKNOWN_MODEL,
                 where=where,
                 index=k,
-                lineage="main",
+                thread="main",
                 ts=parse_epoch(response.get("created")) or parse_epoch(stamp),
                 usage=usage,
             )

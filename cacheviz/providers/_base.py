@@ -36,7 +36,7 @@ class SimCall:
     """
 
     index: int
-    lineage: str
+    thread: str
     ts: datetime | None
     model: str
     hashes: list[str]
@@ -109,7 +109,7 @@ class HandBuilt:
         roles: Sequence[str | None] | None = None,
         breakpoints: Sequence[Breakpoint] = (),
         output_tokens: int | None = None,
-        lineage: str = "main",
+        thread: str = "main",
         **params: Any,
     ) -> SimCall:
         """One request whose blocks are the given token-id runs (identical runs share a hash).
@@ -125,7 +125,7 @@ class HandBuilt:
             chain.append(state)
         return SimCall(
             index=index,
-            lineage=lineage,
+            thread=thread,
             ts=None,
             model=model,
             hashes=hashes,

@@ -22,7 +22,7 @@ Request N hits the longest live unit that is a *complete* prefix of its prompt;
 earlier live prompt (every prompt is cached, its prefixes refreshed when re-sent).
 
 How units are represented: a unit is a token prefix, identified independently of the
-lineage that wrote it. A prefix of ``L`` tokens ending ``r`` tokens into block ``j`` is
+thread that wrote it. A prefix of ``L`` tokens ending ``r`` tokens into block ``j`` is
 the key ``(chain digest of blocks 0..j-1, r, digest of block j's first r tokens)``
 (``r = 0`` at a block boundary, trailing empty blocks excluded). A request tests the
 units filed under each of its own block-chain digests, so the test is token-exact
@@ -78,7 +78,7 @@ def token_digest(tokens: array) -> bytes:
 def prefix_key(
     call: SimCall, length: int, memo: dict[tuple[str, int], bytes] | None = None
 ) -> tuple[bytes, int, bytes]:
-    """The lineage-independent identity of ``call``'s first ``length`` tokens.
+    """The thread-independent identity of ``call``'s first ``length`` tokens.
 
     ``(chain digest of the whole blocks before, tokens into the next block, their digest)``;
     ``memo`` caches digests by ``(block hash, tokens)``.

@@ -14,7 +14,7 @@
  * | `_detail`       | Py→JS  | read: the selected call's drift detail                     |
  * | `status`        | Py→JS  | read: a message ("simulating…" or an error)                |
  *
- * UI-only state (the lineage filter) stays here and is never synced.
+ * UI-only state (the thread filter) stays here and is never synced.
  */
 import { render } from "./render.js";
 

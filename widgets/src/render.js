@@ -100,7 +100,7 @@ function mount(model, el, hint) {
 
   // ---- UI state (never synced) and decoded data --------------------------------------
   const state = {
-    lineage: -1,
+    thread: -1,
     /** @type {import("./lib/data.js").Timeline | null} */ timeline: null,
     /** @type {import("./lib/data.js").Shape | null} */ shape: null,
     /** @type {import("./lib/data.js").Costs | null} */ costs: null,
@@ -120,8 +120,8 @@ function mount(model, el, hint) {
 
   // ---- DOM --------------------------------------------------------------------------
   const header = createHeader(doc, {
-    onLineage(lineage) {
-      state.lineage = lineage;
+    onThread(thread) {
+      state.thread = thread;
       updateRows();
       drawAll();
     },
@@ -206,9 +206,9 @@ function mount(model, el, hint) {
       : "";
   }
   function updateRows() {
-    const names = meta().lineages ?? [];
-    if (state.lineage >= names.length) state.lineage = -1;
-    state.rows = state.timeline ? visibleRows(state.timeline, state.lineage) : [];
+    const names = meta().threads ?? [];
+    if (state.thread >= names.length) state.thread = -1;
+    state.rows = state.timeline ? visibleRows(state.timeline, state.thread) : [];
   }
   function theme() {
     const view = doc.defaultView;
@@ -219,7 +219,7 @@ function mount(model, el, hint) {
       font: computed?.fontFamily || "sans-serif",
     };
   }
-  const revision = () => `lineage:${state.lineage}`;
+  const revision = () => `thread:${state.thread}`;
 
   // ---- views ----------------------------------------------------------------------------
   function drawTimeline() {
@@ -269,7 +269,7 @@ function mount(model, el, hint) {
         timeline: state.timeline,
         costs: state.costs,
         rows: state.rows,
-        lineage: state.lineage,
+        thread: state.thread,
         selected: selected(),
       });
     } catch (err) {

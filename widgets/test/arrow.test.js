@@ -57,7 +57,7 @@ describe("decodeTable", () => {
 });
 
 describe("the synthetic wire tables", () => {
-  const s = makeSession({ calls: 50, lineages: 3 });
+  const s = makeSession({ calls: 50, threads: 3 });
 
   it("decode into typed columns with nulls kept", () => {
     const t = decodeTimeline(dataView(s.timeline));

@@ -1,25 +1,25 @@
 import { describe, expect, it } from "vitest";
-import { decodeTimeline, lineageCounts, nameAt, stepCall, sumRows, visibleRows } from "../src/lib/data.js";
+import { decodeTimeline, threadCounts, nameAt, stepCall, sumRows, visibleRows } from "../src/lib/data.js";
 import { dataView, makeSession } from "./fixtures/session.js";
 
-const session = makeSession({ calls: 30, lineages: 3 });
+const session = makeSession({ calls: 30, threads: 3 });
 const t = decodeTimeline(dataView(session.timeline));
 
 describe("rows", () => {
-  it("shows all calls or one lineage's, in call order", () => {
+  it("shows all calls or one thread's, in call order", () => {
     expect(visibleRows(t, -1)).toHaveLength(30);
     const one = visibleRows(t, 1);
     expect(one.length).toBeGreaterThan(0);
-    expect(one.every((r) => t.lineage[r] === 1)).toBe(true);
-    expect(lineageCounts(t, 3).reduce((a, b) => a + b, 0)).toBe(30);
+    expect(one.every((r) => t.thread[r] === 1)).toBe(true);
+    expect(threadCounts(t, 3).reduce((a, b) => a + b, 0)).toBe(30);
   });
 
   it("sorts rows that arrive out of call order", () => {
-    const shuffled = { ...t, n: 3, call: [2, 0, 1], lineage: [0, 0, 0] };
+    const shuffled = { ...t, n: 3, call: [2, 0, 1], thread: [0, 0, 0] };
     expect(visibleRows(shuffled, -1)).toEqual([1, 2, 0]);
   });
 
-  it("sums what the header shows for a lineage", () => {
+  it("sums what the header shows for a thread", () => {
     const rows = visibleRows(t, -1);
     const sums = sumRows(t, rows);
     expect(sums.input_tokens).toBe(session.meta.totals.input_tokens);

@@ -37,11 +37,11 @@ describe("statusBars", () => {
 const timeline = {
   call: [0, 1, 2, 3, 4],
   prefix: [0, 10, 0, 20, 5],
-  lineage: [0, 0, 1, 0, 1],
+  thread: [0, 0, 1, 0, 1],
 };
 
 describe("prefixLine", () => {
-  it("draws each lineage in call order, separated by a gap", () => {
+  it("draws each thread in call order, separated by a gap", () => {
     expect(prefixLine(timeline, [0, 1, 2, 3, 4])).toEqual({
       x: [0, 1, 3, null, 2, 4],
       y: [0, 10, 20, null, 0, 5],
@@ -50,7 +50,7 @@ describe("prefixLine", () => {
 });
 
 describe("prefixTicks", () => {
-  it("ticks each bar at its prefix and joins consecutive calls of one lineage", () => {
+  it("ticks each bar at its prefix and joins consecutive calls of one thread", () => {
     const { x, y } = prefixTicks(timeline, [0, 1, 2], 0.4);
     expect(x).toEqual([0, 0, 0, 10, 10, 10, null, 0, 0, null]);
     expect(y).toEqual([-0.4, 0.4, 0.5, 0.5, 0.6, 1.4, null, 1.6, 2.4, null]);

@@ -1,6 +1,6 @@
 // Write a self-contained report page for a look in a real browser (no server needed):
 //
-//   npm run build && npm run demo [-- --calls 2000 --lineages 4 --out test/out/demo.html]
+//   npm run build && npm run demo [-- --calls 2000 --threads 4 --out test/out/demo.html]
 //   npm run demo -- --python test/fixtures/python-report.json --out test/out/python.html
 //   chromium --headless --screenshot=test/out/demo.png --window-size=1200,2200 test/out/demo.html
 //
@@ -17,7 +17,7 @@ const here = dirname(fileURLToPath(import.meta.url));
 const { values } = parseArgs({
   options: {
     calls: { type: "string", default: "2000" },
-    lineages: { type: "string", default: "4" },
+    threads: { type: "string", default: "4" },
     python: { type: "string" },
     out: { type: "string", default: resolve(here, "out", "demo.html") },
   },
@@ -25,7 +25,7 @@ const { values } = parseArgs({
 
 const data = values.python
   ? JSON.parse(readFileSync(values.python, "utf8"))
-  : reportDocument(makeSession({ calls: Number(values.calls), lineages: Number(values.lineages) }));
+  : reportDocument(makeSession({ calls: Number(values.calls), threads: Number(values.threads) }));
 const bundle = readFileSync(resolve(here, "..", "..", "cacheviz", "static", "report.js"), "utf8")
   .replace(/<\/script/gi, "<\\/script")
   .replace(/<!--/g, "<\\!--");

@@ -55,7 +55,7 @@ describe("render", () => {
   });
 
   it("draws the header, the three charts and the panels", () => {
-    const session = makeSession({ calls: 40, lineages: 3 });
+    const session = makeSession({ calls: 40, threads: 3 });
     render({ model: widgetModel(session), el });
     const root = el.querySelector(".cacheviz-inspector");
     expect(root).not.toBeNull();
@@ -65,14 +65,14 @@ describe("render", () => {
     const header = root.querySelector(".cacheviz-header").textContent;
     expect(header).toContain("40 calls");
     expect(header).toContain("≈ approximate tokens");
-    expect(root.querySelectorAll(".cacheviz-header__lineage option")).toHaveLength(4);
+    expect(root.querySelectorAll(".cacheviz-header__thread option")).toHaveLength(4);
     expect(root.querySelector(".cacheviz-providers__table tbody").children).toHaveLength(3);
     expect(root.querySelector(".cacheviz-providers__row--current").textContent).toContain("anthropic:claude-sonnet-4-5");
     expect(errors).not.toHaveBeenCalled();
   });
 
   it("shows hostile text as text, never as markup", () => {
-    const session = makeSession({ calls: 40, lineages: 3 });
+    const session = makeSession({ calls: 40, threads: 3 });
     const drift = Object.values(session.details).find((d) => d.label === PAYLOADS[1]);
     const model = widgetModel(session, { selected_call: drift.call, _detail: drift });
     render({ model, el });
@@ -81,7 +81,7 @@ describe("render", () => {
     const text = root.textContent;
     expect(text).toContain(PAYLOADS[0]); // the path, in the header
     expect(text).toContain(PAYLOADS[1]); // the label, in the detail
-    expect(root.querySelector(".cacheviz-header__lineage select").textContent).toContain("<script>alert(1)</script>");
+    expect(root.querySelector(".cacheviz-header__thread select").textContent).toContain("<script>alert(1)</script>");
     // text nodes serialize escaped; no element carries an event handler attribute
     expect(root.innerHTML).toContain("&lt;script&gt;alert(1)&lt;/script&gt;");
     const handlers = [...root.querySelectorAll("*")].flatMap((node) =>
@@ -135,7 +135,7 @@ describe("render", () => {
     expect(vi.mocked(plot.setShapes).mock.calls[0][1][0]).toMatchObject({ x0: 2.5, x1: 3.5 });
     expect(body()).toContain("Loading the detail of call 3");
     expect(el.querySelector(".cacheviz-header__selection").textContent).toBe("selected: call 3");
-    model.set("_detail", { call: 3, drift: false, lineage: "main", model: "m", input_tokens: 1 });
+    model.set("_detail", { call: 3, drift: false, thread: "main", model: "m", input_tokens: 1 });
     expect(body()).toContain("No drift at this call");
     expect(body()).not.toContain("Loading");
   });
@@ -161,18 +161,18 @@ describe("render", () => {
     expect(model.get("selected_call")).toBe(drifts[1] + 1);
   });
 
-  it("filters every view by lineage without touching the model", () => {
-    const session = makeSession({ calls: 40, lineages: 3 });
+  it("filters every view by thread without touching the model", () => {
+    const session = makeSession({ calls: 40, threads: 3 });
     const model = widgetModel(session);
     render({ model, el });
     vi.mocked(plot.draw).mockClear();
-    const select = el.querySelector(".cacheviz-header__lineage select");
+    const select = el.querySelector(".cacheviz-header__thread select");
     select.value = "1";
     select.dispatchEvent(new Event("change"));
     expect(plot.draw).toHaveBeenCalledTimes(3);
     const timeline = vi.mocked(plot.draw).mock.calls[0][1];
     expect(timeline.data[0].x.length).toBeLessThan(40);
-    expect(timeline.layout.uirevision).toBe("lineage:1");
+    expect(timeline.layout.uirevision).toBe("thread:1");
     expect(el.querySelector(".cacheviz-header").textContent).toContain("calls shown");
     expect(model.set).not.toHaveBeenCalled();
   });

@@ -44,7 +44,7 @@ afterEach(() => errors.mockRestore());
 
 describe("the HTML report", () => {
   it("renders the embedded data into #cacheviz-root and selects the first drift", () => {
-    const session = makeSession({ calls: 60, lineages: 2 });
+    const session = makeSession({ calls: 60, threads: 2 });
     page(embedJson(reportDocument(session)));
     const cleanup = boot(document);
     expect(cleanup).toBeTypeOf("function");

@@ -35,7 +35,7 @@ function load(options) {
 }
 
 describe("figures for 2,000 calls", () => {
-  const { s, timeline, shape, costs, rows } = load({ calls: 2000, lineages: 4 });
+  const { s, timeline, shape, costs, rows } = load({ calls: 2000, threads: 4 });
 
   it("keep a fixed, small number of traces", () => {
     expect(timelineFigure(timeline, rows, s.meta).data).toHaveLength(5);
@@ -73,7 +73,7 @@ describe("figures for 2,000 calls", () => {
 });
 
 describe("timelineFigure", () => {
-  const { s, timeline, rows } = load({ calls: 30, lineages: 2 });
+  const { s, timeline, rows } = load({ calls: 30, threads: 2 });
   const fig = timelineFigure(timeline, rows, s.meta, { selected: 4, revision: "r" });
 
   it("stacks prefix and new tokens per call", () => {
@@ -110,7 +110,7 @@ describe("timelineFigure", () => {
 });
 
 describe("shapeFigure", () => {
-  const { timeline, shape, rows } = load({ calls: 30, lineages: 2 });
+  const { timeline, shape, rows } = load({ calls: 30, threads: 2 });
 
   it("draws horizontal bars from run start to end, unlogged runs hatched", () => {
     const fig = shapeFigure(shape, timeline, rows);
@@ -121,7 +121,7 @@ describe("shapeFigure", () => {
     expect(fig.layout.yaxis.range[0]).toBeGreaterThan(fig.layout.yaxis.range[1]); // first call on top
   });
 
-  it("filters by lineage", () => {
+  it("filters by thread", () => {
     const one = visibleRows(timeline, 1);
     const fig = shapeFigure(shape, timeline, one);
     const calls = new Set(one.map((r) => timeline.call[r]));
@@ -137,7 +137,7 @@ describe("shapeFigure", () => {
 });
 
 describe("costFigure", () => {
-  const { timeline, costs, rows } = load({ calls: 30, lineages: 1 });
+  const { timeline, costs, rows } = load({ calls: 30, threads: 1 });
 
   it("plots per-call and cumulative cost with the ideal bound", () => {
     const fig = costFigure(costs, timeline, rows);

@@ -10,7 +10,7 @@ import { isNumber } from "./format.js";
  * @property {number} n rows
  * @property {ArrayLike<number>} call call index
  * @property {ArrayLike<number | null>} tsMs request time, epoch ms
- * @property {ArrayLike<number>} lineage index into meta.lineages
+ * @property {ArrayLike<number>} thread index into meta.threads
  * @property {ArrayLike<number>} input input tokens
  * @property {ArrayLike<number>} prefix common-prefix tokens
  * @property {ArrayLike<number>} fresh new tokens
@@ -52,7 +52,7 @@ import { isNumber } from "./format.js";
  * @property {string | null} [path]
  * @property {string} [format]
  * @property {number} [n_calls]
- * @property {string[]} [lineages]
+ * @property {string[]} [threads]
  * @property {string[]} [causes]
  * @property {number} [ttl_seconds]
  * @property {{ input_tokens: number, prefix_tokens: number, new_tokens: number, drifts: number }} [totals]
@@ -88,13 +88,13 @@ export function decodeTimeline(value) {
     value,
     "_timeline",
     ["call", "input_tokens", "prefix_tokens", "new_tokens"],
-    { ts_ms: null, lineage: 0, drift: false, cause: -1, label: null, tokens_lost: 0, idle_gap: false },
+    { ts_ms: null, thread: 0, drift: false, cause: -1, label: null, tokens_lost: 0, idle_gap: false },
   );
   return {
     n: numRows,
     call: c.call,
     tsMs: c.ts_ms,
-    lineage: c.lineage,
+    thread: c.thread,
     input: c.input_tokens,
     prefix: c.prefix_tokens,
     fresh: c.new_tokens,
@@ -151,17 +151,17 @@ export function indexBy(calls) {
 }
 
 /**
- * Rows to show, in call order: all of them, or one lineage's.
+ * Rows to show, in call order: all of them, or one thread's.
  *
  * @param {Timeline} timeline
- * @param {number} lineage index into meta.lineages; -1 for all
+ * @param {number} thread index into meta.threads; -1 for all
  * @returns {number[]}
  */
-export function visibleRows(timeline, lineage) {
+export function visibleRows(timeline, thread) {
   /** @type {number[]} */
   const rows = [];
   for (let i = 0; i < timeline.n; i++) {
-    if (lineage < 0 || timeline.lineage[i] === lineage) rows.push(i);
+    if (thread < 0 || timeline.thread[i] === thread) rows.push(i);
   }
   let sorted = true;
   for (let k = 1; k < rows.length && sorted; k++) sorted = timeline.call[rows[k - 1]] <= timeline.call[rows[k]];
@@ -170,7 +170,7 @@ export function visibleRows(timeline, lineage) {
 }
 
 /**
- * Sums over some rows of the timeline, for the header when a lineage is picked.
+ * Sums over some rows of the timeline, for the header when a thread is picked.
  *
  * @param {Timeline} timeline
  * @param {number[]} rows
@@ -191,16 +191,16 @@ export function sumRows(timeline, rows) {
 }
 
 /**
- * How many calls each lineage has (index → count).
+ * How many calls each thread has (index → count).
  *
  * @param {Timeline} timeline
- * @param {number} nLineages
+ * @param {number} nThreads
  * @returns {number[]}
  */
-export function lineageCounts(timeline, nLineages) {
-  const counts = new Array(Math.max(0, nLineages)).fill(0);
+export function threadCounts(timeline, nThreads) {
+  const counts = new Array(Math.max(0, nThreads)).fill(0);
   for (let i = 0; i < timeline.n; i++) {
-    const l = timeline.lineage[i];
+    const l = timeline.thread[i];
     if (l >= 0 && l < counts.length) counts[l]++;
   }
   return counts;

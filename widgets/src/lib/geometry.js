@@ -61,27 +61,27 @@ export function statusBars(shape, visible, nStatuses, fallback = 3) {
 }
 
 /**
- * The common-prefix line of the timeline: per lineage, its calls' prefix in call order,
- * lineages separated by a gap (null), so one trace draws every lineage's line.
+ * The common-prefix line of the timeline: per thread, its calls' prefix in call order,
+ * threads separated by a gap (null), so one trace draws every thread's line.
  *
- * @param {{ call: ArrayLike<number>, prefix: ArrayLike<number>, lineage: ArrayLike<number> }} timeline
+ * @param {{ call: ArrayLike<number>, prefix: ArrayLike<number>, thread: ArrayLike<number> }} timeline
  * @param {number[]} rows visible rows in call order
  * @returns {{ x: (number | null)[], y: (number | null)[] }}
  */
 export function prefixLine(timeline, rows) {
   /** @type {Map<number, number[]>} */
-  const byLineage = new Map();
+  const byThread = new Map();
   for (const r of rows) {
-    const l = Number(timeline.lineage[r]);
-    let list = byLineage.get(l);
-    if (!list) byLineage.set(l, (list = []));
+    const l = Number(timeline.thread[r]);
+    let list = byThread.get(l);
+    if (!list) byThread.set(l, (list = []));
     list.push(r);
   }
   /** @type {(number | null)[]} */
   const x = [];
   /** @type {(number | null)[]} */
   const y = [];
-  for (const list of byLineage.values()) {
+  for (const list of byThread.values()) {
     if (x.length) {
       x.push(null);
       y.push(null);
@@ -97,9 +97,9 @@ export function prefixLine(timeline, rows) {
 /**
  * The common-prefix line of the shape map (calls down the y axis): a tick across each
  * call's bar at its prefix end, joined to the next call's tick when that call is the
- * next row of the same lineage (so interleaved lineages are not cross-linked).
+ * next row of the same thread (so interleaved threads are not cross-linked).
  *
- * @param {{ call: ArrayLike<number>, prefix: ArrayLike<number>, lineage: ArrayLike<number> }} timeline
+ * @param {{ call: ArrayLike<number>, prefix: ArrayLike<number>, thread: ArrayLike<number> }} timeline
  * @param {number[]} rows visible rows in call order
  * @param {number} [half=0.45] half the bar thickness, in call units
  * @returns {{ x: (number | null)[], y: (number | null)[] }}
@@ -118,7 +118,7 @@ export function prefixTicks(timeline, rows, half = 0.45) {
     const next = k + 1 < rows.length ? rows[k + 1] : -1;
     const joined =
       next >= 0 &&
-      Number(timeline.lineage[next]) === Number(timeline.lineage[r]) &&
+      Number(timeline.thread[next]) === Number(timeline.thread[r]) &&
       Number(timeline.call[next]) === c + 1;
     if (joined) {
       // riser at the boundary between the two bars

@@ -84,7 +84,7 @@ function axis(theme, title, extra = {}) {
  * @returns {string}
  */
 export function callHover(t, r, meta) {
-  const lines = [`<b>call ${t.call[r]}</b> · ${safe(nameAt(meta.lineages, t.lineage[r]))}`];
+  const lines = [`<b>call ${t.call[r]}</b> · ${safe(nameAt(meta.threads, t.thread[r]))}`];
   lines.push(`input ${formatTokens(t.input[r])} tokens`);
   lines.push(
     `prefix ${formatTokens(t.prefix[r])} (${formatShare(t.prefix[r], t.input[r])}) · new ${formatTokens(t.fresh[r])}`,

@@ -20,13 +20,13 @@ import { formatNumber, formatShare, formatTime, formatTokens, formatUsd, humaniz
 
 /** Keys the detail view lays out itself; any other key is listed as a plain fact. */
 const KNOWN = new Set([
-  "call", "drift", "lineage", "input_tokens", "prefix_tokens", "new_tokens", "part", "position",
+  "call", "drift", "thread", "input_tokens", "prefix_tokens", "new_tokens", "part", "position",
   "label", "cause", "detail", "token_offset", "tokens_lost", "cost_usd", "prev", "current", "chips",
   "error", "message", "segments", "segments_truncated",
 ]);
 
 /** Keys the call summary shows when the timeline has the call. */
-const SUMMARY_KEYS = new Set(["lineage", "input_tokens", "prefix_tokens", "new_tokens"]);
+const SUMMARY_KEYS = new Set(["thread", "input_tokens", "prefix_tokens", "new_tokens"]);
 
 /**
  * Rebuild the detail body for the current selection.
@@ -65,7 +65,7 @@ export function renderDetail(doc, body, state) {
       out.push(
         h(doc, "p", {
           className: "cacheviz-detail__note",
-          text: "No drift at this call: nothing its lineage sent before was changed or removed.",
+          text: "No drift at this call: nothing its thread sent before was changed or removed.",
         }),
       );
     }
@@ -91,7 +91,7 @@ function summary(doc, state, row) {
   /** @type {[string, string][]} */
   const pairs = [
     ["call", String(t.call[row])],
-    ["lineage", nameAt(state.meta.lineages, t.lineage[row])],
+    ["thread", nameAt(state.meta.threads, t.thread[row])],
   ];
   const ts = t.tsMs[row];
   if (isNumber(ts)) pairs.push(["time", formatTime(ts)]);

@@ -1,6 +1,6 @@
 // @ts-check
-/** The header: what session this is, totals, the lineage filter, the selection, status. */
-import { lineageCounts, nameAt, sumRows } from "../lib/data.js";
+/** The header: what session this is, totals, the thread filter, the selection, status. */
+import { threadCounts, nameAt, sumRows } from "../lib/data.js";
 import { facts, h, setChildren } from "../lib/dom.js";
 import { formatShare, formatTokens, formatUsd, isNumber } from "../lib/format.js";
 
@@ -8,24 +8,24 @@ import { formatShare, formatTokens, formatUsd, isNumber } from "../lib/format.js
  * @typedef {import("../lib/data.js").Meta} Meta
  * @typedef {import("../lib/data.js").Timeline} Timeline
  * @typedef {import("../lib/data.js").Costs} Costs
- * @typedef {{ meta: Meta, timeline: Timeline | null, costs: Costs | null, rows: number[], lineage: number, selected: number }} HeaderState
+ * @typedef {{ meta: Meta, timeline: Timeline | null, costs: Costs | null, rows: number[], thread: number, selected: number }} HeaderState
  */
 
 /**
  * @param {Document} doc
- * @param {{ onLineage: (lineage: number) => void, onClear: () => void }} actions
+ * @param {{ onThread: (thread: number) => void, onClear: () => void }} actions
  */
 export function createHeader(doc, actions) {
   const title = h(doc, "div", { className: "cacheviz-header__title" });
   const totals = h(doc, "div");
-  const select = h(doc, "select", { attrs: { "aria-label": "lineage" } });
-  select.addEventListener("change", () => actions.onLineage(Number(select.value)));
-  const lineage = h(doc, "label", { className: "cacheviz-header__lineage" }, ["lineage ", select]);
+  const select = h(doc, "select", { attrs: { "aria-label": "thread" } });
+  select.addEventListener("change", () => actions.onThread(Number(select.value)));
+  const thread = h(doc, "label", { className: "cacheviz-header__thread" }, ["thread ", select]);
   const selection = h(doc, "span", { className: "cacheviz-header__selection" });
   const clear = h(doc, "button", { className: "cacheviz-button", text: "clear selection", attrs: { type: "button" } });
   clear.addEventListener("click", () => actions.onClear());
   const status = h(doc, "span", { className: "cacheviz-header__status", attrs: { role: "status", "aria-live": "polite" } });
-  const controls = h(doc, "div", { className: "cacheviz-header__controls" }, [lineage, selection, clear, status]);
+  const controls = h(doc, "div", { className: "cacheviz-header__controls" }, [thread, selection, clear, status]);
   const el = h(doc, "header", { className: "cacheviz-header" }, [title, totals, controls]);
 
   /** @param {HeaderState} state */
@@ -58,7 +58,7 @@ export function createHeader(doc, actions) {
       ...badges,
     ]);
 
-    const filtered = state.lineage >= 0 && timeline !== null;
+    const filtered = state.thread >= 0 && timeline !== null;
     const sums = filtered || !meta.totals ? (timeline ? sumRows(timeline, state.rows) : null) : meta.totals;
     /** @type {[string, string][]} */
     const pairs = [];
@@ -83,15 +83,15 @@ export function createHeader(doc, actions) {
     }
     setChildren(totals, [facts(doc, "cacheviz-header__totals", pairs)]);
 
-    const names = meta.lineages ?? [];
-    const counts = timeline ? lineageCounts(timeline, names.length) : names.map(() => 0);
+    const names = meta.threads ?? [];
+    const counts = timeline ? threadCounts(timeline, names.length) : names.map(() => 0);
     const options = [h(doc, "option", { text: `all (${names.length})`, attrs: { value: "-1" } })];
     names.forEach((_, i) => {
       options.push(h(doc, "option", { text: `${nameAt(names, i)} (${counts[i]} calls)`, attrs: { value: String(i) } }));
     });
     select.replaceChildren(...options);
-    select.value = String(state.lineage < names.length ? state.lineage : -1);
-    select.disabled = names.length < 2 && state.lineage < 0;
+    select.value = String(state.thread < names.length ? state.thread : -1);
+    select.disabled = names.length < 2 && state.thread < 0;
 
     selection.textContent = state.selected >= 0 ? `selected: call ${state.selected}` : "no call selected";
     clear.disabled = state.selected < 0;

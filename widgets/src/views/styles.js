@@ -49,7 +49,7 @@ export const CSS = `
 .cacheviz-inspector .cacheviz-header__totals dt { font-size: 11px; color: var(--cv-fg-muted); margin: 0; }
 .cacheviz-inspector .cacheviz-header__totals dd { margin: 0; font-variant-numeric: tabular-nums; font-weight: 600; }
 .cacheviz-inspector .cacheviz-header__controls { display: flex; flex-wrap: wrap; align-items: center; gap: 8px 14px; }
-.cacheviz-inspector .cacheviz-header__lineage select { max-width: 28em; font: inherit; }
+.cacheviz-inspector .cacheviz-header__thread select { max-width: 28em; font: inherit; }
 .cacheviz-inspector .cacheviz-header__selection { color: var(--cv-fg-muted); }
 .cacheviz-inspector .cacheviz-header__status { font-style: italic; color: var(--cv-fg-muted); }
 .cacheviz-inspector .cacheviz-header__status--error {

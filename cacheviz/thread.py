@@ -1,24 +1,24 @@
-"""Group calls into lineages: chains of requests that build on each other's cache.
+"""Group calls into threads: chains of requests that build on each other's cache.
 
-A drift is judged only against earlier calls of the same lineage, so side calls (title
+A drift is judged only against earlier calls of the same thread, so side calls (title
 generation, quota probes) and sub-agents must not be mixed with the main thread.
 
 Modes
 -----
 ``auto`` (default)
-    The transcript's own lineage (``meta.lineage``, or ``meta.session``/``meta.agent``)
-    when it gives one. Otherwise a call joins the lineage of the same model whose latest
+    The transcript's own thread (``meta.thread``, or ``meta.session``/``meta.agent``)
+    when it gives one. Otherwise a call joins the thread of the same model whose latest
     call shares the most of its tokens (by block hash, order ignored), provided the
-    shared part is at least half of the smaller request; else it starts a new lineage.
+    shared part is at least half of the smaller request; else it starts a new thread.
     Unlike a strict hash of tools+system, this keeps a main thread together when its
     system prompt carries a timestamp or its tools are shuffled - exactly the drifts
     cacheviz exists to show.
 ``model+prefix``
-    Model plus the hash of tools+system (the strict rule: any change starts a lineage).
+    Model plus the hash of tools+system (the strict rule: any change starts a thread).
 ``model``
-    One lineage per model.
+    One thread per model.
 ``single``
-    Every call in one lineage.
+    Every call in one thread.
 """
 
 from __future__ import annotations
@@ -29,11 +29,11 @@ from cacheviz._seq import common_prefix
 from cacheviz.model import Call
 from cacheviz.shape import prefix_hash
 
-LINEAGE_MODES = ("auto", "model+prefix", "model", "single")
+THREAD_MODES = ("auto", "model+prefix", "model", "single")
 JOIN_SHARE = 0.5  # share of the smaller request's tokens two calls must have in common
 
 
-def assign_lineages(
+def assign_threads(
     calls: Sequence[Call],
     keys: Sequence[list[str]],
     offsets: Sequence[Sequence[int]],
@@ -41,7 +41,7 @@ def assign_lineages(
     *,
     mode: str = "auto",
 ) -> list[str]:
-    """Return the lineage name of every call.
+    """Return the thread name of every call.
 
     Parameters
     ----------
@@ -54,14 +54,14 @@ def assign_lineages(
     token_count
         ``token_count(call index, hash)``: tokens of one block of that call.
     mode
-        One of :data:`LINEAGE_MODES`.
+        One of :data:`THREAD_MODES`.
 
     Returns
     -------
     list of str
     """
-    if mode not in LINEAGE_MODES:
-        msg = f"lineage={mode!r}; expected one of {', '.join(LINEAGE_MODES)}"
+    if mode not in THREAD_MODES:
+        msg = f"thread={mode!r}; expected one of {', '.join(THREAD_MODES)}"
         raise ValueError(msg)
     if mode == "single":
         return ["main"] * len(calls)
@@ -71,7 +71,7 @@ def assign_lineages(
         return [f"{call.model}:{prefix_hash(call)[:6]}" for call in calls]
 
     names: list[str] = []
-    latest: dict[str, int] = {}  # lineage -> index of its latest call
+    latest: dict[str, int] = {}  # thread -> index of its latest call
     hash_sets: dict[int, set[str]] = {}
     by_model: dict[str, list[str]] = {}
 
@@ -87,8 +87,8 @@ def assign_lineages(
         return shared / denominator
 
     for i, call in enumerate(calls):
-        if call.lineage_hint is not None:
-            name = call.lineage_hint
+        if call.thread_hint is not None:
+            name = call.thread_hint
         else:
             candidates = by_model.setdefault(call.model, [])
             scored = [(share(i, latest[c], len(candidates)), c) for c in candidates]
