@@ -496,3 +496,34 @@ def test_no_path_scans_the_default_locations_and_says_which_were_found(tmp_path,
     assert f"found   claude-code  {home / '.claude' / 'projects'}" in out
     assert f"absent  codex        {home / '.codex' / 'sessions'}" in out
     assert "1 files, 1 sessions, 2 calls" in out
+
+
+def test_the_fleet_report_is_self_contained_escaped_and_redacted(tmp_path, cache_dir):
+    secret = "sk-ant-api03-abcdefghijklmnopqrstuvwxyz"
+    folder = tmp_path / secret
+    _write(folder / "<img src=x onerror=alert(1)>.jsonl", _parent_records())
+    out = tmp_path / "fleet.html"
+    os.environ["CACHEVIZ_CACHE_DIR"] = str(cache_dir)
+    try:
+        assert main(["scan", str(tmp_path), "--report", str(out)]) == 0
+    finally:
+        del os.environ["CACHEVIZ_CACHE_DIR"]
+    page = out.read_text()
+    assert "<script" not in page and "http://" not in page.replace("http://www.w3.org", "")
+    assert "<img" not in page and "&lt;img src=x onerror=alert(1)&gt;.jsonl" in page
+    assert secret not in page and "[REDACTED]" in page
+    assert "Content-Security-Policy" in page
+    assert page.count("<rect class='billed'") == 1  # one day billed
+
+
+def test_picking_a_session_in_the_fleet_widget_opens_its_inspector(claude_home, cache_dir):
+    pytest.importorskip("ipywidgets")
+    from cacheviz.fleet.view import FleetView
+
+    view = FleetView(cacheviz.scan([claude_home], cache=cache_dir))
+    (option,) = view.sessions.options
+    assert "s1.jsonl" in option[0]
+    assert view.inspector.children == ()
+    view.sessions.value = option[1]
+    (inspector,) = view.inspector.children
+    assert "Inspector" in repr(inspector)
