@@ -126,55 +126,64 @@ def _billed(call: dict[str, Any], rates: Any) -> tuple[float | None, str | None]
 def _rows(
     unit: Unit, fmt: str, session: Session, analysis: Any, book: PriceBook
 ) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame]:
+    frame = analysis.calls
+    calls = session.calls  # row i of the calls frame is session.calls[i]
+    opaque = {h for h, c in session.contents.items() if c.kind == OPAQUE}
+    path = str(unit.path)
+    metas = [c.meta for c in calls]
+    logged = [not any(h in opaque for h in c.hashes[: c.message_start]) for c in calls]
+    extra: dict[str, list[Any]] = {
+        "session": [f"{path}#{m['session']}" if m.get("session") else path for m in metas],
+        "response_id": [m.get("response_id") for m in metas],
+        "reported_cost_usd": [m.get("reported_cost_usd") for m in metas],
+        "_fingerprint": [m.get("prefix_fingerprint") for m in metas],
+        "_logged": logged,
+    }
+    if "billed_usd" not in frame.columns:  # until issue 8's column: the same Rates.cost
+        extra["billed_usd"] = _billed_column(frame, calls, book)
+    if "ideal_usd" not in frame.columns:
+        extra["ideal_usd"] = [None] * frame.height
+    schema = _schema.SCAN_CALLS
+    added = pl.DataFrame(
+        extra,
+        schema={k: schema.get(k, pl.String if k == "_fingerprint" else pl.Boolean) for k in extra},
+    )
+    usage_only = bool(getattr(READERS[fmt], "USAGE_ONLY", False))
+    out = pl.concat([frame, added], how="horizontal").with_columns(
+        pl.lit(path, pl.String).alias("path"),
+        pl.lit(fmt, pl.String).alias("format"),
+        pl.lit(unit.project, pl.String).alias("project"),
+        pl.lit(usage_only).alias("usage_only"),
+        pl.coalesce("_fingerprint", pl.when("_logged").then(pl.col("prefix_hash"))).alias(
+            "prefix_hash"
+        ),
+    )
+    scan_calls = out.select([pl.col(name).cast(dtype) for name, dtype in schema.items()])
+    drifts = _drift_rows(path, analysis.drifts, "thread")
+    misses = _miss_rows(path, getattr(analysis, "misses", None))
+    return scan_calls, drifts, misses
+
+
+def _billed_column(frame: pl.DataFrame, calls: list[Any], book: PriceBook) -> list[Any]:
     from cacheviz.simulate import _Prices
 
-    frame = analysis.calls
-    thread_col = "thread"
-    usage_only = bool(getattr(READERS[fmt], "USAGE_ONLY", False))
-    by_index = {c.index: c for c in session.calls}
-    opaque = {h for h, c in session.contents.items() if c.kind == OPAQUE}
     prices: dict[str, Any] = {}
-    cols: dict[str, list[Any]] = {name: [] for name in _schema.SCAN_CALLS}
-    path = str(unit.path)
-    for row in frame.iter_rows(named=True):
-        call = by_index[row["index"]]
-        meta = call.meta
-        billed = row.get("billed_usd")
-        if "billed_usd" not in row:
-            rates = prices.get(call.provider)
-            if rates is None:
-                rates = prices[call.provider] = _Prices(book, call.provider)
-            billed, _ = _billed(row, rates)
-        fingerprint = meta.get("prefix_fingerprint")
-        logged = not any(h in opaque for h in call.hashes[: call.message_start])
-        values = {
-            "path": path,
-            "session": f"{path}#{meta['session']}" if meta.get("session") else path,
-            "format": fmt,
-            "project": unit.project,
-            "usage_only": usage_only,
-            "index": row["index"],
-            "line": row["line"],
-            "ts": row["ts"],
-            "thread": row[thread_col],
-            "provider": row["provider"],
-            "model": row["model"],
-            "response_id": meta.get("response_id"),
-            "billed_usd": billed,
-            "ideal_usd": row.get("ideal_usd"),
-            "reported_cost_usd": meta.get("reported_cost_usd"),
-            "drift": row["drift"],
-            "prefix_hash": fingerprint or (row["prefix_hash"] if logged else None),
-        }
-        for column in _schema.REPORTED_USAGE:
-            if column in cols:
-                values[column] = row[column]
-        for column, value in values.items():
-            cols[column].append(value)
-    calls = _schema.frame(_schema.SCAN_CALLS, cols)
-    drifts = _drift_rows(path, analysis.drifts, thread_col)
-    misses = _miss_rows(path, getattr(analysis, "misses", None))
-    return calls, drifts, misses
+    billed: list[Any] = []
+    columns = (
+        "model",
+        "ts",
+        "reported_input_tokens",
+        "reported_cache_read_tokens",
+        "reported_cache_write_tokens",
+        "reported_cache_write_1h_tokens",
+        "reported_output_tokens",
+    )
+    for call, row in zip(calls, frame.select(columns).iter_rows(named=True), strict=True):
+        rates = prices.get(call.provider)
+        if rates is None:
+            rates = prices[call.provider] = _Prices(book, call.provider)
+        billed.append(_billed(row, rates)[0])
+    return billed
 
 
 def _drift_rows(path: str, drifts: pl.DataFrame, thread_col: str) -> pl.DataFrame:
