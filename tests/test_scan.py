@@ -340,7 +340,7 @@ def _sorted(frame):
 def test_a_process_pool_gives_the_same_rows_as_one_process(tmp_path):
     root = _fleet(tmp_path)
     local = cacheviz.scan([root], cache=False, jobs=1)
-    with ProcessPoolExecutor(2, mp_context=get_context("spawn")) as pool:
+    with ProcessPoolExecutor(1, mp_context=get_context("spawn")) as pool:
         pooled = cacheviz.scan([root], cache=False, executor=pool)
     assert local.calls.height == 12
     assert _sorted(pooled.calls).equals(_sorted(local.calls))
@@ -353,7 +353,7 @@ def test_a_dask_local_cluster_gives_the_same_rows_as_a_local_run(tmp_path):
     with (
         warnings.catch_warnings(),
         distributed.LocalCluster(
-            n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None
+            n_workers=1, threads_per_worker=2, processes=True, dashboard_address=None
         ) as cluster,
         distributed.Client(cluster) as client,
     ):
@@ -527,3 +527,10 @@ def test_picking_a_session_in_the_fleet_widget_opens_its_inspector(claude_home, 
     view.sessions.value = option[1]
     (inspector,) = view.inspector.children
     assert "Inspector" in repr(inspector)
+
+
+def test_a_progress_bar_only_when_asked_or_on_a_terminal(claude_home, capsys):
+    cacheviz.scan([claude_home], cache=False)  # stderr is not a terminal under pytest
+    assert capsys.readouterr().err == ""
+    cacheviz.scan([claude_home], cache=False, progress=True)
+    assert "scanning" in capsys.readouterr().err
