@@ -39,7 +39,10 @@ def test_summary_json_contract(capsys):
             assert drift["part"] in ("tools", "system", "messages")
             assert isinstance(drift["position"], int) and isinstance(drift["token_offset"], int)
             assert isinstance(drift["cause"], str)
-    assert [c["index"] for c in doc["calls"] if c["drift"]] == [8]
+    assert [c["index"] for c in doc["calls"] if c["drift"]] == []
+    threads = [c["thread"] for c in doc["calls"]]
+    assert threads[8] != threads[7] and threads[8:] == [threads[8]] * len(threads[8:])
+    assert doc["calls"][8]["prefix_tokens"] > 0  # tools + system are still cached
 
 
 def test_reported_usage_in_json(write_log, anthropic_body, capsys):
