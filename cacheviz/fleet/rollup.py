@@ -82,7 +82,9 @@ def sessions(calls: pl.DataFrame, drifts: pl.DataFrame) -> pl.DataFrame:
 def busters(drifts: pl.DataFrame, misses: pl.DataFrame) -> pl.DataFrame:
     """Drifts and misses grouped by (kind, cause, part, label), costliest first.
 
-    A message's label loses its position (``user#12`` → ``user``): the same edit at
+    ``drifts`` counts every event, ``material`` those that cost something (a drift whose
+    kept prefix would not have been read anyway is not material). A message's label
+    loses its position (``user#12`` → ``user``): the same edit at
     different depths of different sessions is one buster.
     """
     drift_rows = drifts.select(
@@ -93,6 +95,7 @@ def busters(drifts: pl.DataFrame, misses: pl.DataFrame) -> pl.DataFrame:
         "session",
         pl.col("tokens_lost").alias("tokens"),
         "cost_usd",
+        pl.col("material"),
     )
     miss_rows = misses.select(
         pl.lit("miss").alias("kind"),
@@ -102,10 +105,12 @@ def busters(drifts: pl.DataFrame, misses: pl.DataFrame) -> pl.DataFrame:
         "session",
         "tokens",
         "cost_usd",
+        pl.lit(True).alias("material"),  # a miss is a read the provider did not serve
     )
     rows = pl.concat([drift_rows, miss_rows])
     grouped = rows.group_by(["kind", "cause", "part", "label"]).agg(
         pl.len().alias("drifts"),
+        pl.col("material").fill_null(value=True).sum().alias("material"),
         pl.col("session").n_unique().alias("sessions"),
         _sum("tokens"),
         _sum("cost_usd"),

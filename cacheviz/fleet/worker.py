@@ -17,7 +17,8 @@ from typing import Any
 import polars as pl
 
 from cacheviz import _schema
-from cacheviz.errors import CacheVizError, UnknownFormatError, UnknownModelError
+from cacheviz.analysis import Analysis, analyze
+from cacheviz.errors import CacheVizError, UnknownFormatError
 from cacheviz.fleet.walk import Unit
 from cacheviz.formats import READERS, detect
 from cacheviz.model import OPAQUE, Session
@@ -81,8 +82,8 @@ def run_unit(unit: Unit, known_hash: str | None = None, prices: str | None = Non
         warnings.simplefilter("always")
         try:
             session = READERS[fmt].read(unit.path, errors="raise")
-            analysis = session.analyze()
-            calls, drifts, misses = _rows(unit, fmt, session, analysis, PriceBook(prices))
+            analysis = analyze(session, prices=PriceBook(prices))
+            calls, drifts, misses = _rows(unit, fmt, session, analysis)
         except (CacheVizError, OSError, ValueError, RecursionError) as exc:
             return UnitResult(
                 str(unit.path), "failed", digest, format=fmt, error=_one_line(exc, unit.path)
@@ -103,28 +104,8 @@ def _one_line(exc: BaseException, path: Path) -> str:
     return text if str(path) in text else f"{path}: {text}"
 
 
-def _billed(call: dict[str, Any], rates: Any) -> tuple[float | None, str | None]:
-    """Reported usage x the model's dated prices (the same Rates.cost the simulators use)."""
-    total, read = call["reported_input_tokens"], call["reported_cache_read_tokens"] or 0
-    write, long = call["reported_cache_write_tokens"] or 0, call["reported_cache_write_1h_tokens"]
-    if total is None:
-        return None, None
-    try:
-        found = rates(call["model"], call["ts"], total)
-    except UnknownModelError:
-        return None, call["model"]
-    cost = found.cost(
-        uncached=max(0, total - read - write),
-        cache_read=read,
-        cache_write=write,
-        cache_write_1h=long or 0,
-        output=call["reported_output_tokens"],
-    )
-    return cost, None
-
-
 def _rows(
-    unit: Unit, fmt: str, session: Session, analysis: Any, book: PriceBook
+    unit: Unit, fmt: str, session: Session, analysis: Analysis
 ) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame]:
     frame = analysis.calls
     calls = session.calls  # row i of the calls frame is session.calls[i]
@@ -139,10 +120,6 @@ def _rows(
         "_fingerprint": [m.get("prefix_fingerprint") for m in metas],
         "_logged": logged,
     }
-    if "billed_usd" not in frame.columns:  # until issue 8's column: the same Rates.cost
-        extra["billed_usd"] = _billed_column(frame, calls, book)
-    if "ideal_usd" not in frame.columns:
-        extra["ideal_usd"] = [None] * frame.height
     schema = _schema.SCAN_CALLS
     added = pl.DataFrame(
         extra,
@@ -160,30 +137,8 @@ def _rows(
     )
     scan_calls = out.select([pl.col(name).cast(dtype) for name, dtype in schema.items()])
     drifts = _drift_rows(path, analysis.drifts, "thread")
-    misses = _miss_rows(path, getattr(analysis, "misses", None))
+    misses = _miss_rows(path, analysis.misses)
     return scan_calls, drifts, misses
-
-
-def _billed_column(frame: pl.DataFrame, calls: list[Any], book: PriceBook) -> list[Any]:
-    from cacheviz.simulate import _Prices
-
-    prices: dict[str, Any] = {}
-    billed: list[Any] = []
-    columns = (
-        "model",
-        "ts",
-        "reported_input_tokens",
-        "reported_cache_read_tokens",
-        "reported_cache_write_tokens",
-        "reported_cache_write_1h_tokens",
-        "reported_output_tokens",
-    )
-    for call, row in zip(calls, frame.select(columns).iter_rows(named=True), strict=True):
-        rates = prices.get(call.provider)
-        if rates is None:
-            rates = prices[call.provider] = _Prices(book, call.provider)
-        billed.append(_billed(row, rates)[0])
-    return billed
 
 
 def _drift_rows(path: str, drifts: pl.DataFrame, thread_col: str) -> pl.DataFrame:
@@ -196,15 +151,15 @@ def _drift_rows(path: str, drifts: pl.DataFrame, thread_col: str) -> pl.DataFram
         "label": drifts["label"].to_list(),
         "cause": drifts["cause"].to_list(),
         "tokens_lost": drifts["tokens_lost"].to_list(),
-        "cost_usd": drifts["cost_usd"].to_list() if "cost_usd" in drifts.columns else [None] * n,
-        "material": drifts["material"].to_list() if "material" in drifts.columns else [None] * n,
+        "cost_usd": drifts["cost_usd"].to_list(),
+        "material": drifts["material"].to_list(),
         "detail": drifts["detail"].to_list(),
     }
     return _schema.frame(_schema.SCAN_DRIFTS, columns)
 
 
-def _miss_rows(path: str, misses: pl.DataFrame | None) -> pl.DataFrame:
-    if misses is None or misses.is_empty():
+def _miss_rows(path: str, misses: pl.DataFrame) -> pl.DataFrame:
+    if misses.is_empty():
         return _schema.frame(_schema.SCAN_MISSES, {name: [] for name in _schema.SCAN_MISSES})
     n = misses.height
     columns = {
