@@ -534,3 +534,26 @@ def test_a_progress_bar_only_when_asked_or_on_a_terminal(claude_home, capsys):
     assert capsys.readouterr().err == ""
     cacheviz.scan([claude_home], cache=False, progress=True)
     assert "scanning" in capsys.readouterr().err
+
+
+def test_the_agents_folder_layouts_are_walked_into_sessions(realdata, tmp_path):
+    home = tmp_path / "home"
+    (codex,) = (realdata / "codex_rollout").glob("*.jsonl")
+    target = home / ".codex" / "sessions" / "2025" / "12" / "26" / codex.name.split("__")[-1]
+    target.parent.mkdir(parents=True)
+    shutil.copy(codex, target)
+    (gemini,) = (realdata / "gemini_cli").glob("*.jsonl")
+    chats = home / ".gemini" / "tmp" / "0f1e2d" / "chats"
+    chats.mkdir(parents=True)
+    shutil.copy(gemini, chats / "session-1.jsonl")
+    task = home / "cline" / "tasks" / "1769053680585"
+    task.mkdir(parents=True)
+    for path in (realdata / "cline_task").glob("*.json"):
+        shutil.copy(path, task / path.name.split("__")[-1])
+    result = cacheviz.scan([home], cache=tmp_path / "c")
+    sessions = {(r["format"], r["project"]) for r in result.sessions.iter_rows(named=True)}
+    assert sessions == {("codex", "sessions"), ("gemini-cli", "0f1e2d"), ("cline", "tasks")}
+    assert result.files.height == 3  # the task's three files are one session
+    assert result.files.filter(pl.col("format") == "cline")["path"].to_list() == [
+        str(task / "api_conversation_history.json")
+    ]

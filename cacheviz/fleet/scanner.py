@@ -12,9 +12,9 @@ from __future__ import annotations
 import math
 import os
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Executor, ProcessPoolExecutor, as_completed
-from contextlib import suppress
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from multiprocessing import get_context
 from pathlib import Path
@@ -262,15 +262,16 @@ def _execute(
         pool = executor or ProcessPoolExecutor(workers, mp_context=get_context("spawn"))
         size = max(1, min(_MAX_BATCH, math.ceil(len(todo) / (workers * _BATCHES_PER_WORKER))))
         try:
-            futures = [
-                pool.submit(
-                    run_batch,
-                    [u for u, _ in todo[i : i + size]],
-                    [k for _, k in todo[i : i + size]],
-                    prices,
-                )
-                for i in range(0, len(todo), size)
-            ]
+            with _one_thread_each(own):  # workers start while submitting
+                futures = [
+                    pool.submit(
+                        run_batch,
+                        [u for u, _ in todo[i : i + size]],
+                        [k for _, k in todo[i : i + size]],
+                        prices,
+                    )
+                    for i in range(0, len(todo), size)
+                ]
             results = []
             for future in as_completed(futures):
                 batch = future.result()
@@ -283,6 +284,23 @@ def _execute(
     finally:
         if bar is not None:
             bar.close()
+
+
+@contextmanager
+def _one_thread_each(active: bool) -> Iterator[None]:
+    """Workers of our own pool run polars single-threaded: the pool is the parallelism."""
+    if not active:
+        yield
+        return
+    saved = os.environ.get("POLARS_MAX_THREADS")
+    os.environ["POLARS_MAX_THREADS"] = "1"
+    try:
+        yield
+    finally:
+        if saved is None:
+            del os.environ["POLARS_MAX_THREADS"]
+        else:
+            os.environ["POLARS_MAX_THREADS"] = saved
 
 
 def _size(todo: list[tuple[Unit, str | None]]) -> int:
