@@ -80,8 +80,15 @@ def parity(realdata: Path) -> None:
             print(f"`{' '.join(CCUSAGE)}` failed: {exc}")
             command = CCUSAGE_JS
             cc_time, cc_out = timed(command, env)
-        direct = shutil.which("ccusage", path=str(Path(temp) / "none")) or None
         print(f"ccusage command: {' '.join(command)}")
+        package = command[2].removeprefix("--package=")
+        where = subprocess.run(
+            ["npx", "--yes", f"--package={package}", "-c", "command -v ccusage"],
+            capture_output=True,
+            text=True,
+            check=False,
+        ).stdout.strip()
+        direct_time = timed([where, *command[3:]], env)[0] if where else None
         cache = Path(temp) / "cache"
         scan_env = {**env, "CACHEVIZ_CACHE_DIR": str(cache)}
         argv = [*CACHEVIZ, "scan", str(config / "projects"), "--json"]
@@ -103,10 +110,14 @@ def parity(realdata: Path) -> None:
         ]
         for name, a, b in rows:
             print(f"{name:<28} {a:>14,} {b:>14,}{'' if a == b else '   differs'}")
-        print(f"\nccusage: {cc_time:.3f} s (median of {RUNS})")
-        print(f"cacheviz scan, cold cache: {cold:.3f} s = {cold / cc_time:.2f}x ccusage")
-        print(f"cacheviz scan, warm cache: {warm:.3f} s = {warm / cc_time:.2f}x ccusage")
-        del direct
+        print(f"\nccusage via npx: {cc_time:.3f} s (median of {RUNS})")
+        print(f"cacheviz scan, cold cache: {cold:.3f} s = {cold / cc_time:.2f}x ccusage via npx")
+        print(f"cacheviz scan, warm cache: {warm:.3f} s = {warm / cc_time:.2f}x ccusage via npx")
+        if direct_time is not None:
+            print(
+                f"ccusage's installed binary (no npx resolution): {direct_time:.3f} s; "
+                f"cold {cold / direct_time:.2f}x, warm {warm / direct_time:.2f}x"
+            )
 
 
 def _text(rng: random.Random, n: int) -> str:

@@ -199,6 +199,7 @@ SCAN_CALLS: dict[str, pl.DataType] = {
     "line": _INT,
     "ts": _TS,
     "thread": _STR,
+    "parent_thread": _STR,  # the thread a sub-agent hangs under, when known
     "provider": _STR,
     "model": _STR,
     "response_id": _STR,  # the provider's response / message id, when logged

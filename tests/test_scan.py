@@ -114,7 +114,10 @@ def test_a_forked_sub_agent_does_not_count_its_parents_responses_twice(claude_ho
     assert result.duplicates_dropped == 2
     assert result.files["status"].to_list() == ["ok"]  # the sub-agent is read with its session
     kept = result.calls.filter(pl.col("response_id") == "msg_1")
-    assert kept["thread"].to_list() == ["main"]  # the first (parent's) copy is kept
+    assert kept["thread"].to_list() == ["main"]  # the parent's copy is kept
+    assert kept["parent_thread"].to_list() == [None]
+    own = result.calls.filter(pl.col("response_id") == "msg_f")
+    assert own["parent_thread"].to_list() == ["main"]
 
 
 def test_a_resumed_session_in_another_file_is_deduplicated_too(claude_home, cache_dir):

@@ -20,7 +20,7 @@ import polars as pl
 from cacheviz import _schema
 from cacheviz.fleet.walk import Unit
 
-CACHE_VERSION = 1
+CACHE_VERSION = 2  # bump when the cached tables change
 TABLES = ("calls", "drifts", "misses")
 MANIFEST: dict[str, pl.DataType] = {
     "path": pl.String,

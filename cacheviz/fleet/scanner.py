@@ -321,8 +321,16 @@ def _bar(total: int) -> Any:
 def _dedupe(
     calls: pl.DataFrame, drifts: pl.DataFrame, misses: pl.DataFrame
 ) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame, int]:
-    """Keep the first call (by time, path, line) of each provider response id."""
-    ordered = calls.sort(["ts", "path", "line"], nulls_last=True)
+    """Keep the first call of each provider response id.
+
+    First by request time, then path; within a file a parent thread's copy before a
+    sub-agent's, then the reader's order (``index``).
+    """
+    ordered = calls.sort(
+        [pl.col("ts"), pl.col("path"), pl.col("parent_thread").is_not_null(), pl.col("index")],
+        nulls_last=True,
+        maintain_order=True,
+    )
     key = pl.concat_str(["provider", "response_id"], separator=":")
     repeat = pl.when(pl.col("response_id").is_not_null()).then(pl.int_range(pl.len()).over(key) > 0)
     flagged = ordered.with_columns(repeat.fill_null(value=False).alias("_repeat"))
