@@ -517,13 +517,18 @@ def test_the_fleet_report_is_self_contained_escaped_and_redacted(tmp_path, cache
     assert secret not in page and "[REDACTED]" in page
     assert "Content-Security-Policy" in page
     assert page.count("<rect class='billed'") == 1  # one day billed
+    # the session links to its own inspector report, written beside the page
+    assert "<a href='fleet_sessions/001.html'>" in page
+    assert "cacheviz-root" in (tmp_path / "fleet_sessions" / "001.html").read_text()
 
 
 def test_picking_a_session_in_the_fleet_widget_opens_its_inspector(claude_home, cache_dir):
     pytest.importorskip("ipywidgets")
     from cacheviz.fleet.view import FleetView
 
-    view = FleetView(cacheviz.scan([claude_home], cache=cache_dir))
+    result = cacheviz.scan([claude_home], cache=cache_dir)
+    assert "application/vnd.jupyter.widget-view+json" in result._repr_mimebundle_()
+    view = FleetView(result)
     (option,) = view.sessions.options
     assert "s1.jsonl" in option[0]
     assert view.inspector.children == ()

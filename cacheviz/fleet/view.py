@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     from cacheviz.fleet.scanner import ScanResult
 
 TOP = 50
+INSPECTORS = 20  # sessions of the fleet report that get their own inspector report
 _CHART_W, _CHART_H, _PAD = 760, 220, 40
 _CSS = """
 body{font:14px system-ui,sans-serif;margin:24px;color:#222}
@@ -115,15 +116,23 @@ def daily_chart(days: list[dict[str, Any]]) -> str:
     return "".join(parts)
 
 
-def _table(rows: list[dict[str, Any]], columns: list[tuple[str, str, Any]]) -> str:
+def _table(
+    rows: list[dict[str, Any]],
+    columns: list[tuple[str, str, Any]],
+    links: dict[str, str] | None = None,
+) -> str:
     head = "".join(f"<th>{_text(title)}</th>" for title, _, _ in columns)
     body = []
     for row in rows:
         cells = []
-        for _, key, shown in columns:
+        for i, (_, key, shown) in enumerate(columns):
             value = row.get(key)
             css = " class='text'" if shown is None else ""
-            cells.append(f"<td{css}>{_text(value if shown is None else shown(value))}</td>")
+            text = _text(value if shown is None else shown(value))
+            link = (links or {}).get(row.get("session", "")) if i == 0 else None
+            if link is not None:
+                text = f"<a href='{_text(link)}'>{text}</a>"
+            cells.append(f"<td{css}>{text}</td>")
         body.append(f"<tr>{''.join(cells)}</tr>")
     return f"<table><tr>{head}</tr>{''.join(body)}</table>"
 
@@ -183,20 +192,55 @@ def fleet_html(data: dict[str, Any]) -> str:
         f"{_summary(data)}"
         f"<h2>Billed vs ideal per day ({_text(data['tz'])})</h2>{daily_chart(data['days'])}"
         "<h2>Sessions, most wasted first</h2>"
-        "<p class='muted'>Open one: <code>cacheviz report PATH -o session.html</code>, or "
+        "<p class='muted'>A linked session opens its inspector report; for the others: "
+        "<code>cacheviz report PATH -o session.html</code>, or "
         "<code>cacheviz.inspect(PATH)</code> in a notebook.</p>"
-        f"{_table(data['sessions'], _SESSION_COLUMNS)}"
+        f"{_table(data['sessions'], _SESSION_COLUMNS, data.get('links'))}"
         f"<h2>Cache busters</h2>{_table(data['busters'], _BUSTER_COLUMNS)}"
         f"<h2>Projects</h2>{_table(data['projects'], _PROJECT_COLUMNS)}"
         f"{failed}</body></html>"
     )
 
 
-def write_fleet_report(result: ScanResult, path: str | Path, *, tz: str = "UTC") -> Path:
-    """Write the fleet view as one self-contained HTML file; return its path."""
+def write_fleet_report(
+    result: ScanResult, path: str | Path, *, tz: str = "UTC", inspectors: int = INSPECTORS
+) -> Path:
+    """Write the fleet view as one self-contained HTML file; return its path.
+
+    The ``inspectors`` most wasteful sessions also get their own inspector report (see
+    :func:`cacheviz.report.write_report`) in ``<name>_sessions/`` beside it, linked
+    from the sessions table: clicking a session opens its inspector.
+    """
     target = Path(path)
-    target.write_text(fleet_html(fleet_data(result, tz=tz)), encoding="utf-8")
+    data = fleet_data(result, tz=tz)
+    if inspectors:
+        data["links"] = _session_reports(data["sessions"][:inspectors], target)
+    target.write_text(fleet_html(data), encoding="utf-8")
     return target
+
+
+def _session_reports(sessions: list[dict[str, Any]], target: Path) -> dict[str, str]:
+    """Write one inspector report per session; return session → relative link."""
+    from cacheviz.errors import CacheVizError
+    from cacheviz.formats import load
+    from cacheviz.report import write_report
+
+    folder = target.with_name(f"{target.stem}_sessions")
+    links: dict[str, str] = {}
+    done: dict[str, str] = {}
+    for rank, session in enumerate(sessions, 1):
+        source = session["path"]
+        if source in done:  # a ledger of several sessions: one report
+            links[session["session"]] = done[source]
+            continue
+        try:
+            analysis = load(source).analyze()
+            folder.mkdir(exist_ok=True)
+            written = write_report(analysis, folder / f"{rank:03d}.html")
+        except (CacheVizError, OSError, ValueError):
+            continue  # the table still lists it; the report is best effort
+        done[source] = links[session["session"]] = f"{folder.name}/{written.name}"
+    return links
 
 
 class FleetView:
