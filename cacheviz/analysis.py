@@ -96,9 +96,11 @@ class Analysis:
     def summary(self) -> dict[str, Any]:
         """The ``cacheviz summary --json`` document (see docs/format.md)."""
         drifts = {row["call"]: row for row in self.drifts.iter_rows(named=True)}
+        misses = {row["call"]: row for row in self.misses.iter_rows(named=True)}
         calls = []
         for row in self.calls.iter_rows(named=True):
             drift = drifts.get(row["index"])
+            miss = misses.get(row["index"])
             reported = None
             if row["usage_provenance"] is not None:
                 reported = {
@@ -118,6 +120,8 @@ class Analysis:
                 {
                     "index": row["index"],
                     "thread": row["thread"],
+                    "parent_thread": row["parent_thread"],
+                    "namespace": row["namespace"],
                     "model": row["model"],
                     "ts": None if ts is None else ts.isoformat().replace("+00:00", "Z"),
                     "input_tokens": row["input_tokens"],
@@ -138,9 +142,27 @@ class Analysis:
                             "tokens_lost",
                             "cause",
                             "detail",
+                            "cost_usd",
+                            "material",
+                        )
+                    },
+                    "miss": None
+                    if miss is None
+                    else {
+                        key: miss[key]
+                        for key in (
+                            "cause",
+                            "tokens",
+                            "expected_read_tokens",
+                            "reported_cache_read_tokens",
+                            "cost_usd",
+                            "detail",
                         )
                     },
                     "reported": reported,
+                    "billed_usd": row["billed_usd"],
+                    "simulated_usd": row["simulated_usd"],
+                    "ideal_usd": row["ideal_usd"],
                 }
             )
         return {
@@ -148,6 +170,8 @@ class Analysis:
             "path": None if self.session.path is None else str(self.session.path),
             "skipped_lines": len(self.session.skipped),
             "ignored_records": dict(self.session.ignored),
+            "billed_usd": self.billed_usd,
+            "unpriced_models": list(self.unpriced_models),
             "calls": calls,
         }
 
