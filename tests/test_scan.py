@@ -565,3 +565,22 @@ def test_the_agents_folder_layouts_are_walked_into_sessions(realdata, tmp_path):
     assert result.files.filter(pl.col("format") == "cline")["path"].to_list() == [
         str(task / "api_conversation_history.json")
     ]
+
+
+def test_a_response_logged_by_two_tools_counts_once(realdata, tmp_path):
+    (trace,) = (realdata / "anthropic_raw").glob("*.jsonl")
+    shutil.copy(trace, tmp_path / "trace.jsonl")
+    first = json.loads(trace.read_text().splitlines()[0])
+    logged_id = first["response"]["body"]["id"] if first["response"].get("body") else None
+    if logged_id is None:  # a streamed response: the id is in message_start
+        for line in first["response"]["body_raw"].splitlines():
+            if line.startswith("data:") and '"message_start"' in line:
+                logged_id = json.loads(line[5:])["message"]["id"]
+    records = _parent_records()
+    for record in records:
+        if record["type"] == "assistant" and record["message"]["id"] == "msg_1":
+            record["message"]["id"] = logged_id
+    _write(tmp_path / "cc" / "s.jsonl", records)
+    result = cacheviz.scan([tmp_path], cache=tmp_path / "c")
+    assert result.duplicates_dropped == 1
+    assert result.calls.filter(pl.col("response_id") == logged_id).height == 1
