@@ -584,3 +584,16 @@ def test_a_response_logged_by_two_tools_counts_once(realdata, tmp_path):
     result = cacheviz.scan([tmp_path], cache=tmp_path / "c")
     assert result.duplicates_dropped == 1
     assert result.calls.filter(pl.col("response_id") == logged_id).height == 1
+
+
+def test_reader_warnings_reach_the_scan_output(tmp_path, capsys):
+    records = _parent_records()
+    records.append(_assistant("a9", "msg_2", "Sure", _usage(999, 0, 0, 5), "2026-03-01T10:01:09Z"))
+    path = _write(tmp_path / "p" / "s.jsonl", records)
+    os.environ["CACHEVIZ_CACHE_DIR"] = str(tmp_path / "c")
+    try:
+        assert main(["scan", str(tmp_path / "p")]) == 0
+    finally:
+        del os.environ["CACHEVIZ_CACHE_DIR"]
+    err = capsys.readouterr().err
+    assert f"cacheviz: warning: {path}:7: message msg_2 repeats the one of line 6" in err

@@ -64,6 +64,11 @@ def run(args: argparse.Namespace) -> int:
         _print(result, doc, sys.stdout)
     for row in result.failed.iter_rows(named=True):
         print(f"cacheviz: failed: {row['error']}", file=sys.stderr)
+    notes = [w for ws in result.files["warnings"].to_list() for w in ws or []]
+    for note in notes[:_TOP]:
+        print(f"cacheviz: warning: {note}", file=sys.stderr)
+    if len(notes) > _TOP:
+        print(f"cacheviz: warning: and {len(notes) - _TOP} more", file=sys.stderr)
     return 2 if args.strict and result.failed.height else 0
 
 
@@ -73,6 +78,12 @@ def _money(value: float | None) -> str:
 
 def _count(value: int | None) -> str:
     return "-" if value is None else f"{value:,}"
+
+
+def _key(value: str | None, width: int) -> str:
+    """A rollup key that fits: the end of a long path, '(no time)' for a missing day."""
+    text = "(no time)" if value is None else str(value)
+    return text if len(text) <= width else "…" + text[-(width - 1) :]
 
 
 def _print(result: ScanResult, doc: dict[str, Any], out: TextIO) -> None:
@@ -86,19 +97,20 @@ def _print(result: ScanResult, doc: dict[str, Any], out: TextIO) -> None:
         f"files skipped, {totals['failed_files']} failed\n"
     )
     by = doc["by"]
+    width = 12 if by in ("day", "week", "month") else 40
     out.write(
-        f"\n{by:<12} {'sessions':>8} {'calls':>7} {'input':>13} {'cache read':>13} "
+        f"\n{by:<{width}} {'sessions':>8} {'calls':>7} {'input':>13} {'cache read':>13} "
         f"{'cache write':>12} {'output':>10} {'billed':>10} {'ideal':>10}\n"
     )
     for row in doc["rollup"]:
         out.write(
-            f"{str(row[by] or '(no time)')[:12]:<12} {row['sessions']:>8} {row['calls']:>7} "
+            f"{_key(row[by], width):<{width}} {row['sessions']:>8} {row['calls']:>7} "
             f"{_count(row['input_tokens']):>13} {_count(row['cache_read_tokens']):>13} "
             f"{_count(row['cache_write_tokens']):>12} {_count(row['output_tokens']):>10} "
             f"{_money(row['billed_usd']):>10} {_money(row['ideal_usd']):>10}\n"
         )
     out.write(
-        f"{'total':<12} {totals['sessions']:>8} {totals['calls']:>7} "
+        f"{'total':<{width}} {totals['sessions']:>8} {totals['calls']:>7} "
         f"{_count(totals['input_tokens']):>13} {_count(totals['cache_read_tokens']):>13} "
         f"{_count(totals['cache_write_tokens']):>12} {_count(totals['output_tokens']):>10} "
         f"{_money(totals['billed_usd']):>10} {_money(totals['ideal_usd']):>10}\n"
