@@ -597,3 +597,16 @@ def test_reader_warnings_reach_the_scan_output(tmp_path, capsys):
         del os.environ["CACHEVIZ_CACHE_DIR"]
     err = capsys.readouterr().err
     assert f"cacheviz: warning: {path}:7: message msg_2 repeats the one of line 6" in err
+
+
+def test_a_user_price_file_is_not_served_costs_cached_under_other_prices(claude_home, tmp_path):
+    prices = tmp_path / "prices.json"
+    prices.write_text(
+        json.dumps({"models": [{"model": [SONNET], "input_mtok": 300.0, "output_mtok": 1500.0}]})
+    )
+    default = cacheviz.scan([claude_home], cache=tmp_path / "c")
+    custom = cacheviz.scan([claude_home], cache=tmp_path / "c", prices=prices)
+    # input and output at 100x (cache reads keep their price): well above the default
+    assert custom.totals()["billed_usd"] > 5 * default.totals()["billed_usd"]
+    again = cacheviz.scan([claude_home], cache=tmp_path / "c")
+    assert again.totals()["billed_usd"] == default.totals()["billed_usd"]

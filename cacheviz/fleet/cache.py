@@ -1,15 +1,16 @@
 """The scan cache: every analysed unit's rows, kept as Parquet in the platform cache dir.
 
 Four tables (``manifest``, ``calls``, ``drifts``, ``misses``) in one folder per cache
-version. A unit is reused when its files have the size and mtime recorded in the
-manifest; when they changed but still hash to the recorded content hash (a ``touch``,
-a copy) the rows are reused too; otherwise the unit is analysed again. Tables are
-rewritten whole and swapped in atomically, so a crashed or concurrent scan leaves a
+version (and per user price file, whose costs differ). A unit is reused when its files
+have the size and mtime recorded in the manifest; when they changed but still hash to
+the recorded content hash (a ``touch``, a copy) the rows are reused too; otherwise the
+unit is analysed again. Tables are rewritten whole and swapped in atomically, so a crashed or concurrent scan leaves a
 consistent cache (the last writer wins).
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import tempfile
@@ -60,10 +61,14 @@ def signature(unit: Unit) -> str:
 class ScanCache:
     """Read and write the cache tables in ``folder`` (created on first write)."""
 
-    def __init__(self, folder: Path) -> None:
+    def __init__(self, folder: Path, prices: Path | None = None) -> None:
         from cacheviz import __version__
 
-        self.folder = folder / f"v{CACHE_VERSION}-{__version__}"
+        name = f"v{CACHE_VERSION}-{__version__}"
+        if prices is not None:  # costs under a user price file are cached apart
+            digest = hashlib.blake2b(prices.read_bytes(), digest_size=8).hexdigest()
+            name += f"-prices-{digest}"
+        self.folder = folder / name
         self.manifest = self._read("manifest", MANIFEST)
         self.tables = {name: self._read(name, SCHEMAS[name]) for name in TABLES}
         self._by_path = {row["path"]: row for row in self.manifest.iter_rows(named=True)}

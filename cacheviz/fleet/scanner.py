@@ -167,7 +167,8 @@ def scan(
     units = find_units(roots)
     store = None
     if cache is not False:
-        store = ScanCache(default_dir() if cache is True else Path(cache))
+        folder = default_dir() if cache is True else Path(cache)
+        store = ScanCache(folder, None if prices is None else Path(prices))
     signatures: dict[str, str] = {}
     hits: set[str] = set()
     todo: list[tuple[Unit, str | None]] = []
