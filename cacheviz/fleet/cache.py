@@ -4,8 +4,8 @@ Four tables (``manifest``, ``calls``, ``drifts``, ``misses``) in one folder per 
 version (and per user price file, whose costs differ). A unit is reused when its files
 have the size and mtime recorded in the manifest; when they changed but still hash to
 the recorded content hash (a ``touch``, a copy) the rows are reused too; otherwise the
-unit is analysed again. Tables are rewritten whole and swapped in atomically, so a crashed or concurrent scan leaves a
-consistent cache (the last writer wins).
+unit is analysed again. Tables are rewritten whole and swapped in atomically, so a
+crashed or concurrent scan leaves a consistent cache (the last writer wins).
 """
 
 from __future__ import annotations
