@@ -610,3 +610,17 @@ def test_a_user_price_file_is_not_served_costs_cached_under_other_prices(claude_
     assert custom.totals()["billed_usd"] > 5 * default.totals()["billed_usd"]
     again = cacheviz.scan([claude_home], cache=tmp_path / "c")
     assert again.totals()["billed_usd"] == default.totals()["billed_usd"]
+
+
+def test_an_unwritable_cache_is_a_one_line_warning_not_a_failure(claude_home, tmp_path, capsys):
+    blocked = tmp_path / "blocked"
+    blocked.write_text("a file where the cache folder should be")
+    os.environ["CACHEVIZ_CACHE_DIR"] = str(blocked)
+    try:
+        assert main(["scan", str(claude_home), "--json"]) == 0
+    finally:
+        del os.environ["CACHEVIZ_CACHE_DIR"]
+    out = capsys.readouterr()
+    assert json.loads(out.out)["totals"]["calls"] == 3
+    (line,) = out.err.splitlines()
+    assert line.startswith("cacheviz: warning: can't write the scan cache in ")

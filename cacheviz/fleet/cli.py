@@ -5,9 +5,11 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import warnings
 from pathlib import Path
 from typing import Any, TextIO
 
+from cacheviz.errors import CacheVizWarning
 from cacheviz.fleet.rollup import BY
 from cacheviz.fleet.scanner import ScanResult, scan
 
@@ -44,7 +46,11 @@ def run(args: argparse.Namespace) -> int:
                 f"cacheviz: error: {path}: no such file or folder; check the path", file=sys.stderr
             )
             return 2
-    result = scan(paths, jobs=args.jobs, cache=not args.no_cache, prices=args.prices)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", CacheVizWarning)
+        result = scan(paths, jobs=args.jobs, cache=not args.no_cache, prices=args.prices)
+    for warning in caught:
+        print(f"cacheviz: warning: {warning.message}", file=sys.stderr)
     options = {"tz": args.tz, "since": args.since, "until": args.until}
     try:
         doc = result.to_dict(by=args.by, **options)

@@ -12,6 +12,7 @@ from __future__ import annotations
 import math
 import os
 import sys
+import warnings
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Executor, ProcessPoolExecutor, as_completed
 from contextlib import contextmanager, suppress
@@ -23,6 +24,7 @@ from typing import Any
 import polars as pl
 
 from cacheviz import _schema
+from cacheviz.errors import CacheVizWarning
 from cacheviz.fleet import rollup as _rollup
 from cacheviz.fleet.cache import MANIFEST, TABLES, ScanCache, default_dir, signature
 from cacheviz.fleet.walk import Location, Unit, default_locations, find_units
@@ -196,7 +198,17 @@ def scan(
             pl.col("path").replace_strict(signatures, default=None).alias("signature")
         )
         if fresh or touched["signature"].to_list() != reused["signature"].to_list():
-            store.save(pl.concat([touched, manifest]), {n: _only(tables[n], fresh) for n in TABLES})
+            try:
+                store.save(
+                    pl.concat([touched, manifest]), {n: _only(tables[n], fresh) for n in TABLES}
+                )
+            except OSError as exc:
+                warnings.warn(
+                    f"can't write the scan cache in {store.folder} ({exc.strerror}); the next "
+                    "scan starts cold (set CACHEVIZ_CACHE_DIR, or pass --no-cache)",
+                    CacheVizWarning,
+                    stacklevel=2,
+                )
         files = pl.concat([touched, manifest])
     else:
         files = manifest
