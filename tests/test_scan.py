@@ -624,3 +624,24 @@ def test_an_unwritable_cache_is_a_one_line_warning_not_a_failure(claude_home, tm
     assert json.loads(out.out)["totals"]["calls"] == 3
     (line,) = out.err.splitlines()
     assert line.startswith("cacheviz: warning: can't write the scan cache in ")
+
+
+def test_an_internal_error_on_one_file_is_listed_and_the_scan_goes_on(tmp_path, monkeypatch):
+    from cacheviz.fleet import worker
+
+    _write(tmp_path / "p" / "a.jsonl", _parent_records())
+    _write(tmp_path / "p" / "b.jsonl", _renamed(_parent_records(), "b"))
+    real = worker.analyze
+
+    def flaky(session, **kwargs):
+        if session.path.name == "b.jsonl":
+            raise TypeError("boom\nsecond line")
+        return real(session, **kwargs)
+
+    monkeypatch.setattr(worker, "analyze", flaky)
+    result = cacheviz.scan([tmp_path / "p"], cache=False)
+    assert result.calls["path"].unique().to_list() == [str(tmp_path / "p" / "a.jsonl")]
+    (error,) = result.failed["error"].to_list()
+    assert (
+        error == f"{tmp_path / 'p' / 'b.jsonl'}: internal error (TypeError: boom); please report it"
+    )

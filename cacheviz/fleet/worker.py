@@ -18,7 +18,7 @@ import polars as pl
 
 from cacheviz import _schema
 from cacheviz.analysis import Analysis, analyze
-from cacheviz.errors import CacheVizError, UnknownFormatError
+from cacheviz.errors import CacheVizError, CacheVizWarning, UnknownFormatError
 from cacheviz.fleet.walk import Unit
 from cacheviz.formats import READERS, detect
 from cacheviz.model import OPAQUE, Session
@@ -79,7 +79,7 @@ def run_unit(unit: Unit, known_hash: str | None = None, prices: str | None = Non
     except (CacheVizError, OSError, ValueError) as exc:
         return UnitResult(str(unit.path), "failed", digest, error=_one_line(exc, unit.path))
     with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
+        warnings.simplefilter("always", CacheVizWarning)
         try:
             session = READERS[fmt].read(unit.path, errors="raise")
             analysis = analyze(session, prices=PriceBook(prices))
@@ -88,7 +88,13 @@ def run_unit(unit: Unit, known_hash: str | None = None, prices: str | None = Non
             return UnitResult(
                 str(unit.path), "failed", digest, format=fmt, error=_one_line(exc, unit.path)
             )
-    notes = [str(w.message).splitlines()[0] for w in caught]
+        except Exception as exc:  # a bug must not stop a scan of thousands of files
+            text = (str(exc).splitlines() or [""])[0]
+            error = f"{unit.path}: internal error ({type(exc).__name__}: {text}); please report it"
+            return UnitResult(str(unit.path), "failed", digest, format=fmt, error=error)
+    notes = [
+        str(w.message).splitlines()[0] for w in caught if issubclass(w.category, CacheVizWarning)
+    ]
     return UnitResult(str(unit.path), "ok", digest, fmt, None, notes, calls, drifts, misses)
 
 
