@@ -645,3 +645,15 @@ def test_an_internal_error_on_one_file_is_listed_and_the_scan_goes_on(tmp_path, 
     assert (
         error == f"{tmp_path / 'p' / 'b.jsonl'}: internal error (TypeError: boom); please report it"
     )
+
+
+def test_an_empty_folder_scans_to_zero_sessions_twice(tmp_path, capsys):
+    (tmp_path / "empty").mkdir()
+    os.environ["CACHEVIZ_CACHE_DIR"] = str(tmp_path / "c")
+    try:
+        for _ in range(2):  # cold, then with a (still empty) cache
+            assert main(["scan", str(tmp_path / "empty"), "--json"]) == 0
+            doc = json.loads(capsys.readouterr().out)
+            assert doc["totals"]["sessions"] == 0 and doc["totals"]["billed_usd"] is None
+    finally:
+        del os.environ["CACHEVIZ_CACHE_DIR"]

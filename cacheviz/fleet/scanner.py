@@ -195,7 +195,9 @@ def scan(
     if store is not None:
         reused = store.manifest.filter(pl.col("path").is_in(sorted(hits)))
         touched = reused.with_columns(
-            pl.col("path").replace_strict(signatures, default=None).alias("signature")
+            pl.col("path")
+            .replace_strict(signatures, default=None, return_dtype=pl.String)
+            .alias("signature")
         )
         if fresh or touched["signature"].to_list() != reused["signature"].to_list():
             try:
