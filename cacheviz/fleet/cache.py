@@ -94,7 +94,11 @@ class ScanCache:
         return {n: t.filter(pl.col("path").is_in(keep)) for n, t in self.tables.items()}
 
     def save(self, manifest: pl.DataFrame, tables: dict[str, pl.DataFrame]) -> None:
-        """Replace the entries of ``manifest``'s paths with these rows, atomically per table."""
+        """Replace the entries of ``manifest``'s paths with these rows, atomically per table.
+
+        ``tables`` must hold every row of those paths (reused ones included): the cached
+        rows of each path in ``manifest`` are dropped first.
+        """
         changed = manifest["path"].to_list()
         self.folder.mkdir(parents=True, exist_ok=True)
         merged = {

@@ -202,7 +202,8 @@ def scan(
         if fresh or touched["signature"].to_list() != reused["signature"].to_list():
             try:
                 store.save(
-                    pl.concat([touched, manifest]), {n: _only(tables[n], fresh) for n in TABLES}
+                    pl.concat([touched, manifest]),
+                    tables,  # every row of these paths
                 )
             except OSError as exc:
                 warnings.warn(
@@ -232,10 +233,6 @@ def _empty(name: str) -> pl.DataFrame:
 def _table(result: UnitResult, name: str) -> pl.DataFrame:
     frame = getattr(result, name)
     return _empty(name) if frame is None else frame
-
-
-def _only(frame: pl.DataFrame, fresh: list[UnitResult]) -> pl.DataFrame:
-    return frame.filter(pl.col("path").is_in(sorted(r.path for r in fresh)))
 
 
 def _manifest(results: list[UnitResult], signatures: dict[str, str]) -> pl.DataFrame:
