@@ -203,6 +203,12 @@ def test_cli_rollup_json_defaults_to_utc_and_takes_tz_since_until(tmp_path, caps
         assert main(argv) == 0
         tokyo = json.loads(capsys.readouterr().out)
         assert [(r["day"], r["calls"]) for r in tokyo["rollup"]] == [("2026-03-02", 2)]
+        assert main(["scan", str(tmp_path / "p"), "--json", "--until", "2026-03-01"]) == 0
+        first_day = json.loads(capsys.readouterr().out)  # UTC: the call before midnight
+        assert [(r["day"], r["calls"]) for r in first_day["rollup"]] == [("2026-03-01", 1)]
+        assert first_day["totals"]["calls"] == 1  # totals cover the period asked for
+        assert first_day["totals"]["cache_write_tokens"] == 100
+        assert [s["calls"] for s in first_day["sessions"]] == [1]
         assert main(["scan", str(tmp_path / "p"), "--tz", "Mars/Olympus"]) == 2
         assert "--tz 'Mars/Olympus'" in capsys.readouterr().err
     finally:

@@ -51,9 +51,9 @@ def run(args: argparse.Namespace) -> int:
         result = scan(paths, jobs=args.jobs, cache=not args.no_cache, prices=args.prices)
     for warning in caught:
         print(f"cacheviz: warning: {warning.message}", file=sys.stderr)
-    options = {"tz": args.tz, "since": args.since, "until": args.until}
     try:
-        doc = result.to_dict(by=args.by, **options)
+        result = result.between(args.since, args.until, tz=args.tz)
+        doc = result.to_dict(by=args.by, tz=args.tz)
     except ValueError as exc:
         print(f"cacheviz: error: {exc}", file=sys.stderr)
         return 2

@@ -146,6 +146,30 @@ def _day(text: str, option: str) -> date:
         raise ValueError(msg) from None
 
 
+def _localized(calls: pl.DataFrame, tz: str) -> pl.DataFrame:
+    try:
+        local = pl.col("ts").dt.convert_time_zone(tz)
+        return calls.with_columns(local.dt.date().alias("_date"), local.alias("_local"))
+    except pl.exceptions.PolarsError:
+        msg = f"--tz {tz!r}: not a time zone; expected an IANA name such as Europe/Paris"
+        raise ValueError(msg) from None
+
+
+def between(
+    calls: pl.DataFrame, *, tz: str = "UTC", since: str | None = None, until: str | None = None
+) -> pl.DataFrame:
+    """The calls made from day ``since`` to day ``until`` (inclusive, in ``tz``).
+
+    Calls without a time are kept only when neither bound is given.
+    """
+    frame = _localized(calls, tz)
+    if since is not None:
+        frame = frame.filter(pl.col("_date") >= _day(since, "--since"))
+    if until is not None:
+        frame = frame.filter(pl.col("_date") <= _day(until, "--until"))
+    return frame.drop("_date", "_local")
+
+
 def rollup(
     calls: pl.DataFrame,
     by: str = "day",
@@ -163,16 +187,7 @@ def rollup(
     if by not in BY:
         msg = f"--by {by!r}: expected one of {', '.join(BY)}"
         raise ValueError(msg)
-    try:
-        local = pl.col("ts").dt.convert_time_zone(tz)
-        frame = calls.with_columns(local.dt.date().alias("_date"), local.alias("_local"))
-    except pl.exceptions.PolarsError:
-        msg = f"--tz {tz!r}: not a time zone; expected an IANA name such as Europe/Paris"
-        raise ValueError(msg) from None
-    if since is not None:
-        frame = frame.filter(pl.col("_date") >= _day(since, "--since"))
-    if until is not None:
-        frame = frame.filter(pl.col("_date") <= _day(until, "--until"))
+    frame = _localized(between(calls, tz=tz, since=since, until=until), tz)
     key = {
         "day": pl.col("_date").cast(pl.String),
         "week": pl.col("_local").dt.truncate("1w").dt.date().cast(pl.String),

@@ -90,6 +90,27 @@ class ScanResult:
         """Totals per day, week, month, session, project or model; see :mod:`.rollup`."""
         return _rollup.rollup(self.calls, by, tz=tz, since=since, until=until)
 
+    def between(
+        self, since: str | None = None, until: str | None = None, *, tz: str = "UTC"
+    ) -> ScanResult:
+        """The scan restricted to the calls of days ``since`` to ``until`` (in ``tz``).
+
+        Sessions, busters, rollups and totals of the result cover that period only;
+        ``files`` and ``duplicates_dropped`` still describe the whole scan.
+        """
+        if since is None and until is None:
+            return self
+        calls = _rollup.between(self.calls, tz=tz, since=since, until=until)
+        kept = calls.select("path", pl.col("index").alias("call"))
+        return ScanResult(
+            calls,
+            self.drifts.join(kept, on=["path", "call"], how="semi"),
+            self.misses.join(kept, on=["path", "call"], how="semi"),
+            self.files,
+            self.duplicates_dropped,
+            self.locations,
+        )
+
     def totals(self) -> dict[str, Any]:
         """The ``totals`` object of ``cacheviz scan --json``."""
         return _rollup.totals(self)
