@@ -6,8 +6,7 @@ import shutil
 import subprocess
 import sys
 import warnings
-from concurrent.futures import ProcessPoolExecutor
-from multiprocessing import get_context
+from concurrent.futures import ThreadPoolExecutor
 
 import polars as pl
 import pytest
@@ -353,13 +352,22 @@ def _sorted(frame):
     return frame.sort(["path", "index"])
 
 
-def test_a_process_pool_gives_the_same_rows_as_one_process(tmp_path):
+def test_the_process_pool_gives_the_same_rows_as_one_process(tmp_path, monkeypatch):
     root = _fleet(tmp_path)
     local = cacheviz.scan([root], cache=False, jobs=1)
-    with ProcessPoolExecutor(1, mp_context=get_context("spawn")) as pool:
-        pooled = cacheviz.scan([root], cache=False, executor=pool)
+    monkeypatch.setattr(scan_module, "_POOL_BYTES", 0)  # a pool even for this little work
+    pooled = cacheviz.scan([root], cache=False, jobs=2)
     assert local.calls.height == 12
     assert _sorted(pooled.calls).equals(_sorted(local.calls))
+    assert "POLARS_MAX_THREADS" not in os.environ  # set for the workers only
+
+
+def test_any_executor_runs_the_per_file_work(tmp_path):
+    root = _fleet(tmp_path)
+    local = cacheviz.scan([root], cache=False, jobs=1)
+    with ThreadPoolExecutor(2) as pool:
+        threaded = cacheviz.scan([root], cache=False, executor=pool)
+    assert _sorted(threaded.calls).equals(_sorted(local.calls))
 
 
 def test_a_dask_local_cluster_gives_the_same_rows_as_a_local_run(tmp_path):
