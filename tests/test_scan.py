@@ -537,7 +537,7 @@ def test_the_fleet_report_is_self_contained_escaped_and_redacted(tmp_path, cache
     assert "<img" not in page and "&lt;img src=x onerror=alert(1)&gt;.jsonl" in page
     assert secret not in page and "[REDACTED]" in page
     assert "Content-Security-Policy" in page
-    assert page.count("<rect class='billed'") == 1  # one day billed
+    assert page.count("<rect class='billed' x=") == 2  # one day billed, and the legend
     # the session links to its own inspector report, written beside the page
     assert "<a href='fleet_sessions/001.html'>" in page
     assert "cacheviz-root" in (tmp_path / "fleet_sessions" / "001.html").read_text()

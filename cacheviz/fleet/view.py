@@ -112,7 +112,14 @@ def daily_chart(days: list[dict[str, Any]]) -> str:
             parts.append(
                 f"<text x='{x:.1f}' y='{_CHART_H - 12}' font-size='10'>{_text(day['day'])}</text>"
             )
-    parts.append(f"<text x='4' y='{_PAD - 8}' font-size='11'>{_money(peak)}</text></svg>")
+    parts.append(f"<text x='4' y='{_PAD - 8}' font-size='11'>{_money(peak)}</text>")
+    legend_x = _CHART_W - 170
+    parts.append(
+        f"<rect class='billed' x='{legend_x}' y='8' width='10' height='10'/>"
+        f"<text x='{legend_x + 14}' y='17' font-size='11'>billed</text>"
+        f"<rect class='ideal' x='{legend_x + 70}' y='8' width='10' height='10'/>"
+        f"<text x='{legend_x + 84}' y='17' font-size='11'>ideal</text></svg>"
+    )
     return "".join(parts)
 
 
