@@ -417,6 +417,13 @@ def test_a_whale_usage_ledger_is_a_usage_only_session_with_hash_level_drifts(tmp
     assert result.sessions["reported_cost_usd"].to_list() == [pytest.approx(0.004)]
     assert result.sessions["session"].to_list() == [f"{path}#w1"]
     assert result.projects["prefixes"].to_list() == [2]
+    assert result.sessions["billed_usd"].to_list()[0] > 0  # priced beside Whale's own figure
+    buster = result.busters.row(0, named=True)
+    assert (buster["kind"], buster["part"], buster["label"]) == (
+        "drift",
+        "system",
+        "prefix_fingerprint",
+    )
 
 
 def test_a_cline_ui_messages_file_alone_is_usage_only(realdata, tmp_path):
