@@ -685,3 +685,21 @@ def test_an_empty_folder_scans_to_zero_sessions_twice(tmp_path, capsys):
             assert doc["totals"]["sessions"] == 0 and doc["totals"]["billed_usd"] is None
     finally:
         del os.environ["CACHEVIZ_CACHE_DIR"]
+
+
+def test_a_script_without_a_main_guard_still_scans_in_one_process(tmp_path):
+    root = _fleet(tmp_path, n=2)
+    script = tmp_path / "unguarded.py"
+    script.write_text(
+        "import cacheviz\n"
+        "from cacheviz.fleet import scanner\n"
+        "scanner._POOL_BYTES = 0\n"
+        f"result = cacheviz.scan([{str(root)!r}], cache=False, jobs=2)\n"
+        "print('calls', result.calls.height)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, str(script)], capture_output=True, text=True, check=False, cwd=tmp_path
+    )
+    assert done.returncode == 0, done.stderr[-500:]
+    assert done.stdout.splitlines()[-1] == "calls 4"
+    assert "CacheVizWarning: the worker processes could not start" in done.stderr

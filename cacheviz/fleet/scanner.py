@@ -15,6 +15,7 @@ import sys
 import warnings
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Executor, ProcessPoolExecutor, as_completed
+from concurrent.futures.process import BrokenProcessPool
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from multiprocessing import get_context
@@ -283,40 +284,67 @@ def _execute(
         return []
     bar = _bar(len(todo)) if show else None
     update: Callable[[int], Any] = bar.update if bar is not None else (lambda _n: None)
+
+    def serial() -> list[UnitResult]:
+        results = []
+        for unit, known in todo:
+            results.append(run_unit(unit, known, prices))
+            update(1)
+        return results
+
     try:
         workers = jobs or os.cpu_count() or 1
         if executor is None and (workers == 1 or _size(todo) < _POOL_BYTES):
-            results = []
-            for unit, known in todo:
-                results.append(run_unit(unit, known, prices))
-                update(1)
-            return results
-        own = executor is None
-        pool = executor or ProcessPoolExecutor(workers, mp_context=get_context("spawn"))
-        size = max(1, min(_MAX_BATCH, math.ceil(len(todo) / (workers * _BATCHES_PER_WORKER))))
-        try:
-            with _one_thread_each(own):  # workers start while submitting
-                futures = [
-                    pool.submit(
-                        run_batch,
-                        [u for u, _ in todo[i : i + size]],
-                        [k for _, k in todo[i : i + size]],
-                        prices,
-                    )
-                    for i in range(0, len(todo), size)
-                ]
-            results = []
-            for future in as_completed(futures):
-                batch = future.result()
-                results += batch
-                update(len(batch))
-        finally:
-            if own:
-                pool.shutdown()
-        return sorted(results, key=lambda r: r.path)
+            return serial()
+        if executor is None:
+            try:
+                return _on_pool(todo, None, workers, update, prices)
+            except BrokenProcessPool:
+                warnings.warn(
+                    "the worker processes could not start (a script that calls "
+                    "cacheviz.scan must do so under `if __name__ == '__main__':`); "
+                    "scanning in this process",
+                    CacheVizWarning,
+                    stacklevel=3,
+                )
+                return serial()
+        return _on_pool(todo, executor, workers, update, prices)
     finally:
         if bar is not None:
             bar.close()
+
+
+def _on_pool(
+    todo: list[tuple[Unit, str | None]],
+    executor: Executor | None,
+    workers: int,
+    update: Callable[[int], Any],
+    prices: str | None,
+) -> list[UnitResult]:
+    """Run the units in batches on ``executor`` (default: a spawned process pool)."""
+    own = executor is None
+    pool = executor or ProcessPoolExecutor(workers, mp_context=get_context("spawn"))
+    size = max(1, min(_MAX_BATCH, math.ceil(len(todo) / (workers * _BATCHES_PER_WORKER))))
+    try:
+        with _one_thread_each(own):  # workers start while submitting
+            futures = [
+                pool.submit(
+                    run_batch,
+                    [u for u, _ in todo[i : i + size]],
+                    [k for _, k in todo[i : i + size]],
+                    prices,
+                )
+                for i in range(0, len(todo), size)
+            ]
+        results = []
+        for future in as_completed(futures):
+            batch = future.result()
+            results += batch
+            update(len(batch))
+    finally:
+        if own:
+            pool.shutdown()
+    return sorted(results, key=lambda r: r.path)
 
 
 @contextmanager
