@@ -1,12 +1,12 @@
 """cacheviz scan vs ccusage, side by side in one run; and a 2,000-session synthetic fleet.
 
-    python bench/bench_scan.py [REALDATA] [--sessions 2000]
+    python bench/bench_scan.py [REALDATA] [--sessions 2000]   # --sessions 0: ccusage part only
 
 1. **ccusage parity and speed.** The Claude Code files of ``REALDATA/claude_code_jsonl``
    are copied to a temporary ``CLAUDE_CONFIG_DIR`` as ``projects/<project>/<session>.jsonl``.
-   ``npx ccusage@latest daily --json --offline`` is run on it (when that fails, the error
-   is printed and the last pure-JavaScript release, ``ccusage@17.2.1``, is used instead),
-   and so is ``cacheviz scan <copy> --json``: cold (an empty scan cache) and warm (the
+   ``npx ccusage@VERSION daily --json --offline`` is run on it for ``latest``, 20.0.24
+   and 17.2.1 (a failing one prints its error), each also run directly (its installed
+   script, without ``npx`` resolution), and so is ``cacheviz scan <copy> --json``: cold (an empty scan cache) and warm (the
    cache filled by a previous run). Median of 5 runs of each, in subprocesses, so both
    pay their start-up. Totals are compared where the definitions agree.
 2. **Throughput.** A synthetic fleet of Claude Code sessions (generated here,
@@ -36,8 +36,9 @@ sys.path.insert(0, str(ROOT))
 import cacheviz  # noqa: E402
 
 CACHEVIZ = [sys.executable, "-m", "cacheviz"]
-CCUSAGE = ["npx", "--yes", "ccusage@latest", "daily", "--json", "--offline"]
-CCUSAGE_JS = ["npx", "--yes", "ccusage@17.2.1", "daily", "--json", "--offline"]
+# ccusage@latest first; when its native binary is missing, the newest release whose
+# native package the registry has, then the last pure-JavaScript release
+CCUSAGE_VERSIONS = ("latest", "20.0.24", "17.2.1")
 RUNS = 5
 SONNET = "claude-sonnet-4-5-20250929"
 WORDS = [f"w{i:04d}" for i in range(6000)]
@@ -69,55 +70,63 @@ def timed(argv: list[str], env: dict[str, str], before=None) -> tuple[float, str
     return statistics.median(times), out
 
 
+def _ccusage(version: str, env: dict[str, str]) -> tuple[float, float | None, dict] | None:
+    """(npx time, direct time, totals) of ``ccusage@version daily --json``, None if it fails."""
+    argv = ["npx", "--yes", f"ccusage@{version}", "daily", "--json", "--offline"]
+    try:
+        took, out = timed(argv, env)
+    except (RuntimeError, FileNotFoundError) as exc:
+        print(f"`{' '.join(argv)}` failed: {exc}")
+        return None
+    where = subprocess.run(
+        ["npx", "--yes", f"--package=ccusage@{version}", "-c", "command -v ccusage"],
+        capture_output=True,
+        text=True,
+        check=False,
+    ).stdout.strip()
+    direct = timed([where, *argv[3:]], env)[0] if where else None
+    return took, direct, json.loads(out)["totals"]
+
+
 def parity(realdata: Path) -> None:
     with tempfile.TemporaryDirectory() as temp:
         config = claude_config(realdata, Path(temp) / "claude")
         env = {**os.environ, "CLAUDE_CONFIG_DIR": str(config)}
-        command = CCUSAGE
-        try:
-            cc_time, cc_out = timed(command, env)
-        except (RuntimeError, FileNotFoundError) as exc:
-            print(f"`{' '.join(CCUSAGE)}` failed: {exc}")
-            command = CCUSAGE_JS
-            cc_time, cc_out = timed(command, env)
-        print(f"ccusage command: {' '.join(command)}")
-        package = command[2].removeprefix("--package=")
-        where = subprocess.run(
-            ["npx", "--yes", f"--package={package}", "-c", "command -v ccusage"],
-            capture_output=True,
-            text=True,
-            check=False,
-        ).stdout.strip()
-        direct_time = timed([where, *command[3:]], env)[0] if where else None
+        runs = {v: r for v in CCUSAGE_VERSIONS if (r := _ccusage(v, env)) is not None}
         cache = Path(temp) / "cache"
         scan_env = {**env, "CACHEVIZ_CACHE_DIR": str(cache)}
         argv = [*CACHEVIZ, "scan", str(config / "projects"), "--json"]
         cold, _ = timed(argv, scan_env, before=lambda: shutil.rmtree(cache, ignore_errors=True))
         warm, out = timed(argv, scan_env)
         ours = json.loads(out)["totals"]
-        theirs = json.loads(cc_out)["totals"]
-        print(f"\n{'':<28} {'ccusage':>14} {'cacheviz scan':>14}")
+        names = [f"ccusage {v}" for v in runs]
+        print(f"\n{'':<24}" + "".join(f"{n:>16}" for n in names) + f"{'cacheviz scan':>16}")
         rows = [
             (
                 "uncached input tokens",
-                theirs["inputTokens"],
+                "inputTokens",
                 ours["input_tokens"] - ours["cache_read_tokens"] - ours["cache_write_tokens"],
             ),
-            ("cache read tokens", theirs["cacheReadTokens"], ours["cache_read_tokens"]),
-            ("cache write tokens", theirs["cacheCreationTokens"], ours["cache_write_tokens"]),
-            ("output tokens", theirs["outputTokens"], ours["output_tokens"]),
-            ("cost USD", round(theirs["totalCost"], 4), round(ours["billed_usd"], 4)),
+            ("cache read tokens", "cacheReadTokens", ours["cache_read_tokens"]),
+            ("cache write tokens", "cacheCreationTokens", ours["cache_write_tokens"]),
+            ("output tokens", "outputTokens", ours["output_tokens"]),
+            ("cost USD", "totalCost", round(ours["billed_usd"], 4)),
         ]
-        for name, a, b in rows:
-            print(f"{name:<28} {a:>14,} {b:>14,}{'' if a == b else '   differs'}")
-        print(f"\nccusage via npx: {cc_time:.3f} s (median of {RUNS})")
-        print(f"cacheviz scan, cold cache: {cold:.3f} s = {cold / cc_time:.2f}x ccusage via npx")
-        print(f"cacheviz scan, warm cache: {warm:.3f} s = {warm / cc_time:.2f}x ccusage via npx")
-        if direct_time is not None:
+        for name, key, mine in rows:
+            theirs = [r[2][key] for r in runs.values()]
+            theirs = [round(t, 4) if key == "totalCost" else t for t in theirs]
+            print(f"{name:<24}" + "".join(f"{t:>16,}" for t in theirs) + f"{mine:>16,}")
+        print(f"\ncacheviz scan: cold {cold:.3f} s, warm {warm:.3f} s (median of {RUNS})")
+        for version, (took, direct, _) in runs.items():
             print(
-                f"ccusage's installed binary (no npx resolution): {direct_time:.3f} s; "
-                f"cold {cold / direct_time:.2f}x, warm {warm / direct_time:.2f}x"
+                f"ccusage {version} via npx: {took:.3f} s -> cold {cold / took:.2f}x, "
+                f"warm {warm / took:.2f}x"
             )
+            if direct is not None:
+                print(
+                    f"ccusage {version} run directly: {direct:.3f} s -> cold "
+                    f"{cold / direct:.2f}x, warm {warm / direct:.2f}x"
+                )
 
 
 def _text(rng: random.Random, n: int) -> str:
@@ -236,7 +245,8 @@ def main() -> None:
         parity(realdata)
     else:
         print(f"{realdata}/claude_code_jsonl not found: ccusage comparison skipped")
-    throughput(sessions)
+    if sessions:
+        throughput(sessions)
 
 
 if __name__ == "__main__":
