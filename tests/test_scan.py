@@ -14,7 +14,7 @@ import pytest
 import cacheviz
 from cacheviz.cli import main
 from cacheviz.errors import CacheVizWarning
-from cacheviz.fleet import scanner as scan_module
+from cacheviz.fleet import pool as pool_module
 
 SONNET = "claude-sonnet-4-5-20250929"
 # Anthropic's published Claude Sonnet 4.5 prices, USD per million tokens (providers.md §1):
@@ -276,13 +276,13 @@ def test_unknown_files_are_skipped_and_failing_files_listed(tmp_path, capsys, ca
 
 def _counting(monkeypatch):
     seen = []
-    original = scan_module.run_unit
+    original = pool_module.run_unit
 
     def run(unit, known=None, prices=None):
         seen.append(unit.path.name)
         return original(unit, known, prices)
 
-    monkeypatch.setattr(scan_module, "run_unit", run)
+    monkeypatch.setattr(pool_module, "run_unit", run)
     return seen
 
 
@@ -355,7 +355,7 @@ def _sorted(frame):
 def test_the_process_pool_gives_the_same_rows_as_one_process(tmp_path, monkeypatch):
     root = _fleet(tmp_path)
     local = cacheviz.scan([root], cache=False, jobs=1)
-    monkeypatch.setattr(scan_module, "_POOL_BYTES", 0)  # a pool even for this little work
+    monkeypatch.setattr(pool_module, "POOL_BYTES", 0)  # a pool even for this little work
     pooled = cacheviz.scan([root], cache=False, jobs=2)
     assert local.calls.height == 12
     assert _sorted(pooled.calls).equals(_sorted(local.calls))
@@ -692,8 +692,8 @@ def test_a_script_without_a_main_guard_still_scans_in_one_process(tmp_path):
     script = tmp_path / "unguarded.py"
     script.write_text(
         "import cacheviz\n"
-        "from cacheviz.fleet import scanner\n"
-        "scanner._POOL_BYTES = 0\n"
+        "from cacheviz.fleet import pool\n"
+        "pool.POOL_BYTES = 0\n"
         f"result = cacheviz.scan([{str(root)!r}], cache=False, jobs=2)\n"
         "print('calls', result.calls.height)\n"
     )

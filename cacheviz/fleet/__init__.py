@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
-from cacheviz.fleet.scanner import ScanResult, scan
+from cacheviz.fleet.result import ScanResult
+from cacheviz.fleet.scanner import scan
 
 __all__ = ["ScanResult", "scan"]

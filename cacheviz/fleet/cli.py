@@ -10,8 +10,9 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from cacheviz.errors import CacheVizWarning
+from cacheviz.fleet.result import ScanResult
 from cacheviz.fleet.rollup import BY
-from cacheviz.fleet.scanner import ScanResult, scan
+from cacheviz.fleet.scanner import scan
 
 _TOP = 10
 

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 import polars as pl
 
 if TYPE_CHECKING:
-    from cacheviz.fleet.scanner import ScanResult
+    from cacheviz.fleet.result import ScanResult
 
 BY = ("day", "week", "month", "session", "project", "model")
 _TOKENS = {

@@ -17,7 +17,7 @@ import polars as pl
 from cacheviz.redact import redact
 
 if TYPE_CHECKING:
-    from cacheviz.fleet.scanner import ScanResult
+    from cacheviz.fleet.result import ScanResult
 
 TOP = 50
 INSPECTORS = 20  # sessions of the fleet report that get their own inspector report

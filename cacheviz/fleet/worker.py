@@ -3,7 +3,7 @@
 It runs in worker processes (or on any ``concurrent.futures.Executor``), so its input
 and output are plain picklable values: a :class:`~cacheviz.fleet.walk.Unit` in, a
 :class:`UnitResult` of small polars frames out. Nothing here depends on other units;
-de-duplication across files happens afterwards (:mod:`cacheviz.fleet.scan`).
+de-duplication across files happens afterwards (:mod:`cacheviz.fleet.scanner`).
 """
 
 from __future__ import annotations
