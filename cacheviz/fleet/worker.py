@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import warnings
 from dataclasses import dataclass, field
+from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -82,7 +83,7 @@ def run_unit(unit: Unit, known_hash: str | None = None, prices: str | None = Non
         warnings.simplefilter("always", CacheVizWarning)
         try:
             session = READERS[fmt].read(unit.path, errors="raise")
-            analysis = analyze(session, prices=PriceBook(prices))
+            analysis = analyze(session, prices=_book(prices))
             calls, drifts, misses = _rows(unit, fmt, session, analysis)
         except (CacheVizError, OSError, ValueError, RecursionError) as exc:
             return UnitResult(
@@ -96,6 +97,12 @@ def run_unit(unit: Unit, known_hash: str | None = None, prices: str | None = Non
         str(w.message).splitlines()[0] for w in caught if issubclass(w.category, CacheVizWarning)
     ]
     return UnitResult(str(unit.path), "ok", digest, fmt, None, notes, calls, drifts, misses)
+
+
+@cache
+def _book(prices: str | None) -> PriceBook:
+    """One price book per price file and process (a LiteLLM file is parsed once)."""
+    return PriceBook(prices)
 
 
 def run_batch(
