@@ -99,9 +99,20 @@ def run_unit(unit: Unit, known_hash: str | None = None, prices: str | None = Non
     return UnitResult(str(unit.path), "ok", digest, fmt, None, notes, calls, drifts, misses)
 
 
-@cache
 def _book(prices: str | None) -> PriceBook:
-    """One price book per price file and process (a LiteLLM file is parsed once)."""
+    """One price book per price file (as it is now) and process: parsed once, not per file."""
+    if prices is None:
+        return _book_of(None, 0, 0)
+    try:
+        stat = Path(prices).stat()
+    except OSError:
+        return PriceBook(prices)  # raises the one-line error of a missing file
+    return _book_of(prices, stat.st_size, stat.st_mtime_ns)
+
+
+@cache
+def _book_of(prices: str | None, size: int, mtime_ns: int) -> PriceBook:
+    del size, mtime_ns  # part of the cache key only
     return PriceBook(prices)
 
 
