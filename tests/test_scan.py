@@ -703,3 +703,11 @@ def test_a_script_without_a_main_guard_still_scans_in_one_process(tmp_path):
     assert done.returncode == 0, done.stderr[-500:]
     assert done.stdout.splitlines()[-1] == "calls 4"
     assert "CacheVizWarning: the worker processes could not start" in done.stderr
+
+
+def test_a_bad_price_file_is_one_error(claude_home, tmp_path, capsys):
+    bad = tmp_path / "prices.json"
+    bad.write_text("{not json")
+    assert main(["scan", str(claude_home), "--no-cache", "--prices", str(bad)]) == 2
+    (line,) = capsys.readouterr().err.splitlines()
+    assert line.startswith(f"cacheviz: error: {bad}: the price file is not valid JSON")

@@ -9,7 +9,7 @@ import warnings
 from pathlib import Path
 from typing import Any, TextIO
 
-from cacheviz.errors import CacheVizWarning
+from cacheviz.errors import CacheVizError, CacheVizWarning
 from cacheviz.fleet.result import ScanResult
 from cacheviz.fleet.rollup import BY
 from cacheviz.fleet.scanner import scan
@@ -49,7 +49,11 @@ def run(args: argparse.Namespace) -> int:
             return 2
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", CacheVizWarning)
-        result = scan(paths, jobs=args.jobs, cache=not args.no_cache, prices=args.prices)
+        try:
+            result = scan(paths, jobs=args.jobs, cache=not args.no_cache, prices=args.prices)
+        except CacheVizError as exc:
+            print(f"cacheviz: error: {exc}", file=sys.stderr)
+            return 2
     for warning in caught:
         print(f"cacheviz: warning: {warning.message}", file=sys.stderr)
     try:

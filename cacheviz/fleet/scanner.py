@@ -25,6 +25,7 @@ from cacheviz.fleet.cache import MANIFEST, TABLES, ScanCache, default_dir, signa
 from cacheviz.fleet.result import ScanResult
 from cacheviz.fleet.walk import Unit, default_locations, find_units
 from cacheviz.fleet.worker import UnitResult
+from cacheviz.pricing import PriceBook
 
 
 def scan(
@@ -60,11 +61,19 @@ def scan(
     -------
     ScanResult
 
+    Raises
+    ------
+    TranscriptError
+        When the price file can't be read. Files that fail to load do not raise: they
+        are listed in ``ScanResult.files`` with their error.
+
     Examples
     --------
     >>> result = scan(["sample_sessions"], cache=False)  # doctest: +SKIP
     >>> result.rollup("day")  # doctest: +SKIP
     """
+    if prices is not None:
+        PriceBook(prices)  # a bad price file is one error now, not one per session
     locations = None
     if paths is None:
         locations = default_locations()
