@@ -51,7 +51,7 @@ def detect(path: Path, head: bytes) -> bool:
     for line in head.splitlines()[:_DETECT_LINES]:
         try:
             record = json.loads(line)
-        except ValueError:
+        except (ValueError, RecursionError):
             continue
         return isinstance(record, dict) and "session" in record and any(k in record for k in _KEYS)
     return False
