@@ -588,7 +588,11 @@ def test_the_agents_folder_layouts_are_walked_into_sessions(realdata, tmp_path):
         shutil.copy(path, task / path.name.split("__")[-1])
     result = cacheviz.scan([home], cache=tmp_path / "c")
     sessions = {(r["format"], r["project"]) for r in result.sessions.iter_rows(named=True)}
-    assert sessions == {("codex", "sessions"), ("gemini-cli", "0f1e2d"), ("cline", "tasks")}
+    assert sessions == {
+        ("codex", "local-voice-assistant-codex"),  # the cwd it ran in
+        ("gemini-cli", "0f1e2d"),
+        ("cline", "tasks"),
+    }
     assert result.files.height == 3  # the task's three files are one session
     assert result.files.filter(pl.col("format") == "cline")["path"].to_list() == [
         str(task / "api_conversation_history.json")

@@ -9,8 +9,9 @@ de-duplication across files happens afterwards (:mod:`cacheviz.fleet.scanner`).
 from __future__ import annotations
 
 import hashlib
+import re
 import warnings
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -84,6 +85,8 @@ def run_unit(unit: Unit, known_hash: str | None = None, prices: str | None = Non
         try:
             session = READERS[fmt].read(unit.path, errors="raise")
             analysis = analyze(session, prices=_book(prices))
+            if fmt == "codex":  # sessions/YYYY/MM/DD says nothing: the folder it ran in
+                unit = replace(unit, project=_codex_project(unit.path) or unit.project)
             calls, drifts, misses = _rows(unit, fmt, session, analysis)
         except (CacheVizError, OSError, ValueError, RecursionError) as exc:
             return UnitResult(
@@ -121,6 +124,19 @@ def run_batch(
 ) -> list[UnitResult]:
     """:func:`run_unit` over a batch (one task per batch keeps process overhead low)."""
     return [run_unit(u, k, prices) for u, k in zip(units, known, strict=True)]
+
+
+_CWD = re.compile(rb'"cwd"\s*:\s*"((?:[^"\\]|\\.)+)"')
+
+
+def _codex_project(path: Path) -> str | None:
+    """The last folder of the ``cwd`` a Codex rollout's ``session_meta`` records."""
+    with path.open("rb") as handle:
+        found = _CWD.search(handle.read(1 << 16))
+    if found is None:
+        return None
+    cwd = found.group(1).decode("utf-8", "replace").replace("\\\\", "/").rstrip("/")
+    return cwd.rsplit("/", 1)[-1] or None
 
 
 def _one_line(exc: BaseException, path: Path) -> str:
