@@ -129,11 +129,15 @@ def _print(result: ScanResult, doc: dict[str, Any], out: TextIO) -> None:
     if totals["unpriced_calls"]:
         out.write(f"({totals['unpriced_calls']} calls with usage but no price: not in billed)\n")
     if doc["busters"]:
-        out.write("\ncache busters (kind, cause, where: count in sessions, tokens lost, cost)\n")
+        out.write(
+            "\ncache busters (kind, cause, where: count (material) in sessions, tokens lost, "
+            "cost)\n"
+        )
         for row in doc["busters"][:_TOP]:
             where = "/".join(x for x in (row["part"], row["label"]) if x) or "-"
+            count = f"{row['drifts']} ({row['material']})"
             out.write(
-                f"  {row['kind']:<5} {row['cause']:<20} {where[:28]:<28} {row['drifts']:>6} in "
+                f"  {row['kind']:<5} {row['cause']:<20} {where[:28]:<28} {count:>12} in "
                 f"{row['sessions']:>4} sessions  {_count(row['tokens']):>12} tok  "
                 f"{_money(row['cost_usd'])}\n"
             )
