@@ -13,6 +13,7 @@ The CSP lets only the inlined script run (by its SHA-256), with no base URI and 
 from __future__ import annotations
 
 import base64
+import gzip
 import hashlib
 import html
 import json
@@ -80,17 +81,16 @@ def report_data(
     ttl_seconds: int = views.DEFAULT_TTL,
 ) -> dict[str, Any]:
     """Everything the report shows, redacted, as a JSON-ready dict."""
-    from cacheviz.widget import DEFAULT_TARGETS, default_target
+    from cacheviz.widget import DEFAULT_TARGETS, default_target, model_choices
 
     chosen, chosen_model = default_target(analysis)
     provider = provider or chosen
     model = model if provider != chosen else (model or chosen_model)
+    if model is None and provider != chosen:  # another vendor: its comparable model
+        model = model_choices(analysis, provider)[1] or None
     simulation = analysis.simulate(provider, model, unpriced="skip")
     compare = analysis.compare(list(targets or DEFAULT_TARGETS))
-    details = {
-        str(call): views.drift_detail(analysis, call, simulation=simulation)
-        for call in analysis.drifts["call"].to_list()
-    }
+    details = report_details(analysis, simulation)
     timeline = views.timeline(analysis, ttl_seconds).with_columns(
         pl.col("label").map_elements(lambda t: visible(redact(t)), return_dtype=pl.String)
     )
@@ -104,8 +104,41 @@ def report_data(
         # the tables hold numbers and segment labels only; text is redacted, not base64
         **{name: base64.b64encode(views.ipc(frame)).decode() for name, frame in tables.items()},
         "meta": visible_all(redact_all(meta)),
-        "details": visible_all(redact_all(details)),
+        # every call's detail and content, gzip-compressed (the page inflates it on load)
+        "details_gz": base64.b64encode(
+            gzip.compress(embed_json(visible_all(details)).encode(), 6)
+        ).decode(),
+        "selected_call": views.opening_call(analysis),
     }
+
+
+TEXT_CHARS = 1500  # of each segment's text in the report (the widget shows more)
+
+
+def read_details(data: dict[str, Any]) -> dict[str, Any]:
+    """The call details of :func:`report_data` (``details_gz``), inflated."""
+    return json.loads(gzip.decompress(base64.b64decode(data["details_gz"])))
+
+
+def report_details(analysis: Analysis, simulation: Any) -> dict[str, Any]:
+    """The detail of every call: its drift detail, what it sent, its segments.
+
+    Segment texts are stored once (``texts``); text fields are redacted.
+    """
+    texts: dict[str, str] = {}
+    contents = views.all_contents(analysis, texts, TEXT_CHARS)
+    drifts = {
+        call: views.drift_detail(analysis, call, simulation=simulation, content=False)
+        for call in analysis.drifts["call"].to_list()
+    }
+    calls: dict[str, Any] = {}
+    for call in range(analysis.calls.height):
+        detail = drifts.get(call)
+        if detail is None:
+            detail = {"call": call, "drift": False, "miss": views._miss_of(analysis, call)}
+        detail["content"] = contents.get(call, {"sent": [], "context": []})
+        calls[str(call)] = detail
+    return {"calls": redact_all(calls), "texts": texts}
 
 
 def write_report(

@@ -37,19 +37,40 @@ def ipc(frame: pl.DataFrame) -> bytes:
     return buffer.getvalue()
 
 
+MISS_CAUSES = ("ttl_expired", "below_minimum", "no_breakpoint", "provider_side")
+SELF_HOSTED = ("vllm", "sglang")
+
+
 def timeline(analysis: Analysis, ttl_seconds: int = DEFAULT_TTL) -> pl.DataFrame:
-    """One row per call: tokens, the prefix line, drift marker and cause, idle gaps."""
+    """One row per call: tokens, prefix line, drift, idle gaps, reported read, misses."""
     calls = analysis.calls
+    thread = "thread"
     threads = _threads(analysis)
-    drifts = analysis.drifts.select(
-        pl.col("call"), pl.col("label").alias("drift_label"), pl.col("cause"), pl.col("tokens_lost")
+    drift_frame = analysis.drifts
+    material = (
+        pl.col("material") if "material" in drift_frame.columns else pl.col("tokens_lost") > 0
+    )
+    drifts = drift_frame.select(
+        pl.col("call"),
+        pl.col("label").alias("drift_label"),
+        pl.col("cause"),
+        pl.col("tokens_lost"),
+        material.alias("material"),
     )
     frame = calls.join(drifts, left_on="index", right_on="call", how="left", maintain_order="left")
-    gap = pl.col("ts").diff().over("thread").dt.total_seconds()
+    gap = pl.col("ts").diff().over(thread).dt.total_seconds()
+    miss_cause = (
+        pl.col("miss_cause") if "miss_cause" in calls.columns else pl.lit(None, dtype=pl.String)
+    )
+    miss_tokens = (
+        pl.col("miss_tokens") if "miss_tokens" in calls.columns else pl.lit(None, dtype=pl.Int64)
+    )
     return frame.select(
         pl.col("index").cast(pl.Int32).alias("call"),
         (pl.col("ts").dt.epoch("ms").cast(pl.Float64)).alias("ts_ms"),
-        pl.col("thread").replace_strict(threads, range(len(threads)), return_dtype=pl.Int32),
+        pl.col(thread)
+        .replace_strict(threads, range(len(threads)), return_dtype=pl.Int32)
+        .alias("thread"),
         pl.col("input_tokens").cast(pl.Int32),
         pl.col("prefix_tokens").cast(pl.Int32),
         pl.col("new_tokens").cast(pl.Int32),
@@ -60,6 +81,15 @@ def timeline(analysis: Analysis, ttl_seconds: int = DEFAULT_TTL) -> pl.DataFrame
         pl.col("drift_label").map_elements(_label, return_dtype=pl.String).alias("label"),
         pl.col("tokens_lost").fill_null(0).cast(pl.Int32),
         (gap > ttl_seconds).fill_null(value=False).alias("idle_gap"),
+        pl.col("reported_cache_read_tokens").cast(pl.Int32).alias("reported_read"),
+        miss_cause.is_not_null().alias("miss"),
+        miss_cause.replace_strict(
+            list(MISS_CAUSES), range(len(MISS_CAUSES)), default=-1, return_dtype=pl.Int32
+        )
+        .fill_null(-1)
+        .alias("miss_cause"),
+        miss_tokens.cast(pl.Int32).alias("miss_tokens"),
+        pl.col("material").fill_null(value=False),
     )
 
 
@@ -68,7 +98,24 @@ def _label(text: str) -> str:
 
 
 def _threads(analysis: Analysis) -> list[str]:
-    return analysis.calls["thread"].unique(maintain_order=True).to_list()
+    calls = analysis.calls
+    return calls["thread"].unique(maintain_order=True).to_list()
+
+
+def _thread_parents(analysis: Analysis) -> list[int]:
+    """Index of each thread's parent thread (sub-agents), -1 for a root or unknown."""
+    calls = analysis.calls
+    names = _threads(analysis)
+    if "parent_thread" not in calls.columns:
+        return [-1] * len(names)
+    index = {name: i for i, name in enumerate(names)}
+    parents = (
+        calls.group_by("thread", maintain_order=True)
+        .agg(pl.col("parent_thread").drop_nulls().first())
+        .rows()
+    )
+    found = {name: index.get(parent, -1) for name, parent in parents}
+    return [found.get(name, -1) for name in names]
 
 
 def shape_runs(analysis: Analysis) -> pl.DataFrame:
@@ -103,8 +150,20 @@ def shape_runs(analysis: Analysis) -> pl.DataFrame:
     )
 
 
-def costs(simulation: Simulation | None, n_calls: int) -> pl.DataFrame:
-    """Per call cost under the target, with the ideal bound (null without a simulation)."""
+def costs(
+    simulation: Simulation | None, n_calls: int, analysis: Analysis | None = None
+) -> pl.DataFrame:
+    """Per call cost under the target, ideal bound and billed cost (null when unknown)."""
+    frame = _costs(simulation, n_calls)
+    billed = None
+    if analysis is not None and "billed_usd" in analysis.calls.columns:
+        billed = analysis.calls["billed_usd"].cast(pl.Float64)
+    if billed is None or billed.len() != frame.height:
+        billed = pl.Series("billed_usd", [None] * frame.height, dtype=pl.Float64)
+    return frame.with_columns(billed.alias("billed_usd"))
+
+
+def _costs(simulation: Simulation | None, n_calls: int) -> pl.DataFrame:
     if simulation is None:
         return pl.DataFrame(
             {
@@ -134,6 +193,91 @@ def costs(simulation: Simulation | None, n_calls: int) -> pl.DataFrame:
     )
 
 
+# the provider's own model families (a provider's price list may hold others' models,
+# e.g. Claude on Vertex, that its caching simulator does not describe)
+FAMILIES = {
+    "anthropic": ("claude",),
+    "openai": ("gpt-", "o1", "o3", "o4", "codex"),
+    "google": ("gemini",),
+    "deepseek": ("deepseek",),
+}
+
+
+def priced_models(provider: str) -> list[str]:
+    """The models of ``provider``'s own families that have a price (the model picker)."""
+    from cacheviz import pricing
+
+    if provider in SELF_HOSTED:
+        return []
+    models = pricing._known_models(provider, [])
+    families = FAMILIES.get(provider)
+    own = [m for m in models if families and m.startswith(families)]
+    return own or models
+
+
+def closest_model(recorded: list[str], models: list[str]) -> str | None:
+    """The priced model closest to the recorded ones (None when there is none)."""
+    import difflib
+
+    for name in recorded:
+        if name in models:
+            return name
+    for name in recorded:
+        found = difflib.get_close_matches(name, models, 1, cutoff=0.0)
+        if found:
+            return found[0]
+    return models[0] if models else None
+
+
+def unpriced_models(analysis: Analysis, simulation: Simulation | None) -> list[str]:
+    """Models the target could not price (empty for self-hosted engines)."""
+    if simulation is None or simulation.provider in SELF_HOSTED:
+        return []
+    missing = simulation.calls.filter(pl.col("cost_usd").is_null() & pl.col("model").is_not_null())
+    return sorted({clean(m) for m in missing["model"].to_list()})
+
+
+def pricing_notes(analysis: Analysis, simulation: Simulation | None) -> dict[str, Any]:
+    """Why the cost chart would be empty (``notice``) and a tokenizer ``warning``."""
+    if simulation is None:
+        return {"notice": None, "warning": None}
+    provider = simulation.provider
+    recorded = sorted(set(analysis.calls["provider"].to_list()))
+    notice = None
+    if provider in SELF_HOSTED:
+        notice = (
+            f"{provider} is a self-hosted engine: it has no prices, so there is no cost to "
+            "chart; the comparison shows the prefill tokens its prefix cache saves."
+        )
+    else:
+        missing = unpriced_models(analysis, simulation)
+        if missing and simulation.total_cost_usd in (None, 0):
+            picks = priced_models(provider)[:3]
+            hint = f" (for example {', '.join(picks)})" if picks else ""
+            notice = (
+                f"No {provider} price for {', '.join(missing)}: choose a priced {provider} "
+                f"model in the model list{hint}."
+            )
+        elif missing:
+            notice = f"Calls to {', '.join(missing)} have no {provider} price and are left out."
+    warning = None
+    others = [p for p in recorded if p != provider]
+    if others and provider not in SELF_HOSTED:
+        encodings = sorted(set(analysis.calls["encoding"].to_list()))
+        warning = (
+            f"This session was recorded with {', '.join(others)} models and is priced here "
+            f"under {provider}'s rules with tokens counted by {', '.join(encodings)}; "
+            f"{provider}'s own tokenizer would count differently, so these costs are approximate."
+        )
+    return {"notice": notice, "warning": warning}
+
+
+def _hit_ratio(read: pl.Series, total: pl.Series) -> float | None:
+    keep = read.is_not_null() & total.is_not_null()
+    denominator = total.filter(keep).sum()
+    return float(read.filter(keep).sum() / denominator) if denominator else None
+
+
 def meta(
     analysis: Analysis,
     *,
@@ -144,7 +288,9 @@ def meta(
     """Totals, names and the target's headline numbers, as JSON-ready values."""
     calls = analysis.calls
     target = None
+    notes = pricing_notes(analysis, simulation)
     if simulation is not None:
+        sim = simulation.calls
         target = {
             "provider": simulation.provider,
             "model": simulation.model,
@@ -153,6 +299,8 @@ def meta(
             "ideal_cost_usd": simulation.ideal_cost_usd,
             "score": simulation.score,
             "token_scale": simulation.token_scale,
+            "hit_ratio": _hit_ratio(sim["cache_read_tokens"], sim["input_tokens"]),
+            "warning": notes["warning"],
         }
     rows = []
     if compare is not None:
@@ -166,26 +314,40 @@ def meta(
         )
         rows = [{k: row[k] for k in keys} for row in compare.iter_rows(named=True)]
     path = analysis.session.path
-    return redact_all(
-        {
-            "path": None if path is None else clean(str(path)),
-            "format": analysis.session.format,
-            "n_calls": calls.height,
-            "threads": [clean(name) for name in _threads(analysis)],
-            "causes": list(CAUSES),
-            "ttl_seconds": ttl_seconds,
-            "totals": {
-                "input_tokens": int(calls["input_tokens"].sum()),
-                "prefix_tokens": int(calls["prefix_tokens"].sum()),
-                "new_tokens": int(calls["new_tokens"].sum()),
-                "drifts": analysis.drifts.height,
-            },
-            "target": target,
-            "compare": rows,
-            "approximate": not bool(calls["tokens_exact"].all()) if calls.height else False,
-            "reconstructed": bool(calls["reconstructed"].any()) if calls.height else False,
-        }
-    )
+    threads = [clean(name) for name in _threads(analysis)]
+    out: dict[str, Any] = {
+        "path": None if path is None else clean(str(path)),
+        "format": analysis.session.format,
+        "n_calls": calls.height,
+        "threads": threads,
+        "thread_parents": _thread_parents(analysis),
+        "causes": list(CAUSES),
+        "miss_causes": list(MISS_CAUSES),
+        "ttl_seconds": ttl_seconds,
+        "totals": {
+            "input_tokens": int(calls["input_tokens"].sum()),
+            "prefix_tokens": int(calls["prefix_tokens"].sum()),
+            "new_tokens": int(calls["new_tokens"].sum()),
+            "drifts": analysis.drifts.height,
+        },
+        "reported": {
+            "hit_ratio": _hit_ratio(
+                calls["reported_cache_read_tokens"], calls["reported_input_tokens"]
+            ),
+        },
+        "target": target,
+        "models": priced_models(simulation.provider) if simulation is not None else [],
+        "unpriced_models": unpriced_models(analysis, simulation),
+        "notice": notes["notice"],
+        "compare": rows,
+        "approximate": not bool(calls["tokens_exact"].all()) if calls.height else False,
+        "reconstructed": bool(calls["reconstructed"].any()) if calls.height else False,
+    }
+    billed = getattr(analysis, "billed_usd", None)
+    if "billed_usd" in calls.columns or billed is not None:
+        out["billed_usd"] = billed
+        out["billed_unpriced_models"] = list(getattr(analysis, "unpriced_models", []) or [])
+    return redact_all(out)
 
 
 def _window(text: str, at: int, limit: int) -> str:
@@ -265,10 +427,18 @@ def drift_detail(
     simulation: Simulation | None = None,
     max_chars: int = MAX_TEXT,
     chips: int = CHIPS,
+    content: bool = True,
 ) -> dict[str, Any]:
     """What the inspector shows for one call, redacted (see :func:`_detail`)."""
     return redact_all(
-        _detail(analysis, call, simulation=simulation, max_chars=max_chars, chips=chips)
+        _detail(
+            analysis,
+            call,
+            simulation=simulation,
+            max_chars=max_chars,
+            chips=chips,
+            content=content,
+        )
     )
 
 
@@ -279,6 +449,7 @@ def _detail(
     simulation: Simulation | None = None,
     max_chars: int = MAX_TEXT,
     chips: int = CHIPS,
+    content: bool = True,
 ) -> dict[str, Any]:
     """What the inspector shows for one call: the drift, both sides, token chips, cost.
 
@@ -295,6 +466,8 @@ def _detail(
         Characters of each side's text around the first difference.
     chips
         Tokens shown on each side of the first differing token.
+    content
+        Also list the call's segments and what it sent (the report stores those apart).
     """
     calls = analysis.calls
     if not 0 <= call < calls.height:
@@ -308,7 +481,10 @@ def _detail(
         "prefix_tokens": row["prefix_tokens"],
         "new_tokens": row["new_tokens"],
     }
-    base.update(_segments_of(analysis, call))
+    if content:
+        base.update(_segments_of(analysis, call))
+        base["content"] = call_content(analysis, call)
+    base["miss"] = _miss_of(analysis, call)
     drifts = analysis.drifts.filter(pl.col("call") == call)
     if drifts.height == 0:
         return {**base, "drift": False}
@@ -347,8 +523,8 @@ def _detail(
                 )
             else:
                 chips_out["prev_after"] = _chips(analysis, encoding, digest, within, within + chips)
-    cost = None
-    if simulation is not None and simulation.calls.height > call:
+    cost = drift.get("cost_usd")  # priced by the analysis (the session's own provider)
+    if cost is None and simulation is not None and simulation.calls.height > call:
         cost = _drift_cost(simulation, call, drift["tokens_lost"])
     return {
         **base,
@@ -361,10 +537,26 @@ def _detail(
         "token_offset": drift["token_offset"],
         "tokens_lost": drift["tokens_lost"],
         "cost_usd": cost,
+        "material": drift.get("material"),
         "prev": sides.get("prev"),
         "current": sides.get("current"),
         "chips": chips_out,
     }
+
+
+def _miss_of(analysis: Analysis, call: int) -> dict[str, Any] | None:
+    """The provider's miss at ``call`` (it read less than its rules predict), or None."""
+    misses = getattr(analysis, "misses", None)
+    if misses is None or misses.height == 0:
+        return None
+    rows = misses.filter(pl.col("call") == call)
+    if rows.height == 0:
+        return None
+    row = rows.row(0, named=True)
+    keys = ("cause", "tokens", "expected_read_tokens", "reported_cache_read_tokens", "cost_usd")
+    out = {key: row.get(key) for key in keys}
+    out["detail"] = clean(row.get("detail"))
+    return out
 
 
 def _segments_of(analysis: Analysis, call: int) -> dict[str, Any]:
@@ -381,7 +573,10 @@ def _segments_of(analysis: Analysis, call: int) -> dict[str, Any]:
         .otherwise(pl.col("status"))
         .alias("status"),
     )
-    return {"segments": shown.to_dicts(), "segments_truncated": rows.height - shown.height}
+    segments = shown.to_dicts()
+    for segment in segments:
+        segment["preview"] = segment_text(analysis, segment["hash"], PREVIEW_CHARS)
+    return {"segments": segments, "segments_truncated": rows.height - shown.height}
 
 
 def _drift_cost(simulation: Simulation, call: int, tokens_lost: int) -> float | None:
@@ -399,3 +594,138 @@ def _drift_cost(simulation: Simulation, call: int, tokens_lost: int) -> float | 
         return None
     read = rates.input if rates.cache_read is None else rates.cache_read
     return tokens_lost * (rates.input - read)
+
+
+# ---- the content browser: what each call sent ---------------------------------------
+PREVIEW_CHARS = 160  # of each segment in the segment list
+TEXT_CHARS = 3000  # of each new or context segment shown in full
+MAX_SENT = 80  # new segments listed per call
+MAX_CONTEXT = 80  # system and tool segments listed per call
+
+
+def redact_text(text: str, limit: int | None = None) -> str:
+    """The one place the inspector's content text is redacted (then cut to ``limit``).
+
+    A secret is found in the whole text before the cut, so one that crosses the cut
+    shows as ``[REDACTED]``, never as a piece.
+    """
+    if limit is None or len(text) <= limit:
+        return redact(text)
+    return f"{redact_slice(text, 0, limit)}… ({len(text) - limit:,} more characters)"
+
+
+def segment_text(analysis: Analysis, digest: str | None, limit: int = TEXT_CHARS) -> str:
+    """A segment's text as the tokenizer sees it, cleaned, redacted and cut to ``limit``."""
+    from cacheviz.model import OPAQUE
+
+    content = analysis.session.contents.get(digest) if digest is not None else None
+    if content is None or content.kind == OPAQUE:
+        return ""
+    return redact_text(clean(render_text(content)[1]), limit)
+
+
+def _role(analysis: Analysis, digest: str | None) -> str | None:
+    content = analysis.session.contents.get(digest) if digest is not None else None
+    if content is None or content.kind in ("tool", "system"):
+        return None
+    try:
+        return render_text(content)[0]
+    except Exception:
+        return None
+
+
+def content_of(
+    analysis: Analysis,
+    rows: pl.DataFrame,
+    *,
+    texts: dict[str, str] | None = None,
+    limit: int = TEXT_CHARS,
+) -> dict[str, Any]:
+    """What one call sent, from its rows of the segments frame.
+
+    ``sent``: the segments past the common prefix (changed, re-sent past a break, new:
+    the messages, tool calls and tool results this call added); ``context``: the system
+    prompt and tool definitions when they were logged; ``unlogged_tokens``: the size of an
+    unlogged prefix. Each item carries its text, or with ``texts`` a ``hash`` whose text
+    is stored once in ``texts`` (the report shares them between calls).
+    """
+    sent: list[dict[str, Any]] = []
+    context: list[dict[str, Any]] = []
+    unlogged = 0
+    n_sent = n_context = 0
+    for seg in rows.iter_rows(named=True):
+        if seg["opaque"]:
+            unlogged += seg["tokens"] or 0
+            continue
+        is_context = seg["part"] in ("tools", "system")
+        is_sent = seg["status"] != "same"
+        if not (is_context or is_sent):
+            continue
+        item: dict[str, Any] = {
+            "label": clean(seg["label"]),
+            "part": seg["part"],
+            "tokens": seg["tokens"],
+            "status": seg["status"],
+        }
+        role = _role(analysis, seg["hash"]) if seg["part"] == "messages" else None
+        if role:
+            item["role"] = role
+        if texts is None:
+            item["text"] = segment_text(analysis, seg["hash"], limit)
+        else:
+            item["hash"] = seg["hash"]
+            if seg["hash"] not in texts:
+                texts[seg["hash"]] = segment_text(analysis, seg["hash"], limit)
+        if is_sent:
+            n_sent += 1
+            if len(sent) < MAX_SENT:
+                sent.append(item)
+        elif is_context:
+            n_context += 1
+            if len(context) < MAX_CONTEXT:
+                context.append(item)
+    return {
+        "sent": sent,
+        "sent_more": n_sent - len(sent),
+        "context": context,
+        "context_more": n_context - len(context),
+        "unlogged_tokens": unlogged,
+    }
+
+
+def call_content(analysis: Analysis, call: int) -> dict[str, Any]:
+    """What call ``call`` sent (see :func:`content_of`), texts included."""
+    rows = analysis.segments.filter(pl.col("call") == call)
+    return content_of(analysis, rows)
+
+
+def all_contents(
+    analysis: Analysis, texts: dict[str, str], limit: int
+) -> dict[int, dict[str, Any]]:
+    """:func:`content_of` for every call, texts stored once in ``texts``."""
+    out: dict[int, dict[str, Any]] = {}
+    for (call,), rows in analysis.segments.partition_by("call", as_dict=True).items():
+        out[int(call)] = content_of(analysis, rows, texts=texts, limit=limit)
+    return out
+
+
+def opening_call(analysis: Analysis) -> int:
+    """The call a report opens on (not a trivial side call).
+
+    The costliest drift, else the largest miss, else the call of the busiest thread that
+    sent the most new tokens.
+    """
+    drifts = analysis.drifts
+    if drifts.height:
+        order = ["cost_usd", "tokens_lost"] if "cost_usd" in drifts.columns else ["tokens_lost"]
+        best = drifts.sort(order, descending=True, nulls_last=True).row(0, named=True)
+        return int(best["call"])
+    calls = analysis.calls
+    if "miss_tokens" in calls.columns and calls["miss_tokens"].drop_nulls().len():
+        return int(calls.sort("miss_tokens", descending=True, nulls_last=True)["index"][0])
+    if calls.height == 0:
+        return -1
+    thread = "thread"
+    busiest = calls[thread].mode().sort()[0]
+    main = calls.filter(pl.col(thread) == busiest)
+    return int(main.sort("new_tokens", descending=True)["index"][0])

@@ -7,14 +7,14 @@ trait              direction  wire type         contents
 =================  =========  ================  ==========================================
 ``_timeline``      Py→JS      bytes (Arrow)     one row per call (:func:`views.timeline`)
 ``_shape``         Py→JS      bytes (Arrow)     status runs per call (:func:`views.shape_runs`)
-``_costs``         Py→JS      bytes (Arrow)     per call cost under the target
-``meta``           Py→JS      dict (JSON)       totals, names, target, provider comparison
+``_costs``         Py→JS      bytes (Arrow)     per call: simulated, ideal and billed cost
+``meta``           Py→JS      dict (JSON)       totals, threads, target, models, comparison
 ``selected_call``  both       int               the call every view highlights (-1: none)
-``_detail``        Py→JS      dict (JSON)       the selected call's drift, capped texts
+``_detail``        Py→JS      dict (JSON)       drift, miss, what the call sent (capped)
 ``status``         Py→JS      str               "simulating…", or an error to show
 =================  =========  ================  ==========================================
 
-Text never travels in bulk: the drift detail is computed for the selected call only.
+Text never travels in bulk: the detail is computed for the selected call only.
 """
 
 from __future__ import annotations
@@ -138,15 +138,21 @@ class Inspector(anywidget.AnyWidget):
         ttl_seconds = _TTLS.get(ttl or "5m", 300)
         if self.meta.get("ttl_seconds") not in (None, ttl_seconds):  # idle gaps depend on it
             self._timeline = views.ipc(views.timeline(self.analysis, ttl_seconds))
-        self._costs = views.ipc(views.costs(self.simulation, self.analysis.calls.height))
+        self._costs = views.ipc(
+            views.costs(self.simulation, self.analysis.calls.height, self.analysis)
+        )
         self.meta = views.meta(
             self.analysis,
             ttl_seconds=ttl_seconds,
             simulation=self.simulation,
             compare=self._compare,
         )
-        unpriced = self.simulation.price_source is None and provider not in ("vllm", "sglang")
-        self.status = f"{provider}: no price for these models; choose a model" if unpriced else ""
+        missing = views.unpriced_models(self.analysis, self.simulation)
+        self.status = (
+            f"{provider}: no price for {', '.join(missing)}; choose a priced model in the list"
+            if missing and not self.simulation.total_cost_usd
+            else ""
+        )
         self._show_detail()
 
     @traitlets.observe("selected_call")
@@ -170,6 +176,26 @@ class Inspector(anywidget.AnyWidget):
         if self.selected_call < 0:
             return {}
         return self.analysis.calls.row(self.selected_call, named=True)
+
+
+def model_choices(analysis: Analysis, provider: str) -> tuple[list[tuple[str, str]], str]:
+    """The model picker's options for ``provider`` (label, value) and its default.
+
+    The default is the recorded models when ``provider`` prices them, else the provider's
+    comparable model, else the closest priced one.
+    """
+    recorded = analysis.calls["model"].unique(maintain_order=True).to_list()
+    models = views.priced_models(provider)
+    options = [("recorded models", ""), *[(m, m) for m in models]]
+    same = provider in analysis.calls["provider"].unique().to_list()
+    if provider in views.SELF_HOSTED or (same and all(m in models for m in recorded)):
+        return options, ""
+    if not same:  # another vendor: its comparable model, as in the provider comparison
+        for target in DEFAULT_TARGETS:
+            name, _, model = target.partition(":")
+            if name == provider and model in models:
+                return options, model
+    return options, views.closest_model(recorded, models) or ""
 
 
 def inspect(
@@ -203,11 +229,12 @@ def inspect(
         value=current.provider if current else "anthropic",
         description="provider",
     )
-    model_box = ipywidgets.Text(
-        value=(current.model or "") if current else "",
-        placeholder="recorded models",
+    options, _default = model_choices(analysis, provider_box.value)
+    chosen = (current.model or "") if current else ""
+    model_box = ipywidgets.Dropdown(
+        options=options if chosen in {v for _, v in options} else [*options, (chosen, chosen)],
+        value=chosen,
         description="model",
-        continuous_update=False,
     )
     ttl_box = ipywidgets.Dropdown(options=["5m", "1h"], value=ttl or "5m", description="TTL")
     strategy_box = ipywidgets.Dropdown(
@@ -216,7 +243,22 @@ def inspect(
         description="breakpoints",
     )
 
+    switching = False
+
+    def switch_provider(change: Any) -> None:
+        nonlocal switching
+        switching = True  # one simulation for the provider and its default model
+        try:
+            options, default = model_choices(analysis, change["new"])
+            model_box.options = options
+            model_box.value = default
+        finally:
+            switching = False
+        rerun()
+
     def rerun(_: Any = None) -> None:
+        if switching:
+            return
         inspector.resimulate(
             provider_box.value,
             model_box.value or None,
@@ -224,9 +266,16 @@ def inspect(
             breakpoints=strategy_box.value,
         )
 
-    for control in (provider_box, model_box, ttl_box, strategy_box):
+    provider_box.observe(switch_provider, names="value")
+    for control in (model_box, ttl_box, strategy_box):
         control.observe(rerun, names="value")
     controls = ipywidgets.HBox([provider_box, model_box, ttl_box, strategy_box])
     box = ipywidgets.VBox([controls, inspector])
     box.inspector = inspector  # type: ignore[attr-defined]
+    box.controls = {  # type: ignore[attr-defined]
+        "provider": provider_box,
+        "model": model_box,
+        "ttl": ttl_box,
+        "breakpoints": strategy_box,
+    }
     return box

@@ -158,3 +158,71 @@ def test_formats_lists_every_reader(capsys):
     assert cli.main(["formats"]) == 0
     out = capsys.readouterr().out.splitlines()
     assert [line.split()[0] for line in out] == list(READERS)
+
+
+# ---- issue 10: CLI ergonomics --------------------------------------------------------
+REALDATA = Path(__file__).resolve().parents[1].parent / "shared" / "realdata"
+SAMPLE = Path(__file__).resolve().parents[1] / "sample_sessions" / "environment_details.jsonl"
+
+
+def test_version(capsys):
+    from cacheviz import __version__
+
+    with pytest.raises(SystemExit) as exit_info:
+        cli.main(["--version"])
+    assert exit_info.value.code == 0
+    assert capsys.readouterr().out.strip() == f"cacheviz {__version__}"
+
+
+def test_simulate_defaults_to_the_recorded_provider(capsys):
+    assert cli.main(["simulate", str(SAMPLE), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["provider"] == "anthropic"
+
+
+def test_compare_has_default_targets(capsys):
+    assert cli.main(["compare", str(SAMPLE), "--json"]) == 0
+    targets = [row["target"] for row in json.loads(capsys.readouterr().out)["targets"]]
+    providers = [t.split(":")[0] for t in targets]
+    assert targets[0].startswith("anthropic:")  # the recorded model first
+    assert {"anthropic", "openai", "deepseek", "google"} <= set(providers)
+    assert len(providers) == len(set(providers))  # one comparable model per provider
+
+
+def test_report_defaults_to_the_input_name(tmp_path, capsys):
+    source = tmp_path / "session.jsonl"
+    source.write_bytes(SAMPLE.read_bytes())
+    assert cli.main(["report", str(source)]) == 0
+    assert (tmp_path / "session.html").is_file()
+
+
+def test_thread_names_are_never_truncated(write_log, anthropic_body, capsys):
+    name = "a-thread-name-that-is-much-longer-than-twenty-two-characters"
+    path = write_log([anthropic_body([{"role": "user", "content": "hi"}])])
+    record = json.loads(path.read_text().splitlines()[0])
+    record.setdefault("meta", {})["thread"] = name
+    path.write_text(json.dumps(record) + "\n")
+    assert cli.main(["summary", str(path), "--json"]) == 0
+    threads = {call["thread"] for call in json.loads(capsys.readouterr().out)["calls"]}
+    assert max(map(len, threads)) > 22
+    assert cli.main(["summary", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert all(thread in out for thread in threads)
+
+
+@pytest.mark.skipif(not (REALDATA / "claude_code_jsonl").is_dir(), reason="no ../shared/realdata")
+def test_a_claude_code_project_or_session_folder_is_accepted(tmp_path, capsys):
+    project = tmp_path / "project"
+    project.mkdir()
+    sessions = sorted((REALDATA / "claude_code_jsonl").glob("d-kimuson*.jsonl"))
+    for session in sessions:
+        (project / session.name).write_bytes(session.read_bytes())
+    assert cli.main(["summary", str(project), "--json"]) == 0
+    captured = capsys.readouterr()
+    assert f"holds {len(sessions)} sessions; reading the newest" in captured.err
+    assert json.loads(captured.out)["format"] == "claude-code"
+    # a session folder (<project>/<session>/subagents/) stands for <session>.jsonl
+    newest = max(project.glob("*.jsonl"), key=lambda p: (p.stat().st_mtime, p.name))
+    folder = project / newest.stem
+    (folder / "subagents").mkdir(parents=True)
+    assert cli.main(["summary", str(folder), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["path"].endswith(newest.name)

@@ -18,7 +18,7 @@ from cacheviz.redact import (
     redaction,
     secret_spans,
 )
-from cacheviz.report import content_security_policy, report_data, write_report
+from cacheviz.report import content_security_policy, read_details, report_data, write_report
 
 # Made-up credentials of each kind (none is real), as they appear in transcripts.
 PEM = (
@@ -224,10 +224,17 @@ def test_every_drift_detail_meta_and_table_is_redacted(planted):
     assert _leaks(json.dumps(labels)) == []
 
 
+def _report_text(data):
+    """The report's data with its gzip-compressed call details inflated."""
+    return json.dumps(data) + json.dumps(read_details(data))
+
+
 def test_the_report_data_and_file_are_redacted(planted, tmp_path):
-    assert _leaks(json.dumps(report_data(planted))) == []
+    assert _leaks(_report_text(report_data(planted))) == []
     html = write_report(planted, tmp_path / "r.html").read_text()
     assert _leaks(html) == []
+    embedded = html.split('id="cacheviz-data">', 1)[1].split("</script>", 1)[0]
+    assert _leaks(_report_text(json.loads(embedded))) == []
 
 
 def test_the_widget_state_is_redacted(planted):
@@ -245,7 +252,7 @@ def test_the_widget_state_is_redacted(planted):
 
 def test_the_report_can_keep_secrets_when_asked(planted, tmp_path):
     with redaction(enabled=False):
-        data = json.dumps(report_data(planted))
+        data = _report_text(report_data(planted))
     assert "anthropic" in _leaks(data)
 
 

@@ -7,7 +7,7 @@ import pytest
 
 import cacheviz
 from cacheviz import cli
-from cacheviz.report import embed_json, inline_script, report_data, write_report
+from cacheviz.report import embed_json, inline_script, read_details, report_data, write_report
 
 SECRET = "sk-ant-api03-ThisIsNotARealKey0123456789"
 
@@ -38,11 +38,32 @@ def leaky(write_log, anthropic_body):
 
 def test_secrets_are_redacted_and_details_precomputed(leaky):
     data = report_data(leaky)
-    text = json.dumps(data)
+    details = read_details(data)
+    text = json.dumps(data) + json.dumps(details)
     assert SECRET not in text and "abcdefghijklmnopqrstuv" not in text
     assert "[REDACTED]" in text
-    assert list(data["details"]) == ["1"]  # one drift call, its detail precomputed
-    assert data["details"]["1"]["cause"] == "content_edited"
+    assert list(details["calls"]) == ["0", "1"]  # every call has its detail (defect 10)
+    assert details["calls"]["1"]["cause"] == "content_edited"
+    assert details["calls"]["0"]["drift"] is False
+
+
+def test_every_call_shows_what_it_sent(leaky):
+    details = read_details(report_data(leaky))
+    first = details["calls"]["0"]["content"]
+    # the first call sent the system prompt and its message: both past an empty prefix
+    labels = [item["label"] for item in first["sent"]]
+    assert any(label.startswith("system") for label in labels)
+    message = next(item for item in first["sent"] if item["part"] == "messages")
+    text = details["texts"][message["hash"]]
+    assert "my key is [REDACTED]" in text and "Bearer [REDACTED]" in text
+    second = details["calls"]["1"]["content"]
+    assert [item["part"] for item in second["sent"]] == ["messages"]  # only the new message
+    assert [item["part"] for item in second["context"]] == ["system"]  # logged system prompt
+    assert "alert(1)" in details["texts"][second["sent"][0]["hash"]]  # text stays text
+
+
+def test_the_report_opens_on_the_costliest_drift(leaky):
+    assert report_data(leaky)["selected_call"] == 1
 
 
 def test_the_file_is_self_contained_and_escaped(leaky, tmp_path):
@@ -67,3 +88,10 @@ def test_cli_report(leaky, tmp_path, capsys):
     out = tmp_path / "cli.html"
     assert cli.main(["report", str(leaky.session.path), "-o", str(out)]) == 0
     assert out.is_file() and "opens offline" in capsys.readouterr().out
+
+
+def test_another_provider_prices_its_comparable_model(leaky):
+    # defect 7: `--provider google` alone prices a Gemini model, not Claude-on-Vertex
+    meta = report_data(leaky, provider="google")["meta"]
+    assert meta["target"]["model"].startswith("gemini")
+    assert "approximate" in meta["target"]["warning"]

@@ -75,16 +75,21 @@ def test_inspector_renders_selects_and_resimulates(lab, page, make_payload_sessi
     # switch the provider and name its model: Python re-simulates, the providers view redraws
     providers = root.locator(".cacheviz-providers")
     assert "anthropic" in providers.text_content()
-    page.locator(".widget-dropdown", has_text="provider").locator("select").select_option(
-        "deepseek"
-    )
-    model = page.locator(".widget-text", has_text="model").locator("input")
-    model.fill("deepseek-chat")
-    model.press("Enter")
+    provider = page.locator(".widget-dropdown", has_text="provider").locator("select")
+    provider.select_option("deepseek")
+    # the model picker lists DeepSeek's priced models and picks the comparable one
     page.wait_for_function(
-        "() => /deepseek-chat/.test(document.querySelector('.cacheviz-providers').textContent)"
+        "() => /deepseek-chat/.test("
+        "document.querySelector('.cacheviz-providers__target').textContent)"
     )
+    model = page.locator(".widget-dropdown", has_text="model").locator("select")
+    assert model.input_value() == "deepseek-chat"
     assert re.search(r"\$\d", providers.text_content())
+    # a self-hosted engine: a message, never an empty chart (defect 7)
+    provider.select_option("vllm")
+    page.wait_for_function(
+        "() => /self-hosted/.test(document.querySelector('.cacheviz-providers').textContent)"
+    )
 
     # nothing executed, nothing injected, nothing fetched from the network
     assert page.dialogs == []

@@ -6,12 +6,13 @@
  * exports there, so they live here.
  */
 import { errorText } from "./lib/arrow.js";
-import { decodeCosts, decodeShape, decodeTimeline, stepCall, visibleRows } from "./lib/data.js";
+import { decodeCosts, decodeShape, decodeTimeline, filterRows, stepCall, threadNames } from "./lib/data.js";
+import { DETAIL_MAX, callTicks, clampWindow, overviewFigure, positionsOf, windowFromSelection, windowShape, windowShowing, centerWindow } from "./lib/window.js";
 import { h } from "./lib/dom.js";
 import * as plot from "./lib/plot.js";
 import { STATUS_HELP, STATUS_NAMES } from "./lib/constants.js";
-import { formatDuration } from "./lib/format.js";
-import { costFigure, selectionShapes, shapeFigure, timelineFigure } from "./lib/traces.js";
+import { formatDuration, plural } from "./lib/format.js";
+import { costFigure, foldedDrifts, hasCosts, selectionShapes, shapeFigure, timelineFigure } from "./lib/traces.js";
 import { renderDetail } from "./views/detail.js";
 import { createHeader } from "./views/header.js";
 import { compareTable, targetFacts } from "./views/providers.js";
@@ -101,6 +102,11 @@ function mount(model, el, hint) {
   // ---- UI state (never synced) and decoded data --------------------------------------
   const state = {
     thread: -1,
+    cause: "",
+    search: "",
+    showCostless: false,
+    /** @type {import("./lib/window.js").Window} */ window: { start: 0, end: 0 },
+    /** @type {Map<number, number>} */ positions: new Map(),
     /** @type {import("./lib/data.js").Timeline | null} */ timeline: null,
     /** @type {import("./lib/data.js").Shape | null} */ shape: null,
     /** @type {import("./lib/data.js").Costs | null} */ costs: null,
@@ -122,8 +128,19 @@ function mount(model, el, hint) {
   const header = createHeader(doc, {
     onThread(thread) {
       state.thread = thread;
-      updateRows();
-      drawAll();
+      refilter();
+    },
+    onCause(cause) {
+      state.cause = cause;
+      refilter();
+    },
+    onSearch(text) {
+      state.search = text;
+      refilter();
+    },
+    onCostless(show) {
+      state.showCostless = show;
+      guarded(timelinePanel, "the timeline", drawTimeline);
     },
     onClear() {
       if (selected() !== -1) {
@@ -134,8 +151,11 @@ function mount(model, el, hint) {
   });
   const dataError = h(doc, "div", { className: "cacheviz-panel__error", attrs: { role: "alert" } });
 
+  const overviewPanel = panel(doc, "Overview", "every shown call, binned; drag across it to choose the calls drawn below, click to centre");
+  overviewPanel.section.classList.add("cacheviz-overview");
   const timelinePanel = panel(doc, "Timeline", "matched prefix vs new tokens per call; × drift, ▲ idle gap");
   const shapePanel = panel(doc, "Cache shape", "segments of each request along the token axis");
+  shapePanel.section.classList.add("cacheviz-shape");
   shapePanel.note.replaceChildren(
     ...STATUS_NAMES.flatMap((name, s) => [
       h(doc, "span", { text: name, title: STATUS_HELP[s] }),
@@ -143,7 +163,7 @@ function mount(model, el, hint) {
     ]),
     " (hover a status for what it means)",
   );
-  const detailPanel = panel(doc, "Drift detail", "", false);
+  const detailPanel = panel(doc, "Call detail", "", false);
   const nav = h(doc, "div", { className: "cacheviz-detail__nav" });
   detailPanel.head.append(nav);
   detailPanel.section.classList.add("cacheviz-detail");
@@ -158,6 +178,7 @@ function mount(model, el, hint) {
     styleElement(doc),
     header.el,
     dataError,
+    overviewPanel.section,
     timelinePanel.section,
     shapePanel.section,
     detailPanel.section,
@@ -166,10 +187,10 @@ function mount(model, el, hint) {
   el.appendChild(root);
 
   const navButtons = [
-    navButton(doc, "◀ drift", "previous drift", () => stepCall(requireTimeline(), state.rows, selected(), -1, true)),
+    navButton(doc, "◀ drift", "previous drift or miss", () => stepCall(requireTimeline(), state.rows, selected(), -1, true)),
     navButton(doc, "◀ call", "previous call", () => stepCall(requireTimeline(), state.rows, selected(), -1, false)),
     navButton(doc, "call ▶", "next call", () => stepCall(requireTimeline(), state.rows, selected(), 1, false)),
-    navButton(doc, "drift ▶", "next drift", () => stepCall(requireTimeline(), state.rows, selected(), 1, true)),
+    navButton(doc, "drift ▶", "next drift or miss", () => stepCall(requireTimeline(), state.rows, selected(), 1, true)),
   ];
   nav.append(...navButtons.map((b) => b.button));
   for (const b of navButtons) {
@@ -206,10 +227,54 @@ function mount(model, el, hint) {
       : "";
   }
   function updateRows() {
-    const names = meta().threads ?? [];
+    const names = threadNames(meta());
     if (state.thread >= names.length) state.thread = -1;
-    state.rows = state.timeline ? visibleRows(state.timeline, state.thread) : [];
+    const filter = { thread: state.thread, cause: state.cause, search: state.search };
+    state.rows = state.timeline ? filterRows(state.timeline, meta(), filter) : [];
+    state.positions = state.timeline ? positionsOf(state.timeline, state.rows) : new Map();
+    const pos = state.positions.get(selected());
+    const kept = clampWindow(state.window.end > state.window.start ? state.window : null, state.rows.length);
+    state.window = pos === undefined ? kept : windowShowing(kept, pos, state.rows.length);
   }
+  /** A filter changed: a call it hides is no longer selected; the window starts over. */
+  function refilter() {
+    state.window = { start: 0, end: 0 };
+    updateRows();
+    if (selected() >= 0 && !state.positions.has(selected())) {
+      model.set("selected_call", -1);
+      model.save_changes();
+    }
+    drawAll();
+  }
+  /** The rows the detail views draw. */
+  function windowRows() {
+    return state.rows.slice(state.window.start, state.window.end);
+  }
+  /** Position of the selected call among the shown rows, or -1. */
+  function selectedPosition() {
+    const pos = state.positions.get(selected());
+    return pos === undefined ? -1 : pos;
+  }
+  function figureOptions() {
+    return {
+      theme: theme(),
+      selected: selectedPosition(),
+      revision: revision(),
+      offset: state.window.start,
+      ticks: state.timeline ? callTicks(state.timeline, state.rows, state.window) : {},
+      showCostless: state.showCostless,
+    };
+  }
+  /** @param {import("./lib/window.js").Window} window */
+  function setWindow(window) {
+    state.window = clampWindow(window, state.rows.length);
+    drawAll();
+  }
+  /** @param {any} point */
+  const callOf = (point) => {
+    const c = Number(point?.customdata);
+    return Number.isInteger(c) ? c : null;
+  };
   function theme() {
     const view = doc.defaultView;
     const computed = view?.getComputedStyle ? view.getComputedStyle(root) : null;
@@ -219,32 +284,70 @@ function mount(model, el, hint) {
       font: computed?.fontFamily || "sans-serif",
     };
   }
-  const revision = () => `thread:${state.thread}`;
+  const revision = () => `thread:${state.thread}:${state.cause}:${state.search}:${state.window.start}:${state.window.end}`;
 
   // ---- views ----------------------------------------------------------------------------
+  function drawOverview() {
+    const t = state.timeline;
+    if (!t || state.rows.length <= DETAIL_MAX) {
+      overviewPanel.section.hidden = true;
+      return;
+    }
+    overviewPanel.section.hidden = false;
+    const { start, end } = state.window;
+    overviewPanel.note.textContent =
+      `${state.rows.length.toLocaleString("en-US")} calls, binned; the views below draw calls ` +
+      `${t.call[state.rows[start]]}–${t.call[state.rows[end - 1]]} (${end - start}); drag across the overview to choose, click to centre`;
+    const fig = overviewFigure(t, state.rows, state.window, { theme: theme(), revision: revision() });
+    overviewPanel.empty.textContent = "";
+    overviewPanel.plot.hidden = false;
+    plot
+      .draw(overviewPanel.plot, fig, (point) => setWindow(centerWindow(state.window, Number(point.x), state.rows.length)), 0, {
+        plotly_selected: (/** @type {any} */ event) => {
+          const w = windowFromSelection(event, state.rows.length);
+          if (w) setWindow(w);
+        },
+      })
+      .catch((err) => viewError(overviewPanel, "the overview", err));
+  }
   function drawTimeline() {
     const t = state.timeline;
     if (!t || t.n === 0) return emptyPlot(timelinePanel, "No calls to show.");
-    const fig = timelineFigure(t, state.rows, meta(), { theme: theme(), selected: selected(), revision: revision() });
+    if (!state.rows.length) return emptyPlot(timelinePanel, "No call matches the filter.");
+    const fig = timelineFigure(t, windowRows(), meta(), figureOptions());
     const idle = formatDuration(meta().ttl_seconds ?? null);
-    timelinePanel.note.textContent = `matched prefix vs new tokens per call; × drift (cause), ▲ idle > ${idle}; click a call`;
-    drawInto(timelinePanel, fig, (point) => select(Math.round(Number(point.x))), 0);
+    const folded = state.showCostless ? 0 : foldedDrifts(t, state.rows);
+    const foldNote = folded ? ` (+${plural(folded, "costless drift")} folded: tick “costless drifts” to show)` : "";
+    timelinePanel.note.textContent = `matched prefix vs new tokens per call; dotted: cache read the provider reported; × drift${foldNote}, ▼ miss, ▲ idle > ${idle}; click a call`;
+    drawInto(timelinePanel, fig, (point) => select(callOf(point) ?? -1), 0);
   }
   function drawShape() {
     const t = state.timeline;
     if (!t || t.n === 0 || !state.shape) return emptyPlot(shapePanel, state.shape ? "No calls to show." : "No shape data.");
-    const fig = shapeFigure(state.shape, t, state.rows, { theme: theme(), selected: selected(), revision: revision() });
-    drawInto(shapePanel, fig, (point) => select(Math.round(Number(point.y))), 1);
+    if (!state.rows.length) return emptyPlot(shapePanel, "No call matches the filter.");
+    const rows = windowRows();
+    const fig = shapeFigure(state.shape, t, rows, figureOptions());
+    const posToCall = (/** @type {number} */ y) => {
+      const r = state.rows[Math.round(y)];
+      return r === undefined ? -1 : Number(t.call[r]);
+    };
+    drawInto(shapePanel, fig, (point) => select(posToCall(Number(point.y))), 1);
   }
   function drawCosts() {
-    targetBox.replaceChildren(targetFacts(doc, meta()));
-    compareBox.replaceChildren(compareTable(doc, meta()));
+    const m = meta();
     const t = state.timeline;
-    if (!t || !state.costs || state.costs.n === 0 || !meta().target) {
-      return emptyPlot(providersPanel, meta().target ? "No per-call costs." : "");
+    const filtered = state.thread >= 0 || state.cause !== "" || state.search !== "";
+    targetBox.replaceChildren(targetFacts(doc, m, filtered && t && state.costs ? { costs: state.costs, timeline: t, rows: state.rows } : null));
+    compareBox.replaceChildren(compareTable(doc, m));
+    if (!t || !state.costs || state.costs.n === 0 || !m.target) {
+      return emptyPlot(providersPanel, m.notice ? String(m.notice) : m.target ? "No per-call costs." : "No provider target is simulated.");
     }
-    const fig = costFigure(state.costs, t, state.rows, { theme: theme(), selected: selected(), revision: revision() });
-    drawInto(providersPanel, fig, (point) => select(Math.round(Number(point.x))), 2);
+    const rows = windowRows();
+    if (!hasCosts(state.costs, t, rows)) {
+      return emptyPlot(providersPanel, noCostMessage(m));
+    }
+    const fig = costFigure(state.costs, t, rows, figureOptions());
+    drawInto(providersPanel, fig, (point) => select(callOf(point) ?? -1), 2);
   }
   function drawDetail() {
     try {
@@ -270,6 +373,8 @@ function mount(model, el, hint) {
         costs: state.costs,
         rows: state.rows,
         thread: state.thread,
+        cause: state.cause,
+        search: state.search,
         selected: selected(),
       });
     } catch (err) {
@@ -279,6 +384,7 @@ function mount(model, el, hint) {
   }
   function drawAll() {
     drawHeader();
+    guarded(overviewPanel, "the overview", drawOverview);
     guarded(timelinePanel, "the timeline", drawTimeline);
     guarded(shapePanel, "the cache shape map", drawShape);
     guarded(providersPanel, "the provider costs", drawCosts);
@@ -313,8 +419,18 @@ function mount(model, el, hint) {
   function updateSelection() {
     const call = selected();
     header.setSelection(call);
+    const pos = selectedPosition();
+    if (pos >= 0 && (pos < state.window.start || pos >= state.window.end)) {
+      // selected from Python, the nav buttons or the report: bring it into the window
+      state.window = windowShowing(state.window, pos, state.rows.length);
+      drawAll();
+      return;
+    }
     for (const [p, along] of /** @type {const} */ ([[timelinePanel, "x"], [shapePanel, "y"], [providersPanel, "x"]])) {
-      if (!p.plot.hidden) plot.setShapes(p.plot, selectionShapes(call, along)).catch((err) => viewError(p, "the selection", err));
+      if (!p.plot.hidden) plot.setShapes(p.plot, selectionShapes(pos, along)).catch((err) => viewError(p, "the selection", err));
+    }
+    if (!overviewPanel.section.hidden && !overviewPanel.plot.hidden) {
+      plot.setShapes(overviewPanel.plot, [windowShape(state.window)]).catch(() => undefined);
     }
     drawDetail();
   }
@@ -334,6 +450,7 @@ function mount(model, el, hint) {
   }
   on("change:_timeline", () => {
     state.timeline = load("_timeline", decodeTimeline);
+    state.window = { start: 0, end: 0 };
     showDataErrors();
     updateRows();
     drawAll();
@@ -380,7 +497,7 @@ function mount(model, el, hint) {
       pending = true;
       view.requestAnimationFrame(() => {
         pending = false;
-        for (const p of [timelinePanel, shapePanel, providersPanel]) {
+        for (const p of [overviewPanel, timelinePanel, shapePanel, providersPanel]) {
           if (!p.plot.hidden) plot.resize(p.plot).catch(() => undefined);
         }
       });
@@ -391,7 +508,7 @@ function mount(model, el, hint) {
   return () => {
     observer?.disconnect();
     if (typeof model.off === "function") for (const [event, fn] of listeners) model.off(event, fn);
-    for (const p of [timelinePanel, shapePanel, providersPanel]) {
+    for (const p of [overviewPanel, timelinePanel, shapePanel, providersPanel]) {
       try {
         plot.purge(p.plot);
       } catch {
@@ -429,6 +546,22 @@ function panel(doc, title, note, withPlot = true) {
   const body = h(doc, "div", { className: "cacheviz-panel__body" });
   const section = h(doc, "section", { className: "cacheviz-panel" }, [head, error, empty, plotEl, body]);
   return { section, head, note: noteEl, error, empty, plot: plotEl, body };
+}
+
+/**
+ * Why the cost chart is empty, naming the models and what to do.
+ *
+ * @param {import("./lib/data.js").Meta} meta
+ */
+export function noCostMessage(meta) {
+  const target = meta.target;
+  const provider = target ? String(target.provider) : "the target";
+  if (provider === "vllm" || provider === "sglang") {
+    return `${provider} is a self-hosted engine: it has no prices, so there is no cost to chart. The table above shows the prefill tokens its prefix cache would save.`;
+  }
+  const models = meta.unpriced_models?.length ? meta.unpriced_models.join(", ") : target?.model ? String(target.model) : "the recorded models";
+  const pick = meta.models?.length ? ` Pick a priced ${provider} model (e.g. ${meta.models.slice(0, 3).join(", ")}).` : " Pick a model with a price.";
+  return `No ${provider} price for ${models}, so no cost to chart.${pick}`;
 }
 
 /**

@@ -60,7 +60,8 @@ describe("render", () => {
     const root = el.querySelector(".cacheviz-inspector");
     expect(root).not.toBeNull();
     expect(root.querySelector("style").textContent).toContain(".cacheviz-inspector");
-    expect(root.querySelectorAll(".cacheviz-panel")).toHaveLength(4);
+    expect(root.querySelectorAll(".cacheviz-panel")).toHaveLength(5);
+    expect(root.querySelector(".cacheviz-overview").hidden).toBe(true); // 40 calls: no overview needed
     expect(plot.draw).toHaveBeenCalledTimes(3);
     const header = root.querySelector(".cacheviz-header").textContent;
     expect(header).toContain("40 calls");
@@ -116,7 +117,7 @@ describe("render", () => {
     const model = widgetModel(session);
     render({ model, el });
     const onClick = vi.mocked(plot.draw).mock.calls[0][2]; // the timeline's click handler
-    onClick({ x: 12, y: 3000 });
+    onClick({ x: 12, y: 3000, customdata: 12 });
     expect(model.set).toHaveBeenCalledWith("selected_call", 12);
     expect(model.save_changes).toHaveBeenCalledTimes(1);
     // the shape map reports calls on its y axis
@@ -172,7 +173,10 @@ describe("render", () => {
     expect(plot.draw).toHaveBeenCalledTimes(3);
     const timeline = vi.mocked(plot.draw).mock.calls[0][1];
     expect(timeline.data[0].x.length).toBeLessThan(40);
-    expect(timeline.layout.uirevision).toBe("thread:1");
+    expect(timeline.layout.uirevision).toContain("thread:1");
+    // calls sit at their position among the shown ones: no empty slots
+    expect(timeline.data[0].x).toEqual(timeline.data[0].x.map((_, k) => k));
+    expect(timeline.layout.xaxis.ticktext.map(Number)).toEqual(timeline.layout.xaxis.tickvals.map((k) => timeline.data[0].customdata[k]));
     expect(el.querySelector(".cacheviz-header").textContent).toContain("calls shown");
     expect(model.set).not.toHaveBeenCalled();
   });
@@ -213,7 +217,7 @@ describe("render", () => {
       status: "",
     });
     render({ model, el });
-    expect(el.querySelector(".cacheviz-panel__empty").textContent).toBe("No calls to show.");
+    expect(el.querySelector(".cacheviz-panel:not([hidden]) .cacheviz-panel__empty").textContent).toBe("No calls to show.");
     expect(plot.draw).not.toHaveBeenCalled();
     expect(errors).not.toHaveBeenCalled();
   });
@@ -232,7 +236,7 @@ describe("render", () => {
     vi.mocked(plot.draw).mockImplementationOnce(() => Promise.reject(new Error("WebGL is tired")));
     render({ model: widgetModel(makeSession({ calls: 10 })), el });
     await new Promise((resolve) => setTimeout(resolve, 0));
-    expect(el.querySelector(".cacheviz-panel .cacheviz-panel__error").textContent).toContain("WebGL is tired");
+    expect(el.querySelector(".cacheviz-panel:not([hidden]) .cacheviz-panel__error").textContent).toContain("WebGL is tired");
     expect(errors).toHaveBeenCalled();
   });
 
@@ -250,7 +254,7 @@ describe("render", () => {
     const cleanup = render({ model, el });
     cleanup();
     expect(el.querySelector(".cacheviz-inspector")).toBeNull();
-    expect(plot.purge).toHaveBeenCalledTimes(3);
+    expect(plot.purge).toHaveBeenCalledTimes(4);
     vi.mocked(plot.draw).mockClear();
     model.set("selected_call", 2);
     model.set("meta", {});

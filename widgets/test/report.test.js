@@ -13,7 +13,7 @@ vi.mock("../src/lib/plot.js", () => ({
 
 import * as plot from "../src/lib/plot.js";
 import { boot } from "../src/report-app.js";
-import { NO_DETAIL } from "../src/lib/memory-model.js";
+import { NO_DETAIL, inflateJson } from "../src/lib/memory-model.js";
 import { embedJson, makeSession, reportDocument } from "./fixtures/session.js";
 
 const python = JSON.parse(readFileSync(join(dirname(fileURLToPath(import.meta.url)), "fixtures", "python-report.json"), "utf8"));
@@ -63,12 +63,12 @@ describe("the HTML report", () => {
     page(embedJson(reportDocument(session)));
     boot(document);
     const clickTimeline = vi.mocked(plot.draw).mock.calls[0][2];
-    clickTimeline({ x: 0 });
+    clickTimeline({ x: 0, customdata: 0 });
     const body = document.querySelector(".cacheviz-detail .cacheviz-panel__body");
     expect(body.textContent).toContain(NO_DETAIL);
     expect(body.textContent).toContain("common prefix"); // the numbers still show, from the timeline
     const drift = Number(Object.keys(session.details)[2]);
-    clickTimeline({ x: drift });
+    clickTimeline({ x: drift, customdata: drift });
     expect(body.textContent).not.toContain(NO_DETAIL);
     expect(body.querySelector(".cacheviz-detail__cause").textContent).toBe(session.details[drift].cause);
   });
@@ -91,22 +91,32 @@ describe("the HTML report", () => {
     expect(errors).toHaveBeenCalled();
   });
 
-  it("renders what the Python side writes (sample_sessions/timestamp_in_system.jsonl)", () => {
+  it("renders what the Python side writes (sample_sessions/timestamp_in_system.jsonl)", async () => {
     page(embedJson(python));
     boot(document);
     const root = document.querySelector(".cacheviz-inspector");
+    // every call's detail travels gzip-compressed: inflated after the first draw
+    await vi.waitFor(() => expect(root.querySelector(".cacheviz-detail__cause")).not.toBeNull());
+    // it opens on the costliest drift, not the first call; look at call 1's drift
+    expect(root.querySelector(".cacheviz-header__selection").textContent).toBe(`selected: call ${python.selected_call}`);
+    vi.mocked(plot.draw).mock.calls[0][2]({ x: 1, customdata: 1 });
     expect(root.querySelector(".cacheviz-inspector > .cacheviz-panel__error").textContent).toBe("");
     expect(root.querySelector(".cacheviz-header").textContent).toContain(`${python.meta.n_calls} calls`);
     const detail = root.querySelector(".cacheviz-detail");
     expect(detail.querySelector(".cacheviz-detail__cause").textContent).toBe("volatile_value");
     const marks = [...detail.querySelectorAll(".cacheviz-detail__mark")].map((m) => m.textContent);
     expect(marks).toEqual(["0:42", "1:33"]);
-    expect(detail.querySelectorAll(".cacheviz-detail__chip--current")).toHaveLength(python.details["1"].chips.current_after.length);
+    const details = await inflateJson(python.details_gz);
+    expect(detail.querySelectorAll(".cacheviz-detail__chip--current")).toHaveLength(details.calls["1"].chips.current_after.length);
+    // what the call sent, from the shared texts
+    const sent = detail.querySelector(".cacheviz-content__sent");
+    expect(sent.querySelectorAll(".cacheviz-content__item").length).toBe(details.calls["1"].content.sent.length);
+    expect(sent.querySelector("pre").textContent).toBe(details.texts[details.calls["1"].content.sent[0].hash]);
     expect(root.querySelectorAll(".cacheviz-providers__table tbody tr")).toHaveLength(python.meta.compare.length);
     const [timeline, shape, costs] = vi.mocked(plot.draw).mock.calls.map((c) => c[1]);
     expect(timeline.data[0].x).toHaveLength(python.meta.n_calls);
     expect(shape.data.slice(0, 5).some((t) => t.y.length > 0)).toBe(true);
-    expect(costs.data[2].y.at(-1)).toBeCloseTo(python.meta.target.total_cost_usd, 9);
+    expect(costs.data[3].y.at(-1)).toBeCloseTo(python.meta.target.total_cost_usd, 9);
     expect(errors).not.toHaveBeenCalled();
   });
 });

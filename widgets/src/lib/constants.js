@@ -24,6 +24,9 @@ export const COLORS = {
   idle: "#7f7f7f",
   cost: "#cc79a7",
   ideal: "#009e73",
+  billed: "#000000",
+  miss: "#a40000",
+  reported: "#56b4e9",
   selection: "rgba(240, 200, 0, 0.28)",
 };
 

@@ -19,6 +19,11 @@ import { isNumber } from "./format.js";
  * @property {ArrayLike<string | null>} label segment where the prefix broke
  * @property {ArrayLike<number>} tokensLost
  * @property {ArrayLike<boolean>} idleGap
+ * @property {ArrayLike<number | null>} reportedRead cache read the provider reported (null: not reported)
+ * @property {ArrayLike<boolean>} miss the provider read less than its rules predict
+ * @property {ArrayLike<number>} missCause index into meta.miss_causes, -1 for none
+ * @property {ArrayLike<number | null>} missTokens expected − reported cache read
+ * @property {ArrayLike<boolean>} material the drift cost something (false: folded)
  * @property {Map<number, number>} rowOf call → row
  */
 
@@ -44,6 +49,7 @@ import { isNumber } from "./format.js";
  * @property {ArrayLike<number>} read
  * @property {ArrayLike<number>} write
  * @property {ArrayLike<number>} uncached
+ * @property {ArrayLike<number | null>} billed reported usage priced (null: not reported or unpriced)
  * @property {Map<number, number>} rowOf call → row
  */
 
@@ -52,7 +58,15 @@ import { isNumber } from "./format.js";
  * @property {string | null} [path]
  * @property {string} [format]
  * @property {number} [n_calls]
- * @property {string[]} [threads]
+ * @property {string[]} [threads] thread names
+ * @property {number[]} [thread_parents] parent thread index per thread, -1 for a root
+ * @property {string[]} [miss_causes]
+ * @property {number | null} [billed_usd]
+ * @property {string[]} [unpriced_models] models the target cannot price
+ * @property {string[]} [billed_unpriced_models] recorded models without a price (left out of billed)
+ * @property {Record<string, any>} [reported]
+ * @property {string[]} [models] priced models of the target's provider
+ * @property {string | null} [notice] why the cost chart is empty, or a pricing warning
  * @property {string[]} [causes]
  * @property {number} [ttl_seconds]
  * @property {{ input_tokens: number, prefix_tokens: number, new_tokens: number, drifts: number }} [totals]
@@ -69,6 +83,8 @@ import { isNumber } from "./format.js";
  * @property {number | null} [ideal_cost_usd]
  * @property {number | null} [score]
  * @property {number | null} [token_scale]
+ * @property {number | null} [hit_ratio] simulated cache read ÷ input
+ * @property {string | null} [warning] e.g. priced under another vendor's tokenizer
  *
  * @typedef {object} CompareRow
  * @property {string} target
@@ -88,8 +104,13 @@ export function decodeTimeline(value) {
     value,
     "_timeline",
     ["call", "input_tokens", "prefix_tokens", "new_tokens"],
-    { ts_ms: null, thread: 0, drift: false, cause: -1, label: null, tokens_lost: 0, idle_gap: false },
+    {
+      ts_ms: null, thread: 0, drift: false, cause: -1, label: null, tokens_lost: 0, idle_gap: false,
+      reported_read: null, miss: false, miss_cause: -1, miss_tokens: null, material: null,
+    },
   );
+  // without the `material` column (older data), a drift is material when it lost tokens
+  const material = Array.from(c.material, (m, i) => (m === null || m === undefined ? Number(c.tokens_lost[i]) > 0 : Boolean(m)));
   return {
     n: numRows,
     call: c.call,
@@ -103,8 +124,94 @@ export function decodeTimeline(value) {
     label: c.label,
     tokensLost: c.tokens_lost,
     idleGap: c.idle_gap,
+    reportedRead: c.reported_read,
+    miss: c.miss,
+    missCause: c.miss_cause,
+    missTokens: c.miss_tokens,
+    material,
     rowOf: indexBy(c.call),
   };
+}
+
+/**
+ * Thread names of the meta.
+ *
+ * @param {Meta} meta
+ * @returns {string[]}
+ */
+export function threadNames(meta) {
+  return meta.threads ?? [];
+}
+
+/**
+ * The thread tree as select options in depth-first order: sub-agents under their parent.
+ *
+ * @param {string[]} names
+ * @param {number[] | undefined} parents parent index per thread (-1 or missing: a root)
+ * @returns {{ index: number, depth: number }[]}
+ */
+export function threadTree(names, parents) {
+  /** @type {Map<number, number[]>} */
+  const children = new Map();
+  const roots = [];
+  for (let i = 0; i < names.length; i++) {
+    const p = parents && Number.isInteger(parents[i]) ? parents[i] : -1;
+    if (p >= 0 && p < names.length && p !== i) {
+      let list = children.get(p);
+      if (!list) children.set(p, (list = []));
+      list.push(i);
+    } else roots.push(i);
+  }
+  /** @type {{ index: number, depth: number }[]} */
+  const out = [];
+  const seen = new Set();
+  const visit = (/** @type {number} */ i, /** @type {number} */ depth) => {
+    if (seen.has(i)) return;
+    seen.add(i);
+    out.push({ index: i, depth });
+    for (const c of children.get(i) ?? []) visit(c, depth + 1);
+  };
+  for (const r of roots) visit(r, 0);
+  for (let i = 0; i < names.length; i++) visit(i, 0); // cycles: still listed
+  return out;
+}
+
+/**
+ * The filter the header controls set: a thread, a cause, a search text.
+ *
+ * @typedef {{ thread: number, cause: string, search: string }} Filter
+ */
+
+/**
+ * Rows matching a filter, in call order. `cause` is "" (any), "drift", "miss", or a drift
+ * cause name; `search` matches a call number ("12" or "#12") or the drift's segment label.
+ *
+ * @param {Timeline} timeline
+ * @param {Meta} meta
+ * @param {Filter} filter
+ * @returns {number[]}
+ */
+export function filterRows(timeline, meta, filter) {
+  const base = visibleRows(timeline, filter.thread);
+  const causes = meta.causes ?? [];
+  const cause = filter.cause ?? "";
+  const query = (filter.search ?? "").trim().toLowerCase();
+  if (!cause && !query) return base;
+  const callQuery = /^#?\d+$/.test(query) ? Number(query.replace("#", "")) : null;
+  return base.filter((r) => {
+    if (cause === "drift" && !timeline.drift[r]) return false;
+    if (cause === "miss" && !timeline.miss[r]) return false;
+    if (cause && cause !== "drift" && cause !== "miss") {
+      if (!timeline.drift[r] || nameAt(causes, timeline.cause[r]) !== cause) return false;
+    }
+    if (query) {
+      if (callQuery !== null) return Number(timeline.call[r]) === callQuery;
+      const label = timeline.label[r];
+      const causeName = timeline.drift[r] ? nameAt(causes, timeline.cause[r]) : "";
+      return String(label ?? "").toLowerCase().includes(query) || causeName.toLowerCase().includes(query);
+    }
+    return true;
+  });
 }
 
 /**
@@ -127,6 +234,7 @@ export function decodeCosts(value) {
     cache_read: 0,
     cache_write: 0,
     uncached: 0,
+    billed_usd: null,
   });
   return {
     n: numRows,
@@ -136,6 +244,7 @@ export function decodeCosts(value) {
     read: c.cache_read,
     write: c.cache_write,
     uncached: c.uncached,
+    billed: c.billed_usd,
     rowOf: indexBy(c.call),
   };
 }
@@ -208,7 +317,7 @@ export function threadCounts(timeline, nThreads) {
 
 /**
  * The call after (step 1) or before (step -1) `current` among `rows`, optionally only
- * drift calls; null when there is none. With no current call, the first (or last).
+ * drift and miss calls; null when there is none. With no current call, the first (or last).
  *
  * @param {Timeline} timeline
  * @param {number[]} rows visible rows in call order
@@ -218,7 +327,7 @@ export function threadCounts(timeline, nThreads) {
  * @returns {number | null}
  */
 export function stepCall(timeline, rows, current, step, driftsOnly) {
-  const ok = (/** @type {number} */ r) => !driftsOnly || Boolean(timeline.drift[r]);
+  const ok = (/** @type {number} */ r) => !driftsOnly || Boolean(timeline.drift[r]) || Boolean(timeline.miss[r]);
   if (step > 0) {
     for (const r of rows) if (timeline.call[r] > current && ok(r)) return timeline.call[r];
   } else {

@@ -59,16 +59,17 @@ export function setChildren(el, children) {
  *
  * @param {Document} doc
  * @param {string} className
- * @param {[string, string | Node][]} pairs
+ * @param {Array<[string, string | Node] | [string, string | Node, string]>} pairs label, value,
+ *   and optionally an explanation shown on hover
  */
 export function facts(doc, className, pairs) {
   return h(
     doc,
     "dl",
     { className },
-    pairs.map(([label, value]) =>
-      h(doc, "div", { className: `${className.split(" ")[0]}-item` }, [
-        h(doc, "dt", { text: label }),
+    pairs.map(([label, value, help]) =>
+      h(doc, "div", { className: `${className.split(" ")[0]}-item`, ...(help ? { title: help } : {}) }, [
+        h(doc, "dt", { text: help ? `${label} ⓘ` : label }),
         typeof value === "string" ? h(doc, "dd", { text: value }) : h(doc, "dd", {}, [value]),
       ]),
     ),

@@ -130,3 +130,40 @@ export function formatNumber(value, digits = 3) {
 export function humanizeKey(key) {
   return key.replace(/_/g, " ").trim();
 }
+
+/**
+ * "1 call", "2 calls", "1,234 calls" (with thousands separators).
+ *
+ * @param {number} count
+ * @param {string} one
+ * @param {string} [many] default: `one` + "s"
+ * @returns {string}
+ */
+export function plural(count, one, many) {
+  return `${formatTokens(count)} ${count === 1 ? one : (many ?? `${one}s`)}`;
+}
+
+/**
+ * Round tick values for a money axis from 0 to `max`: steps of 1, 2 or 5 × 10^k, at most
+ * `count` + 1 of them, labelled like {@link formatUsd} but with no more digits than the
+ * step needs ("$0.005", "$0.01", not "$0.0087").
+ *
+ * @param {number} max
+ * @param {number} [count=5]
+ * @returns {{ tickvals: number[], ticktext: string[] } | null} null when nothing to tick
+ */
+export function usdTicks(max, count = 5) {
+  if (!isNumber(max) || max <= 0) return null;
+  const raw = max / count;
+  const power = 10 ** Math.floor(Math.log10(raw));
+  const step = [1, 2, 5, 10].map((m) => m * power).find((s) => s >= raw) ?? 10 * power;
+  const decimals = Math.max(0, -Math.floor(Math.log10(step) + 1e-9));
+  const tickvals = [];
+  const ticktext = [];
+  for (let v = 0; v <= max + step * 1e-9; v += step) {
+    const value = Number(v.toFixed(decimals + 2));
+    tickvals.push(value);
+    ticktext.push(`$${Number(value.toFixed(decimals)).toString()}`);
+  }
+  return { tickvals, ticktext };
+}

@@ -61,32 +61,64 @@ export function createMemoryModel(initial, hooks = {}) {
  * @property {string} shape base64 Arrow IPC
  * @property {string} costs base64 Arrow IPC
  * @property {import("./data.js").Meta} meta
- * @property {Record<string, Record<string, any>>} [details] drift detail per call ("12": {...})
+ * @property {Record<string, Record<string, any>>} [details] detail per call ("12": {...})
+ * @property {string} [details_gz] gzip + base64 of {calls: {"12": detail}, texts: {hash: text}}
  * @property {number} [selected_call] initially selected call (default: the first drift, else none)
  */
 
 /** What the detail view says for a call the report has no detail for. */
-export const NO_DETAIL =
-  "No precomputed detail for this call: the HTML report includes the drift detail of drift calls only.";
+export const NO_DETAIL = "No precomputed detail for this call in this report.";
 
 /**
- * A model holding a report's data: selecting a call sets `_detail` from `details`, or a
- * "no precomputed detail" message for calls without one.
+ * Gzip-compressed, base64-encoded JSON, inflated with the browser's DecompressionStream.
+ *
+ * @param {string} text
+ * @returns {Promise<any>}
+ */
+export async function inflateJson(text) {
+  const bytes = base64ToBytes(text);
+  const stream = new Blob([/** @type {Uint8Array<ArrayBuffer>} */ (bytes)]).stream().pipeThrough(new DecompressionStream("gzip"));
+  return JSON.parse(await new Response(stream).text());
+}
+
+/**
+ * A detail with the texts of its content items filled in from the shared `texts`.
+ *
+ * @param {Record<string, any>} detail
+ * @param {Record<string, string>} texts
+ */
+export function withTexts(detail, texts) {
+  const content = detail.content;
+  if (!content || typeof content !== "object") return detail;
+  const fill = (/** @type {any[]} */ items) =>
+    Array.isArray(items) ? items.map((item) => (item && item.text === undefined && typeof item.hash === "string" ? { ...item, text: texts[item.hash] ?? "" } : item)) : [];
+  return { ...detail, content: { ...content, sent: fill(content.sent), context: fill(content.context) } };
+}
+
+/**
+ * A model holding a report's data: selecting a call sets `_detail` from the details (every
+ * call's, gzip-compressed in `details_gz`, inflated once after the first draw; or plain
+ * `details`), or a message for calls without one.
  *
  * @param {ReportData} data
  * @returns {MemoryModel}
  */
 export function reportModel(data) {
   if (!data || typeof data !== "object") throw new Error("the report's data is not a JSON object");
-  const details = data.details && typeof data.details === "object" ? data.details : {};
+  /** @type {Record<string, Record<string, any>>} */
+  let details = data.details && typeof data.details === "object" ? data.details : {};
+  /** @type {Record<string, string>} */
+  let texts = {};
+  let pending = typeof data.details_gz === "string" && data.details_gz.length > 0;
   /** @param {number} call */
   const detailFor = (call) => {
     if (!(call >= 0)) return {};
+    if (pending) return {}; // "Loading the detail…" until inflated
     const found = Object.prototype.hasOwnProperty.call(details, String(call)) ? details[String(call)] : null;
-    return found ? { ...found, call } : { call, drift: false, message: NO_DETAIL };
+    return found ? withTexts({ ...found, call }, texts) : { call, drift: false, message: NO_DETAIL };
   };
   const first = Number.isInteger(data.selected_call) ? /** @type {number} */ (data.selected_call) : firstDrift(details);
-  return createMemoryModel(
+  const model = createMemoryModel(
     {
       _timeline: toView(data.timeline),
       _shape: toView(data.shape),
@@ -97,11 +129,31 @@ export function reportModel(data) {
       status: "",
     },
     {
-      afterSet(name, value, model) {
-        if (name === "selected_call") model.set("_detail", detailFor(Number(value)));
+      afterSet(name, value, m) {
+        if (name === "selected_call") m.set("_detail", detailFor(Number(value)));
       },
     },
   );
+  // inflate once the charts are drawn (the browser is idle), not in their way
+  const later = (/** @type {() => void} */ fn) =>
+    typeof requestIdleCallback === "function" ? requestIdleCallback(fn, { timeout: 1000 }) : setTimeout(fn, 0);
+  if (pending) {
+    new Promise((resolve) => later(() => resolve(undefined)))
+      .then(() => inflateJson(/** @type {string} */ (data.details_gz)))
+      .then((inflated) => {
+        details = inflated?.calls ?? {};
+        texts = inflated?.texts ?? {};
+      })
+      .catch((err) => {
+        console.error("cacheviz report: could not read the call details", err);
+        model.set("status", `could not read the call details: ${err instanceof Error ? err.message : err}`);
+      })
+      .finally(() => {
+        pending = false;
+        model.set("_detail", detailFor(Number(model.get("selected_call"))));
+      });
+  }
+  return model;
 }
 
 /**

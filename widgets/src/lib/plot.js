@@ -43,9 +43,10 @@ const yieldTask = () => new Promise((resolve) => setTimeout(resolve, 0));
  * @param {(point: any) => void} [onClick] called with the first clicked point
  * @param {number} [stagger=0] on the first draw only, let the browser paint this many
  *   times first: the first chart shows while the others are still being drawn
+ * @param {Record<string, (event: any) => void>} [handlers] other Plotly events, bound once
  * @returns {Promise<unknown>}
  */
-export function draw(div, figure, onClick, stagger = 0) {
+export function draw(div, figure, onClick, stagger = 0, handlers = {}) {
   return enqueue(div, async () => {
     if (!(/** @type {any} */ (div)._fullLayout)) for (let i = 0; i < stagger; i++) await yieldTask();
     await Plotly.react(div, figure.data, figure.layout, CONFIG);
@@ -55,6 +56,7 @@ export function draw(div, figure, onClick, stagger = 0) {
         const point = event?.points?.[0];
         if (point) onClick(point);
       });
+      for (const [name, fn] of Object.entries(handlers)) /** @type {any} */ (div).on(name, fn);
     }
   });
 }

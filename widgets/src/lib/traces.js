@@ -7,10 +7,10 @@
  * base/length arrays), so 2,000 calls stay one `Plotly.react` of a handful of traces.
  */
 import { COLORS, STATUS_COLORS, STATUS_HELP, STATUS_NAMES, UNLOGGED } from "./constants.js";
-import { nameAt } from "./data.js";
+import { nameAt, threadNames } from "./data.js";
 import { escapeHtml, truncate } from "./escape.js";
-import { formatDuration, formatShare, formatTime, formatTokens, formatUsd, isNumber } from "./format.js";
-import { cumulativeSum, plotHeight, prefixLine, prefixTicks, statusBars } from "./geometry.js";
+import { formatCompact, formatDuration, formatShare, formatTime, formatTokens, formatUsd, isNumber, plural, usdTicks } from "./format.js";
+import { cumulativeSum, plotHeight, statusBars } from "./geometry.js";
 
 /**
  * @typedef {import("./data.js").Timeline} Timeline
@@ -84,7 +84,7 @@ function axis(theme, title, extra = {}) {
  * @returns {string}
  */
 export function callHover(t, r, meta) {
-  const lines = [`<b>call ${t.call[r]}</b> · ${safe(nameAt(meta.threads, t.thread[r]))}`];
+  const lines = [`<b>call ${t.call[r]}</b> · ${safe(nameAt(threadNames(meta), t.thread[r]))}`];
   lines.push(`input ${formatTokens(t.input[r])} tokens`);
   lines.push(
     `prefix ${formatTokens(t.prefix[r])} (${formatShare(t.prefix[r], t.input[r])}) · new ${formatTokens(t.fresh[r])}`,
@@ -94,73 +94,142 @@ export function callHover(t, r, meta) {
   if (t.drift[r]) {
     const cause = t.cause[r] >= 0 ? nameAt(meta.causes, t.cause[r]) : "drift";
     const where = t.label[r] ? ` at ${safe(t.label[r])}` : "";
-    lines.push(`<b>drift</b>: ${safe(cause)}${where} · ${formatTokens(t.tokensLost[r])} tokens lost`);
+    const costless = t.material[r] ? "" : " (costless)";
+    lines.push(`<b>drift</b>: ${safe(cause)}${where} · ${formatTokens(t.tokensLost[r])} tokens lost${costless}`);
+  }
+  if (isNumber(t.reportedRead[r])) lines.push(`reported cache read ${formatTokens(t.reportedRead[r])}`);
+  if (t.miss[r]) {
+    const cause = t.missCause[r] >= 0 ? nameAt(meta.miss_causes, t.missCause[r]) : "miss";
+    lines.push(`<b>miss</b>: ${safe(cause)} · ${formatTokens(t.missTokens[r])} tokens not read`);
   }
   if (t.idleGap[r]) lines.push(`idle > ${formatDuration(meta.ttl_seconds ?? null)} before this call`);
   return lines.join("<br>");
 }
 
 /**
- * The timeline: stacked prefix/new bars per call, the common-prefix line, drift and
- * idle-gap markers.
+ * @typedef {{ theme?: Theme, selected?: number, revision?: string, offset?: number,
+ *   ticks?: Record<string, any>, showCostless?: boolean }} FigureOptions
+ * `offset`: position of the first of `rows` among the shown calls (calls are drawn at
+ * their position, so a filter leaves no gaps); `ticks`: x-axis ticks naming the calls;
+ * `selected`: the selected call's position (-1: none or not shown).
+ */
+
+/**
+ * The prefix line as one step per call across its bar, joined to the next bar only when
+ * that is the same thread's next call and drawn right next to it: a thread's line never
+ * runs across the bars of other threads (sub-agents, side calls).
  *
  * @param {Timeline} t
- * @param {number[]} rows visible rows in call order
+ * @param {number[]} rows
+ * @param {number} offset
+ * @param {(r: number) => number | null} value
+ * @param {number} [half=0.45]
+ */
+export function prefixSteps(t, rows, offset, value, half = 0.45) {
+  /** @type {(number | null)[]} */ const x = [];
+  /** @type {(number | null)[]} */ const y = [];
+  for (let k = 0; k < rows.length; k++) {
+    const r = rows[k];
+    const v = value(r);
+    if (!isNumber(v)) continue;
+    const p = offset + k;
+    x.push(p - half, p + half);
+    y.push(v, v);
+    const next = k + 1 < rows.length ? rows[k + 1] : -1;
+    const w = next >= 0 ? value(next) : null;
+    if (next >= 0 && isNumber(w) && Number(t.thread[next]) === Number(t.thread[r])) {
+      x.push(p + 0.5, p + 0.5);
+      y.push(v, w);
+    } else {
+      x.push(null);
+      y.push(null);
+    }
+  }
+  return { x, y };
+}
+
+/**
+ * How many drifts the timeline folds (they cost nothing) among `rows`.
+ *
+ * @param {Timeline} t
+ * @param {number[]} rows
+ */
+export function foldedDrifts(t, rows) {
+  let n = 0;
+  for (const r of rows) if (t.drift[r] && !t.material[r]) n++;
+  return n;
+}
+
+/**
+ * The timeline: stacked prefix/new bars per call (no outlines), the common-prefix line
+ * per thread, the reported cache read against it, drift, miss and idle-gap markers.
+ * Drifts that cost nothing are folded unless `showCostless`.
+ *
+ * @param {Timeline} t
+ * @param {number[]} rows the rows drawn (the detail window), in call order
  * @param {Meta} meta
- * @param {{ theme?: Theme, selected?: number, revision?: string }} [options]
+ * @param {FigureOptions} [options]
  * @returns {Figure}
  */
 export function timelineFigure(t, rows, meta, options = {}) {
   const theme = options.theme ?? DEFAULT_THEME;
+  const offset = options.offset ?? 0;
   const x = new Array(rows.length);
+  const calls = new Array(rows.length);
   const prefix = new Array(rows.length);
   const fresh = new Array(rows.length);
   const hover = new Array(rows.length);
   /** @type {number[]} */ const driftX = [];
   /** @type {number[]} */ const driftY = [];
+  /** @type {number[]} */ const driftCalls = [];
   /** @type {string[]} */ const driftText = [];
   /** @type {string[]} */ const driftHover = [];
+  /** @type {number[]} */ const missX = [];
+  /** @type {number[]} */ const missY = [];
+  /** @type {number[]} */ const missCalls = [];
+  /** @type {string[]} */ const missHover = [];
   /** @type {number[]} */ const idleX = [];
+  /** @type {number[]} */ const idleCalls = [];
   /** @type {string[]} */ const idleHover = [];
+  let reported = 0;
   for (let k = 0; k < rows.length; k++) {
     const r = rows[k];
-    x[k] = t.call[r];
+    const pos = offset + k;
+    x[k] = pos;
+    calls[k] = t.call[r];
     prefix[k] = t.prefix[r];
     fresh[k] = t.fresh[r];
     hover[k] = callHover(t, r, meta);
-    if (t.drift[r]) {
-      driftX.push(t.call[r]);
-      driftY.push(Math.max(Number(t.input[r]) || 0, (Number(t.prefix[r]) || 0) + (Number(t.fresh[r]) || 0)));
+    if (isNumber(t.reportedRead[r])) reported++;
+    const top = Math.max(Number(t.input[r]) || 0, (Number(t.prefix[r]) || 0) + (Number(t.fresh[r]) || 0));
+    if (t.drift[r] && (t.material[r] || options.showCostless)) {
+      driftX.push(pos);
+      driftY.push(top);
+      driftCalls.push(t.call[r]);
       driftText.push(safe(t.cause[r] >= 0 ? nameAt(meta.causes, t.cause[r]) : "drift", 24));
       driftHover.push(hover[k]);
     }
+    if (t.miss[r]) {
+      missX.push(pos);
+      missY.push(top);
+      missCalls.push(t.call[r]);
+      missHover.push(hover[k]);
+    }
     if (t.idleGap[r]) {
-      idleX.push(t.call[r]);
+      idleX.push(pos);
+      idleCalls.push(t.call[r]);
       idleHover.push(hover[k]);
     }
   }
-  const line = prefixLine(t, rows);
+  const line = prefixSteps(t, rows, offset, (r) => Number(t.prefix[r]));
+  const read = prefixSteps(t, rows, offset, (r) => (isNumber(t.reportedRead[r]) ? Number(t.reportedRead[r]) : null), 0.3);
   const labelled = driftX.length <= MAX_DRIFT_LABELS;
   const ttl = formatDuration(meta.ttl_seconds ?? null);
+  const folded = options.showCostless ? 0 : foldedDrifts(t, rows);
+  const bar = { type: "bar", x, customdata: calls, hovertext: hover, hoverinfo: "text" };
   const data = [
-    {
-      type: "bar",
-      name: "prefix (matched)",
-      x,
-      y: prefix,
-      marker: { color: COLORS.same },
-      hovertext: hover,
-      hoverinfo: "text",
-    },
-    {
-      type: "bar",
-      name: "new",
-      x,
-      y: fresh,
-      marker: { color: COLORS.new },
-      hovertext: hover,
-      hoverinfo: "text",
-    },
+    { ...bar, name: "prefix (matched)", y: prefix, marker: { color: COLORS.same, line: { width: 0 } } },
+    { ...bar, name: "new", y: fresh, marker: { color: COLORS.new, line: { width: 0 } } },
     {
       type: "scatter",
       mode: "lines",
@@ -168,15 +237,28 @@ export function timelineFigure(t, rows, meta, options = {}) {
       x: line.x,
       y: line.y,
       connectgaps: false,
-      line: { color: theme.color, width: 1.5, shape: "hvh" }, // steps between bars
+      line: { color: theme.color, width: 1.5 },
       hoverinfo: "skip",
     },
     {
       type: "scatter",
+      mode: "lines",
+      name: "reported cache read",
+      x: read.x,
+      y: read.y,
+      connectgaps: false,
+      line: { color: COLORS.reported, width: 2.5, dash: "dot" },
+      hoverinfo: "skip",
+      showlegend: reported > 0,
+      visible: reported > 0 ? true : "legendonly",
+    },
+    {
+      type: "scatter",
       mode: labelled ? "markers+text" : "markers",
-      name: "drift",
+      name: folded ? `drift (+${plural(folded, "costless drift")} folded)` : "drift",
       x: driftX,
       y: driftY,
+      customdata: driftCalls,
       text: labelled ? driftText : undefined,
       textposition: "top center",
       textfont: { size: 10, color: COLORS.drift },
@@ -184,7 +266,20 @@ export function timelineFigure(t, rows, meta, options = {}) {
       marker: { symbol: "x-thin", size: 9, line: { width: 2, color: COLORS.drift }, color: COLORS.drift },
       hovertext: driftHover,
       hoverinfo: "text",
-      showlegend: driftX.length > 0,
+      showlegend: driftX.length > 0 || folded > 0,
+    },
+    {
+      type: "scatter",
+      mode: "markers",
+      name: "miss (provider read less)",
+      x: missX,
+      y: missY,
+      customdata: missCalls,
+      cliponaxis: false,
+      marker: { symbol: "triangle-down", size: 10, color: COLORS.miss },
+      hovertext: missHover,
+      hoverinfo: "text",
+      showlegend: missX.length > 0,
     },
     {
       type: "scatter",
@@ -192,6 +287,7 @@ export function timelineFigure(t, rows, meta, options = {}) {
       name: `idle > ${ttl}`,
       x: idleX,
       y: idleX.map(() => 0),
+      customdata: idleCalls,
       marker: { symbol: "triangle-up", size: 9, color: COLORS.idle },
       hovertext: idleHover,
       hoverinfo: "text",
@@ -199,11 +295,12 @@ export function timelineFigure(t, rows, meta, options = {}) {
       cliponaxis: false,
     },
   ];
+  const range = rows.length ? [offset - 0.5, offset + rows.length - 0.5] : undefined;
   const layout = {
     ...baseLayout(theme, 300, options.revision ?? ""),
     barmode: "stack",
     bargap: rows.length > 200 ? 0 : 0.15,
-    xaxis: axis(theme, "call", { rangemode: "tozero" }),
+    xaxis: axis(theme, "call", { ...(range ? { range } : { rangemode: "tozero" }), ...(options.ticks ?? {}) }),
     yaxis: axis(theme, "input tokens", { rangemode: "tozero" }),
     shapes: selectionShapes(options.selected ?? -1, "x"),
   };
@@ -236,39 +333,81 @@ export function runHover(call, status, start, end) {
  * @param {Shape} shape
  * @param {Timeline} t
  * @param {number[]} rows visible rows in call order
- * @param {{ theme?: Theme, selected?: number, revision?: string }} [options]
+ * @param {FigureOptions} [options]
  * @returns {Figure}
  */
 export function shapeFigure(shape, t, rows, options = {}) {
   const theme = options.theme ?? DEFAULT_THEME;
-  const visibleCalls = new Set();
-  for (const r of rows) visibleCalls.add(Number(t.call[r]));
-  const { bars, maxEnd } = statusBars(shape, (call) => visibleCalls.has(call), STATUS_NAMES.length);
+  const offset = options.offset ?? 0;
+  /** @type {Map<number, number>} */
+  const posOf = new Map();
+  rows.forEach((r, k) => posOf.set(Number(t.call[r]), offset + k));
+  const { bars } = statusBars(shape, (call) => posOf.has(call), STATUS_NAMES.length);
+  const fold = foldUnlogged(bars, UNLOGGED);
   const data = [];
+  let maxX = 0;
   for (let s = 0; s < STATUS_NAMES.length; s++) {
     const b = bars[s];
-    const hover = new Array(b.y.length);
-    for (let k = 0; k < b.y.length; k++) hover[k] = runHover(b.y[k], s, b.base[k], b.base[k] + b.x[k]);
+    const n = b.y.length;
+    const hover = new Array(n);
+    const y = new Array(n);
+    const base = new Array(n);
+    const len = new Array(n);
+    for (let k = 0; k < n; k++) {
+      const call = b.y[k];
+      hover[k] = runHover(call, s, b.base[k], b.base[k] + b.x[k]);
+      y[k] = posOf.get(call);
+      const x0 = fold.map(call, b.base[k]);
+      const x1 = fold.map(call, b.base[k] + b.x[k]);
+      base[k] = x0;
+      len[k] = x1 - x0;
+      if (x1 > maxX) maxX = x1;
+    }
     /** @type {Record<string, any>} */
     const marker = { color: STATUS_COLORS[s], line: { width: 0 } };
-    if (s === UNLOGGED) {
-      marker.pattern = { shape: "/", fgcolor: "#555555", bgcolor: STATUS_COLORS[s], solidity: 0.3 };
-    }
-    data.push({
+    /** @type {Record<string, any>} */
+    const trace = {
       type: "bar",
       orientation: "h",
-      name: STATUS_NAMES[s],
-      y: b.y,
-      x: b.x,
-      base: b.base,
-      width: 0.9,
+      name: s === UNLOGGED && fold.band ? "unlogged prefix (collapsed)" : STATUS_NAMES[s],
+      y,
+      x: len,
+      base,
+      width: 0.86,
       marker,
       hovertext: hover,
       hoverinfo: "text",
-      showlegend: b.y.length > 0,
-    });
+      showlegend: n > 0,
+    };
+    if (s === UNLOGGED) {
+      marker.pattern = { shape: "/", fgcolor: "#555555", bgcolor: STATUS_COLORS[s], solidity: 0.3 };
+      if (fold.band && n <= 120) {
+        trace.text = b.x.map((size) => `≈${formatCompact(size)}`);
+        trace.textposition = "inside";
+        trace.insidetextanchor = "middle";
+        trace.textfont = { size: 10, color: "#222" };
+      }
+    }
+    data.push(trace);
   }
-  const ticks = prefixTicks(t, rows);
+  /** @type {(number | null)[]} */ const tx = [];
+  /** @type {(number | null)[]} */ const ty = [];
+  for (let k = 0; k < rows.length; k++) {
+    const r = rows[k];
+    const call = Number(t.call[r]);
+    const px = fold.map(call, Number(t.prefix[r]));
+    tx.push(px, px);
+    ty.push(offset + k - 0.43, offset + k + 0.43);
+    const next = k + 1 < rows.length ? rows[k + 1] : -1;
+    if (next >= 0 && Number(t.thread[next]) === Number(t.thread[r])) {
+      tx.push(px, fold.map(Number(t.call[next]), Number(t.prefix[next])));
+      ty.push(offset + k + 0.5, offset + k + 0.5);
+    } else {
+      tx.push(null);
+      ty.push(null);
+    }
+  }
+  const ticks = { x: tx, y: ty };
   data.push({
     type: "scatter",
     mode: "lines",
@@ -279,68 +418,174 @@ export function shapeFigure(shape, t, rows, options = {}) {
     line: { color: theme.color, width: 1.5 },
     hoverinfo: "skip",
   });
-  let lo = Infinity;
-  let hi = -Infinity;
-  for (const r of rows) {
-    const c = Number(t.call[r]);
-    if (c < lo) lo = c;
-    if (c > hi) hi = c;
-  }
-  const yRange = rows.length ? [hi + 0.5, lo - 0.5] : undefined; // reversed: first call on top
+  const yRange = rows.length ? [offset + rows.length - 0.5, offset - 0.5] : undefined; // first call on top
+  const xRange = [0, Math.max(1, maxX) * 1.01];
   const layout = {
-    ...baseLayout(theme, plotHeight(rows.length, 4, 220, 640), options.revision ?? ""),
+    ...baseLayout(theme, shapeHeight(rows.length), options.revision ?? ""),
     barmode: "overlay",
-    xaxis: axis(theme, "token offset", { range: [0, Math.max(1, maxEnd) * 1.01] }),
-    yaxis: axis(theme, "call", yRange ? { range: yRange } : { autorange: "reversed" }),
+    xaxis: axis(theme, fold.band ? "token offset (grey band: the unlogged prefix, collapsed; its size is written in it)" : "token offset", {
+      range: xRange,
+      ...(fold.band ? foldedTicks(fold.band, maxX) : {}),
+    }),
+    yaxis: axis(theme, "call", { ...(yRange ? { range: yRange } : { autorange: "reversed" }), ...(options.ticks ?? {}) }),
     shapes: selectionShapes(options.selected ?? -1, "y"),
   };
   return { data, layout };
 }
 
+/** Pixels per call row of the shape map (the panel scrolls past its maximum height). */
+export const SHAPE_ROW_PX = 14;
+
 /**
- * Per-call cost under the target with the ideal bound, and both cumulated.
+ * Height of the shape map for `n` rows: at least {@link SHAPE_ROW_PX} a row.
+ *
+ * @param {number} n
+ */
+export function shapeHeight(n) {
+  return plotHeight(n, SHAPE_ROW_PX, 200, Math.max(200, n * SHAPE_ROW_PX + 90));
+}
+
+/**
+ * Collapse each call's unlogged prefix (a run of the unlogged status from token 0) into
+ * one narrow band, so the logged part of a rebuilt request is readable.
+ *
+ * @param {import("./geometry.js").StatusBars[]} bars one per status
+ * @param {number} status the unlogged status
+ * @returns {{ band: number, map: (call: number, offset: number) => number }}
+ */
+export function foldUnlogged(bars, status) {
+  const unlogged = bars[status];
+  /** @type {Map<number, number>} */
+  const size = new Map();
+  for (let k = 0; k < unlogged.y.length; k++) {
+    if (unlogged.base[k] === 0) size.set(unlogged.y[k], unlogged.x[k]);
+  }
+  if (!size.size) return { band: 0, map: (_call, offset) => offset };
+  let logged = 1;
+  for (const b of bars) {
+    for (let k = 0; k < b.y.length; k++) logged = Math.max(logged, b.base[k] + b.x[k] - (size.get(b.y[k]) ?? 0));
+  }
+  // the band is a fixed share of the logged span; logged tokens keep their scale
+  const band = Math.max(1, Math.round(logged * 0.12));
+  return {
+    band,
+    map(call, offset) {
+      const u = size.get(call) ?? 0;
+      if (u <= 0) return offset + band;
+      return offset <= u ? (offset / u) * band : offset - u + band;
+    },
+  };
+}
+
+/**
+ * Ticks of a folded token axis: "unlogged" in the band, logged offsets to its right.
+ *
+ * @param {number} band
+ * @param {number} maxX
+ */
+function foldedTicks(band, maxX) {
+  const span = Math.max(1, maxX - band);
+  const raw = span / 6;
+  const power = 10 ** Math.floor(Math.log10(raw));
+  const step = [1, 2, 5, 10].map((m) => m * power).find((v) => v >= raw) ?? 10 * power;
+  const tickvals = [band / 2];
+  const ticktext = ["unlogged"];
+  for (let v = 0; v <= span; v += step) {
+    tickvals.push(band + v);
+    ticktext.push(v === 0 ? "+0" : `+${formatCompact(v)}`);
+  }
+  return { tickmode: "array", tickvals, ticktext };
+}
+
+/**
+ * Whether any shown call has a simulated cost (else the chart would be empty: the
+ * panel shows a message instead).
  *
  * @param {Costs} costs
  * @param {Timeline} t
- * @param {number[]} rows visible rows in call order
- * @param {{ theme?: Theme, selected?: number, revision?: string }} [options]
+ * @param {number[]} rows
+ */
+export function hasCosts(costs, t, rows) {
+  for (const r of rows) {
+    const i = costs.rowOf.get(Number(t.call[r]));
+    if (i !== undefined && (isNumber(costs.cost[i]) || isNumber(costs.billed[i]))) return true;
+  }
+  return false;
+}
+
+/**
+ * Per-call simulated cost (bars, no outlines) with the ideal bound and the billed cost
+ * (the provider's reported usage priced), and the cumulative sums from the window's start.
+ *
+ * @param {Costs} costs
+ * @param {Timeline} t
+ * @param {number[]} rows the rows drawn, in call order
+ * @param {FigureOptions} [options]
  * @returns {Figure}
  */
 export function costFigure(costs, t, rows, options = {}) {
   const theme = options.theme ?? DEFAULT_THEME;
+  const offset = options.offset ?? 0;
   /** @type {number[]} */ const x = [];
+  /** @type {number[]} */ const calls = [];
   /** @type {(number | null)[]} */ const cost = [];
   /** @type {(number | null)[]} */ const ideal = [];
+  /** @type {(number | null)[]} */ const billed = [];
   /** @type {string[]} */ const hover = [];
-  for (const r of rows) {
+  let anyBilled = false;
+  let top = 0;
+  rows.forEach((r, k) => {
     const call = Number(t.call[r]);
     const i = costs.rowOf.get(call);
-    if (i === undefined) continue;
+    if (i === undefined) return;
     const c = costs.cost[i];
     const d = costs.ideal[i];
-    x.push(call);
+    const bl = costs.billed[i];
+    x.push(offset + k);
+    calls.push(call);
     cost.push(isNumber(c) ? c : null);
     ideal.push(isNumber(d) ? d : null);
+    billed.push(isNumber(bl) ? bl : null);
+    if (isNumber(bl)) anyBilled = true;
+    top = Math.max(top, isNumber(c) ? c : 0, isNumber(bl) ? bl : 0, isNumber(d) ? d : 0);
     hover.push(
-      `<b>call ${call}</b><br>cost ${formatUsd(c)} · ideal ${formatUsd(d)}<br>` +
-        `read ${formatTokens(costs.read[i])} · write ${formatTokens(costs.write[i])} · ` +
+      `<b>call ${call}</b><br>simulated ${formatUsd(c)} · ideal ${formatUsd(d)}` +
+        (isNumber(bl) ? ` · billed ${formatUsd(bl)}` : "") +
+        `<br>read ${formatTokens(costs.read[i])} · write ${formatTokens(costs.write[i])} · ` +
         `uncached ${formatTokens(costs.uncached[i])}`,
     );
-  }
+  });
   const cumCost = cumulativeSum(cost);
   const cumIdeal = cumulativeSum(ideal);
-  const cumHover = x.map(
-    (call, k) => `<b>up to call ${call}</b><br>cost ${formatUsd(cumCost[k])}<br>ideal ${formatUsd(cumIdeal[k])}`,
+  const cumBilled = cumulativeSum(billed);
+  const cumHover = calls.map(
+    (call, k) =>
+      `<b>calls ${calls[0]}–${call} (shown)</b><br>simulated ${formatUsd(cumCost[k])}<br>ideal ${formatUsd(cumIdeal[k])}` +
+      (anyBilled ? `<br>billed ${formatUsd(cumBilled[k])}` : ""),
   );
   const data = [
     {
       type: "bar",
-      name: "cost per call",
+      name: "simulated per call",
       x,
       y: cost,
-      marker: { color: COLORS.cost },
+      customdata: calls,
+      marker: { color: COLORS.cost, line: { width: 0 } },
       hovertext: hover,
       hoverinfo: "text",
+    },
+    {
+      type: "scatter",
+      mode: "markers",
+      name: "billed per call",
+      x,
+      y: billed,
+      customdata: calls,
+      marker: { symbol: "circle", size: 5, color: COLORS.billed },
+      hovertext: hover,
+      hoverinfo: "text",
+      showlegend: anyBilled,
+      visible: anyBilled ? true : "legendonly",
     },
     {
       type: "scatter",
@@ -348,6 +593,7 @@ export function costFigure(costs, t, rows, options = {}) {
       name: "ideal per call",
       x,
       y: ideal,
+      customdata: calls,
       marker: { symbol: "line-ew", size: 8, line: { width: 2, color: COLORS.ideal } },
       hovertext: hover,
       hoverinfo: "text",
@@ -356,7 +602,7 @@ export function costFigure(costs, t, rows, options = {}) {
     {
       type: "scatter",
       mode: "lines",
-      name: "cumulative cost",
+      name: "cumulative simulated",
       x,
       y: cumCost,
       yaxis: "y2",
@@ -375,18 +621,38 @@ export function costFigure(costs, t, rows, options = {}) {
       hovertext: cumHover,
       hoverinfo: "text",
     },
+    {
+      type: "scatter",
+      mode: "lines",
+      name: "cumulative billed",
+      x,
+      y: cumBilled,
+      yaxis: "y2",
+      line: { color: COLORS.billed, width: 1.5, dash: "dot" },
+      hovertext: cumHover,
+      hoverinfo: "text",
+      showlegend: anyBilled,
+      visible: anyBilled ? true : "legendonly",
+    },
   ];
+  const cumTop = Math.max(cumCost[cumCost.length - 1] ?? 0, cumIdeal[cumIdeal.length - 1] ?? 0, anyBilled ? (cumBilled[cumBilled.length - 1] ?? 0) : 0);
+  const perTicks = usdTicks(top);
+  const cumTicks = usdTicks(cumTop);
+  const range = x.length ? [offset - 0.5, offset + rows.length - 0.5] : undefined;
   const layout = {
     ...baseLayout(theme, 260, options.revision ?? ""),
     bargap: x.length > 200 ? 0 : 0.15,
     margin: { l: 64, r: 64, t: 8, b: 40 },
-    xaxis: axis(theme, "call"),
-    yaxis: axis(theme, "per call (USD)", { rangemode: "tozero", tickprefix: "$" }),
+    xaxis: axis(theme, "call", { ...(range ? { range } : {}), ...(options.ticks ?? {}) }),
+    yaxis: axis(theme, "per call (USD)", {
+      range: [0, Math.max(top, 1e-9) * 1.08],
+      ...(perTicks ? { tickmode: "array", ...perTicks } : {}),
+    }),
     yaxis2: axis(theme, "cumulative (USD)", {
       overlaying: "y",
       side: "right",
-      rangemode: "tozero",
-      tickprefix: "$",
+      range: [0, Math.max(cumTop, 1e-9) * 1.08],
+      ...(cumTicks ? { tickmode: "array", ...cumTicks } : {}),
       showgrid: false,
     }),
     shapes: selectionShapes(options.selected ?? -1, "x"),

@@ -1,6 +1,6 @@
 // @ts-check
 /** The drift detail of the selected call: both sides of the first differing segment, token chips, cost. */
-import { nameAt } from "../lib/data.js";
+import { nameAt, threadNames } from "../lib/data.js";
 import { facts, h } from "../lib/dom.js";
 import { splitDiff, truncate, visibleToken } from "../lib/escape.js";
 import { formatNumber, formatShare, formatTime, formatTokens, formatUsd, humanizeKey, isNumber } from "../lib/format.js";
@@ -20,9 +20,9 @@ import { formatNumber, formatShare, formatTime, formatTokens, formatUsd, humaniz
 
 /** Keys the detail view lays out itself; any other key is listed as a plain fact. */
 const KNOWN = new Set([
-  "call", "drift", "thread", "input_tokens", "prefix_tokens", "new_tokens", "part", "position",
+  "call", "drift", "input_tokens", "prefix_tokens", "new_tokens", "part", "position",
   "label", "cause", "detail", "token_offset", "tokens_lost", "cost_usd", "prev", "current", "chips",
-  "error", "message", "segments", "segments_truncated",
+  "error", "message", "segments", "segments_truncated", "content", "thread", "miss", "material",
 ]);
 
 /** Keys the call summary shows when the timeline has the call. */
@@ -59,9 +59,10 @@ export function renderDetail(doc, body, state) {
       out.push(h(doc, "p", { className: "cacheviz-detail__error", text: `Could not compute the detail: ${detail.error}` }));
     }
     if (detail.message) out.push(h(doc, "p", { className: "cacheviz-detail__note", text: String(detail.message) }));
+    if (detail.miss && typeof detail.miss === "object") out.push(missPart(doc, detail.miss));
     if (detail.drift) {
       out.push(...driftParts(doc, detail, state.meta));
-    } else if (!detail.error && !detail.message) {
+    } else if (!detail.error && !detail.message && !detail.miss) {
       out.push(
         h(doc, "p", {
           className: "cacheviz-detail__note",
@@ -71,6 +72,7 @@ export function renderDetail(doc, body, state) {
     }
     const extra = extraFacts(detail, timeline !== null && row !== undefined);
     if (extra.length) out.push(facts(doc, "cacheviz-detail__facts", extra));
+    if (detail.content && typeof detail.content === "object") out.push(contentBrowser(doc, detail.content));
     if (Array.isArray(detail.segments) && detail.segments.length) {
       out.push(segmentTable(doc, detail.segments, Number(detail.segments_truncated) || 0));
     }
@@ -91,7 +93,7 @@ function summary(doc, state, row) {
   /** @type {[string, string][]} */
   const pairs = [
     ["call", String(t.call[row])],
-    ["thread", nameAt(state.meta.threads, t.thread[row])],
+    ["thread", nameAt(threadNames(state.meta), t.thread[row])],
   ];
   const ts = t.tsMs[row];
   if (isNumber(ts)) pairs.push(["time", formatTime(ts)]);
@@ -279,7 +281,7 @@ function scrollToMarks(body) {
  * @returns {HTMLElement}
  */
 export function segmentTable(doc, segments, truncated) {
-  const columns = ["label", "part", "tokens", "token_offset", "hash", "status"];
+  const columns = ["label", "part", "tokens", "token_offset", "status", "preview"];
   const head = h(doc, "tr", {}, columns.map((name) => h(doc, "th", { text: name.replace("_", " ") })));
   const rows = segments.map((segment) =>
     h(
@@ -296,5 +298,86 @@ export function segmentTable(doc, segments, truncated) {
   return h(doc, "details", { className: "cacheviz-detail__segments" }, [
     h(doc, "summary", { text: caption }),
     h(doc, "table", {}, [h(doc, "thead", {}, [head]), h(doc, "tbody", {}, rows)]),
+  ]);
+}
+
+
+/**
+ * What the call sent: the segments past the common prefix (the new messages, tool calls
+ * and tool results), then the system prompt and tool definitions when logged. Text only.
+ *
+ * @param {Document} doc
+ * @param {Record<string, any>} content {sent, sent_more, context, context_more, unlogged_tokens}
+ * @returns {HTMLElement}
+ */
+export function contentBrowser(doc, content) {
+  const sent = Array.isArray(content.sent) ? content.sent : [];
+  const context = Array.isArray(content.context) ? content.context : [];
+  let sentTokens = 0;
+  for (const item of sent) if (isNumber(item?.tokens)) sentTokens += item.tokens;
+  /** @type {Node[]} */
+  const parts = [];
+  const more = (/** @type {unknown} */ n) => (Number(n) > 0 ? ` (+${formatNumber(Number(n))} more not listed)` : "");
+  parts.push(
+    h(doc, "details", { className: "cacheviz-content__sent", attrs: { open: "" } }, [
+      h(doc, "summary", {
+        text: sent.length
+          ? `What this call sent past the common prefix: ${sent.length} segment${sent.length === 1 ? "" : "s"}, ${formatTokens(sentTokens)} tokens${more(content.sent_more)}`
+          : "Nothing past the common prefix: this call re-sent what was cached.",
+      }),
+      ...sent.map((item) => contentItem(doc, item)),
+    ]),
+  );
+  if (context.length) {
+    parts.push(
+      h(doc, "details", { className: "cacheviz-content__context" }, [
+        h(doc, "summary", { text: `System prompt and tools as logged: ${context.length} segment${context.length === 1 ? "" : "s"}${more(content.context_more)}` }),
+        ...context.map((item) => contentItem(doc, item)),
+      ]),
+    );
+  }
+  if (isNumber(content.unlogged_tokens) && content.unlogged_tokens > 0) {
+    parts.push(
+      h(doc, "p", {
+        className: "cacheviz-detail__note",
+        text: `≈${formatTokens(content.unlogged_tokens)} tokens of unlogged prefix (the transcript does not hold the system prompt and tool definitions; their size is inferred).`,
+      }),
+    );
+  }
+  return h(doc, "div", { className: "cacheviz-content" }, parts);
+}
+
+/**
+ * @param {Document} doc
+ * @param {Record<string, any>} item
+ */
+function contentItem(doc, item) {
+  const bits = [item.part, item.role, isNumber(item.tokens) ? `${formatTokens(item.tokens)} tokens` : null, item.status && item.status !== "same" ? String(item.status) : null];
+  return h(doc, "div", { className: "cacheviz-content__item" }, [
+    h(doc, "span", { className: "cacheviz-content__label", text: truncate(String(item.label ?? ""), 200) }),
+    h(doc, "span", { className: "cacheviz-content__meta", text: bits.filter(Boolean).join(" · ") }),
+    h(doc, "pre", { text: String(item.text ?? "") }),
+  ]);
+}
+
+
+/**
+ * A miss the provider reported: it read less than the common prefix and its rules offered.
+ *
+ * @param {Document} doc
+ * @param {Record<string, any>} miss
+ */
+export function missPart(doc, miss) {
+  /** @type {[string, string | Node][]} */
+  const pairs = [
+    ["miss", h(doc, "span", { className: "cacheviz-detail__cause", text: miss.cause ? String(miss.cause) : "unknown" })],
+    ["expected cache read", formatTokens(miss.expected_read_tokens)],
+    ["reported cache read", formatTokens(miss.reported_cache_read_tokens)],
+    ["tokens not read", formatTokens(miss.tokens)],
+  ];
+  if (miss.cost_usd !== undefined) pairs.push(["miss cost", formatUsd(miss.cost_usd)]);
+  return h(doc, "div", { className: "cacheviz-detail__miss" }, [
+    facts(doc, "cacheviz-detail__facts", pairs),
+    miss.detail ? h(doc, "p", { className: "cacheviz-detail__note", text: String(miss.detail) }) : "",
   ]);
 }

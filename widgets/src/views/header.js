@@ -1,19 +1,32 @@
 // @ts-check
-/** The header: what session this is, totals, the thread filter, the selection, status. */
-import { threadCounts, nameAt, sumRows } from "../lib/data.js";
+/** The header: what session this is, totals, the thread tree filter, the selection, status. */
+import { threadCounts, nameAt, sumRows, threadNames, threadTree } from "../lib/data.js";
 import { facts, h, setChildren } from "../lib/dom.js";
-import { formatShare, formatTokens, formatUsd, isNumber } from "../lib/format.js";
+import { formatPercent, formatShare, formatTokens, formatUsd, isNumber, plural } from "../lib/format.js";
 
 /**
  * @typedef {import("../lib/data.js").Meta} Meta
  * @typedef {import("../lib/data.js").Timeline} Timeline
  * @typedef {import("../lib/data.js").Costs} Costs
- * @typedef {{ meta: Meta, timeline: Timeline | null, costs: Costs | null, rows: number[], thread: number, selected: number }} HeaderState
+ * @typedef {{ meta: Meta, timeline: Timeline | null, costs: Costs | null, rows: number[], thread: number,
+ *   cause?: string, search?: string, selected: number }} HeaderState
  */
+
+/** Hover explanations of the header's numbers. */
+export const HELP = {
+  billed: "What the provider billed: the usage it reported for each call × the model's dated prices. Calls without reported usage or without a price are left out (see the note).",
+  simulated: "What the session costs when cacheviz replays it under the chosen provider's caching rules (breakpoints, minimums, TTL, granularity) and prices.",
+  ideal: "A lower bound: the cost had every reusable prefix been read from the cache.",
+  waste: "Simulated minus ideal: what drifts, misses and cache writes cost on top of the ideal.",
+  hit: "Share of input tokens read from the cache: as the provider reported (calls with usage), and as simulated.",
+  scale: "Token scale: the provider's reported input tokens ÷ cacheviz's own count, fitted over the calls with usage. Counts are multiplied by it so simulated tokens are in the provider's units (≈1 when the tokenizer is the model's own).",
+  reconciliation: "Reconciliation: the share of calls whose simulated cache read matches the reported one (within the provider's granularity). Low means the simulation and the provider disagree; look at the misses.",
+};
 
 /**
  * @param {Document} doc
- * @param {{ onThread: (thread: number) => void, onClear: () => void }} actions
+ * @param {{ onThread: (thread: number) => void, onClear: () => void, onCause?: (cause: string) => void,
+ *   onSearch?: (text: string) => void, onCostless?: (show: boolean) => void }} actions
  */
 export function createHeader(doc, actions) {
   const title = h(doc, "div", { className: "cacheviz-header__title" });
@@ -21,11 +34,25 @@ export function createHeader(doc, actions) {
   const select = h(doc, "select", { attrs: { "aria-label": "thread" } });
   select.addEventListener("change", () => actions.onThread(Number(select.value)));
   const thread = h(doc, "label", { className: "cacheviz-header__thread" }, ["thread ", select]);
+  const causeSelect = h(doc, "select", { attrs: { "aria-label": "cause" } });
+  causeSelect.addEventListener("change", () => actions.onCause?.(causeSelect.value));
+  const causeLabel = h(doc, "label", { className: "cacheviz-header__cause" }, ["show ", causeSelect]);
+  const search = /** @type {HTMLInputElement} */ (
+    h(doc, "input", { attrs: { type: "search", placeholder: "call # or segment", "aria-label": "search calls" } })
+  );
+  let searchTimer = /** @type {any} */ (null);
+  search.addEventListener("input", () => {
+    clearTimeout(searchTimer);
+    searchTimer = setTimeout(() => actions.onSearch?.(search.value), 150);
+  });
+  const costless = /** @type {HTMLInputElement} */ (h(doc, "input", { attrs: { type: "checkbox" } }));
+  costless.addEventListener("change", () => actions.onCostless?.(costless.checked));
+  const costlessLabel = h(doc, "label", { className: "cacheviz-header__costless", title: "Drifts that cost nothing (e.g. in a side call with nothing cached) are folded by default." }, [costless, " costless drifts"]);
   const selection = h(doc, "span", { className: "cacheviz-header__selection" });
   const clear = h(doc, "button", { className: "cacheviz-button", text: "clear selection", attrs: { type: "button" } });
   clear.addEventListener("click", () => actions.onClear());
   const status = h(doc, "span", { className: "cacheviz-header__status", attrs: { role: "status", "aria-live": "polite" } });
-  const controls = h(doc, "div", { className: "cacheviz-header__controls" }, [thread, selection, clear, status]);
+  const controls = h(doc, "div", { className: "cacheviz-header__controls" }, [thread, causeLabel, search, costlessLabel, selection, clear, status]);
   const el = h(doc, "header", { className: "cacheviz-header" }, [title, totals, controls]);
 
   /** @param {HeaderState} state */
@@ -58,11 +85,34 @@ export function createHeader(doc, actions) {
       ...badges,
     ]);
 
-    const filtered = state.thread >= 0 && timeline !== null;
+    const filtered = (state.thread >= 0 || Boolean(state.cause) || Boolean(state.search)) && timeline !== null;
     const sums = filtered || !meta.totals ? (timeline ? sumRows(timeline, state.rows) : null) : meta.totals;
-    /** @type {[string, string][]} */
+    /** @type {Array<[string, string] | [string, string, string]>} */
     const pairs = [];
     if (filtered) pairs.push(["calls shown", formatTokens(state.rows.length)]);
+    const target = meta.target;
+    let billed = isNumber(meta.billed_usd) ? meta.billed_usd : null;
+    let cost = target ? target.total_cost_usd : null;
+    let ideal = target ? target.ideal_cost_usd : null;
+    if (filtered && state.costs && timeline) {
+      ({ cost, ideal, billed } = sumCosts(state.costs, timeline, state.rows, billed !== null));
+    }
+    if (billed !== null || meta.billed_usd !== undefined) {
+      const note = meta.billed_unpriced_models?.length ? ` (without ${meta.billed_unpriced_models.join(", ")}: unpriced)` : "";
+      pairs.push(["billed", `${formatUsd(billed)}${billed === null ? " (no usage reported)" : note}`, HELP.billed]);
+    }
+    if (target) {
+      const name = target.model ? `${target.provider}:${target.model}` : String(target.provider);
+      pairs.push([`simulated (${name})`, formatUsd(cost), HELP.simulated], ["ideal", formatUsd(ideal), HELP.ideal]);
+      if (isNumber(cost) && isNumber(ideal)) pairs.push(["waste", formatUsd(Math.max(0, cost - ideal)), HELP.waste]);
+    }
+    const reportedHit = meta.reported && isNumber(meta.reported.hit_ratio) ? formatPercent(meta.reported.hit_ratio, 0) : "—";
+    const simulatedHit = target && isNumber(target.hit_ratio) ? formatPercent(target.hit_ratio, 0) : "—";
+    if (!filtered && (reportedHit !== "—" || simulatedHit !== "—")) {
+      pairs.push(["hit ratio reported / simulated", `${reportedHit} / ${simulatedHit}`, HELP.hit]);
+    }
+    if (target && isNumber(target.token_scale)) pairs.push(["token scale", target.token_scale.toFixed(3), HELP.scale]);
+    if (target && isNumber(target.score)) pairs.push(["reconciliation", formatPercent(target.score, 0), HELP.reconciliation]);
     if (sums) {
       pairs.push(
         ["input tokens", formatTokens(sums.input_tokens)],
@@ -71,24 +121,37 @@ export function createHeader(doc, actions) {
         ["drifts", formatTokens(sums.drifts)],
       );
     }
-    const target = meta.target;
-    if (target) {
-      let cost = target.total_cost_usd;
-      let ideal = target.ideal_cost_usd;
-      if (filtered && state.costs) {
-        ({ cost, ideal } = sumCosts(state.costs, timeline, state.rows));
-      }
-      const name = target.model ? `${target.provider}:${target.model}` : String(target.provider);
-      pairs.push([`cost (${name})`, formatUsd(cost)], ["ideal bound", formatUsd(ideal)]);
+    if (timeline) {
+      let misses = 0;
+      for (const r of state.rows) if (timeline.miss[r]) misses++;
+      if (misses || (meta.miss_causes && meta.miss_causes.length)) pairs.push(["misses", formatTokens(misses)]);
     }
     setChildren(totals, [facts(doc, "cacheviz-header__totals", pairs)]);
 
-    const names = meta.threads ?? [];
+    const causeNames = new Set();
+    if (timeline) for (let i = 0; i < timeline.n; i++) if (timeline.drift[i] && timeline.cause[i] >= 0) causeNames.add(nameAt(meta.causes, timeline.cause[i]));
+    const causeOptions = [
+      h(doc, "option", { text: "all calls", attrs: { value: "" } }),
+      h(doc, "option", { text: "drifts", attrs: { value: "drift" } }),
+      h(doc, "option", { text: "misses", attrs: { value: "miss" } }),
+      ...[...causeNames].sort().map((c) => h(doc, "option", { text: `drift: ${c}`, attrs: { value: c } })),
+    ];
+    causeSelect.replaceChildren(...causeOptions);
+    causeSelect.value = state.cause ?? "";
+
+    const names = threadNames(meta);
     const counts = timeline ? threadCounts(timeline, names.length) : names.map(() => 0);
-    const options = [h(doc, "option", { text: `all (${names.length})`, attrs: { value: "-1" } })];
-    names.forEach((_, i) => {
-      options.push(h(doc, "option", { text: `${nameAt(names, i)} (${counts[i]} calls)`, attrs: { value: String(i) } }));
-    });
+    const options = [h(doc, "option", { text: `all (${plural(names.length, "thread")})`, attrs: { value: "-1" } })];
+    for (const { index, depth } of threadTree(names, meta.thread_parents)) {
+      const indent = depth ? `${"\u00a0\u00a0".repeat(depth)}└ ` : "";
+      options.push(
+        h(doc, "option", {
+          text: `${indent}${nameAt(names, index)} (${plural(counts[index], "call")})`,
+          title: nameAt(names, index),
+          attrs: { value: String(index) },
+        }),
+      );
+    }
     select.replaceChildren(...options);
     select.value = String(state.thread < names.length ? state.thread : -1);
     select.disabled = names.length < 2 && state.thread < 0;
@@ -120,17 +183,25 @@ export function createHeader(doc, actions) {
  * @param {Costs} costs
  * @param {Timeline} timeline
  * @param {number[]} rows
+ * @param {boolean} [withBilled]
  */
-function sumCosts(costs, timeline, rows) {
+export function sumCosts(costs, timeline, rows, withBilled = true) {
   let cost = 0;
   let ideal = 0;
+  let billed = 0;
+  let anyBilled = false;
   for (const r of rows) {
     const i = costs.rowOf.get(Number(timeline.call[r]));
     if (i === undefined) continue;
     const c = costs.cost[i];
     const d = costs.ideal[i];
+    const b = costs.billed[i];
     if (isNumber(c)) cost += c;
     if (isNumber(d)) ideal += d;
+    if (isNumber(b)) {
+      billed += b;
+      anyBilled = true;
+    }
   }
-  return { cost, ideal };
+  return { cost, ideal, billed: withBilled && anyBilled ? billed : null };
 }

@@ -1,36 +1,49 @@
 // @ts-check
 /** The target's headline numbers and the provider comparison table. */
 import { facts, h } from "../lib/dom.js";
-import { formatNumber, formatPercent, formatTokens, formatUsd, isNumber } from "../lib/format.js";
+import { formatNumber, formatPercent, formatTokens, formatUsd, isNumber, plural } from "../lib/format.js";
+import { HELP, sumCosts } from "./header.js";
 
 /** @typedef {import("../lib/data.js").Meta} Meta */
 
 /**
+ * The target's numbers; with `shown`, the costs are summed over the shown calls only (a
+ * filter is on) and say so.
+ *
  * @param {Document} doc
  * @param {Meta} meta
+ * @param {{ costs: import("../lib/data.js").Costs, timeline: import("../lib/data.js").Timeline, rows: number[] } | null} [shown]
  * @returns {HTMLElement}
  */
-export function targetFacts(doc, meta) {
+export function targetFacts(doc, meta, shown = null) {
   const t = meta.target;
   if (!t) {
-    return h(doc, "p", { className: "cacheviz-panel__empty", text: "No provider target is simulated." });
+    return h(doc, "p", { className: "cacheviz-panel__empty", text: meta.notice ? String(meta.notice) : "No provider target is simulated." });
   }
-  /** @type {[string, string][]} */
+  let total = t.total_cost_usd;
+  let ideal = t.ideal_cost_usd;
+  if (shown) ({ cost: total, ideal } = sumCosts(shown.costs, shown.timeline, shown.rows, false));
+  const scope = shown ? ` (${plural(shown.rows.length, "shown call")})` : "";
+  /** @type {Array<[string, string] | [string, string, string]>} */
   const pairs = [
     ["provider", String(t.provider)],
     ["model", t.model ? String(t.model) : "as recorded"],
-    ["total cost", formatUsd(t.total_cost_usd)],
-    ["ideal bound", formatUsd(t.ideal_cost_usd)],
+    [`simulated cost${scope}`, formatUsd(total), HELP.simulated],
+    [`ideal${scope}`, formatUsd(ideal), HELP.ideal],
   ];
-  if (isNumber(t.total_cost_usd) && isNumber(t.ideal_cost_usd) && t.ideal_cost_usd > 0) {
-    pairs.push(["cost / ideal", `${formatNumber(t.total_cost_usd / t.ideal_cost_usd, 2)}×`]);
+  if (isNumber(total) && isNumber(ideal) && ideal > 0) {
+    pairs.push(["cost / ideal", `${formatNumber(total / ideal, 2)}×`]);
   }
   pairs.push(
-    ["reconciliation score", isNumber(t.score) ? formatPercent(t.score, 0) : "not reported"],
-    ["token scale", formatNumber(t.token_scale ?? null, 3)],
+    ["reconciliation", isNumber(t.score) ? formatPercent(t.score, 0) : "not reported", HELP.reconciliation],
+    ["token scale", formatNumber(t.token_scale ?? null, 3), HELP.scale],
   );
   if (t.price_source) pairs.push(["prices", String(t.price_source)]);
-  return facts(doc, "cacheviz-providers__target", pairs);
+  const list = facts(doc, "cacheviz-providers__target", pairs);
+  const notes = [t.warning, meta.notice].filter(Boolean).map((text) =>
+    h(doc, "p", { className: "cacheviz-providers__warning", attrs: { role: "note" }, text: String(text) }),
+  );
+  return notes.length ? h(doc, "div", {}, [list, ...notes]) : list;
 }
 
 /**
@@ -46,7 +59,7 @@ export function compareTable(doc, meta) {
     return h(doc, "p", { className: "cacheviz-panel__empty", text: "No provider comparison." });
   }
   const current = meta.target ? targetKey(meta.target.provider, meta.target.model) : null;
-  const head = ["provider:model", "cost", "ideal", "cost / ideal", "cache read", "cache write", "uncached"];
+  const head = ["provider:model (whole session)", "cost", "ideal", "cost / ideal", "cache read", "cache write", "uncached"];
   const body = rows.map((row) => {
     const ratio =
       isNumber(row.cost_usd) && isNumber(row.ideal_cost_usd) && row.ideal_cost_usd > 0

@@ -130,4 +130,20 @@ export const CSS = `
 .cacheviz-inspector .cacheviz-detail__segments td { padding: 1px 8px; text-align: left; font-family: ui-monospace, monospace; }
 .cacheviz-inspector .cacheviz-detail__segment--changed td { background: #fdebd3; }
 .cacheviz-inspector .cacheviz-detail__segment--invalidated td { background: #fdf6d8; }
+.cacheviz-inspector .cacheviz-providers__warning {
+  margin: 4px 0; padding: 4px 8px; border-left: 3px solid #e69f00; background: var(--cv-bg-alt);
+}
+.cacheviz-inspector .cacheviz-shape .cacheviz-panel__plot { max-height: 560px; overflow-y: auto; }
+.cacheviz-inspector .cacheviz-overview .cacheviz-panel__plot { min-height: 110px; }
+.cacheviz-inspector .cacheviz-header__controls input[type="search"] { width: 14em; }
+.cacheviz-inspector .cacheviz-content { display: flex; flex-direction: column; gap: 4px; }
+.cacheviz-inspector .cacheviz-content details { border: 1px solid var(--cv-border); border-radius: 4px; padding: 2px 6px; }
+.cacheviz-inspector .cacheviz-content summary { cursor: pointer; }
+.cacheviz-inspector .cacheviz-content__item { margin: 4px 0; }
+.cacheviz-inspector .cacheviz-content__label { font-weight: 600; }
+.cacheviz-inspector .cacheviz-content__meta { color: var(--cv-fg-muted); font-size: 11px; margin-left: 6px; }
+.cacheviz-inspector .cacheviz-content pre {
+  margin: 2px 0; max-height: 180px; overflow: auto; white-space: pre-wrap; word-break: break-word;
+  font-family: var(--cv-mono); font-size: 12px; background: var(--cv-bg-alt); padding: 4px 6px;
+}
 `;
