@@ -5,7 +5,7 @@ Endpoints: POST /v1/messages (Anthropic Messages), /v1/chat/completions and /v1/
 sequences. Every request is kept (path, headers, body bytes) so tests can compare what
 the server received with what was recorded. Faults are chosen by the model name:
 ``error-429`` / ``error-500`` answer with a JSON error, ``reset`` cuts the connection in
-the middle of a stream. Header ``x-fake-gzip: 1`` gzips a JSON answer.
+the middle of a stream, ``gated`` sends two events of a stream and waits for ``gate``. Header ``x-fake-gzip: 1`` gzips a JSON answer.
 """
 
 from __future__ import annotations
@@ -253,7 +253,7 @@ class _Handler(BaseHTTPRequestHandler):
             self._json(404, {"error": {"message": "not found"}})
             return
         if stream:
-            self._stream(events, cut=model == "reset")
+            self._stream(events, cut=model == "reset", gated=model == "gated")
         else:
             self._json(200, answer, gzipped=self.headers.get("x-fake-gzip") == "1")
 
@@ -269,20 +269,26 @@ class _Handler(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(data)
 
-    def _stream(self, events: list[bytes], cut: bool) -> None:
+    def _stream(self, events: list[bytes], cut: bool, gated: bool = False) -> None:
         self.send_response(200)
         self.send_header("content-type", "text/event-stream; charset=utf-8")
         self.send_header("cache-control", "no-cache")
         self.send_header("transfer-encoding", "chunked")
         self.end_headers()
         for i, event in enumerate(events):
+            if gated and i == 2:
+                self.server.gate.wait(10)
             if cut and i == 2:
                 self.wfile.flush()
                 self.connection.shutdown(socket.SHUT_RDWR)
                 self.close_connection = True
                 return
-            self.wfile.write(b"%x\r\n%s\r\n" % (len(event), event))
-            self.wfile.flush()
+            try:
+                self.wfile.write(b"%x\r\n%s\r\n" % (len(event), event))
+                self.wfile.flush()
+            except ConnectionError:
+                self.close_connection = True
+                return
         self.wfile.write(b"0\r\n\r\n")
         self.wfile.flush()
 
@@ -295,6 +301,7 @@ class FakeProvider(ThreadingHTTPServer):
     def __init__(self) -> None:
         super().__init__(("127.0.0.1", 0), _Handler)
         self.received: list[Received] = []
+        self.gate = threading.Event()
         self._thread = threading.Thread(target=self.serve_forever, daemon=True)
 
     @property
