@@ -82,24 +82,29 @@ def now_iso() -> str:
 def redact_body(text: str, redactor: Redactor | None = redact) -> str:
     """The request body text with secrets redacted, its other bytes kept as sent.
 
-    The redactor runs over the JSON text, so everything it does not touch keeps its
-    bytes. When that would change the JSON's meaning beyond the secrets themselves
-    (a match cutting an escape sequence), the body is parsed, redacted string by
-    string and re-serialized compactly instead.
+    Secrets are looked for in every string value of the JSON, as the report does
+    (:func:`cacheviz.redact.redact_all`); each distinct string is checked once (a request
+    repeats the strings of the one before), so the cost follows the new text. With no
+    secret the text is returned as is. With one, the redactor runs over the JSON text,
+    so the bytes it does not touch are kept; when that would not give the same JSON as
+    redacting value by value (a match cutting an escape sequence), the redacted body
+    is re-serialized compactly instead.
 
     Examples
     --------
     >>> redact_body('{"system": "key sk-ant-api03-AbCdEfGhIjKlMnOp",  "x": 1}')
     '{"system": "key [REDACTED]",  "x": 1}'
+    >>> redact_body('{"a":  "nothing secret"}')
+    '{"a":  "nothing secret"}'
     """
     if redactor is None:
         return text
-    redacted = redactor(text)
-    if redacted == text:
-        return text
-    # the JSON of the redacted text must be the redaction of the JSON, or we re-serialize
     parsed = json.loads(text)
-    expected = _redact_value(parsed, redactor)
+    found = [False]
+    expected = _redact_value(parsed, _cached(redactor), found)
+    if not found[0]:
+        return text
+    redacted = redactor(text)
     try:
         if json.loads(redacted) == expected:
             return redacted
@@ -108,15 +113,38 @@ def redact_body(text: str, redactor: Redactor | None = redact) -> str:
     return json.dumps(expected, ensure_ascii=False, separators=(",", ":"))
 
 
-def _redact_value(value: Any, redactor: Redactor) -> Any:
-    if redactor is redact:
-        return redact_all(value)
+_CACHE_CHARS = 32 << 20  # forget the checked strings past this many characters
+_caches: dict[Redactor, tuple[dict[str, str], list[int]]] = {}
+
+
+def _cached(redactor: Redactor) -> Callable[[str], str]:
+    """``redactor`` with a memory of the strings it has seen."""
+    cache, size = _caches.setdefault(redactor, ({}, [0]))
+
+    def check(value: str) -> str:
+        done = cache.get(value)
+        if done is None:
+            done = redactor(value)
+            if size[0] > _CACHE_CHARS:
+                cache.clear()
+                size[0] = 0
+            cache[value] = done
+            size[0] += len(value)
+        return done
+
+    return check
+
+
+def _redact_value(value: Any, check: Callable[[str], str], found: list[bool]) -> Any:
     if isinstance(value, str):
-        return redactor(value)
+        done = check(value)
+        if done != value:
+            found[0] = True
+        return done
     if isinstance(value, list):
-        return [_redact_value(v, redactor) for v in value]
+        return [_redact_value(v, check, found) for v in value]
     if isinstance(value, dict):
-        return {k: _redact_value(v, redactor) for k, v in value.items()}
+        return {k: _redact_value(v, check, found) for k, v in value.items()}
     return value
 
 

@@ -297,6 +297,7 @@ class FakeProvider(ThreadingHTTPServer):
     """The fake provider; ``with FakeProvider() as fake: fake.url``."""
 
     daemon_threads = True
+    request_queue_size = 128
 
     def __init__(self) -> None:
         super().__init__(("127.0.0.1", 0), _Handler)
