@@ -6,6 +6,8 @@ Latency: N sequential requests (one keep-alive client) straight to the fake prov
 then the same N through ``cacheviz proxy``; the added latency is the difference of the
 percentiles. Both a JSON Messages call (a 30 kB body) and an SSE stream are measured.
 Throughput: N requests from 16 concurrent async clients, direct and through the proxy.
+The proxy runs as ``cacheviz proxy`` in its own process, as a user runs it; the fake
+provider and the client share this one (they are the baseline of both series).
 Writes nothing but the proxy's log (in a temporary folder).
 """
 
@@ -13,7 +15,9 @@ from __future__ import annotations
 
 import asyncio
 import json
+import socket
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -24,7 +28,6 @@ import httpx2
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
 from fake_provider import FakeProvider  # noqa: E402
-from test_proxy import RunningProxy  # noqa: E402
 
 BODY = {
     "model": "claude-sonnet-4-5",
@@ -69,10 +72,35 @@ async def _throughput(url: str, n: int, clients: int) -> float:
         return n / (time.perf_counter() - t0)
 
 
+class ProxyProcess:
+    """``cacheviz proxy`` in a subprocess on a free port."""
+
+    def __init__(self, upstream: str, log: Path) -> None:
+        with socket.socket() as probe:
+            probe.bind(("127.0.0.1", 0))
+            self.port = probe.getsockname()[1]
+        command = [sys.executable, "-m", "cacheviz", "proxy", "--upstream", upstream]
+        command += ["--port", str(self.port), "-o", str(log)]
+        self.process = subprocess.Popen(command, stderr=subprocess.PIPE, text=True)
+        self.process.stderr.readline()  # "cacheviz proxy: http://... (Ctrl-C stops)"
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.log = log
+
+    def __enter__(self) -> ProxyProcess:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.process.send_signal(2)  # Ctrl-C: closes (and fsyncs) the log
+        self.process.wait(30)
+
+    def lines(self) -> list[str]:
+        return self.log.read_text(encoding="utf-8").splitlines()
+
+
 def main(n: int = 1000) -> None:
     with FakeProvider() as fake, tempfile.TemporaryDirectory() as folder:
         log = Path(folder) / "proxy.jsonl"
-        with RunningProxy(fake.url, log) as proxy:
+        with ProxyProcess(fake.url, log) as proxy:
             latencies(fake.url, 20, False)  # warm up both paths
             latencies(proxy.url, 20, False)
             print(f"{n} sequential requests per series, 1 keep-alive client; ms")
@@ -95,7 +123,7 @@ def main(n: int = 1000) -> None:
                 f"throughput, 16 concurrent clients: direct {direct_rps:,.0f} req/s, "
                 f"through the proxy {proxy_rps:,.0f} req/s ({proxy_rps / direct_rps:.2f}x)"
             )
-            lines = proxy.lines(20 + 3 * n)  # warm-up, two latency series, throughput
+        lines = [json.loads(line) for line in proxy.lines()]
         print(f"log: {len(lines):,} lines, {log.stat().st_size / 1e6:.1f} MB, all whole JSON")
 
 

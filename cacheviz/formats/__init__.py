@@ -20,6 +20,7 @@ from cacheviz.formats import (
     native,
     openai_log,
     openhands,
+    otel,
     swe_agent,
 )
 from cacheviz.model import Session
@@ -38,6 +39,7 @@ READERS: dict[str, ModuleType] = {
         openhands,
         swe_agent,
         aider,
+        otel,
     )
 }
 _HEAD_BYTES = 1 << 20
