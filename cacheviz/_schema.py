@@ -32,7 +32,9 @@ CALLS: dict[str, pl.DataType] = {
     "index": _INT,  # position in request-time order
     "line": _INT,  # line (or record) of the transcript it came from
     "ts": _TS,
-    "thread": _STR,
+    "thread": _STR,  # the conversation: messages continue from the thread's previous call
+    "parent_thread": _STR,  # the thread a sub-agent or side call hangs under, when known
+    "namespace": _STR,  # where the provider could serve a prefix from: provider/model
     "provider": _STR,
     "api": _STR,
     "model": _STR,
@@ -42,12 +44,19 @@ CALLS: dict[str, pl.DataType] = {
     "unlogged_tokens": _INT,  # size of the unlogged prefix (system + tools), inferred
     "n_segments": _INT,
     "input_tokens": _INT,  # our count of the whole request
-    "prefix_tokens": _INT,  # leading tokens sent before by an earlier call of the thread
+    "prefix_tokens": _INT,  # longest prefix sent before by ANY earlier call of the namespace
     "new_tokens": _INT,  # input_tokens - prefix_tokens
     "prev_call": _INT,  # previous call of the same thread (null for its first call)
     "prev_common_tokens": _INT,  # common prefix with that previous call
-    "drift": _BOOL,  # the prefix broke before the end of the previous call
+    "drift": _BOOL,  # the prefix broke before the end of the thread's previous call
     "drift_cause": _STR,
+    "drift_material": _BOOL,  # the break cost something under the provider's rules
+    "expected_read_tokens": _INT,  # cache read the prefix line offers, in provider tokens
+    "miss_cause": _STR,  # ttl_expired | below_minimum | no_breakpoint | provider_side
+    "miss_tokens": _INT,  # expected - reported cache read, when a miss
+    "billed_usd": pl.Float64,  # reported usage x dated prices (null: no usage or no price)
+    "simulated_usd": pl.Float64,  # cost under the session's own provider's simulated rules
+    "ideal_usd": pl.Float64,  # lower bound: every reusable prefix read, nothing written
     "prefix_hash": _STR,  # Whale: hash over tools + system segment hashes
     "log_head_hash": _STR,  # Whale: messages except the last 8
     "log_tail_hash": _STR,  # Whale: the last 8 messages
@@ -81,9 +90,24 @@ DRIFTS: dict[str, pl.DataType] = {
     "tokens_lost": _INT,  # tokens of the previous call past the break
     "cause": _STR,
     "detail": _STR,
+    "cost_usd": pl.Float64,  # what the break cost: as sent minus had the prefix been kept
+    "material": _BOOL,  # false: it cost nothing (below the minimum, nothing cached, ...)
     "hash": _STR,
     "prev_hash": _STR,
     "byte_offset": _INT,  # first differing byte inside the segment, when both exist
+}
+
+MISSES: dict[str, pl.DataType] = {
+    "call": _INT,
+    "thread": _STR,
+    "cause": _STR,  # one of MISS_CAUSES
+    "tokens": _INT,  # shortfall: expected_read_tokens - reported_cache_read_tokens
+    "expected_read_tokens": _INT,  # what the prefix line offered (provider tokens)
+    "simulated_read_tokens": _INT,  # what the provider's rules predict (provider tokens)
+    "reported_cache_read_tokens": _INT,
+    "gap_seconds": pl.Float64,  # idle time since the call that left the prefix
+    "cost_usd": pl.Float64,  # billed minus billed had the expected read happened
+    "detail": _STR,
 }
 
 SIMULATION: dict[str, pl.DataType] = {
@@ -131,8 +155,13 @@ CAUSES = (
     "content_edited",
     "truncated_front",
     "history_replaced",
+    "env_details_stripped",
+    "params_changed",
+    "model_switch",
     "unknown",
 )
+
+MISS_CAUSES = ("ttl_expired", "below_minimum", "no_breakpoint", "provider_side")
 
 
 def clean(text: Any) -> Any:
@@ -144,6 +173,8 @@ def clean(text: Any) -> Any:
 
 def frame(schema: Mapping[str, pl.DataType], columns: Mapping[str, Sequence[Any]]) -> pl.DataFrame:
     """Build a frame with exactly ``schema``'s columns, in its order and dtypes."""
+    if not columns:
+        return pl.DataFrame(schema=dict(schema))
     missing = set(schema) - set(columns)
     extra = set(columns) - set(schema)
     if missing or extra:

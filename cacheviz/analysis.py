@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+from array import array
 from dataclasses import dataclass
+from dataclasses import field as _field
 from itertools import accumulate
 from typing import TYPE_CHECKING, Any
 
@@ -12,7 +14,8 @@ from cacheviz import _schema
 from cacheviz._seq import common_prefix
 from cacheviz.diagnose import Diagnosis, diagnose
 from cacheviz.model import OPAQUE, Call, Session
-from cacheviz.prefix import Match, PrefixIndex
+from cacheviz.namespace import KeyedParams, keyed_params, level_start, namespace_of
+from cacheviz.prefix import Match, PrefixIndex, match_pair
 from cacheviz.shape import log_hashes, prefix_hash, segments_frame
 from cacheviz.thread import assign_threads
 from cacheviz.tokens import TokenCache, encoding_for_model
@@ -45,6 +48,10 @@ class Analysis:
     token_caches: dict[str, TokenCache]
     offsets: list[list[int]]  # per call: cumulative tokens before each block, then the total
     _segments: pl.DataFrame | None = None
+    misses: pl.DataFrame = _field(default_factory=lambda: _schema.frame(_schema.MISSES, {}))
+    billed_usd: float | None = None  # sum of billed_usd over the calls that have one
+    unpriced_models: list[str] = _field(default_factory=list)  # reported, but no price
+    own_simulation: Any = None  # the session replayed under its own provider's rules
 
     @property
     def segments(self) -> pl.DataFrame:
@@ -89,9 +96,11 @@ class Analysis:
     def summary(self) -> dict[str, Any]:
         """The ``cacheviz summary --json`` document (see docs/format.md)."""
         drifts = {row["call"]: row for row in self.drifts.iter_rows(named=True)}
+        misses = {row["call"]: row for row in self.misses.iter_rows(named=True)}
         calls = []
         for row in self.calls.iter_rows(named=True):
             drift = drifts.get(row["index"])
+            miss = misses.get(row["index"])
             reported = None
             if row["usage_provenance"] is not None:
                 reported = {
@@ -111,6 +120,8 @@ class Analysis:
                 {
                     "index": row["index"],
                     "thread": row["thread"],
+                    "parent_thread": row["parent_thread"],
+                    "namespace": row["namespace"],
                     "model": row["model"],
                     "ts": None if ts is None else ts.isoformat().replace("+00:00", "Z"),
                     "input_tokens": row["input_tokens"],
@@ -131,9 +142,27 @@ class Analysis:
                             "tokens_lost",
                             "cause",
                             "detail",
+                            "cost_usd",
+                            "material",
+                        )
+                    },
+                    "miss": None
+                    if miss is None
+                    else {
+                        key: miss[key]
+                        for key in (
+                            "cause",
+                            "tokens",
+                            "expected_read_tokens",
+                            "reported_cache_read_tokens",
+                            "cost_usd",
+                            "detail",
                         )
                     },
                     "reported": reported,
+                    "billed_usd": row["billed_usd"],
+                    "simulated_usd": row["simulated_usd"],
+                    "ideal_usd": row["ideal_usd"],
                 }
             )
         return {
@@ -141,12 +170,20 @@ class Analysis:
             "path": None if self.session.path is None else str(self.session.path),
             "skipped_lines": len(self.session.skipped),
             "ignored_records": dict(self.session.ignored),
+            "billed_usd": self.billed_usd,
+            "unpriced_models": list(self.unpriced_models),
             "calls": calls,
         }
 
 
-def analyze(session: Session, *, thread: str = "auto", encoding: str | None = None) -> Analysis:
-    """Tokenize, shape and compare every call of ``session``.
+def analyze(
+    session: Session,
+    *,
+    thread: str = "auto",
+    encoding: str | None = None,
+    prices: Any = None,
+) -> Analysis:
+    """Tokenize, shape and compare every call of ``session``; diagnose and price it.
 
     Parameters
     ----------
@@ -157,6 +194,9 @@ def analyze(session: Session, *, thread: str = "auto", encoding: str | None = No
     encoding
         Force one tiktoken encoding for every call (default: per model, ``o200k_base``
         as an approximation where the model's tokenizer is not public).
+    prices
+        A :class:`~cacheviz.pricing.PriceBook` or a user price file, for the billed,
+        simulated and ideal costs and the cost of each drift and miss.
 
     Returns
     -------
@@ -182,51 +222,118 @@ def analyze(session: Session, *, thread: str = "auto", encoding: str | None = No
     unlogged = _size_unlogged(session, call_cache)
     lengths = {name: cache.lengths() for name, cache in caches.items()}
     offsets = _offsets(keys, [lengths[c.encoding] for c in call_cache])
-    threads = assign_threads(
-        calls,
-        keys,
-        offsets,
-        lambda i, h: lengths[call_cache[i].encoding][h],
-        mode=thread,
-    )
+    threads, parents = assign_threads(calls, offsets, lambda i, h: call_cache[i][h], mode=thread)
 
     call_cols: dict[str, list[Any]] = {name: [] for name in _schema.CALLS}
     drift_cols: dict[str, list[Any]] = {name: [] for name in _schema.DRIFTS}
     indexes: dict[str, PrefixIndex] = {}
     latest: dict[str, int] = {}
+    params = [keyed_params(call) for call in calls]
     for i, call in enumerate(calls):
         name = threads[i]
-        index = indexes.setdefault(name, PrefixIndex())
-        best, previous = index.add(keys[i], offsets[i], call_cache[i].__getitem__)
+        namespace = namespace_of(call)
+        index = indexes.setdefault(namespace, PrefixIndex())
+        ns_keys, ns_offsets = _namespace_keys(call, keys[i], offsets[i], params[i])
+        best, _ = index.add(ns_keys, ns_offsets, _pseudo_aware(call_cache[i]))
         before = latest.get(name)
         latest[name] = i
-        drift = None
-        if before is not None and previous is not None:
-            drift = _drift(session, calls[before], call, offsets[before], previous)
+        drift = common = None
+        if before is not None:
+            common, drift = _thread_drift(session, calls[before], call, offsets, params, call_cache)
             if drift is not None:
-                at, common, diagnosis = drift
+                at, diagnosis = drift
                 _add_drift(drift_cols, call, name, calls[before], at, common, offsets, diagnosis)
         _add_call(
             call_cols,
             call,
             name,
+            parents[i],
+            namespace,
             call_cache[i].encoding,
             exact[i],
             offsets[i][-1],
             best,
             None if before is None else calls[before].index,
-            None if previous is None else (0 if drift and drift[0] == -1 else previous.tokens),
-            None if drift is None else drift[2],
+            common,
+            None if drift is None else drift[1],
             unlogged,
         )
 
-    return Analysis(
+    analysis = Analysis(
         session,
         _schema.frame(_schema.CALLS, call_cols),
         _schema.frame(_schema.DRIFTS, drift_cols),
         caches,
         offsets,
     )
+    from cacheviz.costs import diagnose_costs
+
+    diagnose_costs(analysis, prices=prices)
+    return analysis
+
+
+_EMPTY = array("i")
+
+
+def _pseudo_aware(cache: TokenCache) -> Any:
+    """``cache[h]``, with no tokens for the params pseudo-keys of the namespace index."""
+
+    def tokens_of(digest: str) -> array:
+        return _EMPTY if digest.startswith("params:") else cache[digest]
+
+    return tokens_of
+
+
+def _namespace_keys(
+    call: Call, keys: list[str], offsets: list[int], params: KeyedParams
+) -> tuple[list[str], list[int]]:
+    """The keys the namespace index compares.
+
+    The block hashes, with the cache-keyed request parameters as a zero-token
+    pseudo-block where they take effect.
+    """
+    salt = params.salt()
+    if salt is None:
+        return keys, offsets
+    at = level_start(call, salt[0])
+    return [*keys[:at], salt[1], *keys[at:]], offsets[: at + 1] + offsets[at:]
+
+
+def _thread_drift(
+    session: Session,
+    before: Call,
+    call: Call,
+    offsets: list[list[int]],
+    params: list[KeyedParams],
+    call_cache: list[TokenCache],
+) -> tuple[int, tuple[int, Diagnosis] | None]:
+    """``(common tokens, (block index, diagnosis) or None)`` against the thread's last call."""
+    b, c = before.index, call.index
+    prev_total = offsets[b][-1]
+    if before.model != call.model or before.provider != call.provider:
+        detail = (
+            f"model changed from {before.provider}/{before.model} to "
+            f"{call.provider}/{call.model}: a cache is per model, nothing carries over"
+        )
+        return 0, (0, Diagnosis("model_switch", detail))
+    match = match_pair(
+        before.hashes,
+        prev_total,
+        call.hashes,
+        offsets[c],
+        call_cache[c].__getitem__,
+        call_cache[b].__getitem__,
+    )
+    changed = params[c].first_difference(params[b])
+    if changed is not None:
+        start = level_start(call, changed[0])
+        if match.blocks >= start:
+            detail = f"cache-keyed request parameters changed ({changed[0]} on): {changed[1]}"
+            return offsets[c][start], (start, Diagnosis("params_changed", detail))
+    if match.tokens >= prev_total:
+        return match.tokens, None
+    diagnosis = diagnose(before.blocks, call.blocks, match.blocks, session.contents)
+    return match.tokens, (match.blocks, diagnosis)
 
 
 def _size_unlogged(session: Session, call_cache: list[TokenCache]) -> dict[str, int]:
@@ -277,23 +384,12 @@ def _offsets(keys: list[list[str]], lengths: list[dict[str, int]]) -> list[list[
     return out
 
 
-def _drift(
-    session: Session, before: Call, call: Call, before_offsets: list[int], previous: Match
-) -> tuple[int, int, Diagnosis] | None:
-    """``(block index, common tokens, diagnosis)`` when ``call`` drifts from ``before``."""
-    if before.model != call.model:
-        detail = f"model changed from {before.model} to {call.model}"
-        return -1, 0, Diagnosis("unknown", detail)
-    if previous.tokens >= before_offsets[-1]:
-        return None
-    diagnosis = diagnose(before.blocks, call.blocks, previous.blocks, session.contents)
-    return previous.blocks, previous.tokens, diagnosis
-
-
 def _add_call(
     cols: dict[str, list[Any]],
     call: Call,
     thread: str,
+    parent: str | None,
+    namespace: str,
     encoding: str,
     exact: bool,
     total: int,
@@ -310,6 +406,8 @@ def _add_call(
         "line": call.line,
         "ts": call.ts,
         "thread": thread,
+        "parent_thread": parent,
+        "namespace": namespace,
         "provider": call.provider,
         "api": call.api,
         "model": call.model,
@@ -325,6 +423,13 @@ def _add_call(
         "prev_common_tokens": common,
         "drift": drift is not None,
         "drift_cause": None if drift is None else drift.cause,
+        "drift_material": None,
+        "expected_read_tokens": None,
+        "miss_cause": None,
+        "miss_tokens": None,
+        "billed_usd": None,
+        "simulated_usd": None,
+        "ideal_usd": None,
         "prefix_hash": prefix_hash(call),
         "log_head_hash": head,
         "log_tail_hash": tail,
@@ -349,7 +454,10 @@ def _add_drift(
 ) -> None:
     at = max(at, 0)
     previous = before.blocks
-    here = call.blocks[at] if at < len(call.blocks) else previous[at]
+    if at < len(call.blocks):
+        here = call.blocks[at]
+    else:
+        here = previous[min(at, len(previous) - 1)] if previous else call.blocks[-1]
     own = offsets[call.index]
     values = {
         "call": call.index,
@@ -366,6 +474,8 @@ def _add_drift(
         "hash": call.blocks[at].hash if at < len(call.blocks) else None,
         "prev_hash": previous[at].hash if at < len(previous) else None,
         "byte_offset": drift.byte_offset,
+        "cost_usd": None,
+        "material": None,
     }
     for column, value in values.items():
         cols[column].append(value)

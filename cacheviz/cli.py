@@ -46,10 +46,13 @@ def _parser() -> argparse.ArgumentParser:
     )
     commands = parser.add_subparsers(dest="command", required=True)
     common = _input_options()
-    commands.add_parser(
+    summary = commands.add_parser(
         "summary",
         parents=[common],
-        help="per-call tokens, common prefix, new tokens and drift points",
+        help="per-call tokens, common prefix, new tokens, drifts, misses and billed cost",
+    )
+    summary.add_argument(
+        "--all-drifts", action="store_true", help="also list the costless (folded) drifts"
     )
     simulate = commands.add_parser(
         "simulate", parents=[common], help="replay the session under a provider's caching rules"
@@ -139,42 +142,72 @@ def _fmt(value: int | None) -> str:
     return "-" if value is None else f"{value:,}"
 
 
-def _print_table(doc: dict[str, Any], out: TextIO) -> None:
+def _usd(value: float | None) -> str:
+    return "-" if value is None else f"${value:,.4f}"
+
+
+def _print_table(doc: dict[str, Any], out: TextIO, *, all_drifts: bool = False) -> None:
     calls = doc["calls"]
+    width = max([6, *(len(c["thread"]) for c in calls)])
     header = (
-        f"{'#':>4}  {'thread':<22} {'tokens':>9} {'prefix':>9} {'new':>8}  "
-        f"{'rep.in':>8} {'rep.read':>8} {'rep.write':>9}  drift"
+        f"{'#':>4}  {'thread':<{width}} {'tokens':>9} {'prefix':>9} {'new':>8}  "
+        f"{'rep.in':>8} {'rep.read':>8} {'rep.write':>9} {'billed':>9}  drift / miss"
     )
     out.write(f"{doc['path']}  ({doc['format']}, {len(calls)} calls)\n{header}\n")
     totals = {"input": 0, "prefix": 0, "new": 0}
-    drifts = 0
+    shown, folded, misses = [], [], []
     for call in calls:
         totals["input"] += call["input_tokens"]
         totals["prefix"] += call["prefix_tokens"]
         totals["new"] += call["new_tokens"]
         reported = call["reported"] or {}
         marker = ""
-        if call["drift"] is not None:
-            drifts += 1
-            d = call["drift"]
-            marker = f"✗ {d['cause']} at {d['part']}/{d['label']} (−{d['tokens_lost']:,} tok)"
+        d = call["drift"]
+        if d is not None and (all_drifts or d["material"] is not False):
+            shown.append(call)
+            cost = "" if d["cost_usd"] is None else f", {_usd(d['cost_usd'])}"
+            marker = f"✗ {d['cause']} at {d['part']}/{d['label']} (−{d['tokens_lost']:,} tok{cost})"
+        elif d is not None:
+            folded.append(call)
+        if call["miss"] is not None:
+            misses.append(call)
+            m = call["miss"]
+            marker += f"{'; ' if marker else ''}◌ miss: {m['cause']} (−{m['tokens']:,} tok read)"
         out.write(
-            f"{call['index']:>4}  {call['thread'][:22]:<22} {call['input_tokens']:>9,} "
+            f"{call['index']:>4}  {call['thread']:<{width}} {call['input_tokens']:>9,} "
             f"{call['prefix_tokens']:>9,} {call['new_tokens']:>8,}  "
             f"{_fmt(reported.get('input_tokens')):>8} {_fmt(reported.get('cache_read_tokens')):>8} "
-            f"{_fmt(reported.get('cache_write_tokens')):>9}  {marker}\n"
+            f"{_fmt(reported.get('cache_write_tokens')):>9} {_usd(call['billed_usd']):>9}  "
+            f"{marker}\n"
         )
-    details = [c for c in calls if c["drift"] is not None]
-    if details:
-        out.write("drifts:\n")
-        for call in details:
+    if shown:
+        out.write("drifts (what each break cost: as sent minus had the prefix been kept):\n")
+        for call in shown:
             d = call["drift"]
-            out.write(f"{call['index']:>4}  {d['cause']}: {d['detail']}\n")
+            out.write(f"{call['index']:>4}  {d['cause']} [{_usd(d['cost_usd'])}]: {d['detail']}\n")
+    if folded:
+        out.write(
+            f"+{len(folded)} costless drift(s) folded (below the cacheable minimum, or nothing "
+            "cached to lose; --all-drifts lists them)\n"
+        )
+    if misses:
+        out.write("misses (the provider read less than the common prefix offered):\n")
+        for call in misses:
+            m = call["miss"]
+            out.write(f"{call['index']:>4}  {m['cause']} [{_usd(m['cost_usd'])}]: {m['detail']}\n")
     share = totals["prefix"] / totals["input"] if totals["input"] else 0.0
     out.write(
         f"total: {totals['input']:,} tokens, {totals['prefix']:,} in a common prefix "
-        f"({share:.1%}), {totals['new']:,} new; {drifts} drift(s)"
+        f"({share:.1%}), {totals['new']:,} new; {len(shown)} drift(s)"
     )
+    if folded:
+        out.write(f" (+{len(folded)} costless)")
+    if misses:
+        out.write(f", {len(misses)} miss(es)")
+    if doc.get("billed_usd") is not None:
+        out.write(f"; billed {_usd(doc['billed_usd'])} (reported usage at dated prices)")
+    if doc.get("unpriced_models"):
+        out.write(f"; no price for {', '.join(doc['unpriced_models'])}")
     if any(c["reconstructed"] for c in calls):
         out.write("; requests rebuilt from the log, not the bytes sent")
     if any(c["unlogged_tokens"] is not None for c in calls):
@@ -264,7 +297,7 @@ def _run(args: argparse.Namespace) -> None:
         if args.json:
             _dump(doc)
         else:
-            _print_table(doc, sys.stdout)
+            _print_table(doc, sys.stdout, all_drifts=args.all_drifts)
     elif args.command == "simulate":
         result = analysis.simulate(args.provider, args.model, prices=args.prices, **_rules(args))
         if args.json:

@@ -1,4 +1,4 @@
-"""A first guess at why a request stopped matching the previous one of its thread.
+"""A first guess at why a request stopped matching the previous call of its thread.
 
 The guess comes from a closed set (:data:`cacheviz._schema.CAUSES`) and only from what
 the bytes show; anything that fits no pattern is ``"unknown"``.
@@ -27,6 +27,10 @@ _VOLATILE = re.compile(
 )
 _SNIPPET = 40
 _THINKING = frozenset({"thinking", "redacted_thinking"})
+_NAMES_SHOWN = 4
+# A trailing block an agent adds to the latest message and strips later: KiloCode's
+# <environment_details>, Claude Code's <system-reminder>, or any tagged block.
+_TRAILING_TAG = re.compile(r"\s*<(?P<tag>[A-Za-z][\w-]*)[^>]*>")
 
 
 @dataclass(slots=True, frozen=True)
@@ -89,6 +93,59 @@ def _thinking_dropped(old: object, new: object) -> bool:
     return len(kept) < len(before) and kept == after
 
 
+def _names(names: list[str]) -> str:
+    shown = ", ".join(names[:_NAMES_SHOWN])
+    return shown + (", …" if len(names) > _NAMES_SHOWN else "")
+
+
+def _tools(previous: Sequence[Block], current: Sequence[Block]) -> Diagnosis | None:
+    """Compare the tool lists by name: removed, added or reordered.
+
+    ``None`` when the names are the same and in the same order (a definition was edited).
+    """
+    old = [b.label for b in previous if b.part == "tools"]
+    new = [b.label for b in current if b.part == "tools"]
+    if old == new:
+        return None
+    kept = set(new)
+    removed = [n for n in old if n not in kept]
+    added = [n for n in new if n not in set(old)]
+    if not removed and not added:
+        old_hashes = [b.hash for b in previous if b.part == "tools"]
+        new_hashes = [b.hash for b in current if b.part == "tools"]
+        edited = "" if sorted(old_hashes) == sorted(new_hashes) else " (and edited)"
+        first = next(n for n, o in zip(new, old, strict=True) if n != o)
+        return Diagnosis(
+            "reorder",
+            f"the same {len(new)} tools in another order{edited} (first out of place: {first})",
+        )
+    parts = []
+    if removed:
+        parts.append(f"{len(removed)} tool(s) removed ({_names(removed)})")
+    if added:
+        parts.append(f"{len(added)} tool(s) added ({_names(added)})")
+    detail = "; ".join(parts) + f": {len(old)} → {len(new)} tools"
+    return Diagnosis("block_removed" if len(removed) >= len(added) else "block_added", detail)
+
+
+def _stripped_tail(old: object, new: object, old_text: str, new_text: str) -> str | None:
+    """The tag of a trailing block that ``new`` no longer carries, else ``None``."""
+    if isinstance(old, dict) and isinstance(new, dict):
+        before, after = old.get("content"), new.get("content")
+        if isinstance(before, list) and isinstance(after, list | str):
+            after_list = _as_blocks(new).get("content") if isinstance(after, str) else after
+            if len(after_list) < len(before) and before[: len(after_list)] == after_list:
+                gone = before[len(after_list)]
+                text = gone.get("text") if isinstance(gone, dict) else None
+                found = _TRAILING_TAG.match(text) if isinstance(text, str) else None
+                return f"<{found['tag']}>" if found else "a trailing block"
+    if old_text.startswith(new_text) and len(old_text) > len(new_text):
+        found = _TRAILING_TAG.match(old_text, len(new_text))
+        if found:
+            return f"<{found['tag']}>"
+    return None
+
+
 def _changed_block(old: Content, new: Content, label: str) -> Diagnosis:
     offset = common_prefix(old.raw, new.raw)
     old_value, new_value = without_directives(old.value), without_directives(new.value)
@@ -116,6 +173,14 @@ def _changed_block(old: Content, new: Content, label: str) -> Diagnosis:
         )
     _, old_text = render_text(old)
     _, new_text = render_text(new)
+    stripped = _stripped_tail(old_value, new_value, old_text, new_text)
+    if stripped is not None:
+        return Diagnosis(
+            "env_details_stripped",
+            f"{label}: {stripped} was the tail of this message when it was sent last and is "
+            "gone now (move volatile details into a new last block instead of editing history)",
+            offset,
+        )
     volatile = _volatile(old_text, new_text)
     if volatile is not None:
         return Diagnosis("volatile_value", f"{label}: {volatile}", offset)
@@ -166,6 +231,10 @@ def diagnose(
             f"{previous[at].label} on are gone",
         )
     block = current[at]
+    if block.part == "tools" or previous[at].part == "tools":
+        by_name = _tools(previous, current)
+        if by_name is not None:
+            return by_name
     old_keys = [(b.part, b.hash) for b in previous[at:]]
     new_keys = [(b.part, b.hash) for b in current[at:]]
 

@@ -84,6 +84,7 @@ class Call:
     breakpoints: list[tuple[int, int]] = field(default_factory=list)  # (block, TTL s) as sent
     hashes: list[str] = field(default_factory=list)  # block hashes, derived when not given
     message_start: int = -1  # index of the first "messages" block, derived when not given
+    parent_hint: str | None = None  # the thread a sub-agent was spawned from, when logged
 
     def __post_init__(self) -> None:
         if not self.hashes and self.blocks:

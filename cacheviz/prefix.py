@@ -1,12 +1,12 @@
-"""The common-prefix line: how far each request matches what its thread sent before.
+"""The common-prefix line: how far each request matches what its namespace sent before.
 
-A :class:`PrefixIndex` holds a compressed radix trie over block-hash chains. Walking a
-request down the trie finds the longest run of leading blocks that some earlier request
-of the thread sent; inside the first differing block the token arrays are compared
-with those of the earlier blocks at that point, so the line lands on the exact token
-where the match ends. Edges are slices of the requests' own hash lists and are compared
-at C speed, so a request costs time in proportion to its branch points and new blocks,
-not to its length.
+A :class:`PrefixIndex` (one per cache namespace) holds a compressed radix trie over
+block-hash chains. Walking a request down the trie finds the longest run of leading
+blocks that some earlier request of the namespace sent; inside the first differing block
+the token arrays are compared with those of the earlier blocks at that point, so the
+line lands on the exact token where the match ends. Edges are slices of the requests'
+own hash lists and are compared at C speed, so a request costs time in proportion to its
+branch points and new blocks, not to its length.
 """
 
 from __future__ import annotations
@@ -43,6 +43,23 @@ class Match:
     tokens: int
 
 
+def match_pair(
+    before: Sequence[str],
+    before_total: int,
+    keys: Sequence[str],
+    offsets: Sequence[int],
+    tokens_of: Callable[[str], array],
+    before_tokens_of: Callable[[str], array] | None = None,
+) -> Match:
+    """Where ``keys`` stops matching one earlier request ``before`` (blocks and tokens)."""
+    depth = common_prefix(before, keys)
+    tokens = offsets[depth]
+    if depth < min(len(keys), len(before)):
+        old = (before_tokens_of or tokens_of)(before[depth])
+        tokens += differing_block_common(tokens_of(keys[depth]), old)
+    return Match(depth, min(tokens, before_total))
+
+
 class _Node:
     __slots__ = ("edges",)
 
@@ -60,7 +77,7 @@ class _Edge:
 
 
 class PrefixIndex:
-    """Everything one thread has sent so far: a radix trie plus its latest request.
+    """Everything one namespace has sent so far: a radix trie plus its latest request.
 
     The latest request's path through the trie is kept, so the next request - usually
     the same bytes plus a few new blocks - resumes the walk where it leaves that path
@@ -78,7 +95,7 @@ class PrefixIndex:
         offsets: Sequence[int],
         tokens_of: Callable[[str], array],
     ) -> tuple[Match, Match | None]:
-        """Match a request against the thread, then record it.
+        """Match a request against the namespace, then record it.
 
         Parameters
         ----------
@@ -92,7 +109,7 @@ class PrefixIndex:
         Returns
         -------
         tuple of Match
-            The longest prefix shared with any earlier request of the thread, and the
+            The longest prefix shared with any earlier request of the namespace, and the
             prefix shared with the previous request (``None`` for the first).
         """
         previous = None

@@ -5,11 +5,13 @@ call, runs the provider's simulator (``cacheviz.providers.<name>``), prices ever
 with :class:`~cacheviz.pricing.PriceBook`, and, when the session carries reported usage
 of that provider, gives each call a verdict:
 
-* ``match``: the simulation and the report agree on whether the call read the cache;
-* ``unexplained_miss``: the bytes allowed a hit but the provider reported none
-  (eviction, TTL, routing: provider-side);
-* ``unexplained_hit``: the provider reported a hit the bytes of this session don't
-  explain (a cache warmed by another session, or rules we don't see);
+* ``match``: the simulated cache read (scaled to the provider's tokens by the token
+  scale) and the reported one agree in amount: they differ by less than 1,024 tokens or
+  less than 25 % of the larger (:func:`material_shortfall`);
+* ``unexplained_miss``: the rules predict a materially larger read than the provider
+  reported (eviction, routing, another workspace: provider-side);
+* ``unexplained_hit``: the provider reported a materially larger read than the bytes of
+  this session explain (a cache warmed by another session, or rules we don't see);
 * ``not_reported``: no usage to compare with.
 
 The session score is the share of ``match`` among reported calls. A per-session token
@@ -89,11 +91,9 @@ def sim_calls(analysis: Analysis) -> list[SimCall]:
     ):
         hashes = call.hashes
         shared = common_prefix(previous.hashes, hashes) if previous is not None else 0
-        chain = previous.chain[:shared] if previous is not None else []
-        state = chain[-1] if chain else b""
-        for digest in hashes[shared:]:
-            state = hashlib.sha1(state + digest.encode()).digest()[:12]
-            chain.append(state)
+        chain = extend_chain(
+            previous.chain[:shared] if previous is not None else [], hashes[shared:]
+        )
         breakpoints = [Breakpoint(block, ttl) for block, ttl in call.breakpoints]
         auto = call.params.get("cache_control")
         if call.ts is not None:
@@ -126,6 +126,15 @@ def sim_calls(analysis: Analysis) -> list[SimCall]:
         out.append(current)
         previous = current
     return out
+
+
+def extend_chain(chain: list[bytes], hashes: Sequence[str]) -> list[bytes]:
+    """``chain`` (prefix identities) extended by blocks ``hashes``; mutates and returns it."""
+    state = chain[-1] if chain else b""
+    for digest in hashes:
+        state = hashlib.sha1(state + digest.encode()).digest()[:12]
+        chain.append(state)
+    return chain
 
 
 def _role(label: str) -> str:
@@ -201,14 +210,27 @@ class Simulation:
         }
 
 
-def _verdict(result: CallResult, reported: Any) -> str:
+# A simulated and a reported cache read agree when they differ by less than both of these
+# (so a real shortfall - a miss - is at least 1,024 tokens and 25 % of the larger read).
+MATERIAL_TOKENS = 1024
+MATERIAL_SHARE = 0.25
+
+
+def material_shortfall(expected: float, reported: float) -> bool:
+    """Whether reading ``reported`` instead of ``expected`` tokens is a material miss."""
+    return expected - reported >= max(MATERIAL_TOKENS, MATERIAL_SHARE * expected)
+
+
+def _verdict(result: CallResult, reported: Any, scale: float | None) -> str:
+    """Compare amounts: the simulated read (in provider tokens) with the reported one."""
     if reported is None or reported.cache_read_tokens is None:
         return "not_reported"
-    simulated_hit = result.cache_read_tokens > 0
-    reported_hit = reported.cache_read_tokens > 0
-    if simulated_hit == reported_hit:
-        return "match"
-    return "unexplained_miss" if simulated_hit else "unexplained_hit"
+    simulated = result.cache_read_tokens * (scale or 1.0)
+    if material_shortfall(simulated, reported.cache_read_tokens):
+        return "unexplained_miss"
+    if material_shortfall(reported.cache_read_tokens, simulated):
+        return "unexplained_hit"
+    return "match"
 
 
 def _token_scale(calls: Sequence[SimCall]) -> float | None:
@@ -248,6 +270,7 @@ def simulate(
     *,
     prices: str | PriceBook | None = None,
     unpriced: str = "raise",
+    calls: list[SimCall] | None = None,
     **rules: Any,
 ) -> Simulation:
     """Replay ``analysis`` under ``provider``'s caching rules and price every call.
@@ -267,6 +290,9 @@ def simulate(
     unpriced
         ``"raise"`` (default): a model no price source knows is an error; ``"skip"``:
         its calls get no cost (tokens and verdicts are still computed).
+    calls
+        ``sim_calls(analysis)``, when already built (they are not modified when
+        ``model`` is ``None``).
     **rules
         The simulator's parameters (e.g. ``breakpoints="auto"``, ``ttl="1h"``).
 
@@ -276,7 +302,8 @@ def simulate(
     """
     provider = provider_id(provider)
     simulator = make_simulator(provider, **rules)
-    calls = sim_calls(analysis)
+    if calls is None or model is not None:
+        calls = sim_calls(analysis)
     if model is not None:
         for call in calls:
             call.model = model
@@ -289,6 +316,7 @@ def simulate(
     cols: dict[str, list[Any]] = {name: [] for name in _schema.SIMULATION}
     prefixes = analysis.calls["prefix_tokens"].to_list()
     sources: list[str] = []
+    scale = _token_scale(calls)
     for call, result, origin, same in zip(calls, results, recorded, comparable, strict=True):
         cost = ideal = None
         rates = None
@@ -317,7 +345,9 @@ def simulate(
                 output=call.output_tokens,
                 storage_token_hours=result.extra.get("storage_token_hours", 0.0),
             )
-            prefix = prefixes[call.index]
+            # a true lower bound: whatever the line or the rules let this call read, read
+            # at the cache price, and nothing written
+            prefix = max(prefixes[call.index], result.cache_read_tokens)
             ideal = rates.cost(
                 uncached=call.total - prefix, cache_read=prefix, output=call.output_tokens
             )
@@ -342,7 +372,7 @@ def simulate(
             "reported_cache_read_tokens": reported.cache_read_tokens if reported else None,
             "reported_cache_write_tokens": reported.cache_write_tokens if reported else None,
             "reported_output_tokens": reported.output_tokens if reported else None,
-            "verdict": _verdict(result, reported),
+            "verdict": _verdict(result, reported, scale),
             "detail": result.detail,
         }
         for name, value in values.items():
@@ -359,7 +389,7 @@ def simulate(
         calls=frame,
         total_cost_usd=None if self_hosted or not sources else float(frame["cost_usd"].sum()),
         ideal_cost_usd=None if self_hosted or not sources else float(frame["ideal_cost_usd"].sum()),
-        token_scale=_token_scale(calls),
+        token_scale=scale,
         score=score,
         rules=dict(rules),
     )

@@ -1,18 +1,28 @@
-"""Group calls into threads: chains of requests that build on each other's cache.
+"""Group calls into threads: the conversations of a session.
 
-A drift is judged only against earlier calls of the same thread, so side calls (title
-generation, quota probes) and sub-agents must not be mixed with the main thread.
+A thread is a conversation: each call's messages continue the messages of the thread's
+previous call (plus its reply). System prompt, tools, request parameters and even the
+model may change inside a thread - those are exactly the drifts cacheviz shows - so a
+thread is recognised by its messages only. Sub-agents and side calls (title generation,
+quota probes) start threads of their own. A drift is judged against the previous call of
+the same thread; the common-prefix line is measured against the whole cache namespace
+(:mod:`cacheviz.namespace`), whatever the thread.
 
 Modes
 -----
 ``auto`` (default)
-    The transcript's own thread (``meta.thread``, or ``meta.session``/``meta.agent``)
-    when it gives one. Otherwise a call joins the thread of the same model whose latest
-    call shares the most of its tokens (by block hash, order ignored), provided the
-    shared part is at least half of the smaller request; else it starts a new thread.
-    Unlike a strict hash of tools+system, this keeps a main thread together when its
-    system prompt carries a timestamp or its tools are shuffled - exactly the drifts
-    cacheviz exists to show.
+    The transcript's own thread (``meta.thread``, or ``meta.session``/``meta.agent``, or
+    a sub-agent file) when it gives one. Otherwise a call joins the thread whose latest
+    call it continues best: the share of that call's message tokens this call still
+    sends, in order (the longest common message prefix, where one message edited in place
+    - a stripped ``<environment_details>``, a timestamp - still counts as kept), or, when
+    the front of the history was cut, the share of its messages found again. At least
+    :data:`JOIN_SHARE` is needed; else the call starts a new thread. A new thread's
+    parent is the thread of the most recent call that belongs to a thread of more than
+    one call (the conversation that was running when it started).
+    A call that adds no message to the one it continues, and either changes the model or
+    shares none of its tools and system blocks, is a side call (a title or summary of the
+    conversation so far, asked of another model), not the next turn: it starts a thread.
 ``model+prefix``
     Model plus the hash of tools+system (the strict rule: any change starts a thread).
 ``model``
@@ -23,6 +33,7 @@ Modes
 
 from __future__ import annotations
 
+from array import array
 from collections.abc import Callable, Sequence
 
 from cacheviz._seq import common_prefix
@@ -30,77 +41,193 @@ from cacheviz.model import Call
 from cacheviz.shape import prefix_hash
 
 THREAD_MODES = ("auto", "model+prefix", "model", "single")
-JOIN_SHARE = 0.5  # share of the smaller request's tokens two calls must have in common
+JOIN_SHARE = 0.5  # share of the earlier call's message tokens this call must keep
+EDIT_SHARE = 0.5  # share of a message's tokens an edit in place keeps (prefix + suffix)
+_FRAMING = 3  # tokens a rendered message spends on its start, role and end
+MAX_CANDIDATES = 64  # most recent threads compared with each call
+
+TokensOf = Callable[[int, str], array]
+
+
+def _kept_edit(a: array, b: array) -> bool:
+    """Whether ``b`` is ``a`` edited in place (a tail cut off, a value changed)."""
+    if a == b:
+        return True  # a change the rendered text does not show (an id, a key order)
+    shorter = min(len(a), len(b))
+    if shorter <= 2 * _FRAMING:
+        return False  # next to no content: compared whole
+    head = common_prefix(a, b)
+    if head >= shorter - 2:
+        return True  # one is the other plus text (but the closing token and a merged one)
+    tail = common_prefix(a[::-1], b[::-1], 0, 0, shorter - head)
+    return head + tail - _FRAMING >= EDIT_SHARE * (shorter - _FRAMING)
+
+
+def continuity(
+    earlier: Call,
+    earlier_offsets: Sequence[int],
+    call: Call,
+    old_tokens: Callable[[str], array],
+    new_tokens: Callable[[str], array],
+    call_messages: set[str] | None = None,
+) -> float:
+    """Share (0..1) of ``earlier``'s message tokens that ``call`` still sends.
+
+    Parameters
+    ----------
+    earlier, call
+        The thread's latest call and the call to place.
+    earlier_offsets
+        Cumulative token offsets of ``earlier``'s blocks.
+    old_tokens, new_tokens
+        Token array of a block hash of ``earlier`` and of ``call``.
+    call_messages
+        The set of ``call``'s message hashes, if already built.
+
+    Returns
+    -------
+    float
+    """
+    s0, s1 = earlier.message_start, call.message_start
+    old, new = earlier.hashes[s0:], call.hashes[s1:]
+    base = earlier_offsets[s0]
+    total = earlier_offsets[-1] - base
+    if not old:
+        return 0.0
+    m = common_prefix(old, new)
+    if m == len(old):
+        return 1.0
+    kept = earlier_offsets[s0 + m] - base
+    if m < len(new) and _kept_edit(old_tokens(old[m]), new_tokens(new[m])):
+        rest = len(old) - m - 1
+        if common_prefix(old, new, m + 1, m + 1, rest) == rest:
+            return 1.0  # one message edited in place, the rest continues
+        kept = earlier_offsets[s0 + m + 1] - base
+    share = kept / total if total else 0.0
+    if share >= JOIN_SHARE:
+        return share
+    found = call_messages if call_messages is not None else set(new)
+    again = sum(
+        earlier_offsets[s0 + k + 1] - earlier_offsets[s0 + k]
+        for k, h in enumerate(old)
+        if h in found
+    )
+    return max(share, again / total if total else 0.0)
 
 
 def assign_threads(
     calls: Sequence[Call],
-    keys: Sequence[list[str]],
     offsets: Sequence[Sequence[int]],
-    token_count: Callable[[int, str], int],
+    tokens_of: TokensOf,
     *,
     mode: str = "auto",
-) -> list[str]:
-    """Return the thread name of every call.
+) -> tuple[list[str], list[str | None]]:
+    """Return the thread name and the parent thread (or ``None``) of every call.
 
     Parameters
     ----------
     calls
         The session's calls in request-time order.
-    keys
-        Each call's block hashes in cache order.
     offsets
         Each call's cumulative token offsets (``offsets[i][-1]`` is its total).
-    token_count
-        ``token_count(call index, hash)``: tokens of one block of that call.
+    tokens_of
+        ``tokens_of(call index, hash)``: token array of one block of that call.
     mode
         One of :data:`THREAD_MODES`.
 
     Returns
     -------
-    list of str
+    tuple of list
     """
     if mode not in THREAD_MODES:
         msg = f"thread={mode!r}; expected one of {', '.join(THREAD_MODES)}"
         raise ValueError(msg)
+    hints = [call.parent_hint for call in calls]
     if mode == "single":
-        return ["main"] * len(calls)
+        return ["main"] * len(calls), [None] * len(calls)
     if mode == "model":
-        return [call.model for call in calls]
+        return [call.model for call in calls], hints
     if mode == "model+prefix":
-        return [f"{call.model}:{prefix_hash(call)[:6]}" for call in calls]
+        return [f"{call.model}:{prefix_hash(call)[:6]}" for call in calls], hints
 
     names: list[str] = []
-    latest: dict[str, int] = {}  # thread -> index of its latest call
-    hash_sets: dict[int, set[str]] = {}
-    by_model: dict[str, list[str]] = {}
-
-    def share(i: int, j: int, candidates: int) -> float:
-        denominator = max(1, min(offsets[i][-1], offsets[j][-1]))
-        in_prefix = offsets[i][common_prefix(keys[i], keys[j])] / denominator
-        if in_prefix >= JOIN_SHARE and candidates == 1:
-            return in_prefix  # enough, and nothing to choose between
-        other = hash_sets.get(j)
-        if other is None:
-            other = hash_sets[j] = set(keys[j])
-        shared = sum(token_count(i, h) for h in set(keys[i]) & other)
-        return shared / denominator
-
+    parents: list[str | None] = []
+    latest: dict[str, int] = {}  # thread -> index of its latest call (most recent last)
+    sizes: dict[str, int] = {}
+    first: dict[str, int] = {}
+    per_model: dict[str, int] = {}
     for i, call in enumerate(calls):
+        parent = call.parent_hint
         if call.thread_hint is not None:
             name = call.thread_hint
         else:
-            candidates = by_model.setdefault(call.model, [])
-            scored = [(share(i, latest[c], len(candidates)), c) for c in candidates]
-            best = max(scored, default=(0.0, ""), key=lambda pair: pair[0])
-            if best[0] >= JOIN_SHARE:
-                name = best[1]
-            else:
-                name = call.model if not candidates else f"{call.model}#{len(candidates) + 1}"
-                candidates.append(name)
-        previous = latest.get(name)
-        if previous is not None:
-            hash_sets.pop(previous, None)
+            name = _best_thread(i, call, calls, offsets, tokens_of, latest)
+            if name is None:
+                count = per_model.get(call.model, 0) + 1
+                per_model[call.model] = count
+                name = call.model if count == 1 else f"{call.model}#{count}"
+                while name in latest:  # a hinted thread took the name
+                    name += "'"
+        if name not in latest and parent is None and names:
+            parent = max(sizes, key=lambda t: (sizes[t], -first[t]))
+        latest.pop(name, None)
         latest[name] = i
+        sizes[name] = sizes.get(name, 0) + 1
+        first.setdefault(name, i)
         names.append(name)
-    return names
+        parents.append(parent if parent != name else None)
+    # a thread's parent is the one recorded at its first call
+    first_parent: dict[str, str | None] = {}
+    for name, parent in zip(names, parents, strict=True):
+        first_parent.setdefault(name, parent)
+    return names, [first_parent[name] for name in names]
+
+
+def _side_call(earlier: Call, call: Call) -> bool:
+    """A call that adds no message and changes the model or all of tools and system."""
+    old = len(earlier.hashes) - earlier.message_start
+    new = len(call.hashes) - call.message_start
+    if new > old:
+        return False
+    if earlier.model != call.model:
+        return True
+    head = set(earlier.hashes[: earlier.message_start])
+    return bool(head) and not head.intersection(call.hashes[: call.message_start])
+
+
+def _best_thread(
+    i: int,
+    call: Call,
+    calls: Sequence[Call],
+    offsets: Sequence[Sequence[int]],
+    tokens_of: TokensOf,
+    latest: dict[str, int],
+) -> str | None:
+    """The unhinted thread ``call`` continues best, or ``None`` for a new one."""
+    best, best_key = None, (0.0, False, False)
+    messages: set[str] | None = None
+    head = set(call.hashes[: call.message_start])
+    for name in list(reversed(latest))[:MAX_CANDIDATES]:
+        j = latest[name]
+        earlier = calls[j]
+        if earlier.thread_hint is not None or _side_call(earlier, call):
+            continue
+        if messages is None and len(earlier.hashes) - earlier.message_start:
+            messages = set(call.hashes[call.message_start :])
+        share = continuity(
+            earlier,
+            offsets[j],
+            call,
+            lambda h, j=j: tokens_of(j, h),
+            lambda h: tokens_of(i, h),
+            messages,
+        )
+        # among equal continuations: the same model, then shared tools/system, then recency
+        same_head = bool(head.intersection(earlier.hashes[: earlier.message_start]))
+        key = (share, earlier.model == call.model, same_head)
+        if key > best_key:
+            best, best_key = name, key
+            if key == (1.0, True, True):
+                break
+    best_share = best_key[0]
+    return best if best_share >= JOIN_SHARE else None

@@ -26,6 +26,9 @@ DEFAULT_ENCODING = "o200k_base"
 MESSAGE_START = -1
 MESSAGE_END = -2
 UNLOGGED = -3  # one token of a prefix the transcript did not log (size inferred)
+# The first token of an unlogged prefix identifies it (two unlogged prefixes of different
+# threads are not known to be equal, so they never share a token): UNLOGGED_ID - n.
+UNLOGGED_ID = -1000
 _BATCH_CHARS = 4_000_000
 
 
@@ -116,7 +119,11 @@ class TokenCache:
 
     def set_unlogged(self, digest: str, tokens: int) -> None:
         """Give an unlogged-prefix block its inferred size."""
-        self._tokens[digest] = array("i", [UNLOGGED]) * tokens
+        if tokens <= 0:
+            self._tokens[digest] = array("i")
+            return
+        marker = UNLOGGED_ID - int(digest[:7], 16)
+        self._tokens[digest] = array("i", [marker]) + array("i", [UNLOGGED]) * (tokens - 1)
 
     def lengths(self) -> dict[str, int]:
         """Token count of every tokenized hash."""
@@ -138,7 +145,7 @@ class TokenCache:
                 out.append("<|start|>")
             elif token == MESSAGE_END:
                 out.append("<|end|>")
-            elif token == UNLOGGED:
+            elif token == UNLOGGED or token <= UNLOGGED_ID:
                 out.append("<|unlogged|>")
             else:
                 out.append(enc.decode_single_token_bytes(token).decode("utf-8", "replace"))

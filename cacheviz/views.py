@@ -15,7 +15,7 @@ import polars as pl
 from cacheviz._schema import CAUSES, clean
 from cacheviz._seq import common_prefix
 from cacheviz.render import render_text
-from cacheviz.tokens import MESSAGE_END, MESSAGE_START, UNLOGGED
+from cacheviz.tokens import MESSAGE_END, MESSAGE_START, UNLOGGED, UNLOGGED_ID
 
 if TYPE_CHECKING:
     from cacheviz.analysis import Analysis
@@ -195,7 +195,7 @@ def _chips(analysis: Analysis, encoding: str, tokens: Any) -> list[str]:
     cache = analysis.token_caches[encoding]
     out = []
     for token in tokens:
-        if token in (MESSAGE_START, MESSAGE_END, UNLOGGED):
+        if token in (MESSAGE_START, MESSAGE_END, UNLOGGED) or token <= UNLOGGED_ID:
             out.append(cache.decode([token])[0])
         else:
             out.append(clean(cache.decode([token])[0]))

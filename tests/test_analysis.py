@@ -206,7 +206,7 @@ def test_rewinding_to_an_earlier_state_is_a_removal_at_the_end(analyze):
     assert (d["cause"], d["label"], d["tokens_lost"] > 0) == ("block_removed", "assistant#3", True)
 
 
-def test_sliding_window_and_compaction(analyze):
+def test_sliding_window_and_compaction(analyze, anthropic_body):
     msgs = _msgs(11)
     window = _drift(
         analyze(
@@ -215,10 +215,16 @@ def test_sliding_window_and_compaction(analyze):
     )
     assert (window["cause"], window["label"]) == ("truncated_front", "user#0")
     summary = [{"role": "user", "content": "Summary: we fixed the parser."}]
-    compacted = _drift(
-        analyze([{"messages": msgs, "system": SYSTEM}, {"messages": summary, "system": SYSTEM}])
-    )
-    assert compacted["cause"] == "history_replaced"
+    # a compacted history is a new conversation: a new thread under the old one, no drift
+    a = analyze([{"messages": msgs, "system": SYSTEM}, {"messages": summary, "system": SYSTEM}])
+    assert a.drifts.height == 0
+    assert a.calls["parent_thread"][1] == a.calls["thread"][0] != a.calls["thread"][1]
+    # within one thread named by the transcript it is a history swap
+    hinted = [
+        _line(anthropic_body(msgs, system=SYSTEM), meta={"thread": "main"}),
+        _line(anthropic_body(summary, system=SYSTEM), meta={"thread": "main"}),
+    ]
+    assert _drift(analyze(hinted))["cause"] == "history_replaced"
 
 
 def test_model_switch_in_an_explicit_thread(analyze, anthropic_body):
@@ -226,10 +232,11 @@ def test_model_switch_in_an_explicit_thread(analyze, anthropic_body):
     two = anthropic_body(_msgs(3), system=SYSTEM, model="claude-opus-4-1")
     a = analyze([_line(one, meta={"thread": "main"}), _line(two, meta={"thread": "main"})])
     d = _drift(a)
-    assert (d["cause"], d["detail"]) == (
-        "unknown",
-        "model changed from claude-sonnet-4-5 to claude-opus-4-1",
+    assert d["cause"] == "model_switch"
+    assert d["detail"].startswith(
+        "model changed from anthropic/claude-sonnet-4-5 to anthropic/claude-opus-4-1"
     )
+    assert (d["token_offset"], d["tokens_lost"]) == (0, a.calls["input_tokens"][0])
 
 
 def test_stability_marks_the_changing_position_dynamic(analyze):

@@ -10,18 +10,33 @@ from cacheviz import cli
 SAMPLES = Path(__file__).resolve().parent.parent / "sample_sessions"
 
 
+def _section(out, title):
+    start = next(i for i, line in enumerate(out) if line.startswith(title))
+    end = next(i for i in range(start + 1, len(out)) if not out[i].startswith("   "))
+    return out[start + 1 : end]
+
+
 def test_summary_table_has_a_row_per_call_and_totals(capsys):
     assert cli.main(["summary", str(SAMPLES / "timestamp_in_system.jsonl")]) == 0
     out = capsys.readouterr().out.splitlines()
     assert out[0].endswith("(cacheviz, 8 calls)")
-    rows = out[2 : out.index("drifts:")]
+    rows = out[2 : next(i for i, line in enumerate(out) if line.startswith("drifts"))]
     assert len(rows) == 8
-    assert sum("✗ volatile_value at system/system[1]" in r for r in rows) == 7
-    details = out[out.index("drifts:") + 1 : -1]
-    assert len(details) == 7
-    assert all("timestamp changed" in line for line in details)
-    assert out[-1].startswith("total: ") and "7 drift(s)" in out[-1]
+    # call 1's prefix (833 tokens) is below Sonnet 4.5's 1,024-token minimum: the break
+    # cost nothing, so it is folded; calls 2-7 each lost a cached prefix
+    assert sum("✗ volatile_value at system/system[1]" in r for r in rows) == 6
+    details = _section(out, "drifts")
+    assert len(details) == 6
+    assert all("timestamp changed" in line and "[$0.0" in line for line in details)
+    assert out[-2].startswith("+1 costless drift(s) folded")
+    assert out[-1].startswith("total: ") and "6 drift(s) (+1 costless)" in out[-1]
     assert "counts approximate" in out[-1]
+
+
+def test_all_drifts_lists_the_costless_ones(capsys):
+    assert cli.main(["summary", str(SAMPLES / "timestamp_in_system.jsonl"), "--all-drifts"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert len(_section(out, "drifts")) == 7 and "7 drift(s)" in out[-1]
 
 
 def test_summary_json_contract(capsys):
@@ -39,7 +54,10 @@ def test_summary_json_contract(capsys):
             assert drift["part"] in ("tools", "system", "messages")
             assert isinstance(drift["position"], int) and isinstance(drift["token_offset"], int)
             assert isinstance(drift["cause"], str)
-    assert [c["index"] for c in doc["calls"] if c["drift"]] == [8]
+    assert [c["index"] for c in doc["calls"] if c["drift"]] == []
+    threads = [c["thread"] for c in doc["calls"]]
+    assert threads[8] != threads[7] and threads[8:] == [threads[8]] * len(threads[8:])
+    assert doc["calls"][8]["prefix_tokens"] > 0  # tools + system are still cached
 
 
 def test_reported_usage_in_json(write_log, anthropic_body, capsys):

@@ -180,7 +180,7 @@ def test_analysis_sizes_the_unlogged_prefix_from_the_first_report(rollout):
     assert calls["reported_output_tokens"].to_list() == [80, 4, 9]
     assert calls["thread"].unique().to_list() == ["main"]
     assert calls["drift"].to_list() == [False, False, True]  # the model changed
-    assert calls.filter(pl.col("drift"))["drift_cause"].to_list() == ["unknown"]
+    assert calls.filter(pl.col("drift"))["drift_cause"].to_list() == ["model_switch"]
 
 
 def test_detect(rollout, tmp_path):

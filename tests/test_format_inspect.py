@@ -86,7 +86,9 @@ def test_model_events_become_calls_with_attachments_resolved(log_file):
     assert session.calls[1].usage.cache_read_tokens == 1024
     calls = session.analyze().calls
     assert calls["prefix_tokens"][1] == calls["input_tokens"][0]
-    assert calls["prefix_tokens"][2] == 0  # another sample: its own thread
+    assert calls["thread"][2] != calls["thread"][0]  # another sample: its own thread
+    # but the same cache namespace: the shared leading messages are the common prefix
+    assert 0 < calls["prefix_tokens"][2] < calls["input_tokens"][2]
 
 
 def test_zipped_eval_logs_explain_how_to_convert(tmp_path):

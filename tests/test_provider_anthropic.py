@@ -161,3 +161,21 @@ def test_changing_tool_choice_invalidates_the_messages_level():
 def test_bad_rules_are_clear(rule, value):
     with pytest.raises(ValueError, match=f"{rule}={value!r}; expected one of"):
         AnthropicSimulator(**{rule: value})
+
+
+def test_an_entry_is_per_model():
+    # a cache is per model (providers.md §7: entries are (scope, model, prefix, ...)):
+    # the same bytes sent to another model read nothing
+    from cacheviz.providers._base import Breakpoint, HandBuilt
+    from cacheviz.providers.anthropic import AnthropicSimulator
+
+    build = HandBuilt()
+    shared = list(range(2000))
+    point = [Breakpoint(0, 300)]
+    calls = [
+        build.call(0, [shared], model="claude-sonnet-4-5", breakpoints=point),
+        build.call(1, [shared], model="claude-opus-4-1", breakpoints=point),
+        build.call(2, [shared], model="claude-sonnet-4-5", breakpoints=point),
+    ]
+    reads = [r.cache_read_tokens for r in AnthropicSimulator().run(calls)]
+    assert reads == [0, 0, 2000]

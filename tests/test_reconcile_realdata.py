@@ -18,7 +18,7 @@ CASES = {
     ),
     "gemini_cli/wingorithm__Vibe-Coding-Comparison-Project__session-2026-04-25T08-23-e435870b.jsonl": (
         "google",
-        "all_match",
+        "partial_reads",
     ),
     "openhands/OpenHands__OpenHands__multi_swe_bench_examples_output.jsonl": (
         "openai",
@@ -38,6 +38,12 @@ def test_simulation_reconciles_with_reported_usage(realdata, name):
     assert 0.85 < result.token_scale < 1.25
     if fact == "all_match":
         assert set(reported) == {"match"}
+    elif fact == "partial_reads":
+        # Gemini's implicit cache served ~8.1k of a ~12k prefix on every later call: the
+        # amounts (not only whether a read happened) disagree, so these are misses
+        reads = result.calls["reported_cache_read_tokens"].to_list()
+        assert sum(r > 0 for r in reads[1:] if r is not None) >= 6
+        assert "unexplained_miss" in reported and set(reported) <= {"match", "unexplained_miss"}
     elif fact == "warm_first_call":
         # the first call reads a cache another session warmed; the rest agree
         assert verdicts[0] == "unexplained_hit" and set(verdicts[1:]) == {"match"}

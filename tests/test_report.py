@@ -23,7 +23,14 @@ def leaky(write_log, anthropic_body):
             "content": f"my key is {SECRET} and Authorization: Bearer abcdefghijklmnopqrstuv",
         }
     ]
-    second = [{"role": "user", "content": "my key is gone </script><!-- <script>alert(1)</script>"}]
+    # the same message, edited: the key rotated and markup appended (one thread, one drift)
+    second = [
+        {
+            "role": "user",
+            "content": f"my key is {SECRET[:-4]}WXYZ and Authorization: Bearer "
+            "abcdefghijklmnopqrstuv </script><!-- <script>alert(1)</script>",
+        }
+    ]
     return cacheviz.load(
         write_log([anthropic_body(first, system=system), anthropic_body(second, system=system)])
     ).analyze()

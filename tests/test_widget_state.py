@@ -61,7 +61,7 @@ def test_selecting_a_drift_call_fills_the_detail(analysis):
     assert widget._detail == {}
     widget.set_state({"selected_call": 3})
     detail = widget._detail
-    assert detail["drift"] is True and detail["cause"] == "content_edited"
+    assert detail["drift"] is True and detail["cause"] == "env_details_stripped"
     assert detail["chips"]["prev_after"][1:3] == ["<", "environment"]
     assert "<environment_details>" in detail["prev"]["text"]
     assert detail["cost_usd"] > 0

@@ -56,7 +56,7 @@ def _call_from_line(text: str, refs: list[ObjectScan], store: BlockStore) -> Cal
     if not isinstance(hint, str):
         parts = [str(meta[k]) for k in ("session", "agent") if isinstance(meta.get(k), str)]
         hint = "/".join(parts) or None
-    return call_from_body(
+    call = call_from_body(
         request,
         store,
         model=_string_field(record, "model"),
@@ -67,6 +67,9 @@ def _call_from_line(text: str, refs: list[ObjectScan], store: BlockStore) -> Cal
         thread=hint,
         meta=meta,
     )
+    parent = meta.get("parent")
+    call.parent_hint = parent if isinstance(parent, str) else None
+    return call
 
 
 def read(path: Path, *, errors: str = "raise") -> Session:

@@ -142,8 +142,9 @@ class AnthropicSimulator:
         points, strategy = self._breakpoints(call)
         salt = _salt(call)
 
-        def key(i: int) -> tuple[bytes, bytes]:
-            return (call.chain[i], salt if call.parts[i] == "messages" else b"")
+        def key(i: int) -> tuple[bytes, bytes, str]:
+            # a cache is per model: another model never reads this entry
+            return (call.chain[i], salt if call.parts[i] == "messages" else b"", call.model)
 
         now = call.clock
         hit = -1

@@ -1,0 +1,387 @@
+"""What the session cost, what each drift cost, and the misses the provider reported.
+
+Run by :func:`cacheviz.analysis.analyze` once the prefix line and the drifts are known.
+
+Billed cost
+    Each call's reported usage at its model's dated prices (:mod:`cacheviz.pricing`):
+    uncached input, cache reads, 5-minute and 1-hour writes priced apart, and the
+    output count (the final one of a streamed response). A call without reported input
+    and output, or whose model no price source knows, has no billed cost (null), and the
+    model is listed in ``Analysis.unpriced_models``. Cache fields the provider did not
+    report count as no cache activity.
+Simulated and ideal cost
+    The session replayed under its own provider's rules (:func:`cacheviz.simulate.simulate`
+    with the default rules). The ideal is a lower bound under those rules: every token
+    the prefix line (or the rules) could serve read at the cache price, nothing written.
+Drift cost (the what-if)
+    A drift's ``cost_usd`` is this call's simulated cost as sent minus its cost had the
+    prefix been kept: the same simulator replays the thread's previous call followed by
+    this call rebuilt as that previous request plus this call's new blocks (same clock,
+    breakpoints and model). ``material`` is false when keeping the prefix would not have
+    let the call read one more token from the cache (the prefix is below the model's
+    minimum, no breakpoint caches it, the TTL had run out anyway): such drifts cost
+    nothing and are folded in the CLI, the widget and the report.
+Misses
+    With usage reported, the reported cache read is compared with what the prefix line
+    offers (``expected_read_tokens``: the common prefix in the provider's tokens, through
+    the session's token scale). A shortfall of at least 1,024 tokens and 25 % of the
+    expected read is a miss, with the first cause that applies:
+
+    ``below_minimum``
+        the offered prefix is shorter than the model's minimum cacheable length;
+    ``provider_side``
+        the provider's rules (the simulator) predicted the read, the provider did not
+        serve it (routing, eviction, another organization or key);
+    ``ttl_expired``
+        the idle time since the call that left the prefix exceeds the provider's TTL;
+    ``no_breakpoint``
+        Anthropic: no ``cache_control`` breakpoint wrote an entry the call could read;
+    else ``provider_side``, with the simulator's own explanation in ``detail``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+import polars as pl
+
+from cacheviz import _schema
+from cacheviz.errors import UnknownModelError
+from cacheviz.pricing import PriceBook, Rates
+from cacheviz.providers._base import Breakpoint, CallResult, SimCall
+from cacheviz.simulate import (
+    SELF_HOSTED,
+    Simulation,
+    _Prices,
+    extend_chain,
+    make_simulator,
+    material_shortfall,
+    provider_id,
+    sim_calls,
+    simulate,
+)
+
+if TYPE_CHECKING:
+    from cacheviz.analysis import Analysis
+    from cacheviz.model import Call
+
+# idle time after which an entry is gone, by provider (seconds): Anthropic's default TTL
+# (1 h when the call that wrote it asked for it), OpenAI's in-memory retention (5-10 min:
+# the conservative end), Gemini's implicit cache [U], DeepSeek's disk cache [U]
+TTL_SECONDS = {"anthropic": 300, "openai": 300, "google": 300, "deepseek": 6 * 3600}
+_ANTHROPIC_LONG_TTL = 3600
+# drift causes that keep the number of blocks (an edit in place)
+_IN_PLACE = frozenset(
+    {
+        "volatile_value",
+        "content_edited",
+        "env_details_stripped",
+        "serialization_only",
+        "params_changed",
+        "model_switch",
+        "reorder",
+        "unknown",
+    }
+)
+
+
+def _provider_key(name: str) -> str | None:
+    try:
+        key = provider_id(name)
+    except ValueError:
+        return None
+    return None if key in SELF_HOSTED else key
+
+
+def billed_cost(call: Call, rates: Rates) -> float | None:
+    """USD the provider billed for ``call``'s reported usage (``None``: not reported)."""
+    usage = call.usage
+    if usage is None or usage.input_tokens is None or usage.output_tokens is None:
+        return None
+    read = usage.cache_read_tokens or 0
+    write = usage.cache_write_tokens or 0
+    write_1h = min(usage.cache_write_1h_tokens or 0, write)
+    return rates.cost(
+        uncached=max(0, usage.input_tokens - read - write),
+        cache_read=read,
+        cache_write=write,
+        cache_write_1h=write_1h,
+        output=usage.output_tokens,
+    )
+
+
+def _what_if(previous: SimCall, call: SimCall, cause: str) -> tuple[SimCall, SimCall]:
+    """The previous call (as this call's model) and this call had the prefix been kept."""
+    known = set(previous.hashes)
+    last_known = max((i for i, h in enumerate(call.hashes) if h in known), default=-1)
+    start = last_known + 1
+    if cause in _IN_PLACE:
+        start = max(start, min(len(previous.hashes), len(call.hashes)))
+    tail = call.hashes[start:]
+    shift = previous.total - call.offsets[start]
+    n = len(previous.hashes)
+    kept = dataclasses.replace(
+        call,
+        hashes=previous.hashes + tail,
+        chain=extend_chain(list(previous.chain), tail),
+        offsets=previous.offsets + [o + shift for o in call.offsets[start + 1 :]],
+        parts=previous.parts + call.parts[start:],
+        roles=previous.roles + call.roles[start:],
+        breakpoints=list(previous.breakpoints)
+        + [
+            Breakpoint(b.block - start + n, b.ttl_seconds)
+            for b in call.breakpoints
+            if b.block >= start
+        ],
+        params=previous.params,
+        reported=None,
+    )
+    return dataclasses.replace(previous, model=call.model, reported=None), kept
+
+
+def _cost(price: _Prices, call: SimCall, result: CallResult) -> float | None:
+    try:
+        rates = price(call.model, call.ts, call.total)
+    except UnknownModelError:
+        return None
+    return rates.cost(
+        uncached=result.uncached_tokens,
+        cache_read=result.cache_read_tokens,
+        cache_write=result.cache_write_tokens,
+        cache_write_1h=result.cache_write_1h_tokens,
+        output=call.output_tokens,
+        storage_token_hours=result.extra.get("storage_token_hours", 0.0),
+    )
+
+
+def _minimum(provider: str, model: str) -> int:
+    """The smallest prefix the provider caches for ``model``."""
+    if provider == "anthropic":
+        from cacheviz.providers.anthropic import min_tokens_for
+
+        return min_tokens_for(model)
+    if provider == "openai":
+        from cacheviz.providers.openai import MIN_TOKENS
+
+        return MIN_TOKENS
+    if provider == "google":
+        from cacheviz.providers import gemini
+
+        finder = getattr(gemini, "min_tokens_for", None)
+        return int(finder(model)) if finder is not None else 1024
+    return 0
+
+
+def _ttl(provider: str, previous: Call | None) -> float | None:
+    ttl = TTL_SECONDS.get(provider)
+    if provider == "anthropic" and previous is not None:
+        long = any(seconds >= _ANTHROPIC_LONG_TTL for _, seconds in previous.breakpoints)
+        usage = previous.usage
+        if long or (usage is not None and (usage.cache_write_1h_tokens or 0) > 0):
+            ttl = _ANTHROPIC_LONG_TTL
+    return ttl
+
+
+def diagnose_costs(analysis: Analysis, *, prices: Any = None) -> None:
+    """Fill the cost, drift-cost and miss columns of ``analysis`` (in place)."""
+    session = analysis.session
+    calls = session.calls
+    book = prices if isinstance(prices, PriceBook) else PriceBook(prices)
+    frame = analysis.calls
+    n = frame.height
+    billed: list[float | None] = [None] * n
+    simulated: list[float | None] = [None] * n
+    ideal: list[float | None] = [None] * n
+    sim_read: list[int | None] = [None] * n
+    sim_detail: list[str] = [""] * n
+    unpriced: dict[str, None] = {}
+
+    providers = {}
+    for call in calls:
+        key = _provider_key(call.provider)
+        if key is not None:
+            providers[key] = providers.get(key, 0) + 1
+    built = sim_calls(analysis) if providers and n else []
+    runs: dict[str, Simulation] = {}
+    scale = None
+    for key in sorted(providers, key=lambda k: -providers[k]):
+        run = simulate(analysis, key, prices=book, unpriced="skip", calls=built)
+        runs[key] = run
+        scale = scale if scale is not None else run.token_scale
+        rows = run.calls
+        for i, (cost, best, read, detail) in enumerate(
+            zip(
+                rows["cost_usd"],
+                rows["ideal_cost_usd"],
+                rows["cache_read_tokens"],
+                rows["detail"],
+                strict=True,
+            )
+        ):
+            if _provider_key(calls[i].provider) == key:
+                simulated[i], ideal[i], sim_read[i], sim_detail[i] = cost, best, read, detail
+    analysis.own_simulation = next(iter(runs.values()), None)
+
+    prices_of = {key: _Prices(book, key) for key in providers}
+    for i, call in enumerate(calls):
+        key = _provider_key(call.provider)
+        if key is None or call.usage is None:
+            continue
+        try:
+            rates = prices_of[key](call.model, call.ts, call.usage.input_tokens or 0)
+        except UnknownModelError:
+            unpriced[call.model] = None
+            continue
+        billed[i] = billed_cost(call, rates)
+
+    drift_cost, material = _drift_costs(analysis, built, runs, prices_of)
+    expected, miss_cause, miss_tokens, misses = _misses(
+        analysis, scale, sim_read, sim_detail, billed, prices_of
+    )
+    analysis.calls = frame.with_columns(
+        pl.Series("billed_usd", billed, pl.Float64),
+        pl.Series("simulated_usd", simulated, pl.Float64),
+        pl.Series("ideal_usd", ideal, pl.Float64),
+        pl.Series("expected_read_tokens", expected, pl.Int64),
+        pl.Series("miss_cause", miss_cause, pl.String),
+        pl.Series("miss_tokens", miss_tokens, pl.Int64),
+        pl.Series(
+            "drift_material",
+            [material.get(i) if d else None for i, d in enumerate(frame["drift"])],
+            pl.Boolean,
+        ),
+    )
+    drifts = analysis.drifts
+    analysis.drifts = drifts.with_columns(
+        pl.Series("cost_usd", [drift_cost.get(c) for c in drifts["call"]], pl.Float64),
+        pl.Series("material", [material.get(c) for c in drifts["call"]], pl.Boolean),
+    )
+    analysis.misses = misses
+    priced = [b for b in billed if b is not None]
+    analysis.billed_usd = float(sum(priced)) if priced else None
+    analysis.unpriced_models = list(unpriced)
+
+
+def _drift_costs(
+    analysis: Analysis,
+    built: Sequence[SimCall],
+    runs: dict[str, Simulation],
+    prices_of: dict[str, _Prices],
+) -> tuple[dict[int, float | None], dict[int, bool | None]]:
+    """Per drift call: the what-if cost and whether it was material."""
+    costs: dict[int, float | None] = {}
+    material: dict[int, bool | None] = {}
+    calls = analysis.session.calls
+    for row in analysis.drifts.select("call", "prev_call", "cause").iter_rows():
+        index, before, cause = row
+        key = _provider_key(calls[index].provider)
+        if key is None or key not in runs:
+            costs[index], material[index] = None, None
+            continue
+        previous, kept = _what_if(built[before], built[index], cause)
+        results = make_simulator(key).run([previous, kept])
+        run = runs[key].calls
+        actual_read = run["cache_read_tokens"][index]
+        gained = results[1].cache_read_tokens - actual_read
+        material[index] = gained > 0
+        actual = run["cost_usd"][index]
+        what_if = _cost(prices_of[key], kept, results[1])
+        if actual is None or what_if is None:
+            costs[index] = None
+        else:
+            costs[index] = max(0.0, actual - what_if) if gained > 0 else 0.0
+    return costs, material
+
+
+def _misses(
+    analysis: Analysis,
+    scale: float | None,
+    sim_read: list[int | None],
+    sim_detail: list[str],
+    billed: list[float | None],
+    prices_of: dict[str, _Prices],
+) -> tuple[list[int | None], list[str | None], list[int | None], pl.DataFrame]:
+    calls = analysis.session.calls
+    frame = analysis.calls
+    factor = scale or 1.0
+    n = frame.height
+    expected: list[int | None] = [None] * n
+    causes: list[str | None] = [None] * n
+    shortfalls: list[int | None] = [None] * n
+    rows: dict[str, list[Any]] = {name: [] for name in _schema.MISSES}
+    latest_in_namespace: dict[str, int] = {}
+    prefix = frame["prefix_tokens"].to_list()
+    prev_call = frame["prev_call"].to_list()
+    namespaces = frame["namespace"].to_list()
+    threads = frame["thread"].to_list()
+    for i, call in enumerate(calls):
+        namespace = namespaces[i]
+        source = prev_call[i]
+        if source is None or namespaces[source] != namespace:
+            source = latest_in_namespace.get(namespace)
+        latest_in_namespace[namespace] = i
+        key = _provider_key(call.provider)
+        usage = call.usage
+        if key is None or usage is None or usage.cache_read_tokens is None:
+            continue
+        offered = round(prefix[i] * factor)
+        expected[i] = offered
+        reported = usage.cache_read_tokens
+        if not material_shortfall(offered, reported):
+            continue
+        predicted = None if sim_read[i] is None else round(sim_read[i] * factor)
+        gap = None
+        if source is not None and calls[source].ts is not None and call.ts is not None:
+            gap = (call.ts - calls[source].ts).total_seconds()
+        ttl = _ttl(key, calls[source] if source is not None else None)
+        if offered < _minimum(key, call.model):
+            cause, detail = "below_minimum", f"the prefix ({offered:,} tokens) is below the minimum"
+        elif predicted is not None and material_shortfall(predicted, reported):
+            cause = "provider_side"
+            detail = f"the {key} rules predict {predicted:,} read; the provider read {reported:,}"
+        elif gap is not None and ttl is not None and gap > ttl:
+            cause = "ttl_expired"
+            detail = f"{gap:,.0f} s idle since call {source}, beyond the {ttl:,.0f} s TTL"
+        elif key == "anthropic":
+            cause = "no_breakpoint"
+            detail = "no cache_control breakpoint wrote an entry this call could read"
+        else:
+            cause = "provider_side"
+            detail = f"the {key} rules predict {predicted or 0:,} read: {sim_detail[i]}"
+        shortfall = offered - reported
+        causes[i], shortfalls[i] = cause, shortfall
+        cost = None
+        if billed[i] is not None:
+            rates = prices_of[key](call.model, call.ts, usage.input_tokens or 0)
+            write = usage.cache_write_tokens or 0
+            from_write = min(shortfall, write)
+            uncached = max(0, (usage.input_tokens or 0) - reported - write)
+            from_uncached = min(shortfall - from_write, uncached)
+            kept = rates.cost(
+                uncached=uncached - from_uncached,
+                cache_read=reported + from_write + from_uncached,
+                cache_write=write - from_write,
+                cache_write_1h=min(usage.cache_write_1h_tokens or 0, write - from_write),
+                output=usage.output_tokens,
+            )
+            cost = max(0.0, billed[i] - kept)
+        values = {
+            "call": call.index,
+            "thread": threads[i],
+            "cause": cause,
+            "tokens": shortfall,
+            "expected_read_tokens": offered,
+            "simulated_read_tokens": predicted,
+            "reported_cache_read_tokens": reported,
+            "gap_seconds": gap,
+            "cost_usd": cost,
+            "detail": detail,
+        }
+        for name, value in values.items():
+            rows[name].append(value)
+    return expected, causes, shortfalls, _schema.frame(_schema.MISSES, rows)
+
+
+__all__ = ["billed_cost", "diagnose_costs"]
