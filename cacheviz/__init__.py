@@ -17,6 +17,7 @@ from cacheviz.errors import (
 )
 from cacheviz.formats import load
 from cacheviz.model import Session
+from cacheviz.recording import Recorder, record
 
 __version__ = "0.1.0"
 
@@ -33,6 +34,7 @@ __all__ = [
     "CacheVizError",
     "CacheVizWarning",
     "EncodingUnavailableError",
+    "Recorder",
     "Session",
     "TranscriptError",
     "UnknownFormatError",
@@ -40,4 +42,5 @@ __all__ = [
     "analyze",
     "inspect",
     "load",
+    "record",
 ]

@@ -26,7 +26,7 @@ openai = pytest.importorskip("openai", reason="the record extra is not installed
 httpx2 = pytest.importorskip("httpx2", reason="the record extra is not installed")
 
 from cacheviz import CacheVizWarning  # noqa: E402
-from cacheviz.record import record  # noqa: E402
+from cacheviz.recording import record  # noqa: E402
 
 ANTHROPIC_KEY = "sk-ant-api03-TESTKEYdoNotLogMe0123456789"
 OPENAI_KEY = "sk-proj-TESTKEYdoNotLogMe0123456789abcdef"
@@ -292,7 +292,9 @@ def test_concurrent_calls_give_whole_lines(fake, tmp_path):
 
 
 def test_memory_recording_analyzes_with_thread_hints(fake):
-    with record(thread="planner") as rec:
+    import cacheviz
+
+    with cacheviz.record(thread="planner") as rec:
         for _ in range(2):
             _call("messages", fake, stream=True)
     assert rec.path is None and len(rec) == 2
@@ -333,7 +335,7 @@ def test_the_core_imports_without_the_record_extra():
     blocked = "import sys\nfor m in ('anthropic', 'openai', 'httpx', 'httpx2', 'aiohttp'): sys.modules[m] = None\n"
     code = (
         blocked
-        + "import cacheviz, cacheviz.record, cacheviz.proxy, cacheviz.formats.otel\nprint('ok')"
+        + "import cacheviz, cacheviz.recording, cacheviz.proxy, cacheviz.formats.otel\nprint('ok')"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
     assert out.stdout.strip() == "ok", out.stderr
