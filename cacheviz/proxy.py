@@ -110,7 +110,7 @@ class Proxy:
             connector=connector,
             auto_decompress=False,  # bytes pass through as sent, compression included
             timeout=aiohttp.ClientTimeout(total=None, sock_connect=30),
-            skip_auto_headers=("User-Agent", "Accept-Encoding", "Content-Type"),
+            skip_auto_headers=("User-Agent", "Accept", "Accept-Encoding", "Content-Type"),
         )
 
     async def _stop(self, _app: Any) -> None:
