@@ -109,8 +109,12 @@ def sim_calls(analysis: Analysis) -> list[SimCall]:
             hashes=hashes,
             chain=chain,
             offsets=analysis.offsets[i],
-            parts=[b.part for b in call.blocks],
-            roles=[_role(b.label) if b.part == "messages" else None for b in call.blocks],
+            # the blocks shared with the previous request are the same (same bytes: same
+            # part and role): only the new ones are looked at
+            parts=(previous.parts[:shared] if previous is not None else [])
+            + [b.part for b in call.blocks[shared:]],
+            roles=(previous.roles[:shared] if previous is not None else [])
+            + [_role(b.label) if b.part == "messages" else None for b in call.blocks[shared:]],
             tokens=cache.__getitem__,
             breakpoints=breakpoints,
             auto_breakpoint=_TTL_SECONDS.get(str(auto.get("ttl", "5m")), 300)
