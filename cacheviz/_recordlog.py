@@ -119,6 +119,8 @@ _caches: dict[Redactor, tuple[dict[str, str], list[int]]] = {}
 
 def _cached(redactor: Redactor) -> Callable[[str], str]:
     """``redactor`` with a memory of the strings it has seen."""
+    if redactor not in _caches and len(_caches) >= 8:  # many custom redactors: start over
+        _caches.clear()
     cache, size = _caches.setdefault(redactor, ({}, [0]))
 
     def check(value: str) -> str:
@@ -192,6 +194,14 @@ class LogWriter:
                 try:
                     self._file.write(line + "\n")
                     self._file.flush()
+                except OSError as exc:
+                    self._fail(exc)
+            elif not self._failed:  # a call that ended after its recorder closed
+                try:
+                    with self.path.open("a", encoding="utf-8") as handle:
+                        handle.write(line + "\n")
+                        handle.flush()
+                        os.fsync(handle.fileno())
                 except OSError as exc:
                     self._fail(exc)
             listeners = list(self.listeners)

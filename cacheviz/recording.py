@@ -184,22 +184,53 @@ def _redactor(option: bool | Redactor) -> Redactor | None:
     return option
 
 
-def _exchange(request: Any) -> Exchange | None:
-    """One exchange writing to every active recorder (``None``: nothing to record)."""
+def _exchange(request: Any) -> Exchange | _Fanout | None:
+    """What records one request for every active recorder (``None``: nothing to record).
+
+    Recorders with the same settings share one exchange (one parse of the stream).
+    """
     with _lock:
         recorders = list(_active)
-    exchange = None
+    exchanges: dict[tuple[int, str], Exchange] = {}
     for recorder in recorders:
+        key = (id(recorder.redactor), repr(recorder.meta))
+        if key in exchanges:
+            exchanges[key].writers.append(recorder.writer)
+            continue
+        exchange = recorder._exchange(request)
         if exchange is None:
-            exchange = recorder._exchange(request)
-            if exchange is None:
-                return None
-        elif recorder.writer not in exchange.writers:
-            exchange.writers.append(recorder.writer)
-    return exchange
+            return None  # not a provider call: the same for every recorder
+        exchanges[key] = exchange
+    found = list(exchanges.values())
+    if not found:
+        return None
+    return found[0] if len(found) == 1 else _Fanout(found)
 
 
-def _start(exchange: Exchange, response: Any) -> None:
+class _Fanout:
+    """Several exchanges fed the same response (nested recorders with other settings)."""
+
+    def __init__(self, exchanges: list[Exchange]) -> None:
+        self.exchanges = exchanges
+
+    def respond(self, status: int, content_type: str, content_encoding: str) -> None:
+        for exchange in self.exchanges:
+            exchange.respond(status, content_type, content_encoding)
+
+    def feed(self, chunk: bytes) -> None:
+        for exchange in self.exchanges:
+            exchange.feed(chunk)
+
+    def finish(self, *, error: str | None = None) -> None:
+        for exchange in self.exchanges:
+            exchange.finish(error=error)
+
+    def closed_early(self) -> None:
+        for exchange in self.exchanges:
+            exchange.closed_early()
+
+
+def _start(exchange: Exchange | _Fanout, response: Any) -> None:
     headers = response.headers
     exchange.respond(
         response.status_code,
@@ -210,7 +241,7 @@ def _start(exchange: Exchange, response: Any) -> None:
 
 def _sync_tee(base: type) -> type:
     class Tee(base):  # type: ignore[misc, valid-type]
-        def __init__(self, inner: Any, exchange: Exchange) -> None:
+        def __init__(self, inner: Any, exchange: Exchange | _Fanout) -> None:
             self.inner, self.exchange = inner, exchange
 
         def __iter__(self) -> Iterator[bytes]:
@@ -234,7 +265,7 @@ def _sync_tee(base: type) -> type:
 
 def _async_tee(base: type) -> type:
     class Tee(base):  # type: ignore[misc, valid-type]
-        def __init__(self, inner: Any, exchange: Exchange) -> None:
+        def __init__(self, inner: Any, exchange: Exchange | _Fanout) -> None:
             self.inner, self.exchange = inner, exchange
 
         async def __aiter__(self) -> Any:

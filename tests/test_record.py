@@ -339,3 +339,28 @@ def test_the_core_imports_without_the_record_extra():
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
     assert out.stdout.strip() == "ok", out.stderr
+
+
+def test_nested_recorders_each_write_their_own_meta(fake, tmp_path):
+    outer, inner = tmp_path / "outer.jsonl", tmp_path / "inner.jsonl"
+    with record(outer, thread="main"):
+        _call("messages", fake, stream=False)
+        with record(inner, thread="sub-agent"):
+            _call("messages", fake, stream=True)
+    assert [line["meta"] for line in _lines(outer)] == [{"thread": "main"}, {"thread": "main"}]
+    [line] = _lines(inner)
+    assert line["meta"] == {"thread": "sub-agent"}
+    assert line["response"]["usage"] == EXPECTED_USAGE["messages"]
+
+
+def test_a_stream_read_after_the_block_is_still_recorded(fake, tmp_path):
+    log = tmp_path / "run.jsonl"
+    with _anthropic(fake) as client:
+        with record(log):
+            events = client.messages.create(
+                model="claude-sonnet-4-5", max_tokens=8, messages=MESSAGES, stream=True
+            )
+        text = "".join(e.delta.text for e in events if e.type == "content_block_delta")
+    assert text == TEXT
+    [line] = _lines(log)
+    assert line["response"]["usage"] == EXPECTED_USAGE["messages"]
