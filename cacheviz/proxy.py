@@ -67,6 +67,21 @@ def bind(host: str, port: int) -> socket.socket:
     return sock
 
 
+def check_upstream(upstream: str) -> Any:
+    """The parts of an upstream URL.
+
+    Raises
+    ------
+    ValueError
+        When it is not an http(s) URL.
+    """
+    parts = urlsplit(upstream)
+    if parts.scheme not in ("http", "https") or not parts.netloc:
+        msg = f"--upstream {upstream!r}: expected an http(s) URL, e.g. https://api.anthropic.com"
+        raise ValueError(msg)
+    return parts
+
+
 class Proxy:
     """The proxy application: forward to ``upstream``, record to ``writer``."""
 
@@ -78,12 +93,7 @@ class Proxy:
         redactor: Redactor | None = redact_secrets,
         meta: dict[str, Any] | None = None,
     ) -> None:
-        parts = urlsplit(upstream)
-        if parts.scheme not in ("http", "https") or not parts.netloc:
-            msg = (
-                f"--upstream {upstream!r}: expected an http(s) URL, e.g. https://api.anthropic.com"
-            )
-            raise ValueError(msg)
+        parts = check_upstream(upstream)
         self.upstream = upstream.rstrip("/")
         self.host = parts.hostname or ""
         self.base_path = parts.path.rstrip("/")
@@ -203,6 +213,7 @@ async def serve(
     redact: bool | Redactor = True,
     meta: dict[str, Any] | None = None,
     ready: Any = None,
+    sock: socket.socket | None = None,
 ) -> None:
     """Run the proxy until cancelled.
 
@@ -220,6 +231,8 @@ async def serve(
         ``meta`` keys for every line (e.g. ``{"thread": "main"}``).
     ready
         Called with the bound port once the proxy listens (tests, benchmarks).
+    sock
+        A socket :func:`bind` already made (``port`` and ``host`` are then ignored).
 
     Raises
     ------
@@ -231,7 +244,7 @@ async def serve(
     writer = LogWriter(output)
     redactor = redact_secrets if redact is True else (redact or None)
     proxy = Proxy(upstream, writer, redactor=redactor, meta=meta)  # checks the URL first
-    sock = bind(host, port)
+    sock = sock if sock is not None else bind(host, port)
     writer.open()
     runner = web.AppRunner(proxy.app(), access_log=None, handle_signals=False)
     await runner.setup()
@@ -275,15 +288,17 @@ def main(
         )
 
     try:
-        asyncio.run(
-            serve(upstream, out, port=port, host=host, redact=redact, meta=meta, ready=ready)
-        )
-    except KeyboardInterrupt:
-        return 0
+        check_upstream(upstream)
+        sock = bind(host, port)  # before the loop: a busy port fails at once
     except (PortBusyError, ValueError) as exc:
         print(f"cacheviz: error: {exc}", file=sys.stderr)
         return 2
+    options = {"redact": redact, "meta": meta, "ready": ready, "sock": sock}
+    try:
+        asyncio.run(serve(upstream, out, port=port, host=host, **options))
+    except KeyboardInterrupt:
+        return 0
     return 0
 
 
-__all__ = ["PortBusyError", "Proxy", "bind", "main", "serve"]
+__all__ = ["PortBusyError", "Proxy", "bind", "check_upstream", "main", "serve"]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import json
 import subprocess
 import sys
@@ -20,6 +21,14 @@ from fake_provider import (
     TEXT,
     FakeProvider,
 )
+
+
+def run_async(coro):
+    """``asyncio.run`` in a thread of its own: another test (Playwright's sync API) may
+    have left an event loop running in this one."""
+    with concurrent.futures.ThreadPoolExecutor(1) as pool:
+        return pool.submit(asyncio.run, coro).result()
+
 
 anthropic = pytest.importorskip("anthropic", reason="the record extra is not installed")
 openai = pytest.importorskip("openai", reason="the record extra is not installed")
@@ -137,7 +146,7 @@ def test_records_the_body_as_sent_and_the_usage(kind, mode, stream, fake, tmp_pa
     log = tmp_path / "run.jsonl"
     with record(log):
         text = (
-            _call(kind, fake, stream) if mode == "sync" else asyncio.run(_acall(kind, fake, stream))
+            _call(kind, fake, stream) if mode == "sync" else run_async(_acall(kind, fake, stream))
         )
     assert text == TEXT  # the caller's stream arrived intact
     [received] = fake.received
@@ -281,7 +290,7 @@ def test_concurrent_calls_give_whole_lines(fake, tmp_path):
         threads = [threading.Thread(target=one, args=(i,)) for i in range(12)]
         for t in threads:
             t.start()
-        asyncio.run(many())
+        run_async(many())
         for t in threads:
             t.join()
     client.close()
@@ -317,7 +326,7 @@ def test_decorator_sync_and_async(fake, tmp_path):
         return await _acall("chat.completions", fake, stream=True)
 
     assert sync_agent() == TEXT
-    assert asyncio.run(async_agent()) == TEXT
+    assert run_async(async_agent()) == TEXT
     _call("chat.completions", fake, stream=False)  # outside: not recorded
     assert len(_lines(log)) == 2
     assert len(fake.received) == 3

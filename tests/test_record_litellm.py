@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import json
 import os
 import sys
@@ -13,6 +14,14 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
 from fake_provider import ANTHROPIC_USAGE, OPENAI_CHAT_USAGE, TEXT, FakeProvider
+
+
+def run_async(coro):
+    """``asyncio.run`` in a thread of its own: another test (Playwright's sync API) may
+    have left an event loop running in this one."""
+    with concurrent.futures.ThreadPoolExecutor(1) as pool:
+        return pool.submit(asyncio.run, coro).result()
+
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # no download at import
 litellm = pytest.importorskip("litellm", reason="the litellm extra is not installed")
@@ -117,7 +126,7 @@ def test_async_calls_and_failures_are_recorded(recorded):
             )
         await asyncio.sleep(0.5)  # LiteLLM runs async callbacks as tasks
 
-    asyncio.run(run())
+    run_async(run())
     lines = _lines(logger, 2, before)
     assert sorted(line["response"]["status"] for line in lines) == [200, 429]
     by_status = {line["response"]["status"]: line for line in lines}
