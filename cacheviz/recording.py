@@ -125,6 +125,16 @@ class Recorder:
         """The recorded calls analysed: an :class:`~cacheviz.analysis.Analysis`."""
         return self.session().analyze(**kwargs)
 
+    def inspect(self, **options: Any) -> Any:
+        """The live inspector: shows the calls recorded so far and follows new ones.
+
+        Options are :func:`cacheviz.inspect`'s (``provider``, ``model``, ``ttl``,
+        ``breakpoints``). Needs Jupyter (see :mod:`cacheviz.live`).
+        """
+        from cacheviz.live import LiveInspector
+
+        return LiveInspector(self, **options)
+
     def _exchange(self, request: Any) -> Exchange | None:
         try:
             body = request.content

@@ -6,7 +6,7 @@
  * exports there, so they live here.
  */
 import { errorText } from "./lib/arrow.js";
-import { decodeCosts, decodeShape, decodeTimeline, stepCall, visibleRows } from "./lib/data.js";
+import { appendRows, decodeCosts, decodeShape, decodeTimeline, stepCall, visibleRows } from "./lib/data.js";
 import { h } from "./lib/dom.js";
 import * as plot from "./lib/plot.js";
 import { STATUS_HELP, STATUS_NAMES } from "./lib/constants.js";
@@ -353,6 +353,14 @@ function mount(model, el, hint) {
   on("change:meta", () => {
     updateRows();
     drawAll();
+  });
+  // the live inspector (cacheviz/live.py): the new calls' rows arrive in one message
+  on("msg:custom", (/** @type {any} */ msg, /** @type {DataView[]} */ buffers) => {
+    if (msg?.type !== "append" || !state.timeline || !state.shape || !state.costs) return;
+    state.timeline = appendRows(state.timeline, decodeTimeline(buffers[0]));
+    state.shape = appendRows(state.shape, decodeShape(buffers[1]));
+    state.costs = appendRows(state.costs, decodeCosts(buffers[2]));
+    model.set("meta", msg.meta); // change:meta redraws, with the appended rows
   });
   on("change:selected_call", updateSelection);
   on("change:_detail", drawDetail);
