@@ -48,6 +48,36 @@ const WIDGET_HINT =
   "(`npm --prefix widgets run build`) and re-run the cell.";
 
 /**
+ * Rows the live inspector appended to a synced table, keyed by the table's synced value
+ * (a DataView): a view drawn after an append adds them; a replaced table drops them.
+ *
+ * @type {WeakMap<object, DataView[]>}
+ */
+const APPENDED = new WeakMap();
+
+/**
+ * Follow the live inspector's `append` messages at the model level (anywidget's
+ * `initialize`, once per model): keep the new rows for views drawn later, then set the
+ * new `meta` locally (not synced back), which redraws every view after it appended.
+ *
+ * @param {ModelLike} model
+ * @returns {() => void} cleanup
+ */
+export function rememberAppend(model) {
+  const handler = (/** @type {any} */ msg, /** @type {DataView[]} */ buffers) => {
+    if (msg?.type !== "append") return;
+    ["_timeline", "_shape", "_costs"].forEach((trait, i) => {
+      const key = model.get(trait);
+      if (!key || typeof key !== "object" || !buffers[i]) return;
+      APPENDED.set(key, [...(APPENDED.get(key) ?? []), buffers[i]]);
+    });
+    queueMicrotask(() => model.set("meta", msg.meta));
+  };
+  model.on("msg:custom", handler);
+  return () => model.off?.("msg:custom", handler);
+}
+
+/**
  * Draw the inspector into `el` and keep it in step with the model.
  *
  * @param {{ model: ModelLike, el: HTMLElement }} view
@@ -354,14 +384,19 @@ function mount(model, el, hint) {
     updateRows();
     drawAll();
   });
-  // the live inspector (cacheviz/live.py): the new calls' rows arrive in one message
+  // the live inspector (cacheviz/live.py): the new calls' rows arrive in one message;
+  // `rememberAppend` (the widget's initialize) keeps them for views drawn later and
+  // then sets the new meta, which redraws
   on("msg:custom", (/** @type {any} */ msg, /** @type {DataView[]} */ buffers) => {
-    if (msg?.type !== "append" || !state.timeline || !state.shape || !state.costs) return;
-    state.timeline = appendRows(state.timeline, decodeTimeline(buffers[0]));
-    state.shape = appendRows(state.shape, decodeShape(buffers[1]));
-    state.costs = appendRows(state.costs, decodeCosts(buffers[2]));
-    model.set("meta", msg.meta); // change:meta redraws, with the appended rows
+    if (msg?.type !== "append") return;
+    appendTables(buffers);
   });
+  /** @param {DataView[]} buffers */
+  function appendTables(buffers) {
+    if (state.timeline) state.timeline = appendRows(state.timeline, decodeTimeline(buffers[0]));
+    if (state.shape) state.shape = appendRows(state.shape, decodeShape(buffers[1]));
+    if (state.costs) state.costs = appendRows(state.costs, decodeCosts(buffers[2]));
+  }
   on("change:selected_call", updateSelection);
   on("change:_detail", drawDetail);
   on("change:status", () => header.setStatus(String(model.get("status") ?? "")));
@@ -370,6 +405,16 @@ function mount(model, el, hint) {
   state.timeline = load("_timeline", decodeTimeline);
   state.shape = load("_shape", decodeShape);
   state.costs = load("_costs", decodeCosts);
+  for (const [table, trait, decode] of /** @type {const} */ ([
+    ["timeline", "_timeline", decodeTimeline],
+    ["shape", "_shape", decodeShape],
+    ["costs", "_costs", decodeCosts],
+  ])) {
+    for (const more of APPENDED.get(model.get(trait)) ?? []) {
+      const rows = /** @type {any} */ (state[table]);
+      if (rows) state[table] = appendRows(rows, /** @type {any} */ (decode)(more));
+    }
+  }
   showDataErrors();
   updateRows();
   drawAll();

@@ -11,6 +11,7 @@ vi.mock("../src/lib/plot.js", () => ({
 }));
 
 import { bool, float64, int8, int32, tableFromArrays, tableFromIPC, tableToIPC, utf8 } from "@uwdata/flechette";
+import widget from "../src/inspector.js";
 import { render } from "../src/render.js";
 import * as plot from "../src/lib/plot.js";
 import { appendRows, decodeTimeline } from "../src/lib/data.js";
@@ -53,6 +54,7 @@ function modelOf(session) {
     on(event, callback);
   };
   model.emit = (event, ...args) => (listeners[event] ?? []).forEach((callback) => callback(...args));
+  widget.initialize({ model }); // once per model, as anywidget does
   return model;
 }
 
@@ -77,7 +79,7 @@ describe("append", () => {
     expect(joined.rowOf.get(11)).toBe(11);
   });
 
-  it("draws what a full render of the grown session draws, without resending the old rows", () => {
+  it("draws what a full render of the grown session draws, without resending the old rows", async () => {
     const whole = makeSession({ calls: 40, threads: 3 });
     render({ model: modelOf(whole), el });
     const direct = vi.mocked(plot.draw).mock.calls.map((call) => call[1]);
@@ -94,10 +96,40 @@ describe("append", () => {
       rowsFrom(whole.costs, 30, TYPES.costs),
     ];
     model.emit("msg:custom", { type: "append", meta: whole.meta }, buffers);
+    await Promise.resolve(); // the new meta is set after every view appended
     const appended = vi.mocked(plot.draw).mock.calls.map((call) => call[1]);
     expect(appended).toHaveLength(3);
     expect(appended).toEqual(direct);
     expect(el.querySelector(".cacheviz-header").textContent).toContain("40 calls");
+  });
+
+  it("a view drawn after the append shows the appended rows; a replaced table drops them", async () => {
+    const whole = makeSession({ calls: 40, threads: 3 });
+    render({ model: modelOf(whole), el });
+    const direct = vi.mocked(plot.draw).mock.calls.map((call) => call[1]);
+    el.replaceChildren();
+
+    const part = makeSession({ calls: 30, threads: 3 });
+    const model = modelOf(part); // no view yet when the message comes
+    const buffers = [
+      rowsFrom(whole.timeline, 30, TYPES.timeline),
+      rowsFrom(whole.shape, 30, TYPES.shape),
+      rowsFrom(whole.costs, 30, TYPES.costs),
+    ];
+    model.emit("msg:custom", { type: "append", meta: whole.meta }, buffers);
+    await Promise.resolve();
+    vi.mocked(plot.draw).mockClear();
+    render({ model, el });
+    expect(vi.mocked(plot.draw).mock.calls.map((call) => call[1])).toEqual(direct);
+
+    // Python replaces the tables (a call sorted before others): the old appends are gone
+    el.replaceChildren();
+    model.set("_timeline", dataView(whole.timeline));
+    model.set("_shape", dataView(whole.shape));
+    model.set("_costs", dataView(whole.costs));
+    vi.mocked(plot.draw).mockClear();
+    render({ model, el });
+    expect(vi.mocked(plot.draw).mock.calls.map((call) => call[1])).toEqual(direct);
   });
 
   it("ignores other custom messages", () => {
