@@ -59,6 +59,7 @@ from cacheviz.simulate import (
     make_simulator,
     material_shortfall,
     provider_id,
+    result_cost,
     sim_calls,
     simulate,
 )
@@ -146,14 +147,7 @@ def _cost(price: _Prices, call: SimCall, result: CallResult) -> float | None:
         rates = price(call.model, call.ts, call.total)
     except UnknownModelError:
         return None
-    return rates.cost(
-        uncached=result.uncached_tokens,
-        cache_read=result.cache_read_tokens,
-        cache_write=result.cache_write_tokens,
-        cache_write_1h=result.cache_write_1h_tokens,
-        output=call.output_tokens,
-        storage_token_hours=result.extra.get("storage_token_hours", 0.0),
-    )
+    return result_cost(rates, call, result)
 
 
 def _minimum(provider: str, model: str) -> int:

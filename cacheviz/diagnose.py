@@ -65,7 +65,29 @@ def _mask(text: str) -> tuple[str, list[re.Match[str]]]:
     return _VOLATILE.sub(lambda m: f"\x00{m.lastgroup}\x00", text), matches
 
 
+_MARGIN = 64  # characters of context kept around the differing region (a value is shorter)
+
+
+def _window(old: str, new: str) -> tuple[str, str]:
+    """The differing region of two texts, with a margin cut at whitespace.
+
+    Outside it the texts are identical, so masking volatile values there changes nothing:
+    only the window is masked (a long system prompt is not scanned whole on every call).
+    """
+    head = common_prefix(old, new)
+    tail = common_prefix(old[::-1], new[::-1], 0, 0, min(len(old), len(new)) - head)
+    start = max(0, head - _MARGIN)
+    while start > 0 and not old[start - 1].isspace():
+        start -= 1
+    extra = _MARGIN
+    while extra < tail and not old[len(old) - tail + extra].isspace():
+        extra += 1
+    extra = min(extra, tail)
+    return old[start : len(old) - tail + extra], new[start : len(new) - tail + extra]
+
+
 def _volatile(old: str, new: str) -> str | None:
+    old, new = _window(old, new)
     masked_old, old_matches = _mask(old)
     masked_new, new_matches = _mask(new)
     if masked_old != masked_new:

@@ -237,6 +237,18 @@ def _verdict(result: CallResult, reported: Any, scale: float | None) -> str:
     return "match"
 
 
+def result_cost(rates: Rates, call: SimCall, result: CallResult) -> float:
+    """USD of one simulated call: its reads, writes, uncached input, output and storage."""
+    return rates.cost(
+        uncached=result.uncached_tokens,
+        cache_read=result.cache_read_tokens,
+        cache_write=result.cache_write_tokens,
+        cache_write_1h=result.cache_write_1h_tokens,
+        output=call.output_tokens,
+        storage_token_hours=result.extra.get("storage_token_hours", 0.0),
+    )
+
+
 def _token_scale(calls: Sequence[SimCall]) -> float | None:
     pairs = [
         (c.reported.input_tokens, c.total)
@@ -341,14 +353,7 @@ def simulate(
         if rates is not None:
             if rates.source not in sources:
                 sources.append(rates.source)
-            cost = rates.cost(
-                uncached=result.uncached_tokens,
-                cache_read=result.cache_read_tokens,
-                cache_write=result.cache_write_tokens,
-                cache_write_1h=result.cache_write_1h_tokens,
-                output=call.output_tokens,
-                storage_token_hours=result.extra.get("storage_token_hours", 0.0),
-            )
+            cost = result_cost(rates, call, result)
             # a true lower bound: whatever the line or the rules let this call read, read
             # at the cache price, and nothing written
             prefix = max(prefixes[call.index], result.cache_read_tokens)

@@ -392,3 +392,65 @@ def test_the_ideal_is_a_lower_bound_under_every_provider(tmp_path):
     ]:
         sim = a.simulate(provider, model)
         assert (sim.calls["ideal_cost_usd"] <= sim.calls["cost_usd"] + 1e-12).all(), provider
+
+
+@pytest.mark.parametrize(
+    ("new_value", "far_edit", "cause"),
+    [
+        ("2026-05-04T09:07:00Z", False, "volatile_value"),
+        ("2026-05-04T09:07:00Z", True, "content_edited"),  # and another edit 5k chars on
+    ],
+)
+def test_a_volatile_value_deep_in_a_long_block(tmp_path, new_value, far_edit, cause):
+    before = _text(800, 2) + " stamp 2026-05-04T09:00:00Z " + _text(800, 3)
+    after = before.replace("2026-05-04T09:00:00Z", new_value)
+    if far_edit:
+        after = after[:-200] + "X" + after[-199:]
+    steps = _conversation(2)
+    a = _load(
+        tmp_path,
+        [
+            (0, _body(steps[0], system=_system(before)), None, None),
+            (30, _body(steps[1], system=_system(after)), None, None),
+        ],
+    )
+    (drift,) = a.drifts.iter_rows(named=True)
+    assert drift["cause"] == cause
+
+
+def test_a_mini_swe_agent_call_that_read_next_to_nothing_is_a_miss(tmp_path):
+    # mini-swe-agent (OpenAI chat format via LiteLLM): every call re-sends the whole
+    # conversation; the last one was served 151 cached tokens of a 14k+ prefix
+    system = "You are a helpful assistant that can interact with a computer. " + _text(9000, 4)
+    messages = [{"role": "system", "content": system}, {"role": "user", "content": "Fix the bug."}]
+    reads = [0, 0, 0, 151]
+    for i, cached in enumerate(reads):
+        sent = sum(len(m["content"]) for m in messages) // 4  # a rough prompt size
+        content = f"THOUGHT: step {i}\n\n```bash\necho {i}\n```"
+        response = {
+            "id": f"chatcmpl-{i}",
+            "created": 1754500000 + 20 * i,
+            "model": "gpt-4o-mini-2024-07-18",
+            "choices": [{"index": 0, "message": {"role": "assistant", "content": content}}],
+            "usage": {
+                "prompt_tokens": sent,
+                "completion_tokens": 40,
+                "prompt_tokens_details": {"cached_tokens": cached if i else 0},
+            },
+        }
+        if 0 < i < 3:  # the provider served the prefix on the middle calls
+            response["usage"]["prompt_tokens_details"]["cached_tokens"] = sent - 300
+        messages.append({"role": "assistant", "content": content, "extra": {"response": response}})
+        messages.append({"role": "user", "content": f"<returncode>0</returncode>\n{i}"})
+    document = {
+        "info": {"mini_version": "1.9.1", "config": {"model": {"model_name": "gpt-4o-mini"}}},
+        "messages": messages,
+        "trajectory_format": "mini-swe-agent-1",
+    }
+    path = tmp_path / "task.traj.json"
+    path.write_text(json.dumps(document))
+    a = cacheviz.load(path).analyze()
+    assert a.calls["thread"].n_unique() == 1 and a.drifts.height == 0
+    (miss,) = a.misses.iter_rows(named=True)
+    assert (miss["call"], miss["reported_cache_read_tokens"]) == (3, 151)
+    assert miss["cause"] == "provider_side" and miss["expected_read_tokens"] > 10_000
