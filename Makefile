@@ -13,7 +13,7 @@ export TIKTOKEN_CACHE_DIR := $(CURDIR)/.cache/tiktoken
 endif
 endif
 
-.PHONY: demo test test-js widgets bench samples clean
+.PHONY: demo test test-js widgets bench samples clean mutation
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -49,8 +49,17 @@ widgets: widgets/node_modules/.installed
 bench: $(VENV)/.installed .cache/tiktoken/.copied
 	$(BIN)/python bench/bench_analysis.py
 
+# Mutation testing over prefix, diagnose, providers, usage and redact (slow; not a CI gate).
+# Narrow it with e.g. MUTANTS='cacheviz.redact.* cacheviz.usage.*'. Results: `mutmut results`.
+MUTANTS ?=
+mutation: $(VENV)/.installed .cache/tiktoken/.copied
+	$(BIN)/python -m pip install --quiet -e '.[mutation]'
+	rm -rf mutants
+	$(BIN)/mutmut run --max-children 2 $(MUTANTS) || true
+	$(BIN)/python bench/mutation_rates.py
+
 samples: $(VENV)/.installed
 	$(BIN)/python -m cacheviz.samples sample_sessions
 
 clean:
-	rm -rf $(VENV) .cache .pytest_cache .ruff_cache bench/out
+	rm -rf $(VENV) .cache .pytest_cache .ruff_cache bench/out mutants

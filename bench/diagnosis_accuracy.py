@@ -34,8 +34,9 @@ ROOT = HERE.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests"))
 
-import cacheviz  # noqa: E402
 import test_diagnosis as t  # noqa: E402
+
+import cacheviz  # noqa: E402
 
 SAMPLES = {
     "append_only": (set(), None),
@@ -206,7 +207,7 @@ def main() -> None:
                 for call, cause in labels.items():
                     m_labelled[cause] += 1
                     m_found[cause] += got.get(call) == cause
-                for call, cause in got.items():
+                for cause in got.values():
                     m_reported[cause] += 1
     print("drift causes (material drifts):")
     print(

@@ -1,7 +1,8 @@
 """The ``cacheviz`` command line.
 
 Exit status: 0 on success, 2 when the input or the arguments are wrong (one line on
-stderr saying where and what to do), 1 on an unexpected internal error.
+stderr saying where and what to do), 1 on an unexpected internal error or when
+``cacheviz check`` finds a warning or an error.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, TextIO
 
+from cacheviz._visible import visible
 from cacheviz.analysis import Analysis
 from cacheviz.errors import CacheVizError, CacheVizWarning
 from cacheviz.formats import READERS, load
@@ -89,6 +91,12 @@ def _parser() -> argparse.ArgumentParser:
     report.add_argument("-o", "--output", required=True, help="the .html file to write")
     report.add_argument("--provider", help="the provider whose costs the report shows")
     report.add_argument("--model", help="price every call as this model")
+    report.add_argument(
+        "--no-redact",
+        action="store_true",
+        help="keep secrets in the report (local debugging only; never share the file)",
+    )
+    _check_parser(commands, common)
     commands.add_parser("formats", help="list the transcript formats cacheviz reads")
     _add_proxy_command(commands)
     return parser
@@ -107,6 +115,43 @@ def _add_proxy_command(commands: Any) -> None:
     proxy.add_argument(
         "--no-redact", action="store_true", help="keep secrets in bodies (default: redacted)"
     )
+
+
+def _check_parser(commands: Any, common: argparse.ArgumentParser) -> None:
+    check = commands.add_parser(
+        "check",
+        parents=[common],
+        help="lint the session against the cache layout rules (exit 1 on findings)",
+    )
+    check.add_argument("--sarif", metavar="FILE", help="also write SARIF 2.1.0 (code scanning)")
+    check.add_argument("--junit", metavar="FILE", help="also write JUnit XML")
+    check.add_argument(
+        "--allow", action="append", default=[], metavar="RULE", help="ignore a rule (repeatable)"
+    )
+
+
+def _run_check(args: argparse.Namespace, analysis: Analysis) -> int:
+    """Print the findings, write SARIF / JUnit when asked; 1 when warnings or errors."""
+    from cacheviz import __version__
+    from cacheviz.check import check
+    from cacheviz.check.output import write_junit, write_sarif
+
+    result = check(analysis, allow=args.allow)
+    result.path = args.path
+    if args.sarif:
+        write_sarif(result, args.sarif, __version__)
+    if args.junit:
+        write_junit(result, args.junit)
+    if args.json:
+        _dump(result.to_dict())
+        return result.exit_status
+    for finding in result.findings:
+        cost = "" if finding.cost_usd is None else f", costs ${finding.cost_usd:,.4f}"
+        print(f"{finding.severity}: {finding.rule} (calls {finding.calls}{cost})")
+        print(f"  {finding.message}")
+    failing = sum(f.severity != "info" for f in result.findings)
+    print(f"{args.path}: {len(result.findings)} finding(s), {failing} warning(s)/error(s)")
+    return result.exit_status
 
 
 def _rules(args: argparse.Namespace) -> dict[str, Any]:
@@ -290,8 +335,34 @@ def _print_compare(frame: Any, out: TextIO) -> None:
         )
 
 
-def _run(args: argparse.Namespace) -> None:
+def _refuse_overwriting_input(args: argparse.Namespace) -> None:
+    """Refuse an output path that resolves to the input (or a file read with it)."""
+    output = getattr(args, "output", None)
+    if output is None or args.path == "-":
+        return
+    target = Path(output).resolve()
+    source = Path(args.path).resolve()
+    # a folder's files, and a Claude Code session's sub-agent logs, are inputs too
+    folder = source if source.is_dir() else source.parent / source.stem / "subagents"
+    same = target == source or folder in target.parents
+    if not same and target.exists():
+        try:
+            same = target.samefile(source)  # a hard link
+        except OSError:
+            same = False
+    if same:
+        msg = (
+            f"{output}: the output would overwrite the transcript being read ({args.path}); "
+            "choose another -o path"
+        )
+        raise CacheVizError(msg)
+
+
+def _run(args: argparse.Namespace) -> int:
+    _refuse_overwriting_input(args)
     analysis = _load(args)
+    if args.command == "check":
+        return _run_check(args, analysis)
     if args.command == "summary":
         doc = analysis.summary()
         if args.json:
@@ -305,9 +376,20 @@ def _run(args: argparse.Namespace) -> None:
         else:
             _print_simulation(result.to_dict(), sys.stdout)
     elif args.command == "report":
+        from cacheviz.redact import redaction
         from cacheviz.report import write_report
 
-        written = write_report(analysis, args.output, provider=args.provider, model=args.model)
+        try:
+            with redaction(enabled=not args.no_redact):
+                written = write_report(
+                    analysis, args.output, provider=args.provider, model=args.model
+                )
+        except OSError as exc:
+            msg = (
+                f"{args.output}: can't write the report ({exc.strerror or exc}); "
+                "check that the folder exists and is writable"
+            )
+            raise CacheVizError(msg) from None
         size = written.stat().st_size
         print(f"{written}  {size / 1e6:.1f} MB, {analysis.calls.height} calls, opens offline")
     else:
@@ -318,6 +400,7 @@ def _run(args: argparse.Namespace) -> None:
             _dump({"targets": frame.to_dicts()})
         else:
             _print_compare(frame, sys.stdout)
+    return 0
 
 
 def _dump(doc: dict[str, Any]) -> None:
@@ -343,20 +426,44 @@ def main(argv: Sequence[str] | None = None) -> int:
         for name, module in READERS.items():
             print(f"{name:<14} {module.DESCRIPTION}")
         return 0
+    stdout, stderr = sys.stdout, sys.stderr
+    sys.stdout, sys.stderr = _Visible(stdout), _Visible(stderr, keep_cr=True)
     try:
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always", CacheVizWarning)
-            _run(args)
+            status = _run(args)
         for warning in caught:
             if issubclass(warning.category, CacheVizWarning):
                 print(f"cacheviz: warning: {warning.message}", file=sys.stderr)
+    except BrokenPipeError:
+        raise  # the reader went away (`| head`): run() exits quietly
     except CacheVizError as exc:
         print(f"cacheviz: error: {exc}", file=sys.stderr)
         return 2
-    except (OSError, ValueError) as exc:
+    except OSError as exc:  # name the file the error is about, not always the input
+        where = exc.filename if exc.filename is not None else args.path
+        print(f"cacheviz: error: {where}: {exc.strerror or exc}", file=sys.stderr)
+        return 2
+    except ValueError as exc:
         print(f"cacheviz: error: {args.path}: {exc}", file=sys.stderr)
         return 2
-    return 0
+    finally:
+        sys.stdout, sys.stderr = stdout, stderr
+    return status
+
+
+class _Visible:
+    """A text stream that shows control and bidi characters as escapes (see ``visible``)."""
+
+    def __init__(self, stream: TextIO, *, keep_cr: bool = False) -> None:
+        self.stream = stream
+        self.keep_cr = keep_cr
+
+    def write(self, text: str) -> int:
+        return self.stream.write(visible(text, keep_cr=self.keep_cr))
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.stream, name)
 
 
 def run() -> None:
@@ -364,7 +471,7 @@ def run() -> None:
     try:
         status = main()
         sys.stdout.flush()
-    except BrokenPipeError:  # e.g. `cacheviz summary x | head`
+    except BrokenPipeError:  # e.g. `cacheviz summary x | head`: exit quietly
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
         status = 0

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 from cacheviz._seq import common_prefix
 from cacheviz.model import Block, Content
+from cacheviz.redact import redact_slice
 from cacheviz.render import compact_json, render_text, without_directives
 
 _VOLATILE = re.compile(
@@ -43,7 +44,7 @@ class Diagnosis:
 
 
 def _snip(text: str, start: int) -> str:
-    piece = text[start : start + _SNIPPET]
+    piece = redact_slice(text, start, start + _SNIPPET)  # no piece of a key shows
     return piece + ("…" if len(text) > start + _SNIPPET else "")
 
 

@@ -25,14 +25,22 @@ class TranscriptError(CacheVizError, ValueError):
     """A transcript could not be read; ``path`` and ``line`` say where."""
 
     def __init__(
-        self, message: str, *, path: str | Path | None = None, line: int | None = None
+        self,
+        message: str,
+        *,
+        path: str | Path | None = None,
+        line: int | None = None,
+        column: int | None = None,
     ) -> None:
         where = ""
         if path is not None:
-            where = f"{path}:{line}: " if line is not None else f"{path}: "
+            where = f"{path}: "
+            if line is not None:
+                where = f"{path}:{line}: " if column is None else f"{path}:{line}:{column}: "
         super().__init__(f"{where}{message}")
         self.path = None if path is None else str(path)
         self.line = line
+        self.column = column if line is not None else None
         self.reason = message
 
 

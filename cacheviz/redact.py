@@ -1,31 +1,141 @@
-"""Redact what looks like a credential before text leaves the machine (reports, exports)."""
+"""Redact what looks like a credential before text leaves Python (report, widget, exports).
+
+The one place that decides what is a secret. The patterns are detect-secrets' regex
+plugins (AWS, GitHub, GitLab, Slack, Stripe, JWT, SendGrid, PyPI, npm, basic-auth URLs,
+...) plus what they lack: Anthropic and current OpenAI keys, Google API keys, GitHub
+fine-grained tokens, AWS secret access keys without quotes, whole PEM private-key blocks
+(Google service-account files carry one), bearer tokens and ``key=value`` secrets.
+
+Every surface that shows transcript text calls :func:`redact` or :func:`redact_all`:
+the report's data, the widget's synced state, drift texts (the whole text is redacted,
+then cut: :func:`redact_slice`) and token chips (:func:`secret_spans` masks every chip
+that touches a secret). :func:`redaction` turns it off explicitly, for local debugging.
+"""
 
 from __future__ import annotations
 
+import functools
 import re
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import Any
 
 REDACTED = "[REDACTED]"
-_SECRETS = re.compile(
-    r"(?P<key>sk-ant-[A-Za-z0-9_\-]{10,}"  # Anthropic
-    r"|sk-(?:proj-|svcacct-)?[A-Za-z0-9_\-]{20,}"  # OpenAI and look-alikes
-    r"|AKIA[0-9A-Z]{16}"  # AWS access key id
-    r"|AIza[0-9A-Za-z_\-]{35}"  # Google API key
-    r"|gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{30,}"  # GitHub
-    r"|xox[abpr]-[A-Za-z0-9\-]{10,})"  # Slack
-    r"|(?P<bearer>Bearer\s+)[A-Za-z0-9._~+/\-]{16,}=*"
-    r"|(?P<field>(?:api[_-]?key|token|secret|password)[\"']?\s*[:=]\s*[\"']?)[^\s\"']{12,}",
-    re.IGNORECASE,
+MIN_FIELD_SECRET = 12  # characters a ``password=...`` value needs to count as a secret
+MARGIN = 16_384  # characters around a cut that are searched (a PEM block fits)
+_ENABLED: ContextVar[bool] = ContextVar("redaction", default=True)
+
+# detect-secrets' regex plugins that redaction uses (others are noisy on prose: public
+# IPs, high-entropy strings, keywords, Twilio/Artifactory short ids).
+_PLUGINS = (
+    ("aws", "AWSKeyDetector"),
+    ("azure_storage_key", "AzureStorageKeyDetector"),
+    ("basic_auth", "BasicAuthDetector"),
+    ("discord", "DiscordBotTokenDetector"),
+    ("github_token", "GitHubTokenDetector"),
+    ("gitlab_token", "GitLabTokenDetector"),
+    ("jwt", "JwtTokenDetector"),
+    ("npm", "NpmDetector"),
+    ("openai", "OpenAIDetector"),
+    ("pypi_token", "PypiTokenDetector"),
+    ("sendgrid", "SendGridDetector"),
+    ("slack", "SlackDetector"),
+    ("square_oauth", "SquareOAuthDetector"),
+    ("stripe", "StripeDetector"),
+    ("telegram_token", "TelegramBotTokenDetector"),
 )
+_OWN = (
+    r"sk-ant-[A-Za-z0-9_\-]{10,}",  # Anthropic
+    r"sk-(?:proj-|svcacct-|admin-)?[A-Za-z0-9_\-]{20,}",  # OpenAI (new keys lack T3BlbkFJ)
+    r"AIza[0-9A-Za-z_\-]{35}",  # Google API key
+    r"github_pat_[A-Za-z0-9_]{30,}",  # GitHub fine-grained token
+    r"gh[pousr]_[A-Za-z0-9]{30,}",  # GitHub (any length)
+    r"xox[abposr]-[A-Za-z0-9\-]{10,}",  # Slack (any shape)
+    r"(?:r|s)k_(?:live|test)_[0-9a-zA-Z]{16,}",  # Stripe (current keys are longer)
+    r"(?:A3T[A-Z0-9]|ABIA|ACCA|AKIA|ASIA)[0-9A-Z]{16}",  # AWS access key id
+    # a PEM private key: the whole block, or to the end of its base64 when cut short
+    r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY-----"
+    r"(?:.*?-----END [A-Z0-9 ]*PRIVATE KEY-----|(?:[A-Za-z0-9+/=\s]|\\[nr])*)",
+    r"(?i:(?<=Bearer )|(?<=Bearer\t))[A-Za-z0-9._~+/\-]{16,}=*",
+    # key=value and "key": "value" secrets (AWS secret access keys, passwords, tokens)
+    r"(?i:(?:api[_-]?key|secret(?:[_-]?access)?[_-]?key|access[_-]?token|auth[_-]?token"
+    r"|private[_-]?key(?:[_-]?id)?|client[_-]?secret|token|secret|password|passwd)"
+    r"\\?[\"']?\s*[:=]\s*\\?[\"']?)"
+    rf"(?P<value>(?!\[REDACTED\])[^\s\"'\\,;}}]{{{MIN_FIELD_SECRET},}})",
+)
+# A pattern that matches only a token's known prefix (a fixed-length id, a JWT's lazy
+# tail) is extended over the rest of the token, so no suffix is left showing.
+_TOKEN_TAIL = re.compile(r"[A-Za-z0-9_\-+/=]*")
 
 
-def _replace(match: re.Match[str]) -> str:
-    kept = match.group("bearer") or match.group("field") or ""
-    return f"{kept}{REDACTED}"
+# Plugins whose first group is the secret (the rest of the match is its label).
+_GROUPED = frozenset({"aws", "basic_auth", "npm"})
+
+
+@functools.cache
+def _patterns() -> tuple[tuple[re.Pattern[str], int | str], ...]:
+    """Every pattern, with the group that holds the secret (0: the whole match)."""
+    import importlib
+
+    compiled: list[tuple[re.Pattern[str], int | str]] = []
+    for module, name in _PLUGINS:
+        plugin = getattr(importlib.import_module(f"detect_secrets.plugins.{module}"), name)
+        for pattern in plugin.denylist:
+            group = 1 if module in _GROUPED and pattern.groups else 0
+            compiled.append((re.compile(pattern.pattern, pattern.flags), group))
+    for text in _OWN:
+        pattern = re.compile(text, re.DOTALL)
+        compiled.append((pattern, "value" if "value" in pattern.groupindex else 0))
+    return tuple(compiled)
+
+
+def enabled() -> bool:
+    """Whether redaction is on (it is, unless turned off with :func:`redaction`)."""
+    return _ENABLED.get()
+
+
+@contextmanager
+def redaction(*, enabled: bool) -> Iterator[None]:
+    """Turn redaction on or off inside the block (off only for local debugging).
+
+    Examples
+    --------
+    >>> with redaction(enabled=False):
+    ...     redact("Bearer abcdefghijklmnop1234")
+    'Bearer abcdefghijklmnop1234'
+    """
+    token = _ENABLED.set(enabled)
+    try:
+        yield
+    finally:
+        _ENABLED.reset(token)
+
+
+def secret_spans(text: str) -> list[tuple[int, int]]:
+    """The ``(start, end)`` character spans of every secret in ``text``, merged, sorted."""
+    if not text or not _ENABLED.get():
+        return []
+    spans = []
+    for pattern, group in _patterns():
+        for match in pattern.finditer(text):
+            start, end = match.span(group)
+            if group == 0:  # a token: cover its tail too
+                end = _TOKEN_TAIL.match(text, end).end()
+            if end > start:
+                spans.append((start, end))
+    spans.sort()
+    merged: list[tuple[int, int]] = []
+    for start, end in spans:
+        if merged and start <= merged[-1][1]:
+            merged[-1] = (merged[-1][0], max(merged[-1][1], end))
+        else:
+            merged.append((start, end))
+    return merged
 
 
 def redact(text: str) -> str:
-    """``text`` with API keys, bearer tokens and ``key=...`` secrets replaced.
+    """``text`` with API keys, tokens, private keys and ``key=...`` secrets replaced.
 
     Examples
     --------
@@ -34,15 +144,41 @@ def redact(text: str) -> str:
     >>> redact("key sk-ant-api03-AbCdEfGhIjKlMnOp and more")
     'key [REDACTED] and more'
     """
-    return _SECRETS.sub(_replace, text)
+    return redact_slice(text, 0, len(text)) if text else text
+
+
+def redact_slice(text: str, start: int, end: int) -> str:
+    """``text[start:end]`` redacted as if the whole text had been redacted, then cut.
+
+    A secret that crosses the cut is replaced whole, so no piece of it shows.
+    """
+    if not _ENABLED.get():
+        return text[start:end]
+    low = max(0, start - MARGIN)
+    high = min(len(text), end + MARGIN)
+    region = text[low:high] if (low, high) != (0, len(text)) else text
+    out = []
+    position = start
+    for span_start, span_end in secret_spans(region):
+        span_start += low
+        span_end += low
+        if span_end <= start or span_start >= end:
+            continue
+        out.append(text[position : max(position, span_start)])
+        out.append(REDACTED)
+        position = max(position, span_end)
+    out.append(text[position:end])
+    return "".join(out)
 
 
 def redact_all(value: Any) -> Any:
-    """Redact every string inside a JSON-like value."""
+    """Redact every string inside a JSON-like value (keys too), recursively."""
+    if not _ENABLED.get():
+        return value
     if isinstance(value, str):
         return redact(value)
-    if isinstance(value, list):
+    if isinstance(value, (list, tuple)):
         return [redact_all(v) for v in value]
     if isinstance(value, dict):
-        return {k: redact_all(v) for k, v in value.items()}
+        return {redact_all(k): redact_all(v) for k, v in value.items()}
     return value

@@ -16,7 +16,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from cacheviz._jsonspan import Element, ObjectScan
+from cacheviz._jsonspan import Element, ObjectScan, json_type
 from cacheviz._seq import common_prefix
 from cacheviz.model import Block, Content, Part
 
@@ -104,7 +104,33 @@ class BlockStore:
 _Sources = list[tuple[Part, list[Element], list[str]]]  # part, its elements, their kinds
 
 
+_OBJECTS_ONLY = ("tools", "messages")  # arrays of objects, never a bare string or number
+_TEXT_ALLOWED = ("system", "instructions", "input")
+_ALL_BLOCK_KEYS = frozenset().union(*BLOCK_KEYS.values())
+
+
+def _check_shape(scan: ObjectScan) -> None:
+    """Refuse block members of the wrong shape instead of dropping or mis-reading them."""
+    for member in scan.members:
+        if not member.is_block and member.key in _ALL_BLOCK_KEYS and member.value is not None:
+            text = "a string or " if member.key in _TEXT_ALLOWED else ""
+            got = json_type(member.value)
+            msg = f"field `request.{member.key}` is {got}; expected {text}an array"
+            raise RenderError(msg, f"request.{member.key}")
+    for key in _OBJECTS_ONLY:
+        elements = scan.blocks.get(key, [])
+        for position, element in enumerate(elements):
+            if isinstance(element.value, dict):
+                continue
+            whole = any(m.key == key and m.start == element.start for m in scan.members)
+            where = key if whole else f"{key}[{position}]"
+            wanted = "an array of objects" if whole else "an object"
+            msg = f"field `request.{where}` is {json_type(element.value)}; expected {wanted}"
+            raise RenderError(msg, f"request.{where}")
+
+
 def _sources(api: str, scan: ObjectScan) -> _Sources:
+    _check_shape(scan)
     tools = scan.blocks.get("tools", [])
     if api == "messages":
         messages = scan.blocks.get("messages")

@@ -1,17 +1,19 @@
-"""A self-contained HTML report: the inspector's views for a reader without a kernel.
+r"""A self-contained HTML report: the inspector's views for a reader without a kernel.
 
 One file: the data (Arrow IPC tables as base64, drift details precomputed for every
 drift call, the provider comparison) in a ``<script type="application/json">`` element,
 and the front end (``static/report.js``) inlined. A Content-Security-Policy forbids any
 network request, so the report opens offline and cannot leak. Transcript text is
 untrusted: it is only ever data (the JSON is escaped so ``</script>`` and ``<!--`` inside
-strings stay text; the front end builds the DOM with ``textContent``), and secrets that
-look like API keys or bearer tokens are redacted.
+strings stay text; the front end builds the DOM with ``textContent``; control and bidi
+characters are shown as ``\uXXXX``), and secrets are redacted (:mod:`cacheviz.redact`).
+The CSP lets only the inlined script run (by its SHA-256), with no base URI and no forms.
 """
 
 from __future__ import annotations
 
 import base64
+import hashlib
 import html
 import json
 from pathlib import Path
@@ -20,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 import polars as pl
 
 from cacheviz import views
+from cacheviz._visible import visible, visible_all
 from cacheviz.errors import CacheVizError
 from cacheviz.redact import redact, redact_all
 
@@ -28,9 +31,17 @@ if TYPE_CHECKING:
 
 STATIC = Path(__file__).parent / "static"
 _CSP = (
-    "default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; "
-    "img-src data:; font-src data:"
+    "default-src 'none'; script-src '{script}'; style-src 'unsafe-inline'; "
+    "img-src data:; font-src data:; base-uri 'none'; form-action 'none'"
 )
+
+
+def content_security_policy(script: str) -> str:
+    """The report's CSP: no network, and only the one inline script (by its SHA-256) runs."""
+    digest = base64.b64encode(hashlib.sha256(script.encode("utf-8")).digest()).decode()
+    return _CSP.format(script=f"sha256-{digest}")
+
+
 _JSON_ESCAPES = {
     "<": "\\u003c",
     ">": "\\u003e",
@@ -81,7 +92,7 @@ def report_data(
         for call in analysis.drifts["call"].to_list()
     }
     timeline = views.timeline(analysis, ttl_seconds).with_columns(
-        pl.col("label").map_elements(redact, return_dtype=pl.String)
+        pl.col("label").map_elements(lambda t: visible(redact(t)), return_dtype=pl.String)
     )
     tables = {
         "timeline": timeline,
@@ -92,8 +103,8 @@ def report_data(
     return {
         # the tables hold numbers and segment labels only; text is redacted, not base64
         **{name: base64.b64encode(views.ipc(frame)).decode() for name, frame in tables.items()},
-        "meta": redact_all(meta),
-        "details": redact_all(details),
+        "meta": visible_all(redact_all(meta)),
+        "details": visible_all(redact_all(details)),
     }
 
 
@@ -118,13 +129,15 @@ def write_report(
         raise CacheVizError(msg)
     data = report_data(analysis, provider=provider, model=model, targets=targets)
     title = html.escape(f"cacheviz: {data['meta']['path'] or 'session'}")
+    code = inline_script(script.read_text("utf-8"))
+    csp = content_security_policy(code)
     document = (
         '<!doctype html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n'
-        f'<meta http-equiv="Content-Security-Policy" content="{_CSP}">\n'
+        f'<meta http-equiv="Content-Security-Policy" content="{csp}">\n'
         f"<title>{title}</title>\n</head>\n<body>\n"
         '<div id="cacheviz-root"></div>\n'
         f'<script type="application/json" id="cacheviz-data">{embed_json(data)}</script>\n'
-        f"<script>{inline_script(script.read_text('utf-8'))}</script>\n"
+        f"<script>{code}</script>\n"
         "</body>\n</html>\n"
     )
     target = Path(path)

@@ -14,26 +14,73 @@ Fields the provider did not report stay ``None``; they are never replaced by 0.
 from __future__ import annotations
 
 import math
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import Any
 
 from cacheviz.model import Usage
 
 # No request has ever held a billion tokens: a count beyond that is corrupt, not reported.
 _MAX_COUNT = 10**9
+# Set by readers in ``errors="skip"`` mode: corrupt usage is collected here (and the
+# call's usage becomes null) instead of raising.
+_LENIENT: ContextVar[list[str] | None] = ContextVar("lenient_usage", default=None)
+
+
+class UsageError(ValueError):
+    """A usage field holds something other than a sane non-negative token count."""
+
+    def __init__(self, field: str, value: Any) -> None:
+        shown = repr(value)
+        shown = shown if len(shown) <= 40 else f"{shown[:37]}..."
+        super().__init__(
+            f"field `usage.{field}` is {shown}; expected a whole number of tokens "
+            f"from 0 to {_MAX_COUNT - 1:,}"
+        )
+        self.field = field
+
+
+@contextmanager
+def lenient_usage() -> Iterator[list[str]]:
+    """Collect corrupt usage (one message each) instead of raising; the usage is ``None``.
+
+    Readers use it in ``errors="skip"`` mode so a bad count nulls that call's usage,
+    with a warning, rather than dropping the line (which would change later requests).
+    """
+    problems: list[str] = []
+    token = _LENIENT.set(problems)
+    try:
+        yield problems
+    finally:
+        _LENIENT.reset(token)
+
+
+def _count(value: Any, field: str) -> int | None:
+    """``value`` as a token count; ``None`` when null; :class:`UsageError` when corrupt."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise UsageError(field, value)
+    if isinstance(value, float) and not (math.isfinite(value) and value.is_integer()):
+        raise UsageError(field, value)
+    count = int(value)
+    if not 0 <= count < _MAX_COUNT:
+        raise UsageError(field, value)
+    return count
 
 
 def _int(mapping: Any, *path: str) -> int | None:
     value = mapping
     for key in path:
-        if not isinstance(value, dict) or key not in value:
+        if value is None:
+            return None
+        if not isinstance(value, dict):
+            raise UsageError(".".join(path[: path.index(key)]), value)
+        if key not in value:
             return None
         value = value[key]
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        return None
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    count = int(value)
-    return count if 0 <= count < _MAX_COUNT else None
+    return _count(value, ".".join(path))
 
 
 def _sum(*values: int | None) -> int | None:
@@ -57,9 +104,27 @@ def normalize_usage(usage: Any) -> Usage | None:
     1000
     >>> normalize_usage({"prompt_tokens": 1000, "completion_tokens": 5}).cache_read_tokens is None
     True
+
+    Raises
+    ------
+    UsageError
+        When a count is present but not a whole number from 0 to 999,999,999 (a string,
+        negative, NaN, infinite, fractional, or absurdly large): never a derived number
+        from corrupt parts. Inside :func:`lenient_usage` the usage is ``None`` instead.
     """
     if not isinstance(usage, dict) or not usage:
         return None
+    problems = _LENIENT.get()
+    if problems is None:
+        return _normalize(usage)
+    try:
+        return _normalize(usage)
+    except UsageError as exc:
+        problems.append(str(exc))
+        return None
+
+
+def _normalize(usage: dict[str, Any]) -> Usage | None:
     if "cache_creation_input_tokens" in usage or "cache_read_input_tokens" in usage:
         return _anthropic(usage)
     if "prompt_cache_hit_tokens" in usage or "prompt_cache_miss_tokens" in usage:

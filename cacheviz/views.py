@@ -14,6 +14,7 @@ import polars as pl
 
 from cacheviz._schema import CAUSES, clean
 from cacheviz._seq import common_prefix
+from cacheviz.redact import MARGIN, REDACTED, redact, redact_all, redact_slice, secret_spans
 from cacheviz.render import render_text
 from cacheviz.tokens import MESSAGE_END, MESSAGE_START, UNLOGGED, UNLOGGED_ID
 
@@ -56,10 +57,14 @@ def timeline(analysis: Analysis, ttl_seconds: int = DEFAULT_TTL) -> pl.DataFrame
         pl.col("cause")
         .replace_strict(list(CAUSES), range(len(CAUSES)), default=-1, return_dtype=pl.Int32)
         .fill_null(-1),
-        pl.col("drift_label").map_elements(clean, return_dtype=pl.String).alias("label"),
+        pl.col("drift_label").map_elements(_label, return_dtype=pl.String).alias("label"),
         pl.col("tokens_lost").fill_null(0).cast(pl.Int32),
         (gap > ttl_seconds).fill_null(value=False).alias("idle_gap"),
     )
+
+
+def _label(text: str) -> str:
+    return redact(clean(text))
 
 
 def _threads(analysis: Analysis) -> list[str]:
@@ -161,48 +166,113 @@ def meta(
         )
         rows = [{k: row[k] for k in keys} for row in compare.iter_rows(named=True)]
     path = analysis.session.path
-    return {
-        "path": None if path is None else clean(str(path)),
-        "format": analysis.session.format,
-        "n_calls": calls.height,
-        "threads": [clean(name) for name in _threads(analysis)],
-        "causes": list(CAUSES),
-        "ttl_seconds": ttl_seconds,
-        "totals": {
-            "input_tokens": int(calls["input_tokens"].sum()),
-            "prefix_tokens": int(calls["prefix_tokens"].sum()),
-            "new_tokens": int(calls["new_tokens"].sum()),
-            "drifts": analysis.drifts.height,
-        },
-        "target": target,
-        "compare": rows,
-        "approximate": not bool(calls["tokens_exact"].all()) if calls.height else False,
-        "reconstructed": bool(calls["reconstructed"].any()) if calls.height else False,
-    }
+    return redact_all(
+        {
+            "path": None if path is None else clean(str(path)),
+            "format": analysis.session.format,
+            "n_calls": calls.height,
+            "threads": [clean(name) for name in _threads(analysis)],
+            "causes": list(CAUSES),
+            "ttl_seconds": ttl_seconds,
+            "totals": {
+                "input_tokens": int(calls["input_tokens"].sum()),
+                "prefix_tokens": int(calls["prefix_tokens"].sum()),
+                "new_tokens": int(calls["new_tokens"].sum()),
+                "drifts": analysis.drifts.height,
+            },
+            "target": target,
+            "compare": rows,
+            "approximate": not bool(calls["tokens_exact"].all()) if calls.height else False,
+            "reconstructed": bool(calls["reconstructed"].any()) if calls.height else False,
+        }
+    )
 
 
 def _window(text: str, at: int, limit: int) -> str:
-    """``text`` cut to ``limit`` characters around position ``at``."""
+    """``text`` cut to ``limit`` characters around position ``at``, redacted before the cut."""
     if len(text) <= limit:
-        return text
+        return redact(text)
     start = max(0, min(at - limit // 2, len(text) - limit))
     head = "…" if start else ""
     tail = "…" if start + limit < len(text) else ""
-    return f"{head}{text[start : start + limit]}{tail}"
+    return f"{head}{redact_slice(text, start, start + limit)}{tail}"
 
 
-def _chips(analysis: Analysis, encoding: str, tokens: Any) -> list[str]:
+def _chips(analysis: Analysis, encoding: str, digest: str, start: int, end: int) -> list[str]:
+    """The text of the block's tokens ``start:end``; a run touching a secret is one chip.
+
+    Secrets are found in the block's whole text (redacted before it is cut into tokens
+    for display), so no piece of a key shows in a chip.
+    """
     cache = analysis.token_caches[encoding]
-    out = []
-    for token in tokens:
-        if token in (MESSAGE_START, MESSAGE_END, UNLOGGED) or token <= UNLOGGED_ID:
-            out.append(cache.decode([token])[0])
+    tokens = cache[digest][max(0, start) : end]
+    shown = cache.decode(tokens)
+    masked = _secret_tokens(analysis, encoding, digest, max(0, start), len(tokens))
+    out: list[str] = []
+    for index, (token, text) in enumerate(zip(tokens, shown, strict=True)):
+        if index in masked:
+            if not out or out[-1] != REDACTED:
+                out.append(REDACTED)
+        elif token in (MESSAGE_START, MESSAGE_END, UNLOGGED) or token <= UNLOGGED_ID:
+            out.append(text)
         else:
-            out.append(clean(cache.decode([token])[0]))
+            out.append(clean(text))
     return out
 
 
+def _secret_tokens(
+    analysis: Analysis, encoding: str, digest: str, start: int, count: int
+) -> set[int]:
+    """Which of ``count`` tokens from ``start`` overlap a secret in the block's text."""
+    from cacheviz.tokens import get_encoding
+
+    role, text = render_text(analysis.session.contents[digest])
+    if not count or not text:
+        return set()
+    enc = get_encoding(encoding)
+    tokens = analysis.token_caches[encoding][digest]
+    header = 0 if role is None else 1 + len(enc.encode_ordinary(role))
+    first = max(start, header)
+    raw = text.encode("utf-8")
+    offset = len(enc.decode_bytes(tokens[header:first]))  # bytes before the first chip
+    bounds: dict[int, tuple[int, int]] = {}
+    for index in range(first, start + count):
+        token = tokens[index]
+        if token < 0:  # the closing marker
+            break
+        size = len(enc.decode_single_token_bytes(token))
+        low = len(raw[:offset].decode("utf-8", "ignore"))
+        high = len(raw[: offset + size].decode("utf-8", "ignore"))
+        bounds[index - start] = (low, max(high, low + 1))
+        offset += size
+    if not bounds:
+        return set()
+    lowest = min(b[0] for b in bounds.values())
+    highest = max(b[1] for b in bounds.values())
+    base = max(0, lowest - MARGIN)
+    spans = secret_spans(text[base : highest + MARGIN])
+    return {
+        index
+        for index, (low, high) in bounds.items()
+        if any(s + base < high and low < e + base for s, e in spans)
+    }
+
+
 def drift_detail(
+    analysis: Analysis,
+    call: int,
+    *,
+    simulation: Simulation | None = None,
+    max_chars: int = MAX_TEXT,
+    chips: int = CHIPS,
+) -> dict[str, Any]:
+    """What the inspector shows for one call, redacted (see :func:`_detail`)."""
+    return redact_all(
+        _detail(analysis, call, simulation=simulation, max_chars=max_chars, chips=chips)
+    )
+
+
+def _detail(
     analysis: Analysis,
     call: int,
     *,
@@ -245,7 +315,6 @@ def drift_detail(
     drift = drifts.row(0, named=True)
     contents = analysis.session.contents
     encoding = row["encoding"]
-    cache = analysis.token_caches[encoding]
     sides: dict[str, Any] = {}
     within = drift["token_offset"] - drift["block_token_offset"]
     chips_out: dict[str, list[str]] = {"before": [], "prev_after": [], "current_after": []}
@@ -271,18 +340,13 @@ def drift_detail(
             "text": clean(_window(texts[side], at, max_chars)),
         }
         if digest is not None and contents[digest].kind != "opaque":
-            tokens = cache[digest]
             if side == "current":
-                chips_out["before"] = _chips(
-                    analysis, encoding, tokens[max(0, within - chips) : within]
-                )
+                chips_out["before"] = _chips(analysis, encoding, digest, within - chips, within)
                 chips_out["current_after"] = _chips(
-                    analysis, encoding, tokens[within : within + chips]
+                    analysis, encoding, digest, within, within + chips
                 )
             else:
-                chips_out["prev_after"] = _chips(
-                    analysis, encoding, tokens[within : within + chips]
-                )
+                chips_out["prev_after"] = _chips(analysis, encoding, digest, within, within + chips)
     cost = None
     if simulation is not None and simulation.calls.height > call:
         cost = _drift_cost(simulation, call, drift["tokens_lost"])
@@ -307,7 +371,7 @@ def _segments_of(analysis: Analysis, call: int) -> dict[str, Any]:
     """The call's segments (label, part, tokens, offset, hash, status), capped."""
     rows = analysis.segments.filter(pl.col("call") == call)
     shown = rows.head(MAX_SEGMENTS).select(
-        pl.col("label").map_elements(clean, return_dtype=pl.String),
+        pl.col("label").map_elements(_label, return_dtype=pl.String),
         "part",
         "tokens",
         "token_offset",

@@ -116,7 +116,8 @@ def test_errors_skip_reports_the_count(tmp_path, capsys):
     path.write_text("\n".join([good[0], "{bad", good[1], "[1,2]"]) + "\n")
     assert cli.main(["summary", str(path), "--errors", "skip"]) == 0
     captured = capsys.readouterr()
-    assert "skipped 2 bad line(s); first at line 2" in captured.err
+    assert "skipped 2 bad line(s): line 2 (" in captured.err
+    assert "; line 4 (" in captured.err  # every skipped line is named
     assert "2 bad line(s) skipped" in captured.out
 
 

@@ -502,7 +502,7 @@ def test_skip_leaves_out_the_bad_instance(tmp_path):
     bad["history"][3]["extras"] = []
     path = _write(tmp_path, _record("good"), bad)
     with pytest.warns(
-        CacheVizWarning, match=r"skipped 1 bad line\(s\); first at line 2: `history\[3\]\.extras`"
+        CacheVizWarning, match=r"skipped 1 bad line\(s\): line 2 \(`history\[3\]\.extras`"
     ):
         session = openhands.read(path, errors="skip")
     assert {c.thread_hint for c in session.calls} == {"good"}

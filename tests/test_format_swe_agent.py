@@ -8,6 +8,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+import cacheviz
 from cacheviz.analysis import analyze
 from cacheviz.errors import CacheVizWarning, TranscriptError
 from cacheviz.formats import swe_agent
@@ -511,12 +512,15 @@ def test_skip_leaves_out_a_bad_step(tmp_path):
     )
 
 
-def test_a_usage_count_that_is_not_finite_is_not_reported(tmp_path):
+def test_a_usage_count_that_is_not_finite_is_an_error_or_a_null_usage(tmp_path):
     document = _mini_v1()
     document["messages"][4]["extra"]["response"]["usage"]["prompt_tokens"] = float("nan")
     path = _write(tmp_path, document, "task.traj.json")
-    calls = swe_agent.read(path).calls
-    assert calls[1].usage.input_tokens is None
+    with pytest.raises(TranscriptError, match=r"`usage\.prompt_tokens` is nan"):
+        swe_agent.read(path)
+    with pytest.warns(CacheVizWarning, match=r"usage set to null for 1 call"):
+        calls = cacheviz.load(path, errors="skip").calls
+    assert calls[1].usage is None
 
 
 def test_truncated_and_empty_files(tmp_path):

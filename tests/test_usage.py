@@ -1,7 +1,10 @@
+import json
+import math
+
 import pytest
 
 from cacheviz.model import Usage
-from cacheviz.usage import normalize_usage
+from cacheviz.usage import UsageError, lenient_usage, normalize_usage
 
 
 @pytest.mark.parametrize(
@@ -85,13 +88,132 @@ def test_nothing_reported_is_none(usage):
     assert normalize_usage(usage) is None
 
 
-def test_non_finite_counts_are_not_reported():
-    usage = normalize_usage({"prompt_tokens": float("nan"), "completion_tokens": float("inf")})
-    assert usage == Usage(None, None, None, None, None, None, "reported")
+CORRUPT = [
+    pytest.param("12", id="string"),
+    pytest.param(-1, id="negative"),
+    pytest.param(float("nan"), id="nan"),
+    pytest.param(json.loads("1e400"), id="1e400-is-infinite"),
+    pytest.param(10**9, id="a-billion"),
+    pytest.param(12.5, id="fractional"),
+    pytest.param(True, id="bool"),
+    pytest.param([3], id="list"),
+]
 
 
-def test_wrong_types_are_not_reported_rather_than_crashing():
+@pytest.mark.parametrize("bad", CORRUPT)
+@pytest.mark.parametrize(
+    "field", ["cache_read_input_tokens", "cache_creation_input_tokens", "input_tokens"]
+)
+def test_corrupt_anthropic_counts_never_make_a_derived_input(field, bad):
+    usage = {
+        "input_tokens": 3,
+        "cache_read_input_tokens": 200_000,
+        "cache_creation_input_tokens": 500,
+        "output_tokens": 9,
+        field: bad,
+    }
+    with pytest.raises(UsageError, match=rf"`usage\.{field}`") as caught:
+        normalize_usage(usage)
+    assert caught.value.field == field
+    assert "\n" not in str(caught.value)
+
+
+@pytest.mark.parametrize("bad", CORRUPT)
+@pytest.mark.parametrize(
+    ("usage", "field"),
+    [
+        ({"prompt_tokens": 10, "completion_tokens": 1}, "prompt_tokens"),
+        (
+            {"prompt_tokens": 10, "prompt_tokens_details": {"cached_tokens": 0}},
+            "prompt_tokens_details.cached_tokens",
+        ),
+        ({"prompt_cache_hit_tokens": 1, "prompt_cache_miss_tokens": 2}, "prompt_cache_hit_tokens"),
+        ({"promptTokenCount": 9, "cachedContentTokenCount": 1}, "cachedContentTokenCount"),
+        (
+            {"input_tokens": 9, "cache_read_input_tokens": 1, "cache_creation": {}},
+            "cache_creation.ephemeral_1h_input_tokens",
+        ),
+    ],
+)
+def test_corrupt_counts_of_every_shape_name_the_field(usage, field, bad):
+    *parents, leaf = field.split(".")
+    target = usage
+    for key in parents:
+        target = target[key]
+    target[leaf] = bad
+    with pytest.raises(UsageError, match=rf"`usage\.{field}`"):
+        normalize_usage(usage)
+
+
+def test_a_container_of_the_wrong_type_is_corrupt():
+    with pytest.raises(UsageError, match=r"`usage\.prompt_tokens_details`"):
+        normalize_usage({"prompt_tokens": 10, "prompt_tokens_details": "cached"})
+
+
+def test_null_counts_and_containers_are_not_reported():
     usage = normalize_usage(
-        {"input_tokens": "12", "output_tokens": True, "cache_read_input_tokens": 5}
+        {"prompt_tokens": 10, "completion_tokens": None, "prompt_tokens_details": None}
     )
-    assert usage == Usage(None, 5, None, None, None, None, "derived")
+    assert usage == Usage(10, None, None, None, None, None, "reported")
+
+
+@pytest.mark.parametrize(
+    ("count", "kept"),
+    [(10**9 - 1, 10**9 - 1), (0, 0), (1000.0, 1000)],
+    ids=["just-below-the-cap", "zero", "integral-float"],
+)
+def test_the_sanity_cap_and_whole_floats(count, kept):
+    usage = normalize_usage({"prompt_tokens": count})
+    assert usage.input_tokens == kept
+    assert isinstance(usage.input_tokens, int)
+
+
+def test_lenient_mode_nulls_the_whole_usage_and_says_why():
+    with lenient_usage() as problems:
+        usage = normalize_usage(
+            {"input_tokens": 3, "cache_read_input_tokens": "200000", "output_tokens": 1}
+        )
+    assert usage is None
+    assert len(problems) == 1
+    assert "`usage.cache_read_input_tokens`" in problems[0]
+    with pytest.raises(UsageError):  # the lenient scope ended
+        normalize_usage({"input_tokens": "3", "cache_read_input_tokens": 1})
+
+
+def test_litellm_shape_for_claude_is_inclusive_as_reported():
+    # LiteLLM's OpenAI-style usage for a Claude call: prompt_tokens already inclusive
+    usage = normalize_usage(
+        {
+            "prompt_tokens": 5312,
+            "completion_tokens": 40,
+            "cache_read_input_tokens": 5000,
+            "cache_creation_input_tokens": 300,
+        }
+    )
+    assert usage == Usage(5312, 5000, 300, None, None, 40, "reported")
+
+
+def test_breakdown_only_writes_add_up_the_5m_and_1h_parts():
+    usage = normalize_usage(
+        {
+            "input_tokens": 10,
+            "cache_read_input_tokens": 1000,
+            "cache_creation": {"ephemeral_5m_input_tokens": 70, "ephemeral_1h_input_tokens": 30},
+            "output_tokens": 2,
+        }
+    )
+    assert usage == Usage(1110, 1000, 100, 70, 30, 2, "derived")
+
+
+def test_breakdown_with_only_one_ttl_reported():
+    usage = normalize_usage(
+        {
+            "input_tokens": 10,
+            "cache_read_input_tokens": 0,
+            "cache_creation": {"ephemeral_1h_input_tokens": 30},
+        }
+    )
+    assert usage.cache_write_tokens == 30
+    assert usage.cache_write_5m_tokens is None
+    assert usage.input_tokens == 40
+    assert not math.isnan(usage.input_tokens)

@@ -5,10 +5,20 @@
 
 from __future__ import annotations
 
+import json
+import os
+import re
+import select
+import shutil
+import stat
+import sys
+import tempfile
+import warnings
 from pathlib import Path
 from types import ModuleType
+from typing import Any
 
-from cacheviz.errors import TranscriptError, UnknownFormatError
+from cacheviz.errors import CacheVizWarning, TranscriptError, UnknownFormatError
 from cacheviz.formats import (
     aider,
     claude_code,
@@ -23,7 +33,9 @@ from cacheviz.formats import (
     otel,
     swe_agent,
 )
-from cacheviz.model import Session
+from cacheviz.formats._lines import describe_lines
+from cacheviz.model import Session, SkippedLine
+from cacheviz.usage import UsageError, lenient_usage
 
 READERS: dict[str, ModuleType] = {
     m.NAME: m
@@ -42,12 +54,45 @@ READERS: dict[str, ModuleType] = {
         otel,
     )
 }
-_HEAD_BYTES = 1 << 20
+_HEAD_BYTES = 1 << 20  # detection reads this much, and more until the first line ends
+_LONG_RUN = re.compile(rb"[^\"\\\n]{4096,}")  # a long run inside a string (base64, ...)
+_MAX_DIGITS = 4300  # Python's int-from-text limit (sys.int_info.default_max_str_digits)
+FIFO_TIMEOUT = 30.0  # seconds to wait for a writer on a named pipe with none yet
+STDIN = "-"
 
 
 def supported_formats() -> str:
     """One line naming every supported format."""
     return ", ".join(READERS)
+
+
+def _head(path: Path) -> bytes:
+    """The file's first bytes for detection: at least 1 MiB and the whole first line.
+
+    A first line longer than the window (a base64 screenshot, a 200 MB message) is read
+    to its end and long string runs are shortened, so detectors see its structure.
+    """
+    with path.open("rb") as handle:
+        head = handle.read(_HEAD_BYTES)
+        content = len(head) - len(head.lstrip())
+        if len(head) == _HEAD_BYTES and b"\n" not in head[content:]:
+            parts = [head]
+            while chunk := handle.read(_HEAD_BYTES * 8):
+                parts.append(chunk)
+                if b"\n" in chunk:
+                    break
+            head = b"".join(parts)
+    if len(head) > _HEAD_BYTES:
+        head = _LONG_RUN.sub(b"...", head)
+    return head
+
+
+def _claims(module: ModuleType, path: Path, head: bytes) -> bool:
+    """A detector's verdict; any failure inside one (deep nesting, odd bytes) is a no."""
+    try:
+        return bool(module.detect(path, head))
+    except (RecursionError, MemoryError, Exception):  # every detector is total
+        return False
 
 
 def detect(path: Path) -> str:
@@ -56,24 +101,119 @@ def detect(path: Path) -> str:
     Raises
     ------
     UnknownFormatError
-        When no reader recognises the file; the message lists the supported formats.
+        When no reader recognises the file; the message says what is wrong with the
+        first line (file:line:column) or lists the supported formats.
     """
     if path.is_dir():
         head = b""
     else:
-        with path.open("rb") as handle:
-            head = handle.read(_HEAD_BYTES)
+        head = _head(path)
         if not head.strip():
             msg = "file is empty; expected a transcript"
             raise TranscriptError(msg, path=path)
     for name, module in READERS.items():
-        if module.detect(path, head):
+        if _claims(module, path, head):
             return name
-    msg = (
-        f"can't tell the transcript format. Supported: {supported_formats()}. "
-        "Force one with --format NAME (format='NAME' in Python)"
+    line, column, problem = _first_line_problem(path) if head else (None, None, None)
+    hint = (
+        f"Supported: {supported_formats()}. Force one with --format NAME (format='NAME' in Python)"
     )
+    if problem is not None:
+        msg = f"can't tell the transcript format: {problem}. {hint}"
+        raise UnknownFormatError(msg, path=path, line=line, column=column)
+    msg = f"can't tell the transcript format. {hint}"
     raise UnknownFormatError(msg, path=path)
+
+
+def _first_line_problem(path: Path) -> tuple[int | None, int | None, str | None]:
+    """What is wrong with the first non-blank line: ``(line, column, reason)``."""
+    with path.open("rb") as handle:
+        lineno = 0
+        for raw in handle:
+            lineno += 1
+            if raw.strip():
+                break
+        else:
+            return None, None, None
+    if raw.startswith(b"\xef\xbb\xbf"):
+        return lineno, 1, "the file starts with a UTF-8 byte-order mark; re-save it without one"
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        return lineno, exc.start + 1, "not valid UTF-8; re-save the file as UTF-8"
+    stripped = text.strip()
+    if stripped[:1] not in ("{", "["):
+        return None, None, None  # not JSON lines: a format the detectors did not claim
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as exc:
+        if exc.msg == "Extra data":
+            reason = "text after the first JSON value (two objects on one line, or trailing data)"
+        elif exc.msg.startswith("Unterminated") or exc.pos >= len(text.rstrip()):
+            reason = f"the JSON ends early ({exc.msg}); the line may be truncated"
+        else:
+            reason = f"not valid JSON ({exc.msg})"
+        return lineno, exc.colno, reason
+    except RecursionError:
+        return lineno, None, "JSON nested too deeply to read"
+    except ValueError as exc:
+        if "digits" in str(exc):
+            return lineno, None, f"a number longer than {_MAX_DIGITS:,} digits"
+        return lineno, None, f"not valid JSON ({exc})"
+    if isinstance(value, dict):
+        keys = ", ".join(sorted(map(str, value))[:8]) or "none"
+        return lineno, None, f"the first record's keys ({keys}) match no known format"
+    return None, None, None
+
+
+def _spool(source: str | Path) -> tuple[Path, tempfile.TemporaryDirectory[str]]:
+    """Copy standard input or a pipe into a temporary file, read once, in full.
+
+    Detection and reading both need the start of the input, which a pipe can give only
+    once. A named pipe with no writer fails after :data:`FIFO_TIMEOUT` seconds.
+    """
+    folder = tempfile.TemporaryDirectory(prefix="cacheviz-")
+    name = "stdin.jsonl" if str(source) == STDIN else Path(source).name
+    target = Path(folder.name) / name
+    try:
+        with target.open("wb") as out:
+            if str(source) != STDIN:
+                _copy_fifo(Path(source), out)
+            elif sys.stdin is None or sys.stdin.isatty():
+                msg = "standard input is a terminal; pipe a transcript in, e.g. `cat s.jsonl |`"
+                raise TranscriptError(msg, path="<stdin>")
+            else:
+                shutil.copyfileobj(sys.stdin.buffer, out)
+    except BaseException:
+        folder.cleanup()
+        raise
+    return target, folder
+
+
+def _copy_fifo(path: Path, out: Any) -> None:
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    try:
+        ready, _, _ = select.select([fd], [], [], FIFO_TIMEOUT)
+        if not ready:
+            msg = (
+                f"no data arrived on the named pipe within {FIFO_TIMEOUT:.0f} s; "
+                "start the writer first, or save the transcript to a file"
+            )
+            raise TranscriptError(msg, path=path)
+        os.set_blocking(fd, True)
+        while chunk := os.read(fd, 1 << 20):
+            out.write(chunk)
+    finally:
+        os.close(fd)
+
+
+def _is_stream(path: Path) -> bool:
+    """Whether ``path`` is a pipe or a character device (read once, not seekable)."""
+    try:
+        mode = path.stat().st_mode
+    except OSError:
+        return False
+    return stat.S_ISFIFO(mode) or stat.S_ISCHR(mode)
 
 
 def load(path: str | Path, format: str | None = None, *, errors: str = "raise") -> Session:  # noqa: A002
@@ -82,7 +222,8 @@ def load(path: str | Path, format: str | None = None, *, errors: str = "raise") 
     Parameters
     ----------
     path
-        The transcript file (or folder, for formats stored as folders).
+        The transcript file (or folder, for formats stored as folders); ``"-"`` reads
+        standard input. Pipes are read once, in full, before detection.
     format
         A reader name (see :data:`READERS`); auto-detected when ``None``.
     errors
@@ -104,13 +245,46 @@ def load(path: str | Path, format: str | None = None, *, errors: str = "raise") 
     >>> session.analyze().drifts.height  # doctest: +SKIP
     0
     """
+    if str(path) == STDIN or _is_stream(Path(path)):
+        shown = "<stdin>" if str(path) == STDIN else str(path)
+        spooled, folder = _spool(path)
+        with folder:
+            try:
+                with warnings.catch_warnings(record=True) as caught:
+                    warnings.simplefilter("always", CacheVizWarning)
+                    session = load(spooled, format, errors=errors)
+            except TranscriptError as exc:
+                raise type(exc)(exc.reason, path=shown, line=exc.line, column=exc.column) from None
+        for warning in caught:
+            text = str(warning.message).replace(str(spooled), shown)
+            warnings.warn(text, warning.category, stacklevel=2)
+        session.path = Path(shown)
+        return session
     path = Path(path)
     if not path.exists():
-        msg = "no such file; check the path"
+        if path.is_symlink():
+            msg = "a symbolic link that loops or points nowhere; check where it leads"
+        else:
+            msg = "no such file; check the path"
         raise TranscriptError(msg, path=path)
     if format is None:
         format = detect(path)  # noqa: A001
     elif format not in READERS:
         msg = f"unknown format {format!r}. Supported: {supported_formats()}"
         raise UnknownFormatError(msg, path=path)
-    return READERS[format].read(path, errors=errors)
+    if errors != "skip":
+        try:
+            return READERS[format].read(path, errors=errors)
+        except UsageError as exc:  # a reader that could not name the line still names the file
+            msg = f"{exc} (or pass --errors skip / errors='skip')"
+            raise TranscriptError(msg, path=path) from None
+    with lenient_usage() as problems:  # readers of whole documents: no line to name
+        session = READERS[format].read(path, errors=errors)
+    if problems:
+        warnings.warn(
+            f"{path}: usage set to null for {len(problems)} call(s) with corrupt counts: "
+            f"{describe_lines([SkippedLine(None, p) for p in problems])}",
+            CacheVizWarning,
+            stacklevel=2,
+        )
+    return session

@@ -26,6 +26,7 @@ from cacheviz.render import (
     compact_json,
     infer_api,
 )
+from cacheviz.usage import UsageError
 
 ALL_BLOCK_KEYS = frozenset().union(*BLOCK_KEYS.values())
 REFERENCE_SCANS = 3  # how many recent requests to try as a byte-prefix reference
@@ -236,23 +237,38 @@ def read_body_lines(
     store = BlockStore()
     calls: list[Call] = []
     refs: list[ObjectScan] = []
-    for lineno, text in reader.lines():
-        try:
-            call = make_call(text, refs, store, reader)
-        except JSONSyntaxError as exc:
-            reader.fail(lineno, f"not valid JSON: {exc} (column {exc.pos + 1}); {expected}")
-            continue
-        except RenderError as exc:
-            field = exc.field.replace("request", body_path, 1)
-            reader.fail(lineno, f"{exc}; fix field `{field}` or skip the line")
-            continue
-        except ValueError as exc:
-            reader.fail(lineno, f"{exc}; {expected}")
-            continue
-        except RecursionError:
-            reader.fail(lineno, "JSON nested too deeply")
-            continue
-        if call is not None:
-            call.line = lineno
-            calls.append(call)
+    with reader.usage_policy() as done:
+        for lineno, text in reader.lines():
+            call = _one_line(reader, lineno, text, make_call, refs, store, expected, body_path)
+            done(lineno)
+            if call is not None:
+                call.line = lineno
+                calls.append(call)
     return reader.session(fmt, calls, store)
+
+
+def _one_line(
+    reader: LineReader,
+    lineno: int,
+    text: str,
+    make_call: Callable[..., Call | None],
+    refs: list[ObjectScan],
+    store: BlockStore,
+    expected: str,
+    body_path: str,
+) -> Call | None:
+    """One line's call, or ``None`` (not a call, or a bad line under ``errors="skip"``)."""
+    try:
+        return make_call(text, refs, store, reader)
+    except JSONSyntaxError as exc:
+        reader.fail(lineno, f"not valid JSON: {exc} (column {exc.pos + 1}); {expected}")
+    except RenderError as exc:
+        field = exc.field.replace("request", body_path, 1)
+        reader.fail(lineno, f"{exc}; fix field `{field}` or skip the line")
+    except UsageError as exc:
+        reader.fail(lineno, str(exc))
+    except ValueError as exc:
+        reader.fail(lineno, f"{exc}; {expected}")
+    except RecursionError:
+        reader.fail(lineno, "JSON nested too deeply")
+    return None

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import warnings
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from contextvars import ContextVar
 from datetime import datetime
 from pathlib import Path
@@ -13,11 +14,13 @@ from typing import Any
 from cacheviz.errors import CacheVizWarning, TranscriptError
 from cacheviz.model import Call, Session, SkippedLine
 from cacheviz.render import BlockStore
+from cacheviz.usage import UsageError, lenient_usage
 
 ERROR_MODES = ("raise", "skip")
 # Set by callers that show progress (the CLI): called as progress(bytes done, bytes in all).
 PROGRESS: ContextVar[Callable[[int, int], None] | None] = ContextVar("progress", default=None)
 _PROGRESS_STEP = 8 << 20  # report every 8 MB
+_NAMED = 20  # lines a warning names before it only counts
 
 
 class LineReader:
@@ -31,6 +34,31 @@ class LineReader:
         self.errors = errors
         self.skipped: list[SkippedLine] = []
         self.ignored: dict[str, int] = {}
+        self.usage_nulled: list[SkippedLine] = []  # calls kept with usage set to null
+        # Set by readers that rebuild each request from the lines before it: a skipped
+        # line changes the later calls, and the warning names them.
+        self.rebuilds = False
+
+    @contextmanager
+    def usage_policy(self) -> Iterator[Callable[[int | None], None]]:
+        """Apply the error policy to corrupt usage counts read inside the block.
+
+        ``errors="raise"``: a corrupt count raises :class:`~cacheviz.usage.UsageError`
+        (a ``ValueError``: the line's error names the field). ``errors="skip"``: the
+        call keeps its place with its usage null; call the yielded ``done(line)`` after
+        each line so the warning names it.
+        """
+        if self.errors == "raise":
+            yield lambda _line: None
+            return
+        with lenient_usage() as problems:
+
+            def done(line: int | None) -> None:
+                if problems:
+                    self.usage_nulled += [SkippedLine(line, p) for p in problems]
+                    problems.clear()
+
+            yield done
 
     def lines(self) -> Iterator[tuple[int, str]]:
         """Yield ``(line number, text)`` for every non-blank line.
@@ -83,17 +111,38 @@ class LineReader:
         A line that is not JSON, or that ``add`` rejects with a ``ValueError``, goes
         through the error policy with ``expected`` appended to its reason.
         """
-        for lineno, text in self.lines():
-            try:
-                add(lineno, json.loads(text))
-            except ValueError as exc:
-                self.fail(lineno, f"{exc}; {expected}")
-            except RecursionError:
-                self.fail(lineno, f"JSON nested too deeply; {expected}")
+        with self.usage_policy() as done:
+            for lineno, text in self.lines():
+                try:
+                    add(lineno, json.loads(text))
+                except UsageError as exc:
+                    self.fail(lineno, str(exc))
+                except ValueError as exc:
+                    self.fail(lineno, f"{exc}; {expected}")
+                except RecursionError:
+                    self.fail(lineno, f"JSON nested too deeply; {expected}")
+                done(lineno)
 
     def ignore(self, kind: str) -> None:
         """Count a well-formed record that is not an API call (a summary, a ping, ...)."""
         self.ignored[kind] = self.ignored.get(kind, 0) + 1
+
+    def _affected(self, calls: list[Call]) -> str:
+        """For rebuilt conversations: which calls' requests lack a skipped line's content."""
+        lines = [s.line for s in self.skipped if s.line is not None]
+        if not self.rebuilds or not lines:
+            return ""
+        first = min(lines)
+        hit = [c.index for c in calls if c.line is not None and c.line > first]
+        if not hit:
+            return ""
+        shown = ", ".join(map(str, hit[:_NAMED])) + (
+            f" and {len(hit) - _NAMED} more" if len(hit) > _NAMED else ""
+        )
+        return (
+            f". The requests of {len(hit)} later call(s) (#{shown}) are rebuilt without "
+            "the skipped content, so their token counts may be low"
+        )
 
     def session(self, fmt: str, calls: list[Call], store: BlockStore) -> Session:
         """Order the calls by request time, number them, and build the session."""
@@ -101,21 +150,33 @@ class LineReader:
             detail = f" ({len(self.skipped)} bad lines skipped)" if self.skipped else ""
             msg = f"no API call could be read{detail}"
             raise TranscriptError(msg, path=self.path)
-        if self.skipped:
-            first = self.skipped[0]
-            where = "" if first.line is None else f" at line {first.line}"
-            warnings.warn(
-                f"{self.path}: skipped {len(self.skipped)} bad line(s); first{where}: "
-                f"{first.reason}",
-                CacheVizWarning,
-                stacklevel=3,
-            )
         ordered = order_by_time(calls)
         for index, call in enumerate(ordered):
             call.index = index
+        if self.skipped:
+            warnings.warn(
+                f"{self.path}: skipped {len(self.skipped)} bad line(s): "
+                f"{describe_lines(self.skipped)}{self._affected(ordered)}",
+                CacheVizWarning,
+                stacklevel=3,
+            )
+        if self.usage_nulled:
+            warnings.warn(
+                f"{self.path}: usage set to null for {len(self.usage_nulled)} call(s) "
+                f"with corrupt counts: {describe_lines(self.usage_nulled)}",
+                CacheVizWarning,
+                stacklevel=3,
+            )
         return Session(
             self.path, fmt, ordered, store.contents, store.blocks, self.skipped, self.ignored
         )
+
+
+def describe_lines(lines: list[SkippedLine]) -> str:
+    """Name every line (the first 20, then a count): ``line 3 (reason); line 9 (...)``."""
+    named = [s.reason if s.line is None else f"line {s.line} ({s.reason})" for s in lines[:_NAMED]]
+    more = f"; and {len(lines) - _NAMED} more" if len(lines) > _NAMED else ""
+    return "; ".join(named) + more
 
 
 def order_by_time(calls: list[Call]) -> list[Call]:

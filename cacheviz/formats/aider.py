@@ -229,6 +229,7 @@ def read(path: Path, *, errors: str = "raise") -> Session:
         When the file is empty, or a line is malformed (naming its line number).
     """
     reader = LineReader(path, errors=errors)
+    reader.rebuilds = True  # each request is rebuilt from the lines before it
     parser = _Parser(reader)
     for number, line in _lines(path):
         parser.feed(number, line)

@@ -13,11 +13,13 @@ prefix (system prompt + tools) sized from the first call's reported usage.
 from __future__ import annotations
 
 import json
+import warnings
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 from cacheviz._jsonspan import json_type
+from cacheviz.errors import CacheVizWarning, TranscriptError
 from cacheviz.formats._conversation import Thread
 from cacheviz.formats._lines import LineReader, order_by_time
 from cacheviz.formats._time import parse_ts
@@ -36,7 +38,7 @@ def detect(path: Path, head: bytes) -> bool:
     for line in head.splitlines()[:_DETECT_LINES]:
         try:
             record = json.loads(line)
-        except ValueError:
+        except (ValueError, RecursionError):  # total: any input is a yes or a no
             continue
         if isinstance(record, dict) and "sessionId" in record and "uuid" in record:
             return record.get("type") in _MESSAGE_TYPES or "message" in record
@@ -64,6 +66,17 @@ class _SessionFile:
         self.responses: dict[str, tuple[Call, str, int]] = {}  # message id -> call, thread, index
         self.last_ts: dict[str, datetime | None] = {}
         self.calls: list[Call] = []
+        self.agents: set[str] = set()  # sub-agent ids the session refers to
+
+    def _note_agent(self, record: dict[str, Any]) -> None:
+        """Remember a sub-agent the session names (its file should sit in subagents/)."""
+        result = record.get("toolUseResult")
+        for value in (
+            record.get("agentId"),
+            result.get("agentId") if isinstance(result, dict) else None,
+        ):
+            if isinstance(value, str) and value and self.thread is None:
+                self.agents.add(value)
 
     def _thread_key(self, record: dict[str, Any]) -> str:
         if self.thread is not None:
@@ -83,8 +96,11 @@ class _SessionFile:
             raise ValueError(msg)
         kind = record.get("type")
         if kind not in _MESSAGE_TYPES:
+            if kind is None and "sessionId" not in record:
+                _refuse_other_format(lineno, record)
             self.reader.ignore(f"{kind} record" if isinstance(kind, str) else "untyped record")
             return
+        self._note_agent(record)
         uuid = record.get("uuid")
         if isinstance(uuid, str):
             if uuid in self.seen:
@@ -160,24 +176,97 @@ class _SessionFile:
         self.responses[str(response_id)] = (call, key, len(thread.messages) - 1)
 
 
+def _refuse_other_format(lineno: int, record: dict[str, Any]) -> None:
+    """Raise for a line of another transcript format: mixed formats are not merged."""
+    from cacheviz.formats import READERS
+
+    line = json.dumps(record).encode()
+    for name, module in READERS.items():
+        if name == NAME:
+            continue
+        try:
+            claimed = module.detect(Path(f"line{lineno}.jsonl"), line)
+        except Exception:
+            claimed = False
+        if claimed:
+            msg = (
+                f"a {name} record in a {NAME} file: formats are mixed in one file; "
+                "split it and load each part on its own"
+            )
+            raise ValueError(msg)
+
+
 def _read_file(path: Path, store: BlockStore, thread: str | None, errors: str) -> LineReader:
     reader = LineReader(path, errors=errors)
+    reader.rebuilds = True  # each request is rebuilt from the lines before it
     state = _SessionFile(reader, store, thread)
     reader.each_record(state.add, "expected one Claude Code record per line")
     reader.calls = state.calls  # type: ignore[attr-defined]
+    reader.agents = state.agents  # type: ignore[attr-defined]
     return reader
 
 
+def _agent_problem(agent: Path) -> str | None:
+    """Why a sub-agent log can't be read, or ``None`` when it is a non-empty file."""
+    if not agent.exists():
+        return "a symbolic link that loops or points nowhere"
+    if agent.is_dir():
+        return "a folder, not a sub-agent log"
+    if not agent.is_file():
+        return "not a regular file"
+    try:
+        if agent.stat().st_size == 0:
+            return "empty (the sub-agent wrote nothing)"
+    except OSError as exc:
+        return f"can't be read ({exc.strerror})"
+    return None
+
+
 def read(path: Path, *, errors: str = "raise") -> Session:
-    """Read a Claude Code session (and its ``subagents/`` folder when it sits beside it)."""
+    """Read a Claude Code session (and its ``subagents/`` folder when it sits beside it).
+
+    A sub-agent file that is empty, a folder or a broken link is an error naming it
+    (with ``errors="skip"``: skipped and named in the warning). A sub-agent the session
+    refers to whose file is missing is named in a warning.
+    """
     store = BlockStore()
     main = _read_file(path, store, None, errors)
     calls: list[Call] = list(main.calls)  # type: ignore[attr-defined]
     folder = path.parent / path.stem / "subagents"
+    found: set[str] = set()
     for agent in sorted(folder.glob("agent-*.jsonl")) if folder.is_dir() else []:
-        sub = _read_file(agent, store, f"subagent:{agent.stem.removeprefix('agent-')}", errors)
+        agent_id = agent.stem.removeprefix("agent-")
+        found.add(agent_id)
+        problem = _agent_problem(agent)
+        if problem is not None:
+            main.fail(None, f"sub-agent log {agent} is {problem}")
+            continue
+        try:
+            sub = _read_file(agent, store, f"subagent:{agent_id}", errors)
+        except OSError as exc:
+            main.fail(None, f"sub-agent log {agent} can't be read ({exc.strerror})")
+            continue
+        except TranscriptError as exc:
+            if errors == "raise":
+                raise
+            main.fail(None, f"sub-agent log {exc}")
+            continue
         calls += sub.calls  # type: ignore[attr-defined]
         main.skipped += [type(s)(s.line, f"{agent.name}: {s.reason}") for s in sub.skipped]
+        main.usage_nulled += [
+            type(s)(s.line, f"{agent.name}: {s.reason}") for s in sub.usage_nulled
+        ]
         for kind, count in sub.ignored.items():
             main.ignored[kind] = main.ignored.get(kind, 0) + count
+    missing = sorted(main.agents - found)  # type: ignore[attr-defined]
+    if missing:
+        shown = ", ".join(missing[:20]) + (
+            f" and {len(missing) - 20} more" if len(missing) > 20 else ""
+        )
+        warnings.warn(
+            f"{path}: the session refers to sub-agent(s) {shown} but {folder} holds no "
+            "agent-<id>.jsonl for them; their calls are not counted",
+            CacheVizWarning,
+            stacklevel=3,
+        )
     return main.session(NAME, order_by_time(calls), store)

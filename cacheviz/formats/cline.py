@@ -47,7 +47,7 @@ from cacheviz.formats._conversation import Thread
 from cacheviz.formats._lines import LineReader, load_json_document
 from cacheviz.model import Call, Session
 from cacheviz.render import BlockStore
-from cacheviz.usage import normalize_usage
+from cacheviz.usage import UsageError, normalize_usage
 
 NAME = "cline"
 DESCRIPTION = "Cline task folder (api_conversation_history.json + ui_messages.json)"
@@ -391,11 +391,16 @@ class _Task:
             else:
                 thread.replace(messages)
             model, provider = self.model_at(request, end)
+            try:
+                usage = normalize_usage(request.usage())
+            except UsageError as exc:
+                self.fail(UI, f"item {request.item}: {exc}")
+                usage = None  # errors="skip": the call stays, its usage not reported
             call = thread.call(
                 model=model,
                 provider=provider,
                 ts=request.ts,
-                usage=normalize_usage(request.usage()),
+                usage=usage,
                 meta=request.meta(),
             )
             call.line = request.item

@@ -331,6 +331,7 @@ def read(path: Path, *, errors: str = "raise") -> Session:
     """Read a Codex CLI rollout: one call per reported ``token_count``."""
     store = BlockStore()
     reader = LineReader(path, errors=errors)
+    reader.rebuilds = True  # each request is rebuilt from the lines before it
     state = _Rollout(reader, store)
     reader.each_record(state.add, "expected one Codex rollout record per line")
     return reader.session(NAME, state.calls, store)

@@ -376,6 +376,7 @@ def read(path: Path, *, errors: str = "raise") -> Session:
     """Read a Gemini CLI session: one call per ``gemini`` message."""
     store = BlockStore()
     reader = LineReader(path, errors=errors)
+    reader.rebuilds = True  # each request is rebuilt from the lines before it
     state = _Chat(reader, store)
     reader.each_record(state.add, "expected one Gemini CLI record per line")
     return reader.session(NAME, state.calls, store)

@@ -60,7 +60,7 @@ from cacheviz.formats._lines import LineReader
 from cacheviz.formats._time import parse_ts
 from cacheviz.model import Block, Call, Session, Usage
 from cacheviz.render import BlockStore, compact_json
-from cacheviz.usage import normalize_usage
+from cacheviz.usage import UsageError, normalize_usage
 
 NAME = "openhands"
 DESCRIPTION = "OpenHands evaluation output JSONL (one instance per line: event history + metrics)"
@@ -621,23 +621,41 @@ def read(path: Path, *, errors: str = "raise") -> Session:
     store = BlockStore()
     calls: list[Call] = []
     runs: dict[str, int] = {}  # instance id -> lines holding it so far
-    for lineno, text in reader.lines():
-        try:
-            instance = _Instance(json.loads(text), lineno)
-        except json.JSONDecodeError as exc:
-            reader.fail(lineno, f"not valid JSON: {exc.msg} (column {exc.colno})")
-            continue
-        except RecursionError:
-            reader.fail(lineno, "JSON nested too deeply")
-            continue
-        except ValueError as exc:
-            reader.fail(lineno, f"{exc}; expected one OpenHands evaluation record per line")
-            continue
-        runs[instance.key] = runs.get(instance.key, 0) + 1
-        if runs[instance.key] > 1:  # the instance run again: not a continuation of the first
-            instance.thread = f"{instance.key}#{runs[instance.key]}"
-        if not instance.planned:
-            reader.ignore("instance without LLM calls")
-            continue
-        calls += instance.calls(store)
+    with reader.usage_policy() as done:
+        for lineno, text in reader.lines():
+            instance = _instance(reader, lineno, text)
+            if instance is not None:
+                _add_instance(instance, runs, calls, store, reader)
+            done(lineno)
     return reader.session(NAME, calls, store)
+
+
+def _instance(reader: LineReader, lineno: int, text: str) -> _Instance | None:
+    """The line's instance, or ``None`` for a bad line skipped under ``errors="skip"``."""
+    try:
+        return _Instance(json.loads(text), lineno)
+    except json.JSONDecodeError as exc:
+        reader.fail(lineno, f"not valid JSON: {exc.msg} (column {exc.colno})")
+    except RecursionError:
+        reader.fail(lineno, "JSON nested too deeply")
+    except UsageError as exc:
+        reader.fail(lineno, str(exc))
+    except ValueError as exc:
+        reader.fail(lineno, f"{exc}; expected one OpenHands evaluation record per line")
+    return None
+
+
+def _add_instance(
+    instance: _Instance,
+    runs: dict[str, int],
+    calls: list[Call],
+    store: BlockStore,
+    reader: LineReader,
+) -> None:
+    runs[instance.key] = runs.get(instance.key, 0) + 1
+    if runs[instance.key] > 1:  # the instance run again: not a continuation of the first
+        instance.thread = f"{instance.key}#{runs[instance.key]}"
+    if not instance.planned:
+        reader.ignore("instance without LLM calls")
+        return
+    calls += instance.calls(store)

@@ -10,11 +10,13 @@ by the driver. An entry is keyed by whatever identifies a cached prefix for the 
 
 from __future__ import annotations
 
+from bisect import bisect_right
 from collections import OrderedDict
 from collections.abc import Hashable
 from dataclasses import dataclass
 from itertools import islice
 
+from cacheviz._seq import common_prefix
 from cacheviz.prefix import differing_block_common
 from cacheviz.providers._base import SimCall
 
@@ -101,6 +103,11 @@ class LivePrompts:
     live while some prompt through it was seen within the TTL. :meth:`common` gives the
     token-exact longest common prefix with the live prompts.
 
+    The work per prompt grows with its new blocks, not its length: the path of the last
+    prompt recorded is refreshed lazily. Its edges count as refreshed at its time, and
+    are written out only where a later prompt leaves that path (in a growing thread,
+    never), so a thread of *n* calls costs O(n) block steps, not O(n²).
+
     Parameters
     ----------
     ttl
@@ -111,6 +118,35 @@ class LivePrompts:
         self.ttl = ttl
         self.store = EntryStore()
         self._children: dict[bytes, dict[str, Entry]] = {}
+        # the last prompt recorded: its edges are refreshed at ``_last_time`` (lazily)
+        self._last: SimCall | None = None
+        self._last_time = 0.0
+        self._visible_upto: list[float] = []  # latest visible_at of its edges 0..j
+
+    def _edge(self, call: SimCall, j: int) -> Entry | None:
+        kids = self._children.get(call.chain[j - 1] if j else b"")
+        return None if kids is None else kids.get(call.hashes[j])
+
+    def _shared_live(self, call: SimCall, now: float, *, visible: bool) -> int:
+        """Blocks ``call`` shares with the last path while that path is live (else 0)."""
+        last = self._last
+        if last is None or now >= self._last_time + self.ttl:
+            return 0
+        shared = common_prefix(last.hashes, call.hashes)
+        if visible:  # only as far as every edge is already usable
+            shared = min(shared, bisect_right(self._visible_upto, now))
+        return shared
+
+    def _leave_last_path(self, shared: int) -> None:
+        """Before reading edges off the last path (from block ``shared``), write them out."""
+        last = self._last
+        if last is not None and shared < len(last.hashes):
+            expires = self._last_time + self.ttl
+            for j in range(shared, len(last.hashes)):
+                entry = self._edge(last, j)
+                if entry is not None and entry.expires_at < expires:
+                    entry.expires_at = expires
+                    self.store._entries.move_to_end(entry.key)
 
     def _usable(self, kids: dict[str, Entry], h: str, now: float, *, visible: bool) -> bool:
         entry = kids[h]
@@ -122,8 +158,13 @@ class LivePrompts:
 
     def common(self, call: SimCall, now: float, *, visible: bool = True) -> int:
         """Tokens ``call`` shares with the live prompts (``visible``: already usable)."""
-        parent = b""
-        for j, h in enumerate(call.hashes):
+        skip = self._shared_live(call, now, visible=visible)
+        self._leave_last_path(skip if skip else 0)
+        if skip == len(call.hashes):
+            return call.total
+        parent = call.chain[skip - 1] if skip else b""
+        for j in range(skip, len(call.hashes)):
+            h = call.hashes[j]
             kids = self._children.get(parent)
             if not kids:
                 return call.offsets[j]
@@ -140,8 +181,13 @@ class LivePrompts:
 
     def record(self, call: SimCall, now: float, build: float) -> None:
         """Cache ``call``'s prompt: refresh its live edges, write the rest (usable later)."""
-        parent = b""
-        for j, h in enumerate(call.hashes):
+        skip = self._shared_live(call, now, visible=False)
+        self._leave_last_path(skip)
+        upto = self._visible_upto[:skip]
+        seen = upto[-1] if upto else float("-inf")
+        parent = call.chain[skip - 1] if skip else b""
+        for j in range(skip, len(call.hashes)):
+            h = call.hashes[j]
             kids = self._children.setdefault(parent, {})
             entry = kids.get(h)
             if entry is not None and entry.expires_at > now:
@@ -151,4 +197,7 @@ class LivePrompts:
                 entry = self.store.put((parent, h), size, now, self.ttl, written_by=call.index)
                 entry.visible_at = now + build
                 kids[h] = entry
+            seen = max(seen, entry.visible_at)
+            upto.append(seen)
             parent = call.chain[j]
+        self._last, self._last_time, self._visible_upto = call, now, upto

@@ -61,6 +61,7 @@ from array import array
 from bisect import bisect_left
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from cacheviz.providers._base import CallResult, SimCall
 from cacheviz.providers._cache import Entry, EntryStore, LivePrompts
@@ -68,6 +69,14 @@ from cacheviz.providers._cache import Entry, EntryStore, LivePrompts
 MODES = ("units", "legacy")
 OUTPUT_ROLES = frozenset({"assistant", "model"})  # a re-sent model output
 OUTPUT_SLACK_MIN = 8  # tokens the reported output may exceed the re-sent run by, at least
+
+
+def _by_blocks(item: tuple[bytes, _Pending]) -> int:
+    return item[1].blocks
+
+
+def _by_length(item: tuple[tuple[int, bytes], Any]) -> int:
+    return item[0][0]
 
 
 def token_digest(tokens: array) -> bytes:
@@ -92,14 +101,45 @@ def prefix_key(
     return call.chain[j - 1] if j else b"", r, _block_digest(call, j, r, memo)
 
 
+class PrefixDigests(dict):
+    """Digests of block prefixes, ``{(block hash, tokens): digest}``, computed incrementally.
+
+    A block's prefixes are hashed with one running hash, so the digests of every interval
+    inside one huge block cost one pass over it, not one pass per interval (which made a
+    single 32 MB message quadratic).
+    """
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.running: dict[str, tuple[int, Any]] = {}  # block hash -> (tokens hashed, state)
+
+    def prefix(self, block: str, tokens: array, r: int) -> bytes:
+        """Digest of ``tokens[:r]`` (the first ``r`` tokens of block ``block``)."""
+        key = (block, r)
+        digest = self.get(key)
+        if digest is not None:
+            return digest
+        done, state = self.running.get(block, (0, None))
+        if state is None or r < done:  # out of order: start again from the block's start
+            done, state = 0, hashlib.blake2b(digest_size=16)
+        raw = memoryview(tokens).cast("B")
+        state.update(raw[done * tokens.itemsize : r * tokens.itemsize])
+        self.running[block] = (r, state)
+        digest = self[key] = state.copy().digest()
+        return digest
+
+
 def _block_digest(
     call: SimCall, j: int, r: int, memo: dict[tuple[str, int], bytes] | None
 ) -> bytes:
     """Digest of the first ``r`` tokens of ``call``'s block ``j``."""
+    tokens = call.tokens(call.hashes[j])
+    if isinstance(memo, PrefixDigests):
+        return memo.prefix(call.hashes[j], tokens, r)
     key = (call.hashes[j], r)
     if memo is not None and key in memo:
         return memo[key]
-    digest = token_digest(call.tokens(call.hashes[j])[:r])
+    digest = token_digest(tokens[:r])
     if memo is not None:
         memo[key] = digest
     return digest
@@ -113,6 +153,7 @@ class _Pending:
     clock: float
     build: float
     index: int
+    blocks: int  # blocks of the prompt it answered (its chain digest is the key)
 
 
 @dataclass
@@ -124,7 +165,7 @@ class _State:
     # units filed under the chain digest before them: {(r, digest): (kind, entry)}
     index: dict[bytes, dict[tuple[int, bytes], tuple[str, Entry]]] = field(default_factory=dict)
     pending: dict[bytes, _Pending] = field(default_factory=dict)  # by the prompt's chain
-    digests: dict[tuple[str, int], bytes] = field(default_factory=dict)  # (block, tokens)
+    digests: PrefixDigests = field(default_factory=PrefixDigests)  # (block, tokens)
 
 
 @dataclass
@@ -210,7 +251,9 @@ class DeepSeekSimulator:
         for length in range(self.interval_tokens, call.total, self.interval_tokens):
             self._persist(state, call, length, now, build, "interval", call.index)
         if call.hashes and call.output_tokens != 0:
-            state.pending[call.chain[-1]] = _Pending(call.output_tokens, now, build, call.index)
+            state.pending[call.chain[-1]] = _Pending(
+                call.output_tokens, now, build, call.index, len(call.hashes)
+            )
         state.prompts.record(call, now, build)
         return CallResult(input_tokens=call.total, cache_read_tokens=hit, detail=detail)
 
@@ -252,7 +295,8 @@ class DeepSeekSimulator:
             if not slot:
                 continue
             best: tuple[int, str, Entry | None] = (0, "", None)
-            for (r, digest), (kind, entry) in list(slot.items()):
+            # shortest first: the block's prefix digests are computed in one pass
+            for (r, digest), (kind, entry) in sorted(slot.items(), key=_by_length):
                 if entry.expires_at <= now:
                     state.units.get(entry.key, now)  # drops it
                     del slot[(r, digest)]
@@ -274,18 +318,22 @@ class DeepSeekSimulator:
         return 0, "", -1
 
     def _materialise_outputs(self, call: SimCall, state: _State, now: float) -> None:
-        """Give identity to earlier outputs this request re-sends after their prompt."""
+        """Give identity to earlier outputs this request re-sends after their prompt.
+
+        Each pending output knows its prompt's length in blocks, so a request checks the
+        few pending outputs, not its every block (a growing thread was quadratic).
+        """
         n = len(call.hashes)
-        for j in range(1, n):
-            pending = state.pending.get(call.chain[j - 1])
-            if pending is None:
-                continue
+        for key, pending in sorted(state.pending.items(), key=_by_blocks):
             if pending.clock + self.expiry_seconds <= now:
-                del state.pending[call.chain[j - 1]]
+                del state.pending[key]
                 continue
+            j = pending.blocks
+            if not 0 < j < n or call.chain[j - 1] != key:
+                continue  # this request does not start with that prompt
             if call.roles[j] not in OUTPUT_ROLES:
                 continue  # not the continuation (a retry, an appended user turn): keep it
-            del state.pending[call.chain[j - 1]]
+            del state.pending[key]
             end = j
             while end < n and call.roles[end] in OUTPUT_ROLES:
                 end += 1

@@ -1,0 +1,45 @@
+r"""Make control and bidi characters visible: terminal output and the report show ``\u202e``.
+
+Transcript text is untrusted: an ESC or OSC sequence in a model or thread name must not
+reach a terminal, and a right-to-left override must not reorder what a reader sees.
+Each such character becomes its ``\uXXXX`` escape, which is also valid inside a JSON
+string, so ``--json`` output stays parseable and means the same.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+# C0 controls (but tab and newline), DEL, C1 controls, and the bidi marks and overrides
+_UNSAFE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+_UNSAFE_CR = re.compile(
+    "[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]"
+)
+
+
+def _escape(match: re.Match[str]) -> str:
+    return f"\\u{ord(match.group()):04x}"
+
+
+def visible(text: str, *, keep_cr: bool = False) -> str:
+    r"""``text`` with control and bidi characters shown as ``\uXXXX`` escapes.
+
+    Examples
+    --------
+    >>> visible("gpt\x1b]0;pwned\x07-4o \u202eevil")
+    'gpt\\u001b]0;pwned\\u0007-4o \\u202eevil'
+    """
+    pattern = _UNSAFE_CR if keep_cr else _UNSAFE
+    return pattern.sub(_escape, text) if pattern.search(text) else text
+
+
+def visible_all(value: Any) -> Any:
+    """:func:`visible` applied to every string inside a JSON-like value."""
+    if isinstance(value, str):
+        return visible(value)
+    if isinstance(value, (list, tuple)):
+        return [visible_all(v) for v in value]
+    if isinstance(value, dict):
+        return {visible_all(k): visible_all(v) for k, v in value.items()}
+    return value

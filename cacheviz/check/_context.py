@@ -1,0 +1,153 @@
+"""What every rule reads: the analysis frames as rows, the session's blocks, helpers.
+
+The calls/drifts frames name a conversation ``thread`` (older builds: ``lineage``);
+drift ``cost_usd`` and ``material`` are read when the analysis provides them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import TYPE_CHECKING, Any
+
+from cacheviz.model import Call, Content
+from cacheviz.render import render_text
+
+if TYPE_CHECKING:
+    from cacheviz.analysis import Analysis
+
+MIN_CACHEABLE = 1024  # tokens: the smallest prefix any provider caches (providers.md)
+
+
+@dataclass(frozen=True, slots=True)
+class Finding:
+    """One finding of ``cacheviz check``.
+
+    ``calls`` are call indexes; ``cost_usd`` is what the session would have saved
+    without it (``None`` when it can't be priced: never a guess).
+    """
+
+    rule: str
+    severity: str
+    calls: list[int]
+    message: str
+    cost_usd: float | None = None
+    thread: str | None = None
+    line: int | None = None  # transcript line of the first call involved
+
+    def to_dict(self) -> dict[str, Any]:
+        """The finding as in ``cacheviz check --json``."""
+        return {
+            "rule": self.rule,
+            "severity": self.severity,
+            "calls": list(self.calls),
+            "message": self.message,
+            "cost_usd": self.cost_usd,
+            "thread": self.thread,
+        }
+
+
+@dataclass
+class Context:
+    """The analysis as rules read it, plus the drifts a more specific rule has claimed."""
+
+    analysis: Analysis
+    claimed: set[int] = field(default_factory=set)  # drift call indexes already explained
+
+    @cached_property
+    def thread_column(self) -> str:
+        """``thread`` (issue 8) or ``lineage`` (before it)."""
+        return "thread" if "thread" in self.analysis.calls.columns else "lineage"
+
+    @cached_property
+    def calls(self) -> list[dict[str, Any]]:
+        """The calls frame as rows, by index."""
+        return self.analysis.calls.to_dicts()
+
+    @cached_property
+    def drifts(self) -> list[dict[str, Any]]:
+        """The drifts frame as rows, with ``thread`` set whatever the frame calls it."""
+        rows = self.analysis.drifts.to_dicts()
+        column = "thread" if "thread" in self.analysis.drifts.columns else "lineage"
+        for row in rows:
+            row["thread"] = row.get(column)
+        return rows
+
+    @property
+    def session_calls(self) -> list[Call]:
+        """The session's calls (blocks, params, timestamps)."""
+        return self.analysis.session.calls
+
+    @cached_property
+    def threads(self) -> dict[str, list[int]]:
+        """Call indexes of every thread, in request order."""
+        out: dict[str, list[int]] = {}
+        for row in self.calls:
+            out.setdefault(row[self.thread_column], []).append(row["index"])
+        return out
+
+    def thread_of(self, call: int) -> str:
+        """The thread a call belongs to."""
+        return self.calls[call][self.thread_column]
+
+    def parent_of(self, thread: str) -> str | None:
+        """The thread a sub-agent hangs under, when the transcript says so (issue 8)."""
+        if "parent_thread" not in self.analysis.calls.columns:
+            return None
+        return self.calls[self.threads[thread][0]].get("parent_thread")
+
+    def content(self, digest: str) -> Content:
+        """The content of a block hash."""
+        return self.analysis.session.contents[digest]
+
+    def text(self, digest: str) -> str:
+        """What the tokenizer sees of a block."""
+        return render_text(self.content(digest))[1]
+
+    def role(self, digest: str) -> str | None:
+        """The role of a message block (``None`` for tools and system)."""
+        return render_text(self.content(digest))[0]
+
+    def system_text(self, call: int) -> str:
+        """The system blocks of a call, joined by newlines."""
+        blocks = self.session_calls[call].blocks
+        return "\n".join(self.text(b.hash) for b in blocks if b.part == "system")
+
+    def tools(self, call: int) -> list[tuple[str, str]]:
+        """``(name, hash)`` of a call's tool definitions, in order."""
+        return [(b.label, b.hash) for b in self.session_calls[call].blocks if b.part == "tools"]
+
+    def line(self, call: int) -> int | None:
+        """The transcript line a call came from."""
+        return self.calls[call].get("line")
+
+    @cached_property
+    def drift_costs(self) -> bool:
+        """Whether drifts carry ``cost_usd`` (the what-if of issue 8)."""
+        return "cost_usd" in self.analysis.drifts.columns
+
+    def cost(self, drifts: list[dict[str, Any]]) -> float | None:
+        """Sum of the drifts' ``cost_usd``; ``None`` when unknown for any of them."""
+        if not self.drift_costs or not drifts:
+            return None
+        values = [d.get("cost_usd") for d in drifts]
+        if any(v is None for v in values):
+            return None
+        return float(sum(values))
+
+    def immaterial(self, drifts: list[dict[str, Any]]) -> bool:
+        """True when every one of the drifts cost nothing.
+
+        The analysis' ``material`` column says so when present; without it, a drift
+        whose previous call was shorter than the smallest cacheable prefix of any
+        provider (1,024 tokens) broke nothing that could have been cached.
+        """
+        if not drifts:
+            return False
+        if "material" in self.analysis.drifts.columns:
+            return all(d.get("material") is False for d in drifts)
+        return all(
+            d.get("prev_call") is not None
+            and self.calls[d["prev_call"]]["input_tokens"] < MIN_CACHEABLE
+            for d in drifts
+        )

@@ -1,0 +1,124 @@
+"""Check results as SARIF 2.1.0 (GitHub code scanning) and JUnit XML (CI systems)."""
+
+from __future__ import annotations
+
+import json
+import xml.etree.ElementTree as ET
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from cacheviz.check._rules import RULES
+
+if TYPE_CHECKING:
+    from cacheviz.check import CheckResult
+
+SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
+_LEVEL = {"error": "error", "warning": "warning", "info": "note"}
+_DOCS = "https://github.com/cacheviz/cacheviz/blob/main/docs/check.md"
+
+
+def _uri(path: str | None) -> str:
+    if path is None:
+        return "session"
+    candidate = Path(path)
+    if candidate.is_absolute():
+        try:
+            return candidate.relative_to(Path.cwd()).as_posix()
+        except ValueError:
+            return candidate.as_uri()
+    return candidate.as_posix()
+
+
+def to_sarif(result: CheckResult, version: str = "") -> dict[str, Any]:
+    """A SARIF 2.1.0 log: one run, every rule in the driver, one result per finding.
+
+    Results point at the transcript line of the first call involved.
+    """
+    ids = list(RULES)
+    rules = [
+        {
+            "id": rule.id,
+            "name": rule.id,
+            "shortDescription": {"text": rule.title},
+            "fullDescription": {"text": f"{rule.why} Source: {rule.source}."},
+            "help": {"text": rule.fix},
+            "helpUri": f"{_DOCS}#{rule.id}",
+            "defaultConfiguration": {"level": _LEVEL[rule.severity]},
+        }
+        for rule in RULES.values()
+    ]
+    results = []
+    for finding in result.findings:
+        location: dict[str, Any] = {"artifactLocation": {"uri": _uri(result.path)}}
+        if finding.line is not None:
+            location["region"] = {"startLine": max(1, finding.line)}
+        results.append(
+            {
+                "ruleId": finding.rule,
+                "ruleIndex": ids.index(finding.rule),
+                "level": _LEVEL[finding.severity],
+                "message": {"text": finding.message},
+                "locations": [{"physicalLocation": location}],
+                "properties": {
+                    "calls": finding.calls,
+                    "cost_usd": finding.cost_usd,
+                    "thread": finding.thread,
+                },
+            }
+        )
+    driver: dict[str, Any] = {"name": "cacheviz", "informationUri": _DOCS, "rules": rules}
+    if version:
+        driver["version"] = version
+    return {
+        "$schema": SARIF_SCHEMA,
+        "version": "2.1.0",
+        "runs": [{"tool": {"driver": driver}, "results": results}],
+    }
+
+
+def to_junit(result: CheckResult) -> str:
+    """JUnit XML: a test suite per session, a test case per rule run.
+
+    A rule with findings of severity warning or error fails; ``info`` findings are
+    written to the case's ``system-out``.
+    """
+    name = result.path or "session"
+    suite = ET.Element("testsuite", name=f"cacheviz check {name}")
+    failures = 0
+    for rule in result.rules:
+        case = ET.SubElement(suite, "testcase", classname="cacheviz.check", name=rule)
+        mine = [f for f in result.findings if f.rule == rule]
+        failing = [f for f in mine if f.severity != "info"]
+        if failing:
+            failures += 1
+            failure = ET.SubElement(
+                case,
+                "failure",
+                message=f"{len(failing)} finding(s) in {name}",
+                type="error" if any(f.severity == "error" for f in failing) else "warning",
+            )
+            failure.text = "\n\n".join(f"calls {f.calls}: {f.message}" for f in failing)
+        notes = [f for f in mine if f.severity == "info"]
+        if notes:
+            ET.SubElement(case, "system-out").text = "\n\n".join(f.message for f in notes)
+    suite.set("tests", str(len(result.rules)))
+    suite.set("failures", str(failures))
+    suite.set("errors", "0")
+    suites = ET.Element("testsuites")
+    suites.append(suite)
+    ET.indent(suites)
+    return ET.tostring(suites, encoding="unicode", xml_declaration=True) + "\n"
+
+
+def write_sarif(result: CheckResult, path: str | Path, version: str = "") -> Path:
+    """Write :func:`to_sarif` to ``path``."""
+    out = Path(path)
+    out.write_text(json.dumps(to_sarif(result, version), indent=1) + "\n", encoding="utf-8")
+    return out
+
+
+def write_junit(result: CheckResult, path: str | Path) -> Path:
+    """Write :func:`to_junit` to ``path``."""
+    out = Path(path)
+    out.write_text(to_junit(result), encoding="utf-8")
+    return out

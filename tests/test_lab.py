@@ -1,0 +1,48 @@
+"""The lab's toy agent follows the block order it is given; the TTFT model is its formula."""
+
+import pytest
+
+from cacheviz.check import check
+from cacheviz.lab import PrefillModel, estimate_ttft, layout_requests, layout_session
+
+
+def test_static_blocks_first_and_dynamic_ones_appended_cache():
+    analysis = layout_session(["tools", "system", "history", "time", "profile"], live_profile=True)
+    analysis = analysis.analyze()
+    assert analysis.drifts.height == 0 and check(analysis).findings == []
+    assert all(analysis.calls["prefix_tokens"][1:] > 0)
+
+
+def test_a_timestamp_before_the_history_breaks_every_call():
+    analysis = layout_session(["tools", "time", "system", "history"]).analyze()
+    assert analysis.drifts["call"].to_list() == list(range(1, analysis.calls.height))
+    assert [f.rule for f in check(analysis).findings] == ["dynamic_system"]
+
+
+def test_a_date_only_time_block_is_stable():
+    analysis = layout_session(["time", "tools", "system", "history"], timestamp=False).analyze()
+    assert analysis.drifts.height == 0
+
+
+def test_breakpoints_are_what_anthropic_caches():
+    order = ["tools", "system", "history"]
+    on = layout_session(order).analyze().simulate("anthropic")
+    off = layout_session(order, breakpoints=False).analyze().simulate("anthropic")
+    assert on.calls["cache_read_tokens"].sum() > 0
+    assert off.calls["cache_read_tokens"].sum() == 0
+
+
+def test_order_must_hold_the_history():
+    with pytest.raises(ValueError, match="include 'history'"):
+        layout_requests(["tools", "system"])
+
+
+def test_ttft_model():
+    model = PrefillModel(base_seconds=0.5, prefill_seconds_per_token=0.001, cached_fraction=0.1)
+    assert model.ttft(1000, 0) == pytest.approx(1.5)
+    assert model.ttft(0, 1000) == pytest.approx(0.6)
+    simulation = layout_session(["tools", "system", "history"]).analyze().simulate("anthropic")
+    estimates = estimate_ttft(simulation, model)
+    assert len(estimates) == simulation.calls.height
+    first = simulation.calls.row(0, named=True)
+    assert estimates[0] == pytest.approx(model.ttft(first["input_tokens"], 0))
