@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import errno
+import functools
 import socket
 import sys
 from pathlib import Path
@@ -135,14 +136,20 @@ class Proxy:
 
         body = await request.read()
         path = self.base_path + request.rel_url.path
-        exchange = Exchange.begin(
-            [self.writer],
-            method=request.method,
-            path=path,
-            host=self.host,
-            body=body,
-            redactor=self.redactor,
-            meta=self.meta,
+        # parsing and redacting the body (new text: ~0.5 ms a kB) runs in a worker
+        # thread while the request goes upstream, not before it
+        begin = asyncio.get_running_loop().run_in_executor(
+            None,
+            functools.partial(
+                Exchange.begin,
+                [self.writer],
+                method=request.method,
+                path=path,
+                host=self.host,
+                body=body,
+                redactor=self.redactor,
+                meta=self.meta,
+            ),
         )
         headers = [(k, v) for k, v in request.headers.items() if k.lower() not in _HOP_BY_HOP]
         url = self.upstream + request.rel_url.path_qs
@@ -151,11 +158,13 @@ class Proxy:
                 request.method, url, headers=headers, data=body, allow_redirects=False
             )
         except (TimeoutError, aiohttp.ClientError, OSError) as exc:
+            exchange = await begin
             reason = f"{type(exc).__name__}: {exc}"
             if exchange is not None:
                 exchange.finish(status=502, error=f"upstream unreachable: {reason}")
             error = {"type": "proxy_error", "message": f"cacheviz proxy: {self.upstream}: {reason}"}
             return web.json_response({"type": "error", "error": error}, status=502)
+        exchange = await begin
         async with upstream:
             return await self._relay(request, upstream, exchange)
 
