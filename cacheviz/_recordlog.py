@@ -389,6 +389,7 @@ class Exchange:
         self._parser: _UsageParser | None = None
         self._done = False
         self._lock = threading.Lock()
+        self._pending: tuple[bytes, Redactor | None] | None = None
 
     @classmethod
     def begin(
@@ -401,24 +402,40 @@ class Exchange:
         body: bytes,
         redactor: Redactor | None = redact,
         meta: dict[str, Any] | None = None,
+        defer: bool = False,
     ) -> Exchange | None:
         """Start recording a call, or ``None`` when it is not a provider call.
 
-        Never raises: a body that can't be read is simply not recorded.
+        ``defer=True`` keeps the body's bytes and reads them (parse, redact) in
+        :meth:`finish` instead, off the request's way: a body that is not a JSON object
+        then gives no line. Never raises: a body that can't be read is not recorded.
         """
         found = route(method, path, host)
         if found is None or not body:
             return None
+        exchange = cls(writers, found[0], found[1], "", "", meta)
+        exchange._pending = (body, redactor)
+        if not defer and not exchange._read_body():
+            return None
+        return exchange
+
+    def _read_body(self) -> bool:
+        """Parse and redact the kept body; ``False`` when it is not a JSON object."""
+        if self._pending is None:
+            return True
+        body, redactor = self._pending
+        self._pending = None
         try:
             text = body.decode("utf-8")
             parsed = json.loads(text)
             if not isinstance(parsed, dict):
-                return None
+                return False
             model = parsed.get("model")
-            text = one_line(redact_body(text, redactor))
+            self.request_text = one_line(redact_body(text, redactor))
         except (UnicodeDecodeError, ValueError):
-            return None
-        return cls(writers, found[0], found[1], model if isinstance(model, str) else "", text, meta)
+            return False
+        self.model = model if isinstance(model, str) else ""
+        return True
 
     def respond(self, status: int, content_type: str, content_encoding: str) -> None:
         """The response headers arrived."""
@@ -448,6 +465,8 @@ class Exchange:
                 return
             self._done = True
         try:
+            if not self._read_body():
+                return
             if status is not None:
                 self.status = status
             usage, body_error = None, None

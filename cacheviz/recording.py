@@ -17,6 +17,7 @@ import inspect
 import tempfile
 import threading
 from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from types import TracebackType
 from typing import Any, TypeVar
@@ -30,6 +31,7 @@ HTTP_MODULES = ("httpx2", "httpx")  # the SDKs' HTTP client, newest first
 _lock = threading.Lock()
 _active: list[Recorder] = []
 _originals: dict[tuple[type, str], Any] = {}
+_worker: ThreadPoolExecutor | None = None
 
 
 class Recorder:
@@ -90,6 +92,7 @@ class Recorder:
             _active.remove(self)
             if not _active:
                 _uninstall()
+        _drain()
         self.writer.close()
 
     def __call__(self, func: F) -> F:
@@ -148,6 +151,7 @@ class Recorder:
             body=body,
             redactor=self.redactor,
             meta=self.meta,
+            defer=True,  # parsed and redacted in the recording worker, not before sending
         )
 
 
@@ -240,6 +244,30 @@ class _Fanout:
             exchange.closed_early()
 
 
+def _later(finish: Callable[..., None], **kwargs: Any) -> None:
+    """Run an exchange's ``finish`` (parse, redact, write) in the recording worker.
+
+    One worker thread, in order: the caller's thread goes on at once. With no recorder
+    active (a stream read after its block) it runs here and now.
+    """
+    global _worker
+    if not _active:
+        finish(**kwargs)
+        return
+    with _lock:
+        if _worker is None:
+            _worker = ThreadPoolExecutor(1, thread_name_prefix="cacheviz-record")
+        worker = _worker
+    worker.submit(finish, **kwargs)
+
+
+def _drain() -> None:
+    """Wait until the recording worker has written what it was given."""
+    worker = _worker
+    if worker is not None:
+        worker.submit(lambda: None).result()
+
+
 def _start(exchange: Exchange | _Fanout, response: Any) -> None:
     headers = response.headers
     exchange.respond(
@@ -260,15 +288,15 @@ def _sync_tee(base: type) -> type:
                     self.exchange.feed(chunk)
                     yield chunk
             except Exception as exc:
-                self.exchange.finish(error=f"{type(exc).__name__}: {exc}")
+                _later(self.exchange.finish, error=f"{type(exc).__name__}: {exc}")
                 raise
-            self.exchange.finish()
+            _later(self.exchange.finish)
 
         def close(self) -> None:
             try:
                 self.inner.close()
             finally:
-                self.exchange.closed_early()
+                _later(self.exchange.closed_early)
 
     return Tee
 
@@ -284,15 +312,15 @@ def _async_tee(base: type) -> type:
                     self.exchange.feed(chunk)
                     yield chunk
             except Exception as exc:
-                self.exchange.finish(error=f"{type(exc).__name__}: {exc}")
+                _later(self.exchange.finish, error=f"{type(exc).__name__}: {exc}")
                 raise
-            self.exchange.finish()
+            _later(self.exchange.finish)
 
         async def aclose(self) -> None:
             try:
                 await self.inner.aclose()
             finally:
-                self.exchange.closed_early()
+                _later(self.exchange.closed_early)
 
     return Tee
 
@@ -306,7 +334,7 @@ def _wrap_sync(original: Any, tee: type) -> Any:
         try:
             response = original(self, request, stream=True, **kwargs)
         except Exception as exc:
-            exchange.finish(error=f"{type(exc).__name__}: {exc}")
+            _later(exchange.finish, error=f"{type(exc).__name__}: {exc}")
             raise
         _start(exchange, response)
         response.stream = tee(response.stream, exchange)
@@ -330,7 +358,7 @@ def _wrap_async(original: Any, tee: type) -> Any:
         try:
             response = await original(self, request, stream=True, **kwargs)
         except Exception as exc:
-            exchange.finish(error=f"{type(exc).__name__}: {exc}")
+            _later(exchange.finish, error=f"{type(exc).__name__}: {exc}")
             raise
         _start(exchange, response)
         response.stream = tee(response.stream, exchange)
