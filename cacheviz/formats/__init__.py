@@ -31,6 +31,7 @@ from cacheviz.formats import (
     native,
     openai_log,
     openhands,
+    otel,
     swe_agent,
     whale_usage,
 )
@@ -54,6 +55,7 @@ READERS: dict[str, ModuleType] = {
         aider,
         whale_usage,  # usage-only readers (USAGE_ONLY = True)
         cline_ui,
+        otel,
     )
 }
 _HEAD_BYTES = 1 << 20  # detection reads this much, and more until the first line ends
