@@ -18,7 +18,7 @@ endif
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[dev,browser]'
+	$(BIN)/python -m pip install --quiet -e '.[dev,browser,record,litellm,dask]'
 	@touch $@
 
 .cache/tiktoken/.copied:

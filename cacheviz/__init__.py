@@ -15,14 +15,24 @@ from cacheviz.errors import (
     TranscriptError,
     UnknownFormatError,
 )
+from cacheviz.fleet import ScanResult, scan
 from cacheviz.formats import load
 from cacheviz.model import Session
+from cacheviz.recording import Recorder, record
 
 __version__ = "0.1.0"
 
 
-def inspect(source, **kwargs):  # noqa: ANN001, ANN003, ANN201 - see cacheviz.widget.inspect
-    """Show the inspector for an analysis or a transcript path (imports Jupyter lazily)."""
+def inspect(source=None, *, live=None, **kwargs):  # noqa: ANN001, ANN003, ANN201 - see cacheviz.widget.inspect
+    """Show the inspector for an analysis or a transcript path (imports Jupyter lazily).
+
+    ``live=`` a request log path or a :class:`Recorder` gives the live inspector, which
+    follows the log as calls arrive (see :mod:`cacheviz.live`).
+    """
+    if live is not None:
+        from cacheviz.live import LiveInspector
+
+        return LiveInspector(live, **kwargs)
     from cacheviz.widget import inspect as show
 
     return show(source, **kwargs)
@@ -33,6 +43,8 @@ __all__ = [
     "CacheVizError",
     "CacheVizWarning",
     "EncodingUnavailableError",
+    "Recorder",
+    "ScanResult",
     "Session",
     "TranscriptError",
     "UnknownFormatError",
@@ -40,4 +52,6 @@ __all__ = [
     "analyze",
     "inspect",
     "load",
+    "record",
+    "scan",
 ]

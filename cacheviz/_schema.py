@@ -185,3 +185,51 @@ def frame(schema: Mapping[str, pl.DataType], columns: Mapping[str, Sequence[Any]
         for name, dtype in schema.items()
     }
     return pl.DataFrame(data, schema=dict(schema))
+
+
+# --- cacheviz scan (many sessions; see cacheviz.fleet) -------------------------------
+
+SCAN_CALLS: dict[str, pl.DataType] = {
+    "path": _STR,  # the file (or Cline task file) the session was read from
+    "session": _STR,  # the path, or path#id for ledgers holding several sessions (Whale)
+    "format": _STR,
+    "project": _STR,  # the folder the session sits in (Claude Code: projects/<project>)
+    "usage_only": _BOOL,  # read from a usage ledger: no request bytes
+    "index": _INT,  # the call's index in its session's analysis
+    "line": _INT,
+    "ts": _TS,
+    "thread": _STR,
+    "parent_thread": _STR,  # the thread a sub-agent hangs under, when known
+    "provider": _STR,
+    "model": _STR,
+    "response_id": _STR,  # the provider's response / message id, when logged
+    **{k: v for k, v in REPORTED_USAGE.items() if k.startswith("reported_")},
+    "billed_usd": pl.Float64,  # reported usage x dated prices (null: no usage or no price)
+    "ideal_usd": pl.Float64,  # lower bound: every reusable prefix read (null until known)
+    "reported_cost_usd": pl.Float64,  # the agent's own cost figure (Whale, Cline), as logged
+    "drift": _BOOL,
+    "prefix_hash": _STR,  # system + tools (Whale: prefix_fingerprint); null when unlogged
+}
+
+SCAN_DRIFTS: dict[str, pl.DataType] = {
+    "path": _STR,
+    "call": _INT,
+    "thread": _STR,
+    "part": _STR,
+    "label": _STR,
+    "cause": _STR,
+    "tokens_lost": _INT,
+    "cost_usd": pl.Float64,
+    "material": _BOOL,
+    "detail": _STR,
+}
+
+SCAN_MISSES: dict[str, pl.DataType] = {
+    "path": _STR,
+    "call": _INT,
+    "thread": _STR,
+    "cause": _STR,
+    "tokens": _INT,
+    "cost_usd": pl.Float64,
+    "detail": _STR,
+}

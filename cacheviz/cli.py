@@ -102,7 +102,26 @@ def _parser() -> argparse.ArgumentParser:
     )
     _check_parser(commands, common)
     commands.add_parser("formats", help="list the transcript formats cacheviz reads")
+    from cacheviz.fleet.cli import add_parser as add_scan
+
+    add_scan(commands)
+    _add_proxy_command(commands)
     return parser
+
+
+def _add_proxy_command(commands: Any) -> None:
+    """``cacheviz proxy``: record an agent's calls (docs/recording.md)."""
+    proxy = commands.add_parser(
+        "proxy", help="a local reverse proxy that records every provider call to a log"
+    )
+    proxy.add_argument("--upstream", required=True, help="e.g. https://api.anthropic.com")
+    proxy.add_argument("--port", type=int, default=8787, help="port to listen on (8787)")
+    proxy.add_argument("--host", default="127.0.0.1", help="address to bind (127.0.0.1)")
+    proxy.add_argument("-o", "--output", required=True, help="the request log to append to")
+    proxy.add_argument("--thread", help="a thread hint written as meta.thread on every line")
+    proxy.add_argument(
+        "--no-redact", action="store_true", help="keep secrets in bodies (default: redacted)"
+    )
 
 
 def _check_parser(commands: Any, common: argparse.ArgumentParser) -> None:
@@ -473,12 +492,30 @@ def _dump(doc: dict[str, Any]) -> None:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; return the exit status."""
     args = _parser().parse_args(argv)
+    if args.command == "proxy":
+        from cacheviz.proxy import main as proxy
+
+        return proxy(
+            args.upstream,
+            args.output,
+            args.port,
+            args.host,
+            thread=args.thread,
+            redact=not args.no_redact,
+        )
     if args.command == "formats":
         for name, module in READERS.items():
             print(f"{name:<14} {module.DESCRIPTION}")
         return 0
     stdout, stderr = sys.stdout, sys.stderr
     sys.stdout, sys.stderr = _Visible(stdout), _Visible(stderr, keep_cr=True)
+    if args.command == "scan":
+        from cacheviz.fleet.cli import run as run_scan
+
+        try:
+            return run_scan(args)
+        finally:
+            sys.stdout, sys.stderr = stdout, stderr
     try:
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always", CacheVizWarning)

@@ -131,7 +131,11 @@ def test_one_call_per_response_with_its_final_usage(session_file):
     first, second, _ = session.calls
     assert first.usage.output_tokens == 40  # the last line of msg_1
     assert first.usage.input_tokens == 15003
-    assert second.meta == {"provider_verdict": "none"}
+    assert second.meta == {
+        "provider_verdict": "none",
+        "response_id": "msg_2",
+        "request_id": "req_msg_2",
+    }
     assert all(c.reconstructed for c in session.calls)
     assert [b.label for b in second.blocks] == [
         "unlogged prefix",

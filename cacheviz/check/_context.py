@@ -1,7 +1,7 @@
 """What every rule reads: the analysis frames as rows, the session's blocks, helpers.
 
-The calls/drifts frames name a conversation ``thread`` (older builds: ``lineage``);
-drift ``cost_usd`` and ``material`` are read when the analysis provides them.
+Calls and drifts belong to a ``thread`` (a conversation); a drift's ``cost_usd`` and
+``material`` come from the analysis (the what-if of :mod:`cacheviz.costs`).
 """
 
 from __future__ import annotations
@@ -55,23 +55,14 @@ class Context:
     claimed: set[int] = field(default_factory=set)  # drift call indexes already explained
 
     @cached_property
-    def thread_column(self) -> str:
-        """``thread`` (issue 8) or ``lineage`` (before it)."""
-        return "thread" if "thread" in self.analysis.calls.columns else "lineage"
-
-    @cached_property
     def calls(self) -> list[dict[str, Any]]:
         """The calls frame as rows, by index."""
         return self.analysis.calls.to_dicts()
 
     @cached_property
     def drifts(self) -> list[dict[str, Any]]:
-        """The drifts frame as rows, with ``thread`` set whatever the frame calls it."""
-        rows = self.analysis.drifts.to_dicts()
-        column = "thread" if "thread" in self.analysis.drifts.columns else "lineage"
-        for row in rows:
-            row["thread"] = row.get(column)
-        return rows
+        """The drifts frame as rows."""
+        return self.analysis.drifts.to_dicts()
 
     @property
     def session_calls(self) -> list[Call]:
@@ -83,12 +74,12 @@ class Context:
         """Call indexes of every thread, in request order."""
         out: dict[str, list[int]] = {}
         for row in self.calls:
-            out.setdefault(row[self.thread_column], []).append(row["index"])
+            out.setdefault(row["thread"], []).append(row["index"])
         return out
 
     def thread_of(self, call: int) -> str:
         """The thread a call belongs to."""
-        return self.calls[call][self.thread_column]
+        return self.calls[call]["thread"]
 
     def parent_of(self, thread: str) -> str | None:
         """The thread a sub-agent hangs under, when the transcript says so (issue 8)."""

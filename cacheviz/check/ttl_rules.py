@@ -85,7 +85,7 @@ def ttl_gaps(ctx: Context) -> list[Finding]:
     confirmed: dict[str, set[int]] = {}  # calls the provider's usage shows as TTL misses
     for row in ctx.calls:
         if row.get("miss_cause") == "ttl_expired":
-            thread = row[ctx.thread_column]
+            thread = row["thread"]
             confirmed.setdefault(thread, set()).add(row["index"])
             if row["index"] not in {c for c, _ in gaps.get(thread, [])}:
                 prev = ctx.calls[row["prev_call"]] if row["prev_call"] is not None else None

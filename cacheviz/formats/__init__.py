@@ -24,13 +24,16 @@ from cacheviz.formats import (
     claude_code,
     claude_trace,
     cline,
+    cline_ui,
     codex,
     gemini_cli,
     inspect_log,
     native,
     openai_log,
     openhands,
+    otel,
     swe_agent,
+    whale_usage,
 )
 from cacheviz.formats._lines import describe_lines
 from cacheviz.model import Session, SkippedLine
@@ -50,6 +53,9 @@ READERS: dict[str, ModuleType] = {
         openhands,
         swe_agent,
         aider,
+        whale_usage,  # usage-only readers (USAGE_ONLY = True)
+        cline_ui,
+        otel,
     )
 }
 _HEAD_BYTES = 1 << 20  # detection reads this much, and more until the first line ends

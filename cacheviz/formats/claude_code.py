@@ -4,7 +4,11 @@ One record per line: ``user`` and ``assistant`` records carry an Anthropic messa
 other types (``summary``, ``system``, ``file-history-snapshot``, ...) are counted and
 skipped. One API response is written as several ``assistant`` lines sharing
 ``message.id`` (one content block each, each repeating the usage): they are one call,
-whose usage is the last line's. ``isSidechain`` records (a Task sub-agent inlined) and
+whose usage is the last line's (streamed records repeat the input and cache counts and
+grow the output count). A repeated ``message.id`` whose input or cache counts differ is
+not the same response streamed on: the first is kept and a warning names both lines.
+Each call's ``meta["response_id"]`` is the message id (``meta["request_id"]`` the
+request id), for de-duplication across files. ``isSidechain`` records (a Task sub-agent inlined) and
 the files of ``<session>/subagents/agent-*.jsonl`` beside the session file are separate
 threads. The log holds the conversation only: requests are rebuilt with an unlogged
 prefix (system prompt + tools) sized from the first call's reported usage.
@@ -23,7 +27,7 @@ from cacheviz.errors import CacheVizWarning, TranscriptError
 from cacheviz.formats._conversation import Thread
 from cacheviz.formats._lines import LineReader, order_by_time
 from cacheviz.formats._time import parse_ts
-from cacheviz.model import Call, Session
+from cacheviz.model import Call, Session, Usage
 from cacheviz.render import BlockStore
 from cacheviz.usage import normalize_usage
 
@@ -64,6 +68,7 @@ class _SessionFile:
         self.thread_of: dict[str, str] = {}  # record uuid -> thread key
         self.seen: set[str] = set()
         self.responses: dict[str, tuple[Call, str, int]] = {}  # message id -> call, thread, index
+        self.conflicts: list[tuple[str, int, int]] = []  # (message id, first line, line)
         self.last_ts: dict[str, datetime | None] = {}
         self.calls: list[Call] = []
         self.agents: set[str] = set()  # sub-agent ids the session refers to
@@ -154,12 +159,20 @@ class _SessionFile:
         known = self.responses.get(str(response_id))
         if known is not None and known[1] == key:  # another block of the same response
             call, _, index = known
+            if not _same_input(call.usage, usage):
+                self.conflicts.append((str(response_id), call.line, lineno))
+                self.reader.ignore("conflicting repeat of a response")
+                return
             target = thread.messages[index]
             target["content"] = _blocks_of(target["content"]) + _blocks_of(message.get("content"))
             thread.touch(index)
-            call.usage = usage or call.usage
+            call.usage = usage or call.usage  # the last streamed record has the final output
             return
         meta: dict[str, Any] = {}
+        if message.get("id"):
+            meta["response_id"] = str(message["id"])
+        if record.get("requestId"):
+            meta["request_id"] = str(record["requestId"])
         verdict = record.get("diagnostics") or message.get("diagnostics")
         if isinstance(verdict, dict) and verdict.get("cache_miss_reason"):
             meta["provider_verdict"] = str(verdict["cache_miss_reason"])
@@ -174,6 +187,17 @@ class _SessionFile:
         self.calls.append(call)
         thread.append({"role": "assistant", "content": _blocks_of(message.get("content"))})
         self.responses[str(response_id)] = (call, key, len(thread.messages) - 1)
+
+
+def _same_input(first: Usage | None, later: Usage | None) -> bool:
+    """Whether two records of one message id report the same input and cache counts."""
+    if first is None or later is None:
+        return True
+    return (first.input_tokens, first.cache_read_tokens, first.cache_write_tokens) == (
+        later.input_tokens,
+        later.cache_read_tokens,
+        later.cache_write_tokens,
+    )
 
 
 def _refuse_other_format(lineno: int, record: dict[str, Any]) -> None:
@@ -201,6 +225,16 @@ def _read_file(path: Path, store: BlockStore, thread: str | None, errors: str) -
     reader.rebuilds = True  # each request is rebuilt from the lines before it
     state = _SessionFile(reader, store, thread)
     reader.each_record(state.add, "expected one Claude Code record per line")
+    if state.conflicts:
+        message_id, first, later = state.conflicts[0]
+        more = f" (and {len(state.conflicts) - 1} more)" if len(state.conflicts) > 1 else ""
+        warnings.warn(
+            f"{path}:{later}: message {message_id} repeats the one of line {first} with "
+            f"different input/cache usage{more}; kept line {first}, check the log for a "
+            "replayed or edited record",
+            CacheVizWarning,
+            stacklevel=2,
+        )
     reader.calls = state.calls  # type: ignore[attr-defined]
     reader.agents = state.agents  # type: ignore[attr-defined]
     return reader

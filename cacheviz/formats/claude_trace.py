@@ -58,6 +58,14 @@ def sse_usage(text: str) -> dict[str, Any] | None:
     return usage
 
 
+def sse_message_id(text: str) -> str | None:
+    """The message id of an Anthropic SSE stream (``message_start.message.id``)."""
+    for event in sse_events(text):
+        if event.get("type") == "message_start" and isinstance(event.get("message"), dict):
+            return event["message"].get("id")
+    return None
+
+
 def _call(text: str, refs: list[ObjectScan], store: BlockStore, reader: LineReader) -> Call | None:
     record, body = scan_line(text, ("request", "body"), refs)
     request = record.value("request")
@@ -78,10 +86,13 @@ def _call(text: str, refs: list[ObjectScan], store: BlockStore, reader: LineRead
         msg = "`request.body` is missing"
         raise ValueError(msg)
     raw_usage = None
+    message_id = None
     if isinstance(response.get("body"), dict):
         raw_usage = response["body"].get("usage")
+        message_id = response["body"].get("id")
     elif isinstance(response.get("body_raw"), str):
         raw_usage = sse_usage(response["body_raw"])
+        message_id = sse_message_id(response["body_raw"])
     return call_from_body(
         body,
         store,
@@ -90,6 +101,7 @@ def _call(text: str, refs: list[ObjectScan], store: BlockStore, reader: LineRead
         api="messages",
         ts=parse_epoch(request.value("timestamp")),
         usage=normalize_usage(raw_usage),
+        meta={"response_id": message_id} if isinstance(message_id, str) and message_id else None,
     )
 
 

@@ -52,6 +52,8 @@ def _call_from_line(text: str, refs: list[ObjectScan], store: BlockStore) -> Cal
         usage = normalize_usage(response.get("usage") or response.get("usageMetadata"))
     meta = record.value("meta")
     meta = meta if isinstance(meta, dict) else {}
+    if isinstance(response, dict) and isinstance(response.get("id"), str) and response["id"]:
+        meta = {**meta, "response_id": response["id"]}  # for de-duplication across files
     hint = meta.get("thread", meta.get("lineage"))  # "lineage": the round-1 name
     if not isinstance(hint, str):
         parts = [str(meta[k]) for k in ("session", "agent") if isinstance(meta.get(k), str)]

@@ -124,6 +124,7 @@ def _call(
         raise ValueError(msg)
     ts = ts or parse_epoch(response.get("created")) or parse_epoch(response.get("created_at"))
     model = body.value("model") or response.get("model")
+    response_id = response.get("id")  # chatcmpl-... / resp_...: de-duplication across files
     return call_from_body(
         body,
         store,
@@ -132,6 +133,7 @@ def _call(
         api=api,
         ts=ts,
         usage=normalize_usage(usage),
+        meta={"response_id": response_id} if isinstance(response_id, str) and response_id else None,
     )
 
 

@@ -14,11 +14,14 @@
  * | `_detail`       | Py→JS  | read: the selected call's drift detail                     |
  * | `status`        | Py→JS  | read: a message ("simulating…" or an error)                |
  *
+ * Custom message `{type: "append", meta}` with three Arrow buffers (`cacheviz/live.py`):
+ * the new calls' rows of `_timeline`, `_shape`, `_costs`, appended in place.
+ *
  * UI-only state (the thread filter) stays here and is never synced.
  */
-import { render } from "./render.js";
+import { render, rememberAppend } from "./render.js";
 
 /** @typedef {import("./render.js").Model} Model */
 
 /** @type {import("@anywidget/types").AnyWidget<Model>} */
-export default { render };
+export default { initialize: ({ model }) => rememberAppend(model), render };

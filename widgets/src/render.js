@@ -6,7 +6,7 @@
  * exports there, so they live here.
  */
 import { errorText } from "./lib/arrow.js";
-import { decodeCosts, decodeShape, decodeTimeline, filterRows, stepCall, threadNames } from "./lib/data.js";
+import { appendRows, decodeCosts, decodeShape, decodeTimeline, filterRows, stepCall, threadNames } from "./lib/data.js";
 import { DETAIL_MAX, callTicks, clampWindow, overviewFigure, positionsOf, windowFromSelection, windowShape, windowShowing, centerWindow } from "./lib/window.js";
 import { h } from "./lib/dom.js";
 import * as plot from "./lib/plot.js";
@@ -47,6 +47,36 @@ import { CSS } from "./views/styles.js";
 const WIDGET_HINT =
   "This usually means the widget's data does not match this front end: rebuild the front end " +
   "(`npm --prefix widgets run build`) and re-run the cell.";
+
+/**
+ * Rows the live inspector appended to a synced table, keyed by the table's synced value
+ * (a DataView): a view drawn after an append adds them; a replaced table drops them.
+ *
+ * @type {WeakMap<object, DataView[]>}
+ */
+const APPENDED = new WeakMap();
+
+/**
+ * Follow the live inspector's `append` messages at the model level (anywidget's
+ * `initialize`, once per model): keep the new rows for views drawn later, then set the
+ * new `meta` locally (not synced back), which redraws every view after it appended.
+ *
+ * @param {ModelLike} model
+ * @returns {() => void} cleanup
+ */
+export function rememberAppend(model) {
+  const handler = (/** @type {any} */ msg, /** @type {DataView[]} */ buffers) => {
+    if (msg?.type !== "append") return;
+    ["_timeline", "_shape", "_costs"].forEach((trait, i) => {
+      const key = model.get(trait);
+      if (!key || typeof key !== "object" || !buffers[i]) return;
+      APPENDED.set(key, [...(APPENDED.get(key) ?? []), buffers[i]]);
+    });
+    queueMicrotask(() => model.set("meta", msg.meta));
+  };
+  model.on("msg:custom", handler);
+  return () => model.off?.("msg:custom", handler);
+}
 
 /**
  * Draw the inspector into `el` and keep it in step with the model.
@@ -230,10 +260,17 @@ function mount(model, el, hint) {
     const names = threadNames(meta());
     if (state.thread >= names.length) state.thread = -1;
     const filter = { thread: state.thread, cause: state.cause, search: state.search };
+    const before = state.rows ? state.rows.length : 0;
     state.rows = state.timeline ? filterRows(state.timeline, meta(), filter) : [];
     state.positions = state.timeline ? positionsOf(state.timeline, state.rows) : new Map();
     const pos = state.positions.get(selected());
-    const kept = clampWindow(state.window.end > state.window.start ? state.window : null, state.rows.length);
+    let base = state.window.end > state.window.start ? state.window : null;
+    const n = state.rows.length;
+    if (base && before > 0 && base.end === before && n > before) {
+      // the window showed the last calls and calls were appended (a live session): follow
+      base = { start: Math.max(base.start, n - DETAIL_MAX), end: n };
+    }
+    const kept = clampWindow(base, n);
     state.window = pos === undefined ? kept : windowShowing(kept, pos, state.rows.length);
   }
   /** A filter changed: a call it hides is no longer selected; the window starts over. */
@@ -471,6 +508,19 @@ function mount(model, el, hint) {
     updateRows();
     drawAll();
   });
+  // the live inspector (cacheviz/live.py): the new calls' rows arrive in one message;
+  // `rememberAppend` (the widget's initialize) keeps them for views drawn later and
+  // then sets the new meta, which redraws
+  on("msg:custom", (/** @type {any} */ msg, /** @type {DataView[]} */ buffers) => {
+    if (msg?.type !== "append") return;
+    appendTables(buffers);
+  });
+  /** @param {DataView[]} buffers */
+  function appendTables(buffers) {
+    if (state.timeline) state.timeline = appendRows(state.timeline, decodeTimeline(buffers[0]));
+    if (state.shape) state.shape = appendRows(state.shape, decodeShape(buffers[1]));
+    if (state.costs) state.costs = appendRows(state.costs, decodeCosts(buffers[2]));
+  }
   on("change:selected_call", updateSelection);
   on("change:_detail", drawDetail);
   on("change:status", () => header.setStatus(String(model.get("status") ?? "")));
@@ -479,6 +529,16 @@ function mount(model, el, hint) {
   state.timeline = load("_timeline", decodeTimeline);
   state.shape = load("_shape", decodeShape);
   state.costs = load("_costs", decodeCosts);
+  for (const [table, trait, decode] of /** @type {const} */ ([
+    ["timeline", "_timeline", decodeTimeline],
+    ["shape", "_shape", decodeShape],
+    ["costs", "_costs", decodeCosts],
+  ])) {
+    for (const more of APPENDED.get(model.get(trait)) ?? []) {
+      const rows = /** @type {any} */ (state[table]);
+      if (rows) state[table] = appendRows(rows, /** @type {any} */ (decode)(more));
+    }
+  }
   showDataErrors();
   updateRows();
   drawAll();

@@ -250,6 +250,27 @@ export function decodeCosts(value) {
 }
 
 /**
+ * Rows `more` after rows `rows`: the live inspector's `append` message (cacheviz/live.py)
+ * brings the new calls' rows of a table; `rowOf` is rebuilt when the table has one.
+ *
+ * @template {{ n: number, call: ArrayLike<number> }} T
+ * @param {T} rows
+ * @param {T} more
+ * @returns {T}
+ */
+export function appendRows(rows, more) {
+  /** @type {Record<string, any>} */
+  const out = { n: rows.n + more.n };
+  const extra = /** @type {Record<string, any>} */ (more);
+  for (const [key, column] of Object.entries(rows)) {
+    if (key === "n" || key === "rowOf") continue;
+    out[key] = [...Array.from(/** @type {ArrayLike<any>} */ (column)), ...Array.from(/** @type {ArrayLike<any>} */ (extra[key]))];
+  }
+  if ("rowOf" in rows) out.rowOf = indexBy(out.call);
+  return /** @type {T} */ (out);
+}
+
+/**
  * @param {ArrayLike<number>} calls
  * @returns {Map<number, number>}
  */

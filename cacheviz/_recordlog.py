@@ -1,0 +1,502 @@
+"""The recording core of :func:`cacheviz.record`, :mod:`cacheviz.proxy` and the LiteLLM callback.
+
+An :class:`Exchange` follows one HTTP call: the request body as sent, the response status,
+the response bytes as they stream past (only the usage is kept, never the stream), and
+writes one cacheviz request log line (docs/format.md) when the response ends. A
+:class:`LogWriter` is the one writer of a log: whole lines under a lock, flushed after
+each line, fsync on close; a failing disk warns once and never breaks the caller.
+
+Nothing here imports an HTTP library: the hooks feed bytes in.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import threading
+import time
+import warnings
+import zlib
+from collections.abc import Callable, Iterable
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from cacheviz.errors import CacheVizWarning
+from cacheviz.redact import redact, redact_all
+
+# path suffix -> (provider when the path says it, api)
+_ROUTES = (
+    ("/messages", "anthropic", "messages"),
+    ("/chat/completions", None, "chat.completions"),
+    ("/responses", None, "responses"),
+)
+_HOST_PROVIDERS = (
+    ("anthropic", "anthropic"),
+    ("openai", "openai"),
+    ("deepseek", "deepseek"),
+    ("googleapis", "google"),
+)
+_MAX_ERROR_BYTES = 64 * 1024
+# the last event of a stream: a client may close the response right after it
+_TERMINAL_EVENTS = (
+    "data: [DONE]",
+    '"message_stop"',
+    '"response.completed"',
+    '"response.incomplete"',
+    '"response.failed"',
+)
+Redactor = Callable[[str], str]
+
+
+def route(method: str, path: str, host: str = "") -> tuple[str | None, str] | None:
+    """``(provider, api)`` of a provider call, or ``None`` for anything else.
+
+    Examples
+    --------
+    >>> route("POST", "/v1/messages")
+    ('anthropic', 'messages')
+    >>> route("POST", "/v1/chat/completions", "api.openai.com")
+    ('openai', 'chat.completions')
+    >>> route("POST", "/v1/messages/count_tokens") is None
+    True
+    """
+    if method.upper() != "POST":
+        return None
+    path = path.split("?", 1)[0].rstrip("/")
+    for suffix, provider, api in _ROUTES:
+        if path.endswith(suffix):
+            if provider is None:
+                lowered = host.lower()
+                provider = next((p for needle, p in _HOST_PROVIDERS if needle in lowered), None)
+            return provider, api
+    return None
+
+
+def now_iso() -> str:
+    """The current UTC time as ISO-8601 with milliseconds and a ``Z``."""
+    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def redact_body(text: str, redactor: Redactor | None = redact) -> str:
+    """The request body text with secrets redacted, its other bytes kept as sent.
+
+    Secrets are looked for in every string value of the JSON, as the report does
+    (:func:`cacheviz.redact.redact_all`); each distinct string is checked once (a request
+    repeats the strings of the one before), so the cost follows the new text. With no
+    secret the text is returned as is. With one, the redactor runs over the JSON text,
+    so the bytes it does not touch are kept; when that would not give the same JSON as
+    redacting value by value (a match cutting an escape sequence), the redacted body
+    is re-serialized compactly instead.
+
+    Examples
+    --------
+    >>> redact_body('{"system": "key sk-ant-api03-AbCdEfGhIjKlMnOp",  "x": 1}')
+    '{"system": "key [REDACTED]",  "x": 1}'
+    >>> redact_body('{"a":  "nothing secret"}')
+    '{"a":  "nothing secret"}'
+    """
+    if redactor is None:
+        return text
+    parsed = json.loads(text)
+    found = [False]
+    expected = _redact_value(parsed, _cached(redactor), found)
+    if not found[0]:
+        return text
+    redacted = redactor(text)
+    try:
+        if json.loads(redacted) == expected:
+            return redacted
+    except ValueError:
+        pass
+    return json.dumps(expected, ensure_ascii=False, separators=(",", ":"))
+
+
+_CACHE_CHARS = 32 << 20  # forget the checked strings past this many characters
+_caches: dict[Redactor, tuple[dict[str, str], list[int]]] = {}
+
+
+def _cached(redactor: Redactor) -> Callable[[str], str]:
+    """``redactor`` with a memory of the strings it has seen."""
+    if redactor not in _caches and len(_caches) >= 8:  # many custom redactors: start over
+        _caches.clear()
+    cache, size = _caches.setdefault(redactor, ({}, [0]))
+
+    def check(value: str) -> str:
+        done = cache.get(value)
+        if done is None:
+            done = redactor(value)
+            if size[0] > _CACHE_CHARS:
+                cache.clear()
+                size[0] = 0
+            cache[value] = done
+            size[0] += len(value)
+        return done
+
+    return check
+
+
+def _redact_value(value: Any, check: Callable[[str], str], found: list[bool]) -> Any:
+    if isinstance(value, str):
+        done = check(value)
+        if done != value:
+            found[0] = True
+        return done
+    if isinstance(value, list):
+        return [_redact_value(v, check, found) for v in value]
+    if isinstance(value, dict):
+        return {k: _redact_value(v, check, found) for k, v in value.items()}
+    return value
+
+
+def one_line(text: str) -> str:
+    """JSON text on one line: newlines outside strings (the only ones JSON allows) → spaces."""
+    if "\n" in text or "\r" in text:
+        return text.replace("\r", " ").replace("\n", " ")
+    return text
+
+
+class LogWriter:
+    """The one writer of a cacheviz request log (a file, or memory when ``path`` is None).
+
+    Lines are written whole under a lock and flushed one by one; :meth:`close` fsyncs.
+    An ``OSError`` (disk full, unwritable path) warns once and turns file writing off;
+    the calls being recorded are never disturbed. Lines are also offered to the
+    ``listeners`` (the live inspector).
+    """
+
+    def __init__(self, path: str | Path | None = None) -> None:
+        self.path = None if path is None else Path(path)
+        self.lines: list[str] = []  # memory mode only
+        self.listeners: list[Callable[[str], None]] = []
+        self.written = 0
+        self._lock = threading.Lock()
+        self._file: Any = None
+        self._failed = False
+
+    def open(self) -> None:
+        """Open the file for appending (a failure warns once)."""
+        with self._lock:
+            if self.path is not None and self._file is None and not self._failed:
+                try:
+                    self._file = self.path.open("a", encoding="utf-8")
+                except OSError as exc:
+                    self._fail(exc)
+
+    def write(self, line: str) -> None:
+        """Append one line (no newline in ``line``)."""
+        with self._lock:
+            self.written += 1
+            if self.path is None:
+                self.lines.append(line)
+            elif self._file is not None:
+                try:
+                    self._file.write(line + "\n")
+                    self._file.flush()
+                except OSError as exc:
+                    self._fail(exc)
+            elif not self._failed:  # a call that ended after its recorder closed
+                try:
+                    with self.path.open("a", encoding="utf-8") as handle:
+                        handle.write(line + "\n")
+                        handle.flush()
+                        os.fsync(handle.fileno())
+                except OSError as exc:
+                    self._fail(exc)
+            listeners = list(self.listeners)
+        for listener in listeners:
+            try:
+                listener(line)
+            except Exception as exc:
+                _warn_once(self, f"a recording listener failed: {exc!r}")
+
+    def close(self) -> None:
+        """Flush, fsync and close the file."""
+        with self._lock:
+            handle, self._file = self._file, None
+            if handle is None:
+                return
+            try:
+                handle.flush()
+                os.fsync(handle.fileno())
+                handle.close()
+            except OSError as exc:
+                self._fail(exc)
+
+    def _fail(self, exc: OSError) -> None:
+        handle, self._file = self._file, None
+        if handle is not None:
+            with contextlib.suppress(OSError):
+                handle.close()
+        if not self._failed:
+            self._failed = True
+            message = (
+                f"{self.path}: can't write the request log ({exc.strerror or exc}); "
+                "recording is off for this log, your calls go on; free space or pick "
+                "another path"
+            )
+            warnings.warn(message, CacheVizWarning, stacklevel=3)
+
+
+_warned: set[tuple[int, str]] = set()
+
+
+def _warn_once(owner: object, message: str) -> None:
+    key = (id(owner), message)
+    if key not in _warned:
+        _warned.add(key)
+        warnings.warn(message, CacheVizWarning, stacklevel=3)
+
+
+class _UsageParser:
+    """Pick ``usage`` (and errors) out of a response body as it streams past.
+
+    SSE streams are split into events and only events that mention ``usage`` or
+    ``error`` are parsed; a JSON body is kept (it is small) and parsed at the end.
+    Content-Encoding gzip and deflate are decoded; others leave usage unknown.
+    """
+
+    def __init__(self, content_type: str, encoding: str) -> None:
+        self.sse = "event-stream" in content_type.lower()
+        encoding = encoding.lower().strip()
+        self.usage: dict[str, Any] | None = None
+        self.error: Any = None
+        self.ok = encoding in ("", "identity", "gzip", "deflate", "x-gzip")
+        self.complete = False  # an SSE stream's last event was seen
+        self._inflate = (
+            zlib.decompressobj(47) if encoding in ("gzip", "x-gzip", "deflate") else None
+        )
+        self._deflate = encoding == "deflate"
+        self._tail = ""
+        self._chunks: list[bytes] = []
+        self._size = 0
+        self._decoder = _utf8_decoder()
+
+    def feed(self, chunk: bytes) -> None:
+        if not self.ok:
+            return
+        try:
+            data = self._decode(chunk)
+            if self.sse:
+                self._feed_sse(self._decoder.decode(data))
+            else:
+                self._chunks.append(data)
+                self._size += len(data)
+        except (zlib.error, UnicodeDecodeError, ValueError):
+            self.ok = False
+
+    def _decode(self, chunk: bytes) -> bytes:
+        if self._inflate is None:
+            return chunk
+        try:
+            return self._inflate.decompress(chunk)
+        except zlib.error:
+            if not self._deflate:
+                raise
+            self._inflate = zlib.decompressobj(-15)  # raw deflate, as some servers send
+            self._deflate = False
+            return self._inflate.decompress(chunk)
+
+    def _feed_sse(self, text: str) -> None:
+        text = self._tail + text
+        if "\r" in text:
+            text = text.replace("\r\n", "\n")
+        *events, self._tail = text.split("\n\n")
+        for event in events:
+            if '"usage"' in event or '"error"' in event:
+                self._event(event)
+            if any(marker in event for marker in _TERMINAL_EVENTS):
+                self.complete = True
+
+    def _event(self, event: str) -> None:
+        data = "\n".join(
+            line[5:].lstrip(" ") for line in event.split("\n") if line.startswith("data:")
+        )
+        if not data or data == "[DONE]":
+            return
+        try:
+            obj = json.loads(data)
+        except ValueError:
+            return
+        if isinstance(obj, dict):
+            self._take(obj)
+
+    def _take(self, obj: dict[str, Any]) -> None:
+        for holder in (obj, obj.get("message"), obj.get("response")):
+            if isinstance(holder, dict) and isinstance(holder.get("usage"), dict):
+                merged = dict(self.usage or {})
+                merged.update({k: v for k, v in holder["usage"].items() if v is not None})
+                self.usage = merged
+                break
+        if obj.get("type") == "error" or (
+            "error" in obj and obj["error"] is not None and "choices" not in obj
+        ):
+            self.error = redact_all(obj.get("error", obj))
+
+    def finish(self, status: int | None) -> None:
+        if not self.ok or self.sse:
+            if self.sse and self._tail.strip():
+                self._event(self._tail)
+            return
+        body = b"".join(self._chunks)
+        if self._inflate is not None:
+            body += self._inflate.flush()
+        try:
+            obj = json.loads(body) if body else None
+        except ValueError:
+            obj = None
+        if isinstance(obj, dict):
+            if status is not None and status >= 400:
+                self.error = redact_all(obj.get("error", obj))
+            else:
+                self._take(obj)
+        elif status is not None and status >= 400 and body:
+            self.error = redact(body[:_MAX_ERROR_BYTES].decode("utf-8", "replace"))
+
+
+def _utf8_decoder() -> Any:
+    import codecs
+
+    return codecs.getincrementaldecoder("utf-8")()
+
+
+class Exchange:
+    """One provider call being recorded; :meth:`finish` writes its line once.
+
+    Build it with :meth:`begin`, which returns ``None`` for anything that is not a
+    provider call with a JSON body (those pass through unrecorded).
+    """
+
+    def __init__(
+        self,
+        writers: Iterable[LogWriter],
+        provider: str | None,
+        api: str,
+        model: str,
+        request_text: str,
+        meta: dict[str, Any] | None,
+    ) -> None:
+        self.writers = list(writers)
+        self.provider = provider
+        self.api = api
+        self.model = model
+        self.request_text = request_text
+        self.meta = meta
+        self.ts = now_iso()
+        self.status: int | None = None
+        self._t0 = time.perf_counter()
+        self._parser: _UsageParser | None = None
+        self._done = False
+        self._lock = threading.Lock()
+        self._pending: tuple[bytes, Redactor | None] | None = None
+
+    @classmethod
+    def begin(
+        cls,
+        writers: Iterable[LogWriter],
+        *,
+        method: str,
+        path: str,
+        host: str,
+        body: bytes,
+        redactor: Redactor | None = redact,
+        meta: dict[str, Any] | None = None,
+        defer: bool = False,
+    ) -> Exchange | None:
+        """Start recording a call, or ``None`` when it is not a provider call.
+
+        ``defer=True`` keeps the body's bytes and reads them (parse, redact) in
+        :meth:`finish` instead, off the request's way: a body that is not a JSON object
+        then gives no line. Never raises: a body that can't be read is not recorded.
+        """
+        found = route(method, path, host)
+        if found is None or not body:
+            return None
+        exchange = cls(writers, found[0], found[1], "", "", meta)
+        exchange._pending = (body, redactor)
+        if not defer and not exchange._read_body():
+            return None
+        return exchange
+
+    def _read_body(self) -> bool:
+        """Parse and redact the kept body; ``False`` when it is not a JSON object."""
+        if self._pending is None:
+            return True
+        body, redactor = self._pending
+        self._pending = None
+        try:
+            text = body.decode("utf-8")
+            parsed = json.loads(text)
+            if not isinstance(parsed, dict):
+                return False
+            model = parsed.get("model")
+            self.request_text = one_line(redact_body(text, redactor))
+        except (UnicodeDecodeError, ValueError):
+            return False
+        self.model = model if isinstance(model, str) else ""
+        return True
+
+    def respond(self, status: int, content_type: str, content_encoding: str) -> None:
+        """The response headers arrived."""
+        self.status = status
+        self._parser = _UsageParser(content_type, content_encoding)
+
+    def feed(self, chunk: bytes) -> None:
+        """Bytes of the response body, as they pass (never raises)."""
+        if self._parser is not None and chunk:
+            try:
+                self._parser.feed(chunk)
+            except Exception:
+                self._parser.ok = False
+
+    def closed_early(self) -> None:
+        """The caller closed the response: an error unless the stream's last event passed."""
+        parser = self._parser
+        if parser is not None and parser.sse and parser.complete:
+            self.finish()
+        else:
+            self.finish(error="the caller closed the response before its end")
+
+    def finish(self, *, error: str | None = None, status: int | None = None) -> None:
+        """Write the call's line (once; later calls do nothing)."""
+        with self._lock:
+            if self._done:
+                return
+            self._done = True
+        try:
+            if not self._read_body():
+                return
+            if status is not None:
+                self.status = status
+            usage, body_error = None, None
+            if self._parser is not None:
+                self._parser.finish(self.status)
+                usage, body_error = self._parser.usage, self._parser.error
+            response: dict[str, Any] = {"status": self.status, "usage": usage}
+            response["duration_ms"] = round((time.perf_counter() - self._t0) * 1000, 1)
+            if error is not None or body_error is not None:
+                response["error"] = error if error is not None else body_error
+            line = self.line(response)
+        except Exception as exc:
+            for writer in self.writers:
+                _warn_once(writer, f"cacheviz could not record a call: {exc!r}")
+            return
+        for writer in self.writers:
+            writer.write(line)
+
+    def line(self, response: dict[str, Any]) -> str:
+        """The log line: keys in the order of docs/format.md, the request body spliced in."""
+
+        def dump(value: Any) -> str:
+            return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+        head = {"ts": self.ts, "provider": self.provider, "api": self.api, "model": self.model}
+        parts = [dump(head)[:-1], ',"request":', self.request_text, ',"response":', dump(response)]
+        if self.meta:
+            parts += [',"meta":', dump(self.meta)]
+        parts.append("}")
+        return "".join(parts)
+
+
+__all__ = ["Exchange", "LogWriter", "now_iso", "one_line", "redact_body", "route"]

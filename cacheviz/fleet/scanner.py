@@ -1,0 +1,188 @@
+"""``cacheviz.scan``: analyse every session under some folders, in parallel, with a cache.
+
+Steps: find the units (:mod:`~cacheviz.fleet.walk`); reuse the cached rows of units
+whose files did not change (:mod:`~cacheviz.fleet.cache`); run
+:func:`~cacheviz.fleet.worker.run_batch` over the rest on a process pool or the executor
+given (:mod:`~cacheviz.fleet.pool`); then drop the calls seen twice (same provider
+response id, e.g. a forked sub-agent replaying its parent's responses, or a resumed
+session) and roll up.
+"""
+
+from __future__ import annotations
+
+import sys
+import warnings
+from collections.abc import Sequence
+from concurrent.futures import Executor
+from pathlib import Path
+
+import polars as pl
+
+from cacheviz import _schema
+from cacheviz.errors import CacheVizWarning
+from cacheviz.fleet import pool
+from cacheviz.fleet.cache import MANIFEST, TABLES, ScanCache, default_dir, signature
+from cacheviz.fleet.result import ScanResult
+from cacheviz.fleet.walk import Unit, default_locations, find_units
+from cacheviz.fleet.worker import UnitResult
+from cacheviz.pricing import PriceBook
+
+
+def scan(
+    paths: Sequence[str | Path] | str | Path | None = None,
+    *,
+    executor: Executor | None = None,
+    jobs: int | None = None,
+    cache: bool | str | Path = True,
+    progress: bool | None = None,
+    prices: str | Path | None = None,
+) -> ScanResult:
+    """Analyse every session under ``paths`` (folders or files).
+
+    Parameters
+    ----------
+    paths
+        Folders and files; ``None`` scans the agents' default locations
+        (:func:`~cacheviz.fleet.walk.default_locations`).
+    executor
+        Any :class:`concurrent.futures.Executor` to run the per-file work on (e.g.
+        ``dask.distributed.Client(...).get_executor()``); by default a process pool
+        on all cores (small scans run in this process).
+    jobs
+        Worker processes of the default pool (default: every core; 1 = no pool).
+    cache
+        ``True`` (the platform cache dir), ``False`` (no cache) or a folder.
+    progress
+        Show a progress bar (default: when stderr is a terminal).
+    prices
+        A user price file (cacheviz JSON or LiteLLM's).
+
+    Returns
+    -------
+    ScanResult
+
+    Raises
+    ------
+    TranscriptError
+        When the price file can't be read. Files that fail to load do not raise: they
+        are listed in ``ScanResult.files`` with their error.
+
+    Examples
+    --------
+    >>> result = scan(["sample_sessions"], cache=False)  # doctest: +SKIP
+    >>> result.rollup("day")  # doctest: +SKIP
+    """
+    if prices is not None:
+        PriceBook(prices)  # a bad price file is one error now, not one per session
+    locations = None
+    if paths is None:
+        locations = default_locations()
+        roots = [loc.path for loc in locations if loc.found]
+    else:
+        roots = [Path(paths)] if isinstance(paths, (str, Path)) else [Path(p) for p in paths]
+    units = find_units(roots)
+    store = None
+    if cache is not False:
+        folder = default_dir() if cache is True else Path(cache)
+        store = ScanCache(folder, None if prices is None else Path(prices))
+    signatures: dict[str, str] = {}
+    hits: set[str] = set()
+    todo: list[tuple[Unit, str | None]] = []
+    for unit in units:
+        key = str(unit.path)
+        try:
+            signatures[key] = signature(unit)
+        except OSError:
+            signatures[key] = ""
+        entry = store.entry(unit.path) if store is not None else None
+        if entry is not None and entry["signature"] == signatures[key] and signatures[key]:
+            hits.add(key)
+        else:
+            todo.append((unit, None if entry is None else entry["content_hash"]))
+    show = sys.stderr.isatty() if progress is None else progress
+    results = pool.execute(todo, executor, jobs, show, None if prices is None else str(prices))
+    hits |= {r.path for r in results if r.status == "unchanged"}
+    fresh = [r for r in results if r.status != "unchanged"]
+    cached = store.rows(hits) if store is not None else {n: _empty(n) for n in TABLES}
+    tables = {name: pl.concat([cached[name], *(_table(r, name) for r in fresh)]) for name in TABLES}
+    manifest = _manifest(fresh, signatures)
+    if store is not None:
+        reused = store.manifest.filter(pl.col("path").is_in(sorted(hits)))
+        touched = reused.with_columns(
+            pl.col("path")
+            .replace_strict(signatures, default=None, return_dtype=pl.String)
+            .alias("signature")
+        )
+        if fresh or touched["signature"].to_list() != reused["signature"].to_list():
+            try:
+                store.save(
+                    pl.concat([touched, manifest]),
+                    tables,  # every row of these paths
+                )
+            except OSError as exc:
+                warnings.warn(
+                    f"can't write the scan cache in {store.folder} ({exc.strerror}); the next "
+                    "scan starts cold (set CACHEVIZ_CACHE_DIR, or pass --no-cache)",
+                    CacheVizWarning,
+                    stacklevel=2,
+                )
+        files = pl.concat([touched, manifest])
+    else:
+        files = manifest
+    calls, drifts, misses, dropped = _dedupe(tables["calls"], tables["drifts"], tables["misses"])
+    files = files.select("path", "status", "format", "error", "warnings").sort("path")
+    return ScanResult(calls, drifts, misses, files, dropped, locations)
+
+
+def _empty(name: str) -> pl.DataFrame:
+    return pl.DataFrame(
+        schema={
+            "calls": _schema.SCAN_CALLS,
+            "drifts": _schema.SCAN_DRIFTS,
+            "misses": _schema.SCAN_MISSES,
+        }[name]
+    )
+
+
+def _table(result: UnitResult, name: str) -> pl.DataFrame:
+    frame = getattr(result, name)
+    return _empty(name) if frame is None else frame
+
+
+def _manifest(results: list[UnitResult], signatures: dict[str, str]) -> pl.DataFrame:
+    return pl.DataFrame(
+        {
+            "path": [r.path for r in results],
+            "signature": [signatures.get(r.path, "") for r in results],
+            "content_hash": [r.content_hash for r in results],
+            "status": [r.status for r in results],
+            "format": [r.format for r in results],
+            "error": [r.error for r in results],
+            "warnings": [r.warnings for r in results],
+        },
+        schema=MANIFEST,
+    )
+
+
+def _dedupe(
+    calls: pl.DataFrame, drifts: pl.DataFrame, misses: pl.DataFrame
+) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame, int]:
+    """Keep the first call of each provider response id.
+
+    First by request time, then path; within a file a parent thread's copy before a
+    sub-agent's, then the reader's order (``index``).
+    """
+    ordered = calls.sort(
+        [pl.col("ts"), pl.col("path"), pl.col("parent_thread").is_not_null(), pl.col("index")],
+        nulls_last=True,
+        maintain_order=True,
+    )
+    key = pl.concat_str(["provider", "response_id"], separator=":")
+    repeat = pl.when(pl.col("response_id").is_not_null()).then(pl.int_range(pl.len()).over(key) > 0)
+    flagged = ordered.with_columns(repeat.fill_null(value=False).alias("_repeat"))
+    kept = flagged.filter(~pl.col("_repeat")).drop("_repeat")
+    dropped = flagged.height - kept.height
+    index = kept.select("path", pl.col("index").alias("call"), "session")
+    drifts = drifts.join(index, on=["path", "call"], how="inner")
+    misses = misses.join(index, on=["path", "call"], how="inner")
+    return kept, drifts, misses, dropped

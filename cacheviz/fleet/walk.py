@@ -1,0 +1,150 @@
+"""Find the sessions under the paths given to ``cacheviz scan``.
+
+A *unit* is what one reader loads as one session: a file, plus the files that belong
+to it (a Claude Code session's ``<session>/subagents/agent-*.jsonl``; a Cline task's
+``ui_messages.json`` and ``task_metadata.json`` beside its history). Units are grouped
+by file name only; the format of each is detected later, by content, in the worker.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+_CLINE_HISTORY = "api_conversation_history.json"
+_CLINE_UI = "ui_messages.json"
+_CLINE_METADATA = "task_metadata.json"
+_SKIP_DIRS = frozenset({".git", "node_modules", "__pycache__", ".venv"})
+_SKIP_SUFFIXES = frozenset({".parquet", ".html", ".png", ".jpg", ".gif", ".pdf", ".zip", ".gz"})
+
+
+@dataclass(frozen=True, slots=True)
+class Unit:
+    """One session to load: ``path`` is what the reader opens, ``members`` every file read."""
+
+    path: Path
+    members: tuple[Path, ...]
+    project: str
+
+
+@dataclass(frozen=True, slots=True)
+class Location:
+    """A default location of an agent's transcripts, and whether it exists here."""
+
+    agent: str
+    path: Path
+
+    @property
+    def found(self) -> bool:
+        """Whether the location exists on this machine."""
+        return self.path.exists()
+
+
+def default_locations(home: Path | None = None) -> list[Location]:
+    """Where the agents cacheviz reads keep their transcripts (as ccusage looks for them).
+
+    ``CLAUDE_CONFIG_DIR`` (comma-separated) and ``CODEX_HOME`` are honoured.
+    """
+    home = Path.home() if home is None else home
+    claude = [Path(p) for p in os.environ.get("CLAUDE_CONFIG_DIR", "").split(",") if p.strip()]
+    claude = claude or [home / ".config" / "claude", home / ".claude"]
+    codex = Path(os.environ.get("CODEX_HOME") or home / ".codex")
+    cline = "saoudrizwan.claude-dev"
+    out = [Location("claude-code", base / "projects") for base in claude]
+    out += [
+        Location("codex", codex / "sessions"),
+        Location("gemini-cli", home / ".gemini" / "tmp"),
+        Location("cline", home / ".config" / "Code" / "User" / "globalStorage" / cline / "tasks"),
+        Location(
+            "cline",
+            home / "Library" / "Application Support" / "Code" / "User" / "globalStorage" / cline,
+        ),
+        Location("whale", home / ".whale" / "usage.jsonl"),
+        Location("whale", home / ".whale" / "usage"),
+    ]
+    return out
+
+
+def _project(path: Path, root: Path) -> str:
+    """The project a session belongs to: the folder it sits in under the scanned root.
+
+    Claude Code: ``projects/<project>/<session>.jsonl``; Gemini CLI:
+    ``tmp/<project hash>/chats/<file>``; otherwise the file's folder name.
+    """
+    parent = path.parent
+    while parent.name.isdigit() and parent != root:  # Codex: sessions/YYYY/MM/DD/
+        parent = parent.parent
+    if parent.name == "chats":
+        parent = parent.parent
+    if parent.name == "subagents":
+        parent = parent.parent.parent
+    if parent == root.parent or parent.name == "":
+        return root.name
+    return parent.name
+
+
+def _cline_units(folder: Path, names: set[str], root: Path) -> tuple[list[Unit], set[str]]:
+    """Cline tasks among ``names`` (their history and UI files side by side)."""
+    units: list[Unit] = []
+    used: set[str] = set()
+    for name in sorted(names):
+        if not name.endswith(_CLINE_HISTORY):
+            continue
+        prefix = name[: -len(_CLINE_HISTORY)]
+        if f"{prefix}{_CLINE_UI}" not in names:
+            continue
+        members = [name, f"{prefix}{_CLINE_UI}"]
+        if f"{prefix}{_CLINE_METADATA}" in names:
+            members.append(f"{prefix}{_CLINE_METADATA}")
+        used.update(members)
+        task = folder / name
+        project = folder.parent.name if prefix == "" else folder.name
+        units.append(Unit(task, tuple(folder / m for m in members), project or root.name))
+    return units, used
+
+
+def _subagents(session: Path) -> tuple[Path, ...]:
+    folder = session.parent / session.stem / "subagents"
+    return tuple(sorted(folder.glob("agent-*.jsonl"))) if folder.is_dir() else ()
+
+
+def find_units(paths: list[Path]) -> list[Unit]:
+    """Every unit under ``paths`` (files are units themselves), in a stable order.
+
+    Hidden-tool folders (``.git``, ``node_modules``) and obvious non-transcripts
+    (Parquet, HTML, images, archives) are not visited.
+    """
+    units: dict[Path, Unit] = {}
+    for root in paths:
+        root = root.expanduser()
+        if root.is_file():
+            _add_file(units, root, root.parent, set())
+            continue
+        for folder, dirs, files in os.walk(root):
+            dirs[:] = sorted(d for d in dirs if d not in _SKIP_DIRS)
+            here = Path(folder)
+            names = set(files)
+            cline, used = _cline_units(here, names, root)
+            for unit in cline:
+                units.setdefault(unit.path, unit)
+            for name in sorted(names - used):
+                path = here / name
+                if path.suffix.lower() in _SKIP_SUFFIXES or name.startswith("."):
+                    continue
+                _add_file(units, path, root, names)
+    return sorted(units.values(), key=lambda u: str(u.path))
+
+
+def _add_file(units: dict[Path, Unit], path: Path, root: Path, siblings: set[str]) -> None:
+    if path.parent.name == "subagents" and path.name.startswith("agent-"):
+        owner = path.parent.parent.with_suffix(".jsonl")
+        if owner.is_file():
+            return  # read with its session
+    if path.name.endswith(_CLINE_HISTORY) and not siblings:
+        ui = path.with_name(path.name[: -len(_CLINE_HISTORY)] + _CLINE_UI)
+        if ui.is_file():
+            units.setdefault(path, Unit(path, (path, ui), _project(path, root)))
+            return
+    members = (path, *_subagents(path)) if path.suffix == ".jsonl" else (path,)
+    units.setdefault(path, Unit(path, members, _project(path, root)))

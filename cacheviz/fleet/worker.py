@@ -1,0 +1,214 @@
+"""The per-unit function of a scan: load, analyse, and flatten one session into rows.
+
+It runs in worker processes (or on any ``concurrent.futures.Executor``), so its input
+and output are plain picklable values: a :class:`~cacheviz.fleet.walk.Unit` in, a
+:class:`UnitResult` of small polars frames out. Nothing here depends on other units;
+de-duplication across files happens afterwards (:mod:`cacheviz.fleet.scanner`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import warnings
+from dataclasses import dataclass, field, replace
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+
+from cacheviz import _schema
+from cacheviz.analysis import Analysis, analyze
+from cacheviz.errors import CacheVizError, CacheVizWarning, UnknownFormatError
+from cacheviz.fleet.walk import Unit
+from cacheviz.formats import READERS, detect
+from cacheviz.model import OPAQUE, Session
+from cacheviz.pricing import PriceBook
+
+_HASH_CHUNK = 1 << 20
+
+
+@dataclass(slots=True)
+class UnitResult:
+    """What one unit gave: its rows, or why it gave none."""
+
+    path: str
+    status: str  # "ok" | "failed" | "unknown" | "unchanged" (content hash as cached)
+    content_hash: str
+    format: str | None = None
+    error: str | None = None
+    warnings: list[str] = field(default_factory=list)
+    calls: pl.DataFrame | None = None
+    drifts: pl.DataFrame | None = None
+    misses: pl.DataFrame | None = None
+
+
+def content_hash(members: tuple[Path, ...]) -> str:
+    """BLAKE2b over the bytes of every member file (names included), hex."""
+    digest = hashlib.blake2b(digest_size=16)
+    for path in members:
+        digest.update(path.name.encode("utf-8", "surrogateescape") + b"\0")
+        with path.open("rb") as handle:
+            while chunk := handle.read(_HASH_CHUNK):
+                digest.update(chunk)
+    return digest.hexdigest()
+
+
+def run_unit(unit: Unit, known_hash: str | None = None, prices: str | None = None) -> UnitResult:
+    """Load and analyse one unit; never raises for bad input (it is reported instead).
+
+    Parameters
+    ----------
+    unit
+        The session to read.
+    known_hash
+        The content hash the scan cache holds for this path; when the files still hash to
+        it, nothing is analysed (``status="unchanged"``).
+    prices
+        A user price file, as for ``--prices``.
+    """
+    try:
+        digest = content_hash(unit.members)
+    except OSError as exc:
+        return UnitResult(str(unit.path), "failed", "", error=f"{unit.path}: {exc.strerror}")
+    if known_hash is not None and digest == known_hash:
+        return UnitResult(str(unit.path), "unchanged", digest)
+    try:
+        fmt = detect(unit.path)
+    except UnknownFormatError:
+        return UnitResult(str(unit.path), "unknown", digest)
+    except (CacheVizError, OSError, ValueError) as exc:
+        return UnitResult(str(unit.path), "failed", digest, error=_one_line(exc, unit.path))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", CacheVizWarning)
+        try:
+            session = READERS[fmt].read(unit.path, errors="raise")
+            analysis = analyze(session, prices=_book(prices))
+            if fmt == "codex":  # sessions/YYYY/MM/DD says nothing: the folder it ran in
+                unit = replace(unit, project=_codex_project(unit.path) or unit.project)
+            calls, drifts, misses = _rows(unit, fmt, session, analysis)
+        except (CacheVizError, OSError, ValueError, RecursionError) as exc:
+            return UnitResult(
+                str(unit.path), "failed", digest, format=fmt, error=_one_line(exc, unit.path)
+            )
+        except Exception as exc:  # a bug must not stop a scan of thousands of files
+            text = (str(exc).splitlines() or [""])[0]
+            error = f"{unit.path}: internal error ({type(exc).__name__}: {text}); please report it"
+            return UnitResult(str(unit.path), "failed", digest, format=fmt, error=error)
+    notes = [
+        str(w.message).splitlines()[0] for w in caught if issubclass(w.category, CacheVizWarning)
+    ]
+    return UnitResult(str(unit.path), "ok", digest, fmt, None, notes, calls, drifts, misses)
+
+
+def _book(prices: str | None) -> PriceBook:
+    """One price book per price file (as it is now) and process: parsed once, not per file."""
+    if prices is None:
+        return _book_of(None, 0, 0)
+    try:
+        stat = Path(prices).stat()
+    except OSError:
+        return PriceBook(prices)  # raises the one-line error of a missing file
+    return _book_of(prices, stat.st_size, stat.st_mtime_ns)
+
+
+@cache
+def _book_of(prices: str | None, size: int, mtime_ns: int) -> PriceBook:
+    del size, mtime_ns  # part of the cache key only
+    return PriceBook(prices)
+
+
+def run_batch(
+    units: list[Unit], known: list[str | None], prices: str | None = None
+) -> list[UnitResult]:
+    """:func:`run_unit` over a batch (one task per batch keeps process overhead low)."""
+    return [run_unit(u, k, prices) for u, k in zip(units, known, strict=True)]
+
+
+_CWD = re.compile(rb'"cwd"\s*:\s*"((?:[^"\\]|\\.)+)"')
+
+
+def _codex_project(path: Path) -> str | None:
+    """The last folder of the ``cwd`` a Codex rollout's ``session_meta`` records."""
+    with path.open("rb") as handle:
+        found = _CWD.search(handle.read(1 << 16))
+    if found is None:
+        return None
+    cwd = found.group(1).decode("utf-8", "replace").replace("\\\\", "/").rstrip("/")
+    return cwd.rsplit("/", 1)[-1] or None
+
+
+def _one_line(exc: BaseException, path: Path) -> str:
+    text = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+    return text if str(path) in text else f"{path}: {text}"
+
+
+def _rows(
+    unit: Unit, fmt: str, session: Session, analysis: Analysis
+) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame]:
+    frame = analysis.calls
+    calls = session.calls  # row i of the calls frame is session.calls[i]
+    opaque = {h for h, c in session.contents.items() if c.kind == OPAQUE}
+    path = str(unit.path)
+    metas = [c.meta for c in calls]
+    logged = [not any(h in opaque for h in c.hashes[: c.message_start]) for c in calls]
+    extra: dict[str, list[Any]] = {
+        "session": [f"{path}#{m['session']}" if m.get("session") else path for m in metas],
+        "response_id": [m.get("response_id") for m in metas],
+        "reported_cost_usd": [m.get("reported_cost_usd") for m in metas],
+        "_fingerprint": [m.get("prefix_fingerprint") for m in metas],
+        "_logged": logged,
+    }
+    schema = _schema.SCAN_CALLS
+    added = pl.DataFrame(
+        extra,
+        schema={k: schema.get(k, pl.String if k == "_fingerprint" else pl.Boolean) for k in extra},
+    )
+    usage_only = bool(getattr(READERS[fmt], "USAGE_ONLY", False))
+    out = pl.concat([frame, added], how="horizontal").with_columns(
+        pl.lit(path, pl.String).alias("path"),
+        pl.lit(fmt, pl.String).alias("format"),
+        pl.lit(unit.project, pl.String).alias("project"),
+        pl.lit(usage_only).alias("usage_only"),
+        pl.coalesce("_fingerprint", pl.when("_logged").then(pl.col("prefix_hash"))).alias(
+            "prefix_hash"
+        ),
+    )
+    scan_calls = out.select([pl.col(name).cast(dtype) for name, dtype in schema.items()])
+    drifts = _drift_rows(path, analysis.drifts, "thread")
+    misses = _miss_rows(path, analysis.misses)
+    return scan_calls, drifts, misses
+
+
+def _drift_rows(path: str, drifts: pl.DataFrame, thread_col: str) -> pl.DataFrame:
+    n = drifts.height
+    columns = {
+        "path": [path] * n,
+        "call": drifts["call"].to_list(),
+        "thread": drifts[thread_col].to_list(),
+        "part": drifts["part"].to_list(),
+        "label": drifts["label"].to_list(),
+        "cause": drifts["cause"].to_list(),
+        "tokens_lost": drifts["tokens_lost"].to_list(),
+        "cost_usd": drifts["cost_usd"].to_list(),
+        "material": drifts["material"].to_list(),
+        "detail": drifts["detail"].to_list(),
+    }
+    return _schema.frame(_schema.SCAN_DRIFTS, columns)
+
+
+def _miss_rows(path: str, misses: pl.DataFrame) -> pl.DataFrame:
+    if misses.is_empty():
+        return _schema.frame(_schema.SCAN_MISSES, {name: [] for name in _schema.SCAN_MISSES})
+    n = misses.height
+    columns = {
+        "path": [path] * n,
+        "call": misses["call"].to_list(),
+        "thread": misses["thread"].to_list(),
+        "cause": misses["cause"].to_list(),
+        "tokens": misses["tokens"].to_list(),
+        "cost_usd": misses["cost_usd"].to_list(),
+        "detail": misses["detail"].to_list(),
+    }
+    return _schema.frame(_schema.SCAN_MISSES, columns)

@@ -1,0 +1,451 @@
+"""OpenTelemetry GenAI spans (OpenInference, OpenLLMetry, OTel GenAI semantic conventions).
+
+Tracing tools (Phoenix, Langfuse, Traceloop, an OTel collector's file exporter) keep one
+span per LLM call. This reader takes such an export, JSON or JSONL, in either shape:
+
+* **OTLP/JSON**: ``{"resourceSpans": [{"scopeSpans": [{"spans": [...]}]}]}`` with
+  ``attributes`` as ``[{"key", "value": {"stringValue" | "intValue" | ...}}]``
+  (one export per line, or one document);
+* **span objects**: one span per line (or a JSON array), ``attributes`` a dict of
+  dotted keys or nested objects (OTel SDK ``span.to_json()``, Phoenix span exports).
+
+A span is an LLM call when it carries the full messages, in one of the conventions:
+``input.value`` holding the request body (OpenInference), ``llm.input_messages.N.message.*``
+and ``llm.tools.N.tool.json_schema`` (OpenInference), ``gen_ai.prompt.N.*`` and
+``llm.request.functions.N.*`` (OpenLLMetry), or ``gen_ai.input.messages`` /
+``gen_ai.system_instructions`` / ``gen_ai.tool.definitions`` (OTel GenAI). Other spans
+(chains, tools, retrievers, LLM spans without messages) are counted and left out.
+
+The request is rebuilt from attributes, so calls are ``reconstructed`` (the bytes sent are
+not in a trace). Token counts in these conventions include cached tokens.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from cacheviz._jsonspan import ObjectScan
+from cacheviz.formats._body import call_from_request, provider_for
+from cacheviz.formats._lines import LineReader, load_json_document
+from cacheviz.formats._time import parse_ts
+from cacheviz.model import Call, Session, Usage
+from cacheviz.render import BlockStore
+
+NAME = "otel"
+DESCRIPTION = "OpenTelemetry GenAI spans (OpenInference / OpenLLMetry / OTel GenAI; OTLP JSON)"
+_EXPECTED = "expected OTLP JSON (resourceSpans) or one span object with `attributes` per line"
+_MARKERS = (b"openinference.span.kind", b"gen_ai.", b"llm.input_messages", b"llm.model_name")
+_PROVIDERS = {"anthropic": "anthropic", "openai": "openai", "azure": "openai", "google": "google"}
+_PROVIDERS.update({"gemini": "google", "vertex_ai": "google", "deepseek": "deepseek"})
+# (inclusive input, cache read, cache write, output) per convention, first found wins
+_USAGE_KEYS = (
+    ("llm.token_count.prompt", "gen_ai.usage.input_tokens", "gen_ai.usage.prompt_tokens"),
+    (
+        "llm.token_count.prompt_details.cache_read",
+        "gen_ai.usage.cache_read.input_tokens",
+        "gen_ai.usage.cache_read_input_tokens",
+    ),
+    (
+        "llm.token_count.prompt_details.cache_write",
+        "gen_ai.usage.cache_creation.input_tokens",
+        "gen_ai.usage.cache_creation_input_tokens",
+    ),
+    ("llm.token_count.completion", "gen_ai.usage.output_tokens", "gen_ai.usage.completion_tokens"),
+)
+
+
+def detect(path: Path, head: bytes) -> bool:
+    """Whether ``head`` looks like an export of GenAI spans."""
+    start = head[:4096]
+    spans = b'"resourceSpans"' in start or (
+        b'"attributes"' in start
+        and (b'"span_id"' in start or b'"spanId"' in start or b'"context"' in start)
+    )
+    return spans and any(marker in head for marker in _MARKERS)
+
+
+def _otlp_value(value: Any) -> Any:
+    if not isinstance(value, dict):
+        return value
+    for key in ("stringValue", "boolValue", "doubleValue"):
+        if key in value:
+            return value[key]
+    if "intValue" in value:
+        return int(value["intValue"])
+    if "arrayValue" in value:
+        return [_otlp_value(v) for v in (value["arrayValue"] or {}).get("values", [])]
+    if "kvlistValue" in value:
+        return _otlp_attributes((value["kvlistValue"] or {}).get("values", []))
+    return None
+
+
+def _otlp_attributes(items: Any) -> dict[str, Any]:
+    if not isinstance(items, list):
+        return {}
+    return {
+        i["key"]: _otlp_value(i.get("value")) for i in items if isinstance(i, dict) and "key" in i
+    }
+
+
+def _flatten(value: Any, prefix: str, out: dict[str, Any]) -> dict[str, Any]:
+    """Nested attribute objects (Phoenix) as dotted keys; lists of objects by index."""
+    if isinstance(value, dict):
+        for key, inner in value.items():
+            _flatten(inner, f"{prefix}{key}.", out)
+    elif isinstance(value, list) and value and all(isinstance(v, dict) for v in value):
+        for i, inner in enumerate(value):
+            _flatten(inner, f"{prefix}{i}.", out)
+    else:
+        out[prefix[:-1]] = value
+    return out
+
+
+def _spans(record: Any) -> list[dict[str, Any]]:
+    """The spans of one JSON record, each as ``{"attributes": flat dict, "start": ...}``."""
+    if isinstance(record, list):
+        return [s for r in record for s in _spans(r)]
+    if not isinstance(record, dict):
+        msg = "not a JSON object"
+        raise ValueError(msg)
+    if "resourceSpans" in record:
+        spans = []
+        for resource in record.get("resourceSpans") or []:
+            for scope in (
+                resource.get("scopeSpans") or resource.get("instrumentationLibrarySpans") or []
+            ):
+                for span in scope.get("spans") or []:
+                    attributes = _otlp_attributes(span.get("attributes"))
+                    start = span.get("startTimeUnixNano")
+                    spans.append(
+                        {"attributes": attributes, "start": start, "name": span.get("name")}
+                    )
+        return spans
+    if "attributes" not in record:
+        msg = "no `attributes` and no `resourceSpans`"
+        raise ValueError(msg)
+    attributes = record["attributes"]
+    if not isinstance(attributes, dict):
+        attributes = _otlp_attributes(attributes)
+    start = record.get("start_time", record.get("startTimeUnixNano", record.get("startTime")))
+    return [
+        {"attributes": _flatten(attributes, "", {}), "start": start, "name": record.get("name")}
+    ]
+
+
+def _time(value: Any) -> datetime | None:
+    if value is None:
+        return None
+    if isinstance(value, str) and value.isdigit():
+        value = int(value)
+    if isinstance(value, int):
+        try:
+            return datetime.fromtimestamp(value / 1e9, UTC)
+        except (OverflowError, OSError, ValueError):
+            return None
+    return parse_ts(value, "start_time")
+
+
+def _json(value: Any) -> Any:
+    if isinstance(value, str):
+        try:
+            return json.loads(value)
+        except ValueError:
+            return value
+    return value
+
+
+def _indexed(attributes: dict[str, Any], prefix: str) -> list[dict[str, Any]]:
+    """``prefix.N.rest`` keys grouped by N (in order) as ``{rest: value}`` dicts."""
+    groups: dict[int, dict[str, Any]] = {}
+    for key, value in attributes.items():
+        if key.startswith(prefix):
+            index, _, rest = key[len(prefix) :].partition(".")
+            if index.isdigit():
+                groups.setdefault(int(index), {})[rest] = value
+    return [groups[i] for i in sorted(groups)]
+
+
+def _openinference_messages(attributes: dict[str, Any]) -> list[dict[str, Any]]:
+    messages = []
+    for item in _indexed(attributes, "llm.input_messages."):
+        message: dict[str, Any] = {"role": item.get("message.role", "user")}
+        parts = _indexed(item, "message.contents.")
+        if parts:
+            message["content"] = [
+                {"type": "text", "text": p.get("message_content.text", "")}
+                for p in parts
+                if p.get("message_content.type", "text") == "text"
+            ]
+        else:
+            message["content"] = item.get("message.content", "")
+        calls = _indexed(item, "message.tool_calls.")
+        if calls:
+            message["tool_calls"] = [
+                {
+                    "id": c.get("tool_call.id", f"call_{i}"),
+                    "type": "function",
+                    "function": {
+                        "name": c.get("tool_call.function.name", ""),
+                        "arguments": c.get("tool_call.function.arguments", ""),
+                    },
+                }
+                for i, c in enumerate(calls)
+            ]
+        if "message.tool_call_id" in item:
+            message["tool_call_id"] = item["message.tool_call_id"]
+        messages.append(message)
+    return messages
+
+
+def _openllmetry_messages(attributes: dict[str, Any]) -> list[dict[str, Any]]:
+    messages = []
+    for item in _indexed(attributes, "gen_ai.prompt."):
+        content = _json(item.get("content", ""))
+        message: dict[str, Any] = {"role": item.get("role", "user"), "content": content}
+        calls = _indexed(item, "tool_calls.")
+        if calls:
+            message["tool_calls"] = [
+                {
+                    "id": c.get("id", f"call_{i}"),
+                    "type": "function",
+                    "function": {"name": c.get("name", ""), "arguments": c.get("arguments", "")},
+                }
+                for i, c in enumerate(calls)
+            ]
+        if "tool_call_id" in item:
+            message["tool_call_id"] = item["tool_call_id"]
+        messages.append(message)
+    return messages
+
+
+def _semconv_messages(attributes: dict[str, Any]) -> list[dict[str, Any]]:
+    """OTel GenAI ``gen_ai.input.messages`` (role + parts) as chat messages."""
+    messages = []
+    system = _json(attributes.get("gen_ai.system_instructions"))
+    if isinstance(system, list):
+        text = "".join(str(p.get("content", "")) for p in system if isinstance(p, dict))
+        messages.append({"role": "system", "content": text})
+    elif isinstance(system, str):
+        messages.append({"role": "system", "content": system})
+    raw = _json(attributes.get("gen_ai.input.messages"))
+    for item in raw if isinstance(raw, list) else []:
+        if not isinstance(item, dict):
+            continue
+        message: dict[str, Any] = {"role": item.get("role", "user")}
+        texts, calls = [], []
+        for part in item.get("parts") or []:
+            kind = part.get("type") if isinstance(part, dict) else None
+            if kind == "text":
+                texts.append(str(part.get("content", "")))
+            elif kind == "tool_call":
+                arguments = part.get("arguments")
+                arguments = arguments if isinstance(arguments, str) else json.dumps(arguments)
+                function = {"name": part.get("name", ""), "arguments": arguments}
+                calls.append({"id": part.get("id", ""), "type": "function", "function": function})
+            elif kind == "tool_call_response":
+                message = {"role": "tool", "tool_call_id": part.get("id", "")}
+                response = part.get("response")
+                texts.append(response if isinstance(response, str) else json.dumps(response))
+        message["content"] = "".join(texts)
+        if calls:
+            message["tool_calls"] = calls
+        messages.append(message)
+    return messages
+
+
+def _tools(attributes: dict[str, Any]) -> list[dict[str, Any]]:
+    tools = []
+    for item in _indexed(attributes, "llm.tools."):
+        schema = _json(item.get("tool.json_schema"))
+        if isinstance(schema, dict):
+            tools.append(schema)
+    for item in _indexed(attributes, "llm.request.functions."):
+        function = {"name": item.get("name", ""), "description": item.get("description", "")}
+        function["parameters"] = _json(item.get("parameters", {}))
+        tools.append({"type": "function", "function": function})
+    definitions = _json(attributes.get("gen_ai.tool.definitions"))
+    if isinstance(definitions, list):
+        tools.extend(d for d in definitions if isinstance(d, dict))
+    return tools
+
+
+def _to_anthropic(request: dict[str, Any]) -> dict[str, Any]:
+    """A chat-completions-shaped request as an Anthropic Messages body."""
+    system = [m for m in request["messages"] if m.get("role") == "system"]
+    messages = []
+    for message in request["messages"]:
+        role, content = message.get("role"), message.get("content")
+        if role == "system":
+            continue
+        blocks = content if isinstance(content, list) else []
+        if isinstance(content, str):
+            blocks = [{"type": "text", "text": content}] if content else []
+        if role == "tool":
+            result = {"type": "tool_result", "tool_use_id": message.get("tool_call_id", "")}
+            messages.append({"role": "user", "content": [{**result, "content": content}]})
+            continue
+        for call in message.get("tool_calls") or []:
+            function = call.get("function") or {}
+            arguments = _json(function.get("arguments"))
+            blocks = [
+                *blocks,
+                {
+                    "type": "tool_use",
+                    "id": call.get("id", ""),
+                    "name": function.get("name", ""),
+                    "input": arguments if isinstance(arguments, dict) else {},
+                },
+            ]
+        messages.append({"role": role, "content": blocks})
+    body: dict[str, Any] = {"model": request["model"]}
+    if request.get("tools"):
+        body["tools"] = [
+            {
+                "name": fn.get("name", ""),
+                "description": fn.get("description", ""),
+                "input_schema": fn.get("parameters", {}),
+            }
+            for fn in (t.get("function", t) for t in request["tools"])
+        ]
+    if system:
+        body["system"] = [{"type": "text", "text": str(m.get("content", ""))} for m in system]
+    body["messages"] = messages
+    return body
+
+
+def _first(attributes: dict[str, Any], keys: tuple[str, ...]) -> Any:
+    return next((attributes[k] for k in keys if attributes.get(k) is not None), None)
+
+
+def _usage(attributes: dict[str, Any]) -> Usage | None:
+    values = []
+    for keys in _USAGE_KEYS:
+        value = _first(attributes, keys)
+        values.append(
+            int(value) if isinstance(value, (int, float, str)) and str(value).isdigit() else None
+        )
+    if all(v is None for v in values):
+        return None
+    return Usage(
+        input_tokens=values[0],
+        cache_read_tokens=values[1],
+        cache_write_tokens=values[2],
+        output_tokens=values[3],
+        provenance="reported",
+    )
+
+
+def _request(attributes: dict[str, Any]) -> tuple[dict[str, Any], str, str] | None:
+    """``(request body, provider, api)`` of an LLM span, or ``None`` when it has no messages."""
+    model = _first(attributes, ("llm.model_name", "gen_ai.request.model", "gen_ai.response.model"))
+    named = str(
+        _first(attributes, ("llm.provider", "gen_ai.provider.name", "gen_ai.system", "llm.system"))
+        or ""
+    ).lower()
+    body = _json(attributes.get("input.value"))
+    if isinstance(body, dict) and ("messages" in body or "input" in body):
+        model = body.get("model") or model
+        if not isinstance(model, str):
+            return None
+        provider = _PROVIDERS.get(named.split(".")[0]) or provider_for(model)
+        api = "responses" if "input" in body and "messages" not in body else None
+        api = api or ("messages" if provider == "anthropic" else "chat.completions")
+        return {"model": model, **body}, provider, api
+    messages = (
+        _openinference_messages(attributes)
+        or _openllmetry_messages(attributes)
+        or _semconv_messages(attributes)
+    )
+    if not messages or not isinstance(model, str):
+        return None
+    request: dict[str, Any] = {"model": model}
+    tools = _tools(attributes)
+    if tools:
+        request["tools"] = tools
+    request["messages"] = messages
+    parameters = _json(attributes.get("llm.invocation_parameters"))
+    if isinstance(parameters, dict):
+        request.update({k: v for k, v in parameters.items() if k not in request})
+    provider = _PROVIDERS.get(named.split(".")[0]) or provider_for(model)
+    if provider == "anthropic":
+        return _to_anthropic(request), provider, "messages"
+    return request, provider, "chat.completions"
+
+
+def read(path: Path, *, errors: str = "raise") -> Session:
+    """Read an export of GenAI spans into a :class:`~cacheviz.model.Session`.
+
+    Parameters
+    ----------
+    path
+        OTLP JSON / JSONL, or span objects (JSONL or a JSON array).
+    errors
+        ``"raise"`` stops at the first bad line; ``"skip"`` leaves it out.
+
+    Raises
+    ------
+    TranscriptError
+        On a bad line (``errors="raise"``) or when no span holds an LLM call.
+    """
+    reader = LineReader(path, errors=errors)
+    store = BlockStore()
+    refs: list[ObjectScan] = []
+    calls: list[Call] = []
+
+    def add(lineno: int, record: Any) -> None:
+        for span in _spans(record):
+            attributes = span["attributes"]
+            found = _request(attributes)
+            if found is None:
+                kind = "LLM span without messages" if _is_llm(attributes) else "non-LLM span"
+                reader.ignore(kind)
+                continue
+            request, provider, api = found
+            call = call_from_request(
+                request,
+                refs,
+                store,
+                model=request["model"],
+                provider=provider,
+                api=api,
+                ts=_time(span["start"]),
+                usage=_usage(attributes),
+                meta={"span": span.get("name")} if span.get("name") else None,
+            )
+            call.line = lineno
+            calls.append(call)
+
+    if _jsonl(path):
+        reader.each_record(add, _EXPECTED)
+    else:
+        document = load_json_document(path)
+        try:
+            add(1, document)
+        except ValueError as exc:
+            reader.fail(None, f"{exc}; {_EXPECTED}")
+    return reader.session(NAME, calls, store)
+
+
+def _is_llm(attributes: dict[str, Any]) -> bool:
+    return attributes.get("openinference.span.kind") == "LLM" or any(
+        k.startswith("gen_ai.") for k in attributes
+    )
+
+
+def _jsonl(path: Path) -> bool:
+    """Whether the file's first non-blank line is a JSON value of its own."""
+    with path.open("rb") as handle:
+        for line in handle:
+            if line.strip():
+                try:
+                    json.loads(line)
+                except ValueError:
+                    return False
+                return True
+    return True
+
+
+__all__ = ["DESCRIPTION", "NAME", "detect", "read"]
