@@ -128,7 +128,11 @@ class Inspector(anywidget.AnyWidget):
             rules["breakpoints"] = breakpoints
         self.status = "simulating…"
         try:
-            self.simulation = self.analysis.simulate(provider, model, unpriced="skip", **rules)
+            own = self.analysis.own_simulation  # the analysis replayed its own provider already
+            if own is not None and model is None and not rules and own.provider == provider:
+                self.simulation = own
+            else:
+                self.simulation = self.analysis.simulate(provider, model, unpriced="skip", **rules)
             if self._compare is None:
                 self._compare = self.analysis.compare(list(self.targets))
         except (CacheVizError, ValueError) as exc:
