@@ -51,6 +51,10 @@ from cacheviz import _schema
 from cacheviz.errors import UnknownModelError
 from cacheviz.pricing import PriceBook, Rates
 from cacheviz.providers._base import Breakpoint, CallResult, SimCall
+from cacheviz.providers.anthropic import TTLS as ANTHROPIC_TTLS
+from cacheviz.providers.deepseek import DeepSeekSimulator
+from cacheviz.providers.gemini import GeminiSimulator
+from cacheviz.providers.openai import OpenAISimulator
 from cacheviz.simulate import (
     SELF_HOSTED,
     Simulation,
@@ -68,11 +72,17 @@ if TYPE_CHECKING:
     from cacheviz.analysis import Analysis
     from cacheviz.model import Call
 
-# idle time after which an entry is gone, by provider (seconds): Anthropic's default TTL
-# (1 h when the call that wrote it asked for it), OpenAI's in-memory retention (5-10 min:
-# the conservative end), Gemini's implicit cache [U], DeepSeek's disk cache [U]
-TTL_SECONDS = {"anthropic": 300, "openai": 300, "google": 300, "deepseek": 6 * 3600}
-_ANTHROPIC_LONG_TTL = 3600
+# idle time after which an entry is gone, by provider: the simulators' own defaults -
+# Anthropic's TTL (1 h when the call that wrote it asked for it), OpenAI's in-memory
+# retention (5-10 min: the conservative end), Gemini's implicit cache [U], DeepSeek's disk
+# cache [U]
+TTL_SECONDS = {
+    "anthropic": ANTHROPIC_TTLS["5m"],
+    "openai": OpenAISimulator.in_memory_ttl_seconds,
+    "google": GeminiSimulator.implicit_ttl_seconds,
+    "deepseek": DeepSeekSimulator.expiry_seconds,
+}
+_ANTHROPIC_LONG_TTL = ANTHROPIC_TTLS["1h"]
 # drift causes that keep the number of blocks (an edit in place)
 _IN_PLACE = frozenset(
     {
