@@ -12,6 +12,7 @@ import polars as pl
 
 from cacheviz import _schema
 from cacheviz._seq import common_prefix
+from cacheviz.costs import diagnose_costs
 from cacheviz.diagnose import Diagnosis, diagnose
 from cacheviz.model import OPAQUE, Call, Session
 from cacheviz.namespace import KeyedParams, keyed_params, level_start, namespace_of
@@ -51,7 +52,7 @@ class Analysis:
     misses: pl.DataFrame = _field(default_factory=lambda: _schema.frame(_schema.MISSES, {}))
     billed_usd: float | None = None  # sum of billed_usd over the calls that have one
     unpriced_models: list[str] = _field(default_factory=list)  # reported, but no price
-    own_simulation: Any = None  # the session replayed under its own provider's rules
+    own_simulation: Simulation | None = None  # the session under its own provider's rules
 
     @property
     def segments(self) -> pl.DataFrame:
@@ -266,8 +267,6 @@ def analyze(
         caches,
         offsets,
     )
-    from cacheviz.costs import diagnose_costs
-
     diagnose_costs(analysis, prices=prices)
     return analysis
 
@@ -289,14 +288,18 @@ def _namespace_keys(
 ) -> tuple[list[str], list[int]]:
     """The keys the namespace index compares.
 
-    The block hashes, with the cache-keyed request parameters as a zero-token
-    pseudo-block where they take effect.
+    The block hashes, with the cache-keyed request parameters of each level as a
+    zero-token pseudo-block where that level starts.
     """
-    salt = params.salt()
-    if salt is None:
+    salts = params.salts()
+    if not salts:
         return keys, offsets
-    at = level_start(call, salt[0])
-    return [*keys[:at], salt[1], *keys[at:]], offsets[: at + 1] + offsets[at:]
+    keys, offsets = list(keys), list(offsets)
+    for level, key in reversed(salts):  # the last level first: earlier indexes stay put
+        at = level_start(call, level)
+        keys.insert(at, key)
+        offsets.insert(at, offsets[at])
+    return keys, offsets
 
 
 def _thread_drift(

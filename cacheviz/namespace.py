@@ -75,12 +75,12 @@ class KeyedParams:
                 return level, "; ".join(changes)
         return None
 
-    def salt(self) -> tuple[str, str] | None:
-        """``(level, key)``: a pseudo block key standing for the params at ``level``."""
-        for level, values in self.by_level:
-            if values:
-                return level, "params:" + json.dumps(self.by_level, separators=(",", ":"))
-        return None
+    def salts(self) -> list[tuple[str, str]]:
+        """``(level, key)`` per level: a pseudo block key standing for its params."""
+        return [
+            (level, "params:" + json.dumps([level, values], separators=(",", ":")))
+            for level, values in self.by_level
+        ]
 
 
 def _lookup(params: dict[str, Any], path: str) -> Any:

@@ -454,3 +454,22 @@ def test_a_mini_swe_agent_call_that_read_next_to_nothing_is_a_miss(tmp_path):
     (miss,) = a.misses.iter_rows(named=True)
     assert (miss["call"], miss["reported_cache_read_tokens"]) == (3, 151)
     assert miss["cause"] == "provider_side" and miss["expected_read_tokens"] > 10_000
+
+
+def test_a_messages_level_change_keeps_the_system_level_params_cached(tmp_path):
+    # §1.2: `speed` is keyed from the system on, tool_choice from the messages on; with
+    # both set, changing tool_choice alone still leaves tools + system cached
+    steps = _conversation(2)
+    a = _load(
+        tmp_path,
+        [
+            (0, _body(steps[0], speed="fast"), None, None),
+            (30, _body(steps[1], speed="fast", tool_choice={"type": "any"}), None, None),
+        ],
+    )
+    messages_start = a.segments.filter(
+        (a.segments["call"] == 1) & (a.segments["part"] == "messages")
+    )["token_offset"][0]
+    assert a.calls["prefix_tokens"][1] == messages_start
+    (drift,) = a.drifts.iter_rows(named=True)
+    assert drift["cause"] == "params_changed" and drift["token_offset"] == messages_start
