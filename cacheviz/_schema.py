@@ -25,7 +25,8 @@ REPORTED_USAGE: dict[str, pl.DataType] = {
     "reported_cache_write_1h_tokens": _INT,
     "reported_output_tokens": _INT,
     "usage_provenance": _STR,  # "reported" | "derived" | null (nothing reported)
-    "provider_verdict": _STR,  # the provider's or agent's own cache verdict, when logged
+    "provider_verdict": _STR,  # the provider's verdict: a reason's type, or a state (verdict.py)
+    "provider_missed_tokens": _INT,  # the tokens the provider says missed, with a reason
 }
 
 CALLS: dict[str, pl.DataType] = {
@@ -42,8 +43,12 @@ CALLS: dict[str, pl.DataType] = {
     "tokens_exact": _BOOL,  # False when the model's own tokenizer is not public
     "reconstructed": _BOOL,  # request rebuilt from a conversation log, not the bytes sent
     "unlogged_tokens": _INT,  # size of the unlogged prefix (system + tools), inferred
+    "ttl_seconds": _INT,  # the cache TTL the thread's evidence shows (cacheviz.ttl); null: none
+    "rebuild": _STR,  # an expected rebuild announced by the log ("compaction"), else null
     "n_segments": _INT,
-    "input_tokens": _INT,  # our count of the whole request
+    "input_tokens": _INT,  # the whole request, in provider tokens (calibrate.py)
+    "local_tokens": _INT,  # the same request counted with the local encoding
+    "token_basis": _STR,  # calibrated | rescaled | exact | estimated (calibrate.BASES)
     "prefix_tokens": _INT,  # longest prefix sent before by ANY earlier call of the namespace
     "new_tokens": _INT,  # input_tokens - prefix_tokens
     "prev_call": _INT,  # previous call of the same thread (null for its first call)
@@ -161,7 +166,26 @@ CAUSES = (
     "unknown",
 )
 
-MISS_CAUSES = ("ttl_expired", "below_minimum", "no_breakpoint", "provider_side")
+MISS_CAUSES = (
+    "ttl_expired",
+    "below_minimum",
+    "no_breakpoint",
+    "unlogged_prefix_changed",  # the read stops inside the part the log does not hold
+    "provider_side",
+    "unknown",  # no caching rules for the provider: the evidence says no more
+    # the provider's own named reason (verdicts.md), taken as the cause
+    "model_changed",
+    "system_changed",
+    "tools_changed",
+    "messages_changed",
+    "prompt_cache_key_changed",
+    "service_tier_changed",
+    "text_format_changed",
+    "reasoning_effort_changed",
+    "verbosity_changed",
+    "context_compacted",
+    "input_changed",
+)
 
 
 def clean(text: Any) -> Any:

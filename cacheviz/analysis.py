@@ -12,6 +12,7 @@ import polars as pl
 
 from cacheviz import _schema
 from cacheviz._seq import common_prefix
+from cacheviz.calibrate import Calibration, calibrate
 from cacheviz.costs import diagnose_costs
 from cacheviz.diagnose import Diagnosis, diagnose
 from cacheviz.model import OPAQUE, Call, Session
@@ -20,6 +21,7 @@ from cacheviz.prefix import Match, PrefixIndex, match_pair
 from cacheviz.shape import log_hashes, prefix_hash, segments_frame
 from cacheviz.thread import assign_threads
 from cacheviz.tokens import TokenCache, encoding_for_model
+from cacheviz.ttl import thread_ttls
 
 if TYPE_CHECKING:
     from cacheviz.simulate import Simulation
@@ -47,7 +49,9 @@ class Analysis:
     calls: pl.DataFrame
     drifts: pl.DataFrame
     token_caches: dict[str, TokenCache]
-    offsets: list[list[int]]  # per call: cumulative tokens before each block, then the total
+    offsets: list[list[int]]  # per call: provider tokens before each block, then the total
+    local_offsets: list[list[int]] = _field(default_factory=list)  # the same, local encoding
+    calibration: Calibration | None = None
     _segments: pl.DataFrame | None = None
     misses: pl.DataFrame = _field(default_factory=lambda: _schema.frame(_schema.MISSES, {}))
     billed_usd: float | None = None  # sum of billed_usd over the calls that have one
@@ -126,11 +130,14 @@ class Analysis:
                     "model": row["model"],
                     "ts": None if ts is None else ts.isoformat().replace("+00:00", "Z"),
                     "input_tokens": row["input_tokens"],
+                    "local_tokens": row["local_tokens"],
+                    "token_basis": row["token_basis"],
                     "prefix_tokens": row["prefix_tokens"],
                     "new_tokens": row["new_tokens"],
                     "tokens_exact": row["tokens_exact"],
                     "reconstructed": row["reconstructed"],
                     "unlogged_tokens": row["unlogged_tokens"],
+                    "ttl_seconds": row["ttl_seconds"],
                     "drift": None
                     if drift is None
                     else {
@@ -230,6 +237,8 @@ def analyze(
     indexes: dict[str, PrefixIndex] = {}
     latest: dict[str, int] = {}
     params = [keyed_params(call) for call in calls]
+    previous: list[int | None] = [None] * len(calls)
+    shared: list[int | None] = [None] * len(calls)
     for i, call in enumerate(calls):
         name = threads[i]
         namespace = namespace_of(call)
@@ -241,6 +250,7 @@ def analyze(
         drift = common = None
         if before is not None:
             common, drift = _thread_drift(session, calls[before], call, offsets, params, call_cache)
+            previous[i], shared[i] = before, common
             if drift is not None:
                 at, diagnosis = drift
                 _add_drift(drift_cols, call, name, calls[before], at, common, offsets, diagnosis)
@@ -260,18 +270,60 @@ def analyze(
             unlogged,
         )
 
+    ttls = thread_ttls(calls, threads)
+    call_cols["ttl_seconds"] = [ttls.get(name) for name in threads]
+    reported = [call.usage.input_tokens if call.usage else None for call in calls]
+    calibration = calibrate(offsets, reported, previous, shared, exact, threads)
+    _to_provider_tokens(call_cols, drift_cols, offsets, calibration)
     analysis = Analysis(
         session,
         _schema.frame(_schema.CALLS, call_cols),
         _schema.frame(_schema.DRIFTS, drift_cols),
         caches,
+        calibration.offsets,
         offsets,
+        calibration,
     )
     diagnose_costs(analysis, prices=prices)
     return analysis
 
 
 _EMPTY = array("i")
+
+
+def _to_provider_tokens(
+    call_cols: dict[str, list[Any]],
+    drift_cols: dict[str, list[Any]],
+    local: list[list[int]],
+    calibration: Calibration,
+) -> None:
+    """Turn the token columns, counted locally, into provider tokens (in place)."""
+    mapped = calibration.offsets
+    n = len(local)
+    call_cols["local_tokens"] = list(call_cols["input_tokens"])
+    call_cols["token_basis"] = list(calibration.basis)
+    for i in range(n):
+        total = mapped[i][-1]
+        prefix = calibration.at(i, local[i], call_cols["prefix_tokens"][i])
+        call_cols["input_tokens"][i] = total
+        call_cols["prefix_tokens"][i] = prefix
+        call_cols["new_tokens"][i] = total - prefix
+        common = call_cols["prev_common_tokens"][i]
+        if common is not None:
+            call_cols["prev_common_tokens"][i] = calibration.at(i, local[i], common)
+        hidden = call_cols["unlogged_tokens"][i]
+        if hidden is not None:
+            call_cols["unlogged_tokens"][i] = calibration.at(i, local[i], hidden)
+    for k, call in enumerate(drift_cols["call"]):
+        before = drift_cols["prev_call"][k]
+        at = drift_cols["token_offset"][k]
+        drift_cols["token_offset"][k] = calibration.at(call, local[call], at)
+        drift_cols["block_token_offset"][k] = calibration.at(
+            call, local[call], drift_cols["block_token_offset"][k]
+        )
+        drift_cols["tokens_lost"][k] = max(
+            0, mapped[before][-1] - calibration.at(before, local[before], at)
+        )
 
 
 def _pseudo_aware(cache: TokenCache) -> Any:
@@ -418,8 +470,12 @@ def _add_call(
         "tokens_exact": exact,
         "reconstructed": call.reconstructed,
         "unlogged_tokens": sum(hidden) if hidden else None,
+        "ttl_seconds": None,
+        "rebuild": call.meta.get("rebuild"),
         "n_segments": len(call.blocks),
         "input_tokens": total,
+        "local_tokens": total,
+        "token_basis": None,
         "prefix_tokens": best.tokens,
         "new_tokens": total - best.tokens,
         "prev_call": prev_call,
@@ -438,6 +494,7 @@ def _add_call(
         "log_tail_hash": tail,
         "usage_provenance": None if call.usage is None else call.usage.provenance,
         "provider_verdict": call.meta.get("provider_verdict"),
+        "provider_missed_tokens": call.meta.get("provider_missed_tokens"),
     }
     for column, field in _USAGE_FIELDS.items():
         values[column] = None if call.usage is None else getattr(call.usage, field)

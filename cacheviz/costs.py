@@ -178,8 +178,11 @@ def _minimum(provider: str, model: str) -> int:
     return 0
 
 
-def _ttl(provider: str, previous: Call | None) -> float | None:
-    ttl = TTL_SECONDS.get(provider)
+def _ttl(provider: str | None, previous: Call | None, evidence: int | None) -> float | None:
+    """The TTL behind ``ttl_expired``: the session's evidence, else the provider default."""
+    if evidence is not None:
+        return float(evidence)
+    ttl = TTL_SECONDS.get(provider) if provider is not None else None
     if provider == "anthropic" and previous is not None:
         long = any(seconds >= _ANTHROPIC_LONG_TTL for _, seconds in previous.breakpoints)
         usage = previous.usage
@@ -209,11 +212,9 @@ def diagnose_costs(analysis: Analysis, *, prices: Any = None) -> None:
             providers[key] = providers.get(key, 0) + 1
     built = sim_calls(analysis) if providers and n else []
     runs: dict[str, Simulation] = {}
-    scale = None
     for key in sorted(providers, key=lambda k: -providers[k]):
         run = simulate(analysis, key, prices=book, unpriced="skip", calls=built)
         runs[key] = run
-        scale = scale if scale is not None else run.token_scale
         rows = run.calls
         for i, (cost, best, read, detail) in enumerate(
             zip(
@@ -242,7 +243,7 @@ def diagnose_costs(analysis: Analysis, *, prices: Any = None) -> None:
 
     drift_cost, material = _drift_costs(analysis, built, runs, prices_of)
     expected, miss_cause, miss_tokens, misses = _misses(
-        analysis, scale, sim_read, sim_detail, billed, prices_of
+        analysis, sim_read, sim_detail, billed, prices_of
     )
     analysis.calls = frame.with_columns(
         pl.Series("billed_usd", billed, pl.Float64),
@@ -299,17 +300,67 @@ def _drift_costs(
     return costs, material
 
 
+# what the unlogged prefix of a conversation log holds, by agent (the format's name)
+UNLOGGED_HOLDS = {
+    "claude-code": (
+        "Claude Code's system prompt and tool definitions: the static part every session "
+        "shares reads; the break lies in the system prompt's dynamic tail (date, git "
+        "status, CLAUDE.md, memory) or in the tools (an MCP server or a tool list changed)"
+    ),
+    "codex": "Codex's base instructions, its environment context and the tool schemas",
+    "gemini-cli": "Gemini CLI's system instruction (with its memory files) and the tools",
+    "cline": "Cline's system prompt (with its environment details and rules) and the tools",
+}
+_UNLOGGED_DEFAULT = "the agent's system prompt and tool definitions, which this log does not hold"
+# the provider's own miss reasons (verdicts.md) a miss takes as its cause
+PROVIDER_REASONS = frozenset(
+    {
+        "model_changed",
+        "system_changed",
+        "tools_changed",
+        "messages_changed",
+        "prompt_cache_key_changed",
+        "service_tier_changed",
+        "text_format_changed",
+        "reasoning_effort_changed",
+        "verbosity_changed",
+        "context_compacted",
+        "input_changed",
+    }
+)
+
+
+def _miss_cost(
+    call: Call, rates: Rates, billed: float, shortfall: int, reported: int
+) -> float:
+    """Billed cost minus the billed cost had ``shortfall`` more tokens been read."""
+    usage = call.usage
+    assert usage is not None
+    write = usage.cache_write_tokens or 0
+    from_write = min(shortfall, write)
+    uncached = max(0, (usage.input_tokens or 0) - reported - write)
+    from_uncached = min(shortfall - from_write, uncached)
+    kept = rates.cost(
+        uncached=uncached - from_uncached,
+        cache_read=reported + from_write + from_uncached,
+        cache_write=write - from_write,
+        cache_write_1h=min(usage.cache_write_1h_tokens or 0, write - from_write),
+        output=usage.output_tokens,
+    )
+    return max(0.0, billed - kept)
+
+
 def _misses(
     analysis: Analysis,
-    scale: float | None,
     sim_read: list[int | None],
     sim_detail: list[str],
     billed: list[float | None],
     prices_of: dict[str, _Prices],
 ) -> tuple[list[int | None], list[str | None], list[int | None], pl.DataFrame]:
-    calls = analysis.session.calls
+    """Misses on the calibrated line, for every provider (module docstring)."""
+    session = analysis.session
+    calls = session.calls
     frame = analysis.calls
-    factor = scale or 1.0
     n = frame.height
     expected: list[int | None] = [None] * n
     causes: list[str | None] = [None] * n
@@ -320,6 +371,11 @@ def _misses(
     prev_call = frame["prev_call"].to_list()
     namespaces = frame["namespace"].to_list()
     threads = frame["thread"].to_list()
+    unlogged = frame["unlogged_tokens"].to_list()
+    ttls = frame["ttl_seconds"].to_list()
+    verdicts = frame["provider_verdict"].to_list()
+    rebuilds = frame["rebuild"].to_list()
+    holds = UNLOGGED_HOLDS.get(session.format, _UNLOGGED_DEFAULT)
     for i, call in enumerate(calls):
         namespace = namespaces[i]
         source = prev_call[i]
@@ -328,49 +384,59 @@ def _misses(
         latest_in_namespace[namespace] = i
         key = _provider_key(call.provider)
         usage = call.usage
-        if key is None or usage is None or usage.cache_read_tokens is None:
+        if usage is None or usage.cache_read_tokens is None:
             continue
-        offered = round(prefix[i] * factor)
+        offered = prefix[i]
+        if usage.input_tokens is not None:
+            offered = min(offered, usage.input_tokens)
         expected[i] = offered
         reported = usage.cache_read_tokens
         if not material_shortfall(offered, reported):
             continue
-        predicted = None if sim_read[i] is None else round(sim_read[i] * factor)
+        predicted = sim_read[i]
         gap = None
         if source is not None and calls[source].ts is not None and call.ts is not None:
             gap = (call.ts - calls[source].ts).total_seconds()
-        ttl = _ttl(key, calls[source] if source is not None else None)
-        if offered < _minimum(key, call.model):
+        ttl = _ttl(key, calls[source] if source is not None else None, ttls[i])
+        hidden = unlogged[i] or 0
+        verdict = verdicts[i]
+        if key is not None and offered < _minimum(key, call.model):
             cause, detail = "below_minimum", f"the prefix ({offered:,} tokens) is below the minimum"
-        elif predicted is not None and material_shortfall(predicted, reported):
-            cause = "provider_side"
-            detail = f"the {key} rules predict {predicted:,} read; the provider read {reported:,}"
+        elif verdict in PROVIDER_REASONS:
+            cause = verdict
+            detail = f"the provider's own verdict: {verdict}"
         elif gap is not None and ttl is not None and gap > ttl:
             cause = "ttl_expired"
             detail = f"{gap:,.0f} s idle since call {source}, beyond the {ttl:,.0f} s TTL"
+        elif call.reconstructed and hidden and 0 < reported <= hidden < offered:
+            cause = "unlogged_prefix_changed"
+            detail = (
+                f"the provider read {reported:,} tokens, inside the {hidden:,}-token "
+                f"unlogged prefix the log does not hold ({holds})"
+            )
+        elif key is not None and predicted is not None and material_shortfall(predicted, reported):
+            cause = "provider_side"
+            detail = f"the {key} rules predict {predicted:,} read; the provider read {reported:,}"
         elif key == "anthropic":
             cause = "no_breakpoint"
             detail = "no cache_control breakpoint wrote an entry this call could read"
-        else:
+        elif key is not None:
             cause = "provider_side"
             detail = f"the {key} rules predict {predicted or 0:,} read: {sim_detail[i]}"
+        else:
+            cause = "unknown"
+            detail = (
+                f"the line offers {offered:,} tokens the call re-sent; the provider read "
+                f"{reported:,} (no caching rules for {call.provider or 'this provider'})"
+            )
+        if rebuilds[i] is not None and cause in ("provider_side", "no_breakpoint", "unknown"):
+            continue  # an expected rebuild (a compaction): not a miss
         shortfall = offered - reported
         causes[i], shortfalls[i] = cause, shortfall
         cost = None
-        if billed[i] is not None:
+        if billed[i] is not None and key in prices_of:
             rates = prices_of[key](call.model, call.ts, usage.input_tokens or 0)
-            write = usage.cache_write_tokens or 0
-            from_write = min(shortfall, write)
-            uncached = max(0, (usage.input_tokens or 0) - reported - write)
-            from_uncached = min(shortfall - from_write, uncached)
-            kept = rates.cost(
-                uncached=uncached - from_uncached,
-                cache_read=reported + from_write + from_uncached,
-                cache_write=write - from_write,
-                cache_write_1h=min(usage.cache_write_1h_tokens or 0, write - from_write),
-                output=usage.output_tokens,
-            )
-            cost = max(0.0, billed[i] - kept)
+            cost = _miss_cost(call, rates, billed[i], shortfall, reported)
         values = {
             "call": call.index,
             "thread": threads[i],

@@ -75,8 +75,16 @@ def make_simulator(provider: str, **rules: Any) -> Simulator:
         raise SimulationError(msg) from None
 
 
-def sim_calls(analysis: Analysis) -> list[SimCall]:
-    """One :class:`SimCall` per call of ``analysis``, in request-time order."""
+def sim_calls(analysis: Analysis, *, local: bool = False) -> list[SimCall]:
+    """One :class:`SimCall` per call of ``analysis``, in request-time order.
+
+    Offsets are in provider tokens (the calibrated axis, :mod:`cacheviz.calibrate`);
+    ``local=True`` keeps the local encoding's (self-hosted engines count the token
+    arrays themselves).
+    """
+    own = analysis.local_offsets or analysis.offsets
+    axis = own if local else analysis.offsets
+    ttls = analysis.calls["ttl_seconds"].to_list()
     session = analysis.session
     frame = analysis.calls.select("thread", "encoding")
     out: list[SimCall] = []
@@ -104,7 +112,7 @@ def sim_calls(analysis: Analysis) -> list[SimCall]:
             model=call.model,
             hashes=hashes,
             chain=chain,
-            offsets=analysis.offsets[i],
+            offsets=axis[i],
             # the blocks shared with the previous request are the same (same bytes: same
             # part and role): only the new ones are looked at
             parts=(previous.parts[:shared] if previous is not None else [])
@@ -122,6 +130,8 @@ def sim_calls(analysis: Analysis) -> list[SimCall]:
             reconstructed=call.reconstructed,
             provider=call.provider,
             clock=clock,
+            local_offsets=None if axis is own else own[i],
+            ttl_hint=ttls[i],
         )
         out.append(current)
         previous = current
@@ -155,7 +165,7 @@ class Simulation:
     calls: pl.DataFrame
     total_cost_usd: float | None
     ideal_cost_usd: float | None
-    token_scale: float | None  # reported inclusive input / cacheviz's count (least squares)
+    token_scale: float | None  # reported inclusive input / the local count (least squares)
     score: float | None  # share of reported calls whose hit/miss the simulation matches
     rules: dict[str, Any] = field(default_factory=dict)
 
@@ -221,11 +231,11 @@ def material_shortfall(expected: float, reported: float) -> bool:
     return expected - reported >= max(MATERIAL_TOKENS, MATERIAL_SHARE * expected)
 
 
-def _verdict(result: CallResult, reported: Any, scale: float | None) -> str:
+def _verdict(result: CallResult, reported: Any) -> str:
     """Compare amounts: the simulated read (in provider tokens) with the reported one."""
     if reported is None or reported.cache_read_tokens is None:
         return "not_reported"
-    simulated = result.cache_read_tokens * (scale or 1.0)
+    simulated = result.cache_read_tokens
     if material_shortfall(simulated, reported.cache_read_tokens):
         return "unexplained_miss"
     if material_shortfall(reported.cache_read_tokens, simulated):
@@ -246,8 +256,13 @@ def result_cost(rates: Rates, call: SimCall, result: CallResult) -> float:
 
 
 def _token_scale(calls: Sequence[SimCall]) -> float | None:
+    """Reported inclusive input per local token (least squares), for information.
+
+    The simulated counts are already in provider tokens (calibrated per call); this says
+    how far the local count of the rebuilt requests was from the provider's.
+    """
     pairs = [
-        (c.reported.input_tokens, c.total)
+        (c.reported.input_tokens, c.local_offsets[-1] if c.local_offsets else c.total)
         for c in calls
         if c.reported is not None and c.reported.input_tokens is not None and c.total
     ]
@@ -314,8 +329,8 @@ def simulate(
     """
     provider = provider_id(provider)
     simulator = make_simulator(provider, **rules)
-    if calls is None or model is not None:
-        calls = sim_calls(analysis)
+    if calls is None or model is not None or provider in SELF_HOSTED:
+        calls = sim_calls(analysis, local=provider in SELF_HOSTED)
     if model is not None:
         for call in calls:
             call.model = model
@@ -352,7 +367,11 @@ def simulate(
             cost = result_cost(rates, call, result)
             # a true lower bound: whatever the line or the rules let this call read, read
             # at the cache price, and nothing written
-            prefix = max(prefixes[call.index], result.cache_read_tokens)
+            # (and at least what the provider itself read)
+            served = call.reported.cache_read_tokens if call.reported is not None else None
+            prefix = min(
+                call.total, max(prefixes[call.index], result.cache_read_tokens, served or 0)
+            )
             ideal = rates.cost(
                 uncached=call.total - prefix, cache_read=prefix, output=call.output_tokens
             )
@@ -377,7 +396,7 @@ def simulate(
             "reported_cache_read_tokens": reported.cache_read_tokens if reported else None,
             "reported_cache_write_tokens": reported.cache_write_tokens if reported else None,
             "reported_output_tokens": reported.output_tokens if reported else None,
-            "verdict": _verdict(result, reported, scale),
+            "verdict": _verdict(result, reported),
             "detail": result.detail,
         }
         for name, value in values.items():

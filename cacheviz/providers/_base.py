@@ -53,11 +53,30 @@ class SimCall:
     reconstructed: bool = False  # rebuilt from a log: recorded breakpoints are unknown
     provider: str = ""  # the provider the call was recorded with
     clock: float = 0.0  # request start in seconds (ts, or a synthetic clock without one)
+    # the local encoding's offsets when ``offsets`` are calibrated provider tokens
+    local_offsets: list[int] | None = None
+    # the TTL (seconds) the session's evidence shows for this call's thread (cacheviz.ttl)
+    ttl_hint: int | None = None
 
     @property
     def total(self) -> int:
         """Input tokens of the whole request."""
         return self.offsets[-1]
+
+    def partial(self, block: int, tokens: int) -> int:
+        """``tokens`` leading tokens of ``block`` (counted in its token array), on ``offsets``.
+
+        The token arrays are the local encoding's; when the offsets are calibrated, a run
+        inside a block is scaled by that block's calibrated size.
+        """
+        local = self.local_offsets
+        if local is None or block + 1 >= len(local):
+            return tokens
+        size_local = local[block + 1] - local[block]
+        size = self.offsets[block + 1] - self.offsets[block]
+        if tokens >= size_local or size_local <= 0:
+            return size
+        return min(size, round(tokens * size / size_local))
 
 
 @dataclass(slots=True)

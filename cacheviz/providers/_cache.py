@@ -176,7 +176,7 @@ class LivePrompts:
             for other in list(islice(reversed(kids), MAX_SIBLINGS)):
                 if self._usable(kids, other, now, visible=visible):
                     best = max(best, differing_block_common(block, call.tokens(other)))
-            return call.offsets[j] + best
+            return call.offsets[j] + call.partial(j, best)
         return call.total
 
     def record(self, call: SimCall, now: float, build: float) -> None:

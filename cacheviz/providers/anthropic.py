@@ -109,7 +109,7 @@ class AnthropicSimulator:
             call.reconstructed or call.provider not in ("", self.provider)
         ):
             strategy = "auto"  # no breakpoints were recorded (a rebuilt or non-Anthropic call)
-        default = TTLS[self.ttl or "5m"]
+        default = TTLS[self.ttl] if self.ttl else (call.ttl_hint or TTLS["5m"])
         if strategy == "none" or n == 0:
             return [], strategy
         if strategy == "recorded":

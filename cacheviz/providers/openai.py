@@ -158,7 +158,8 @@ def _token_lcp(a: SimCall, b: SimCall) -> int:
     depth = common_prefix(a.hashes, b.hashes)
     tokens = a.offsets[depth]
     if depth < len(a.hashes) and depth < len(b.hashes):
-        tokens += differing_block_common(a.tokens(a.hashes[depth]), b.tokens(b.hashes[depth]))
+        run = differing_block_common(a.tokens(a.hashes[depth]), b.tokens(b.hashes[depth]))
+        tokens += a.partial(depth, run)
     return min(tokens, a.total, b.total)
 
 

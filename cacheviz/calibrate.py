@@ -1,0 +1,181 @@
+"""Calibration: map each call's rebuilt (local-tokenizer) token axis onto the provider's.
+
+cacheviz counts a request with a local encoding (``o200k_base`` where the model's own
+tokenizer is not public) over what the log holds. The provider counts its own tokens over
+what it was sent, which includes parts a log leaves out (a system prompt's dynamic tail,
+tool schemas, injected reminders and attachments). Wherever a call reports usage, its
+inclusive input is the true size of the request; calibration maps every position of the
+rebuilt request onto that axis, so that every token figure (input, prefix line, expected
+read, simulated reads and writes, drift tokens lost, miss tokens) is in provider tokens.
+
+Anchors, per thread (docs/analysis.md, "Calibration"):
+
+* the first call of a thread: its unlogged prefix was already sized as the reported
+  input minus the visible blocks, so its axis is the local one; without an unlogged
+  prefix, the local count is scaled uniformly onto the reported input;
+* every later call: the part it shares with the thread's previous call keeps that call's
+  calibrated positions (the same tokens are at the same place); what it adds beyond it
+  is mapped linearly onto the growth in provider tokens, its reported input minus the
+  calibrated position where the shared part ends. What the provider counted and the log
+  does not show (a reminder, an attachment) is attributed to the blocks it rides on;
+* a call whose reported input is smaller than the part it shares (a server-side
+  clearing, history the log still shows but that was not sent) is scaled uniformly onto
+  its reported input, and marked ``rescaled``;
+* a call without reported usage keeps the shared part and scales its new part by the
+  thread's latest growth rate (else the session's median, else 1): ``estimated``.
+
+The functions here work on plain lists, so they are tested against an independent
+computation (tests/test_calibrate.py).
+"""
+
+from __future__ import annotations
+
+import statistics
+from bisect import bisect_right
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+# how each call's token figures were obtained (the ``token_basis`` column)
+CALIBRATED = "calibrated"  # the reported input anchors the call; positions mapped onto it
+RESCALED = "rescaled"  # reported input below the shared part: scaled uniformly onto it
+EXACT = "exact"  # no usage reported, the model's own tokenizer over the bytes sent
+ESTIMATED = "estimated"  # no usage reported: the local count at the thread's rate
+BASES = (CALIBRATED, RESCALED, EXACT, ESTIMATED)
+
+
+@dataclass(slots=True)
+class Calibration:
+    """Per call: provider-token offsets (same shape as the local ones) and their basis."""
+
+    offsets: list[list[int]]
+    basis: list[str]
+    rates: list[float | None]  # provider tokens per local token of the call's new part
+
+    def at(self, call: int, local_offsets: Sequence[int], position: int) -> int:
+        """The provider-token position of local ``position`` in ``call``."""
+        return map_position(local_offsets, self.offsets[call], position)
+
+
+def map_position(local: Sequence[int], mapped: Sequence[int], position: int) -> int:
+    """Piecewise-linear map of a local position through block offsets ``local → mapped``.
+
+    Examples
+    --------
+    >>> map_position([0, 10, 20], [0, 30, 40], 5)
+    15
+    >>> map_position([0, 10, 20], [0, 30, 40], 20)
+    40
+    """
+    if position <= 0:
+        return 0
+    if position >= local[-1]:
+        return mapped[-1]
+    j = bisect_right(local, position) - 1
+    while j > 0 and local[j] == local[j - 1]:
+        j -= 1
+    start, end = local[j], local[j + 1] if j + 1 < len(local) else local[j]
+    if end <= start:
+        return mapped[j]
+    low, high = mapped[j], mapped[min(j + 1, len(mapped) - 1)]
+    return round(low + (high - low) * (position - start) / (end - start))
+
+
+def _monotone(values: list[float], total: int) -> list[int]:
+    """Rounded, non-decreasing, ending exactly at ``total``."""
+    out: list[int] = []
+    last = 0
+    for value in values:
+        last = max(last, min(round(value), total))
+        out.append(last)
+    if out:
+        out[-1] = total
+    return out
+
+
+def calibrate(
+    local: Sequence[Sequence[int]],
+    reported: Sequence[int | None],
+    previous: Sequence[int | None],
+    common: Sequence[int | None],
+    exact: Sequence[bool] | None = None,
+    threads: Sequence[str] | None = None,
+) -> Calibration:
+    """Map every call's local block offsets onto the provider's token axis.
+
+    Parameters
+    ----------
+    local
+        Per call, the cumulative local token counts before each block, then the total.
+    reported
+        Per call, the reported inclusive input (``None``: not reported).
+    previous
+        Per call, the index of the thread's previous call (``None``: first of its thread).
+        Calls must come after their predecessor.
+    common
+        Per call, the local tokens it shares with that previous call.
+    exact
+        Per call, whether the local count is the model's own tokenizer over the bytes
+        sent (calls without usage are then ``exact``, not ``estimated``).
+    threads
+        Per call, its thread (for the growth rate of calls without usage).
+
+    Returns
+    -------
+    Calibration
+    """
+    n = len(local)
+    offsets: list[list[int]] = []
+    basis: list[str] = []
+    rates: list[float | None] = []
+    seen_rates = [
+        r / local[i][-1] for i, r in enumerate(reported) if r is not None and local[i][-1]
+    ]
+    default_rate = statistics.median(seen_rates) if seen_rates else 1.0
+    thread_rate: dict[str, float] = {}
+    for i in range(n):
+        own = list(local[i])
+        total_local = own[-1]
+        before = previous[i]
+        shared = 0 if before is None else max(0, min(common[i] or 0, total_local))
+        anchor = 0
+        if before is not None and shared:
+            anchor = map_position(local[before], offsets[before], shared)
+        grown = total_local - shared
+        key = threads[i] if threads is not None else ""
+        target = reported[i]
+        is_exact = bool(exact[i]) if exact is not None else False
+        if target is None:
+            rate = 1.0 if is_exact else thread_rate.get(key, default_rate)
+            target = anchor + round(grown * rate)
+            kind = EXACT if is_exact else ESTIMATED
+        else:
+            kind = CALIBRATED
+        rate_used: float | None
+        if grown > 0 and target >= anchor:
+            rate_used = (target - anchor) / grown
+            values = [
+                map_position(local[before], offsets[before], o)
+                if before is not None and o <= shared
+                else anchor + (o - shared) * rate_used
+                for o in own
+            ]
+        elif grown == 0 and target == anchor:
+            rate_used = None
+            values = [
+                map_position(local[before], offsets[before], o) if before is not None else o
+                for o in own
+            ]
+        else:
+            rate_used = target / total_local if total_local else None
+            values = [o * (rate_used or 0.0) for o in own]
+            if kind == CALIBRATED:
+                kind = RESCALED
+        if rate_used is not None and grown > 0 and reported[i] is not None:
+            thread_rate[key] = rate_used
+        offsets.append(_monotone(values, target))
+        basis.append(kind)
+        rates.append(rate_used)
+    return Calibration(offsets, basis, rates)
+
+
+__all__ = ["BASES", "Calibration", "calibrate", "map_position"]

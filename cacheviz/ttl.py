@@ -1,0 +1,73 @@
+"""The cache TTL a session used, from its own evidence, per thread.
+
+A provider's default TTL is an assumption; a session often shows which TTL it used:
+
+* the request's ``cache_control.ttl`` (a breakpoint's TTL), when the request is logged,
+  wins: it is what was asked for;
+* else the reported writes: a thread whose every reported write is a 1-hour write
+  (``cache_write_1h_tokens`` equal to the writes) used a 1-hour TTL; one that reports
+  5-minute writes used 5 minutes (Claude Code's main thread writes 1 h, its sub-agents
+  5 m);
+* else nothing is known (``None``): the provider's default applies.
+
+Used by the ``ttl_expired`` miss cause, ``check``'s TTL rules and advice, the simulator
+of the session's own provider and the inspector's default TTL and idle marks.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from cacheviz.model import Call
+
+FIVE_MINUTES = 300
+ONE_HOUR = 3600
+
+
+def call_ttl(call: Call) -> int | None:
+    """The TTL one call shows: its breakpoints' (when logged), else its reported writes."""
+    asked = [seconds for _, seconds in call.breakpoints]
+    auto = call.params.get("cache_control")
+    if isinstance(auto, dict):
+        asked.append(ONE_HOUR if str(auto.get("ttl")) == "1h" else FIVE_MINUTES)
+    if asked and not call.reconstructed:
+        return max(asked)
+    usage = call.usage
+    if usage is None or not usage.cache_write_tokens:
+        return None
+    long = usage.cache_write_1h_tokens
+    short = usage.cache_write_5m_tokens
+    if long is None and short is None:
+        return None
+    if (long or 0) >= usage.cache_write_tokens:
+        return ONE_HOUR
+    return FIVE_MINUTES
+
+
+def thread_ttls(calls: Sequence[Call], threads: Sequence[str]) -> dict[str, int | None]:
+    """Per thread: the TTL its calls show (``None``: no evidence, the default applies).
+
+    A thread whose calls show both (a 1-hour write and a 5-minute one) is taken at the
+    shorter TTL: the entries that expire first decide when a gap costs a rewrite.
+    """
+    seen: dict[str, set[int]] = {}
+    for call, thread in zip(calls, threads, strict=True):
+        ttl = call_ttl(call)
+        bucket = seen.setdefault(thread, set())
+        if ttl is not None:
+            bucket.add(ttl)
+    return {thread: (min(values) if values else None) for thread, values in seen.items()}
+
+
+def ttl_name(seconds: float | None) -> str | None:
+    """``"5m"``, ``"1h"`` or ``"{n}s"`` for a TTL in seconds (``None`` stays ``None``)."""
+    if seconds is None:
+        return None
+    if seconds == FIVE_MINUTES:
+        return "5m"
+    if seconds == ONE_HOUR:
+        return "1h"
+    return f"{seconds:.0f}s"
+
+
+__all__ = ["FIVE_MINUTES", "ONE_HOUR", "call_ttl", "thread_ttls", "ttl_name"]
