@@ -27,6 +27,7 @@ REPORTED_USAGE: dict[str, pl.DataType] = {
     "usage_provenance": _STR,  # "reported" | "derived" | null (nothing reported)
     "provider_verdict": _STR,  # the provider's verdict: a reason's type, or a state (verdict.py)
     "provider_missed_tokens": _INT,  # the tokens the provider says missed, with a reason
+    "verdict_agrees": _BOOL,  # cacheviz's own reading agrees with the provider's reason
 }
 
 CALLS: dict[str, pl.DataType] = {

@@ -57,6 +57,7 @@ class Analysis:
     billed_usd: float | None = None  # sum of billed_usd over the calls that have one
     unpriced_models: list[str] = _field(default_factory=list)  # reported, but no price
     own_simulation: Simulation | None = None  # the session under its own provider's rules
+    own_miss_causes: list[str | None] = _field(default_factory=list)  # before the provider's
 
     @property
     def segments(self) -> pl.DataFrame:
@@ -251,6 +252,8 @@ def analyze(
         if before is not None:
             common, drift = _thread_drift(session, calls[before], call, offsets, params, call_cache)
             previous[i], shared[i] = before, common
+            if drift is not None and call.meta.get("rebuild") is not None:
+                drift = None  # an expected rebuild the log announced (a compaction)
             if drift is not None:
                 at, diagnosis = drift
                 _add_drift(drift_cols, call, name, calls[before], at, common, offsets, diagnosis)
@@ -273,7 +276,8 @@ def analyze(
     ttls = thread_ttls(calls, threads)
     call_cols["ttl_seconds"] = [ttls.get(name) for name in threads]
     reported = [call.usage.input_tokens if call.usage else None for call in calls]
-    calibration = calibrate(offsets, reported, previous, shared, exact, threads)
+    heads = [offsets[i][call.message_start] for i, call in enumerate(calls)]
+    calibration = calibrate(offsets, reported, previous, shared, exact, threads, heads)
     _to_provider_tokens(call_cols, drift_cols, offsets, calibration)
     analysis = Analysis(
         session,
@@ -495,6 +499,7 @@ def _add_call(
         "usage_provenance": None if call.usage is None else call.usage.provenance,
         "provider_verdict": call.meta.get("provider_verdict"),
         "provider_missed_tokens": call.meta.get("provider_missed_tokens"),
+        "verdict_agrees": None,
     }
     for column, field in _USAGE_FIELDS.items():
         values[column] = None if call.usage is None else getattr(call.usage, field)

@@ -18,9 +18,10 @@ Anchors, per thread (docs/analysis.md, "Calibration"):
   is mapped linearly onto the growth in provider tokens, its reported input minus the
   calibrated position where the shared part ends. What the provider counted and the log
   does not show (a reminder, an attachment) is attributed to the blocks it rides on;
-* a call whose reported input is smaller than the part it shares (a server-side
-  clearing, history the log still shows but that was not sent) is scaled uniformly onto
-  its reported input, and marked ``rescaled``;
+* a call whose reported input is smaller than the part it shares (old tool results
+  cleared, history the log still shows but that was not sent) keeps its head (unlogged
+  prefix, tools, system) where it was and scales its messages onto the rest of its
+  reported input (uniformly when even the head does not fit), marked ``rescaled``;
 * a call without reported usage keeps the shared part and scales its new part by the
   thread's latest growth rate (else the session's median, else 1): ``estimated``.
 
@@ -99,6 +100,7 @@ def calibrate(
     common: Sequence[int | None],
     exact: Sequence[bool] | None = None,
     threads: Sequence[str] | None = None,
+    heads: Sequence[int] | None = None,
 ) -> Calibration:
     """Map every call's local block offsets onto the provider's token axis.
 
@@ -118,6 +120,9 @@ def calibrate(
         sent (calls without usage are then ``exact``, not ``estimated``).
     threads
         Per call, its thread (for the growth rate of calls without usage).
+    heads
+        Per call, the local offset where its messages start (the unlogged prefix, tools
+        and system before it): kept in place when a request shrinks.
 
     Returns
     -------
@@ -166,8 +171,21 @@ def calibrate(
                 for o in own
             ]
         else:
-            rate_used = target / total_local if total_local else None
-            values = [o * (rate_used or 0.0) for o in own]
+            # the request is smaller than the part it shares: keep the head (the unlogged
+            # prefix, system and tools) where it was when it fits, scale the rest onto it
+            keep = min(shared, heads[i] if heads is not None else 0)
+            kept = map_position(local[before], offsets[before], keep) if before is not None else 0
+            if keep and kept <= target and total_local > keep:
+                rate_used = (target - kept) / (total_local - keep)
+                values = [
+                    map_position(local[before], offsets[before], o)
+                    if before is not None and o <= keep
+                    else kept + (o - keep) * rate_used
+                    for o in own
+                ]
+            else:
+                rate_used = target / total_local if total_local else None
+                values = [o * (rate_used or 0.0) for o in own]
             if kind == CALIBRATED:
                 kind = RESCALED
         if rate_used is not None and grown > 0 and reported[i] is not None:

@@ -67,6 +67,7 @@ from cacheviz.simulate import (
     sim_calls,
     simulate,
 )
+from cacheviz.verdict import agrees
 
 if TYPE_CHECKING:
     from cacheviz.analysis import Analysis
@@ -252,6 +253,7 @@ def diagnose_costs(analysis: Analysis, *, prices: Any = None) -> None:
         pl.Series("expected_read_tokens", expected, pl.Int64),
         pl.Series("miss_cause", miss_cause, pl.String),
         pl.Series("miss_tokens", miss_tokens, pl.Int64),
+        pl.Series("verdict_agrees", _agreements(analysis, analysis.own_miss_causes), pl.Boolean),
         pl.Series(
             "drift_material",
             [material.get(i) if d else None for i, d in enumerate(frame["drift"])],
@@ -330,9 +332,7 @@ PROVIDER_REASONS = frozenset(
 )
 
 
-def _miss_cost(
-    call: Call, rates: Rates, billed: float, shortfall: int, reported: int
-) -> float:
+def _miss_cost(call: Call, rates: Rates, billed: float, shortfall: int, reported: int) -> float:
     """Billed cost minus the billed cost had ``shortfall`` more tokens been read."""
     usage = call.usage
     assert usage is not None
@@ -374,6 +374,8 @@ def _misses(
     unlogged = frame["unlogged_tokens"].to_list()
     ttls = frame["ttl_seconds"].to_list()
     verdicts = frame["provider_verdict"].to_list()
+    missed_tokens = frame["provider_missed_tokens"].to_list()
+    own: list[str | None] = [None] * n
     rebuilds = frame["rebuild"].to_list()
     holds = UNLOGGED_HOLDS.get(session.format, _UNLOGGED_DEFAULT)
     for i, call in enumerate(calls):
@@ -402,9 +404,6 @@ def _misses(
         verdict = verdicts[i]
         if key is not None and offered < _minimum(key, call.model):
             cause, detail = "below_minimum", f"the prefix ({offered:,} tokens) is below the minimum"
-        elif verdict in PROVIDER_REASONS:
-            cause = verdict
-            detail = f"the provider's own verdict: {verdict}"
         elif gap is not None and ttl is not None and gap > ttl:
             cause = "ttl_expired"
             detail = f"{gap:,.0f} s idle since call {source}, beyond the {ttl:,.0f} s TTL"
@@ -429,7 +428,13 @@ def _misses(
                 f"the line offers {offered:,} tokens the call re-sent; the provider read "
                 f"{reported:,} (no caching rules for {call.provider or 'this provider'})"
             )
-        if rebuilds[i] is not None and cause in ("provider_side", "no_breakpoint", "unknown"):
+        own[i] = cause
+        if verdict in PROVIDER_REASONS:
+            missed = missed_tokens[i]
+            said = f" ({missed:,} tokens missed)" if missed is not None else ""
+            detail = f"the provider says {verdict}{said}; cacheviz's own reading: {cause}: {detail}"
+            cause = verdict
+        elif rebuilds[i] is not None and cause in ("provider_side", "no_breakpoint", "unknown"):
             continue  # an expected rebuild (a compaction): not a miss
         shortfall = offered - reported
         causes[i], shortfalls[i] = cause, shortfall
@@ -451,7 +456,21 @@ def _misses(
         }
         for name, value in values.items():
             rows[name].append(value)
+    analysis.own_miss_causes = own
     return expected, causes, shortfalls, _schema.frame(_schema.MISSES, rows)
+
+
+def _agreements(analysis: Analysis, own: list[str | None]) -> list[bool | None]:
+    """Per call: whether cacheviz's own reading agrees with the provider's named reason."""
+    drifts = {
+        row[0]: (row[1], row[2])
+        for row in analysis.drifts.select("call", "part", "cause").iter_rows()
+    }
+    out: list[bool | None] = []
+    for i, verdict in enumerate(analysis.calls["provider_verdict"].to_list()):
+        part, cause = drifts.get(i, (None, None))
+        out.append(agrees(verdict, part, cause, own[i]))
+    return out
 
 
 __all__ = ["billed_cost", "diagnose_costs"]

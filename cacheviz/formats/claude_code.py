@@ -30,6 +30,7 @@ from cacheviz.formats._time import parse_ts
 from cacheviz.model import Call, Session, Usage
 from cacheviz.segment import BlockStore
 from cacheviz.usage import normalize_usage
+from cacheviz.verdict import verdict_meta
 
 NAME = "claude-code"
 DESCRIPTION = "Claude Code session JSONL (~/.claude/projects/*/<session>.jsonl, with subagents/)"
@@ -72,6 +73,7 @@ class _SessionFile:
         self.last_ts: dict[str, datetime | None] = {}
         self.calls: list[Call] = []
         self.agents: set[str] = set()  # sub-agent ids the session refers to
+        self.compactions: dict[str, dict[str, Any]] = {}  # thread -> pending compaction
 
     def _note_agent(self, record: dict[str, Any]) -> None:
         """Remember a sub-agent the session names (its file should sit in subagents/)."""
@@ -100,6 +102,8 @@ class _SessionFile:
             msg = f"the line is {json_type(record)}; expected a Claude Code record object"
             raise ValueError(msg)
         kind = record.get("type")
+        if kind == "system" and record.get("subtype") == "compact_boundary":
+            self._compaction(record)
         if kind not in _MESSAGE_TYPES:
             if kind is None and "sessionId" not in record:
                 _refuse_other_format(lineno, record)
@@ -128,6 +132,20 @@ class _SessionFile:
         else:
             self._assistant(lineno, thread, key, record, message, ts)
         self.last_ts[key] = ts or self.last_ts.get(key)
+
+    def _compaction(self, record: dict[str, Any]) -> None:
+        """A ``compact_boundary``: the thread's next request starts from the summary.
+
+        The history before it is not sent again; the next call is marked as an expected
+        rebuild (``meta["rebuild"] = "compaction"``, with the logged ``compactMetadata``).
+        """
+        key = self._thread_key(record)
+        thread = self.threads.get(key)
+        if thread is None:
+            return
+        thread.replace([])
+        found = record.get("compactMetadata")
+        self.compactions[key] = found if isinstance(found, dict) else {}
 
     def _user(self, thread: Thread, message: dict[str, Any]) -> None:
         content = message.get("content")
@@ -173,9 +191,11 @@ class _SessionFile:
             meta["response_id"] = str(message["id"])
         if record.get("requestId"):
             meta["request_id"] = str(record["requestId"])
-        verdict = record.get("diagnostics") or message.get("diagnostics")
-        if isinstance(verdict, dict) and verdict.get("cache_miss_reason"):
-            meta["provider_verdict"] = str(verdict["cache_miss_reason"])
+        meta.update(verdict_meta(record.get("diagnostics") or message.get("diagnostics")))
+        compaction = self.compactions.pop(key, None)
+        if compaction is not None:
+            meta["rebuild"] = "compaction"
+            meta["compaction"] = compaction
         call = thread.call(
             model=model,
             provider="anthropic",

@@ -26,6 +26,7 @@ from cacheviz.formats._time import parse_epoch
 from cacheviz.model import Call, Session
 from cacheviz.segment import BlockStore
 from cacheviz.usage import normalize_usage
+from cacheviz.verdict import response_verdict_meta
 
 NAME = "claude-trace"
 DESCRIPTION = "claude-trace raw HTTP captures of the Anthropic API (JSONL request/response pairs)"
@@ -66,6 +67,14 @@ def sse_message_id(text: str) -> str | None:
     return None
 
 
+def sse_verdict(text: str) -> dict[str, Any]:
+    """The cache verdict of an Anthropic SSE stream (``message_start.message.diagnostics``)."""
+    for event in sse_events(text):
+        if event.get("type") == "message_start":
+            return response_verdict_meta(event)
+    return {}
+
+
 def _call(text: str, refs: list[ObjectScan], store: BlockStore, reader: LineReader) -> Call | None:
     record, body = scan_line(text, ("request", "body"), refs)
     request = record.value("request")
@@ -87,12 +96,18 @@ def _call(text: str, refs: list[ObjectScan], store: BlockStore, reader: LineRead
         raise ValueError(msg)
     raw_usage = None
     message_id = None
+    verdict: dict[str, Any] = {}
     if isinstance(response.get("body"), dict):
         raw_usage = response["body"].get("usage")
         message_id = response["body"].get("id")
+        verdict = response_verdict_meta(response["body"])
     elif isinstance(response.get("body_raw"), str):
         raw_usage = sse_usage(response["body_raw"])
         message_id = sse_message_id(response["body_raw"])
+        verdict = sse_verdict(response["body_raw"])
+    meta = dict(verdict)
+    if isinstance(message_id, str) and message_id:
+        meta["response_id"] = message_id
     return call_from_body(
         body,
         store,
@@ -101,7 +116,7 @@ def _call(text: str, refs: list[ObjectScan], store: BlockStore, reader: LineRead
         api="messages",
         ts=parse_epoch(request.value("timestamp")),
         usage=normalize_usage(raw_usage),
-        meta={"response_id": message_id} if isinstance(message_id, str) and message_id else None,
+        meta=meta or None,
     )
 
 

@@ -15,6 +15,7 @@ from cacheviz.formats._time import parse_ts
 from cacheviz.model import Call, Session
 from cacheviz.segment import BlockStore
 from cacheviz.usage import normalize_usage
+from cacheviz.verdict import response_verdict_meta
 
 NAME = "cacheviz"
 DESCRIPTION = "cacheviz request log v1 (JSONL: ts, provider, api, model, request, response, meta)"
@@ -54,6 +55,9 @@ def _call_from_line(text: str, refs: list[ObjectScan], store: BlockStore) -> Cal
     meta = meta if isinstance(meta, dict) else {}
     if isinstance(response, dict) and isinstance(response.get("id"), str) and response["id"]:
         meta = {**meta, "response_id": response["id"]}  # for de-duplication across files
+    verdict = response_verdict_meta(response)
+    if verdict and "provider_verdict" not in meta:
+        meta = {**meta, **verdict}
     hint = meta.get("thread", meta.get("lineage"))  # "lineage": the round-1 name
     if not isinstance(hint, str):
         parts = [str(meta[k]) for k in ("session", "agent") if isinstance(meta.get(k), str)]
