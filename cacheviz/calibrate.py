@@ -196,4 +196,39 @@ def calibrate(
     return Calibration(offsets, basis, rates)
 
 
-__all__ = ["BASES", "Calibration", "calibrate", "map_position"]
+# a gap this short is within every provider's TTL: a read that stops inside the unlogged
+# prefix then is not an expiry
+_SHORTEST_TTL = 300.0
+_MATERIAL_TOKENS, _MATERIAL_SHARE = 1024, 0.25  # as simulate.material_shortfall
+
+
+def unlogged_versions(
+    threads: Sequence[str],
+    unlogged: Sequence[int | None],
+    offered: Sequence[int | None],
+    read: Sequence[int | None],
+    gaps: Sequence[float | None],
+    ttls: Sequence[int | None],
+) -> list[int]:
+    """Per call: which version of its thread's unlogged prefix it sent (0, 1, 2, ...).
+
+    The log does not hold the unlogged prefix, so whether it changed is read from the
+    provider's answer: a call whose reported read stops inside it (``0 < read <=
+    unlogged < offered``, a material shortfall) within the TTL (the gap since the
+    thread's previous call is at most the thread's TTL, or 5 minutes) sent a new
+    version of it, and so does every later call of the thread.
+    """
+    version: dict[str, int] = {}
+    out: list[int] = []
+    for i, thread in enumerate(threads):
+        hidden, line, got, gap = unlogged[i], offered[i], read[i], gaps[i]
+        if hidden and line is not None and got is not None and 0 < got <= hidden < line:
+            material = line - got >= max(_MATERIAL_TOKENS, _MATERIAL_SHARE * line)
+            fresh = gap is not None and gap <= max(_SHORTEST_TTL, ttls[i] or 0)
+            if material and fresh:
+                version[thread] = version.get(thread, 0) + 1
+        out.append(version.get(thread, 0))
+    return out
+
+
+__all__ = ["BASES", "Calibration", "calibrate", "map_position", "unlogged_versions"]

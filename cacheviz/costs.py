@@ -67,6 +67,7 @@ from cacheviz.simulate import (
     sim_calls,
     simulate,
 )
+from cacheviz.ttl import idle_seconds
 from cacheviz.verdict import agrees
 
 if TYPE_CHECKING:
@@ -396,9 +397,7 @@ def _misses(
         if not material_shortfall(offered, reported):
             continue
         predicted = sim_read[i]
-        gap = None
-        if source is not None and calls[source].ts is not None and call.ts is not None:
-            gap = (call.ts - calls[source].ts).total_seconds()
+        gap = idle_seconds(call, calls[source] if source is not None else None)
         ttl = _ttl(key, calls[source] if source is not None else None, ttls[i])
         hidden = unlogged[i] or 0
         verdict = verdicts[i]
@@ -407,7 +406,7 @@ def _misses(
         elif gap is not None and ttl is not None and gap > ttl:
             cause = "ttl_expired"
             detail = f"{gap:,.0f} s idle since call {source}, beyond the {ttl:,.0f} s TTL"
-        elif call.reconstructed and hidden and 0 < reported <= hidden < offered:
+        elif key == "anthropic" and call.reconstructed and 0 < reported <= hidden < offered:
             cause = "unlogged_prefix_changed"
             detail = (
                 f"the provider read {reported:,} tokens, inside the {hidden:,}-token "

@@ -32,6 +32,8 @@ import polars as pl
 
 from cacheviz import _schema
 from cacheviz._seq import common_prefix
+from cacheviz.calibrate import unlogged_versions
+from cacheviz.ttl import idle_seconds
 from cacheviz.errors import SimulationError, UnknownModelError
 from cacheviz.pricing import PriceBook, Rates
 from cacheviz.providers._base import Breakpoint, CallResult, SimCall, Simulator
@@ -85,6 +87,7 @@ def sim_calls(analysis: Analysis, *, local: bool = False) -> list[SimCall]:
     own = analysis.local_offsets or analysis.offsets
     axis = own if local else analysis.offsets
     ttls = analysis.calls["ttl_seconds"].to_list()
+    versions = _unlogged_versions(analysis)
     session = analysis.session
     frame = analysis.calls.select("thread", "encoding")
     out: list[SimCall] = []
@@ -94,6 +97,9 @@ def sim_calls(analysis: Analysis, *, local: bool = False) -> list[SimCall]:
         zip(session.calls, frame.iter_rows(), strict=True)
     ):
         hashes = call.hashes
+        if versions[i] and call.message_start > 0:
+            # the evidence says the unlogged prefix changed: a new identity from here on
+            hashes = [f"{hashes[0]}@v{versions[i]}", *hashes[1:]]
         shared = common_prefix(previous.hashes, hashes) if previous is not None else 0
         chain = extend_chain(
             previous.chain[:shared] if previous is not None else [], hashes[shared:]
@@ -119,7 +125,7 @@ def sim_calls(analysis: Analysis, *, local: bool = False) -> list[SimCall]:
             + [b.part for b in call.blocks[shared:]],
             roles=(previous.roles[:shared] if previous is not None else [])
             + [_role(b.label) if b.part == "messages" else None for b in call.blocks[shared:]],
-            tokens=cache.__getitem__,
+            tokens=_unversioned(cache) if versions[i] else cache.__getitem__,
             breakpoints=breakpoints,
             auto_breakpoint=_TTL_SECONDS.get(str(auto.get("ttl", "5m")), 300)
             if isinstance(auto, dict)
@@ -136,6 +142,49 @@ def sim_calls(analysis: Analysis, *, local: bool = False) -> list[SimCall]:
         out.append(current)
         previous = current
     return out
+
+
+def _unlogged_versions(analysis: Analysis) -> list[int]:
+    """Per call, the version of its unlogged prefix the reported reads show (calibrate.py)."""
+    frame = analysis.calls
+    calls = analysis.session.calls
+    gaps = [
+        None if p is None else idle_seconds(calls[i], calls[p])
+        for i, p in enumerate(frame["prev_call"].to_list())
+    ]
+    inputs = frame["reported_input_tokens"].to_list()
+    offered = [
+        None if total is None else min(line, total)
+        for line, total in zip(frame["prefix_tokens"].to_list(), inputs, strict=True)
+    ]
+    # only where reads stop at breakpoints written before (Anthropic): with an implicit
+    # longest-prefix cache a short read is as likely routing or eviction
+    unlogged = [
+        hidden if rebuilt and provider == "anthropic" else None
+        for hidden, rebuilt, provider in zip(
+            frame["unlogged_tokens"].to_list(),
+            frame["reconstructed"].to_list(),
+            frame["provider"].to_list(),
+            strict=True,
+        )
+    ]
+    return unlogged_versions(
+        frame["thread"].to_list(),
+        unlogged,
+        offered,
+        frame["reported_cache_read_tokens"].to_list(),
+        gaps,
+        frame["ttl_seconds"].to_list(),
+    )
+
+
+def _unversioned(cache: Any) -> Any:
+    """``cache[h]`` for block hashes that may carry an ``@v<n>`` version suffix."""
+
+    def tokens_of(digest: str) -> Any:
+        return cache[digest.split("@v", 1)[0]]
+
+    return tokens_of
 
 
 def extend_chain(chain: list[bytes], hashes: Sequence[str]) -> list[bytes]:

@@ -59,6 +59,21 @@ def thread_ttls(calls: Sequence[Call], threads: Sequence[str]) -> dict[str, int 
     return {thread: (min(values) if values else None) for thread, values in seen.items()}
 
 
+def idle_seconds(call: Call, source: Call | None) -> float | None:
+    """Seconds between ``source``'s request and ``call``'s, at most (``None``: unknown).
+
+    A call's ``ts`` is when its request was sent or, for a rebuilt one, the last record
+    before it; when the log also gives the response's time (``meta["response_ts"]``),
+    the request was sent by then, so the later of the two bounds the idle time from
+    above: a TTL is certainly still running only when this bound is within it.
+    """
+    if source is None or source.ts is None or call.ts is None:
+        return None
+    end = call.meta.get("response_ts")
+    until = max(call.ts, end) if end is not None and end.tzinfo is not None else call.ts
+    return (until - source.ts).total_seconds()
+
+
 def ttl_name(seconds: float | None) -> str | None:
     """``"5m"``, ``"1h"`` or ``"{n}s"`` for a TTL in seconds (``None`` stays ``None``)."""
     if seconds is None:
@@ -70,4 +85,4 @@ def ttl_name(seconds: float | None) -> str | None:
     return f"{seconds:.0f}s"
 
 
-__all__ = ["FIVE_MINUTES", "ONE_HOUR", "call_ttl", "thread_ttls", "ttl_name"]
+__all__ = ["FIVE_MINUTES", "ONE_HOUR", "call_ttl", "idle_seconds", "thread_ttls", "ttl_name"]

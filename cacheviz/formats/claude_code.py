@@ -192,6 +192,8 @@ class _SessionFile:
         if record.get("requestId"):
             meta["request_id"] = str(record["requestId"])
         meta.update(verdict_meta(record.get("diagnostics") or message.get("diagnostics")))
+        if ts is not None:
+            meta["response_ts"] = ts  # the response's first record: the request ended by then
         compaction = self.compactions.pop(key, None)
         if compaction is not None:
             meta["rebuild"] = "compaction"
