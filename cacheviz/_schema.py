@@ -63,6 +63,7 @@ CALLS: dict[str, pl.DataType] = {
     "billed_usd": pl.Float64,  # reported usage x dated prices (null: no usage or no price)
     "simulated_usd": pl.Float64,  # cost under the session's own provider's simulated rules
     "ideal_usd": pl.Float64,  # lower bound: every reusable prefix read, nothing written
+    "waste_usd": pl.Float64,  # billed (else simulated) - ideal, never negative (metrics.py)
     "prefix_hash": _STR,  # Whale: hash over tools + system segment hashes
     "log_head_hash": _STR,  # Whale: messages except the last 8
     "log_tail_hash": _STR,  # Whale: the last 8 messages
@@ -231,6 +232,7 @@ SCAN_CALLS: dict[str, pl.DataType] = {
     **{k: v for k, v in REPORTED_USAGE.items() if k.startswith("reported_")},
     "billed_usd": pl.Float64,  # reported usage x dated prices (null: no usage or no price)
     "ideal_usd": pl.Float64,  # lower bound: every reusable prefix read (null until known)
+    "waste_usd": pl.Float64,  # billed (else simulated) - ideal, never negative (metrics.py)
     "reported_cost_usd": pl.Float64,  # the agent's own cost figure (Whale, Cline), as logged
     "drift": _BOOL,
     "prefix_hash": _STR,  # system + tools (Whale: prefix_fingerprint); null when unlogged

@@ -15,6 +15,7 @@ from cacheviz._seq import common_prefix
 from cacheviz.calibrate import Calibration, calibrate
 from cacheviz.costs import diagnose_costs
 from cacheviz.diagnose import Diagnosis, diagnose
+from cacheviz.metrics import hit_ratio, waste_usd
 from cacheviz.model import OPAQUE, Call, Session
 from cacheviz.namespace import KeyedParams, keyed_params, level_start, namespace_of
 from cacheviz.prefix import Match, PrefixIndex, match_pair
@@ -22,6 +23,7 @@ from cacheviz.shape import log_hashes, prefix_hash, segments_frame
 from cacheviz.thread import assign_threads
 from cacheviz.tokens import TokenCache, encoding_for_model
 from cacheviz.ttl import thread_ttls
+from cacheviz.verdict import verdict_state
 
 if TYPE_CHECKING:
     from cacheviz.simulate import Simulation
@@ -172,6 +174,11 @@ class Analysis:
                     "billed_usd": row["billed_usd"],
                     "simulated_usd": row["simulated_usd"],
                     "ideal_usd": row["ideal_usd"],
+                    "waste_usd": row["waste_usd"],
+                    "rebuild": row["rebuild"],
+                    "provider_verdict": row["provider_verdict"],
+                    "provider_missed_tokens": row["provider_missed_tokens"],
+                    "verdict_agrees": row["verdict_agrees"],
                 }
             )
         return {
@@ -180,8 +187,51 @@ class Analysis:
             "skipped_lines": len(self.session.skipped),
             "ignored_records": dict(self.session.ignored),
             "billed_usd": self.billed_usd,
+            **self.headline(),
             "unpriced_models": list(self.unpriced_models),
             "calls": calls,
+        }
+
+    def headline(self) -> dict[str, Any]:
+        """Session totals every view shows the same way (:mod:`cacheviz.metrics`).
+
+        ``simulated_usd`` / ``ideal_usd`` / ``waste_usd`` (billed - ideal where billed,
+        else simulated - ideal; never negative), ``hit_ratio`` (token- and
+        request-weighted, null when no cache fields were reported), ``token_basis``
+        (calls per basis, :mod:`cacheviz.calibrate`) and ``provider_verdicts`` (calls
+        per verdict state, and how often cacheviz's own reading agrees with a reason).
+        """
+        frame = self.calls
+        money = {
+            name: (float(frame[name].sum()) if frame[name].is_not_null().any() else None)
+            for name in ("simulated_usd", "ideal_usd")
+        }
+        states: dict[str, int] = {}
+        for verdict in frame["provider_verdict"].to_list():
+            state = verdict_state(verdict)
+            states[state] = states.get(state, 0) + 1
+        agree = frame["verdict_agrees"]
+        return {
+            **money,
+            "waste_usd": waste_usd(
+                frame["billed_usd"].to_list(),
+                frame["simulated_usd"].to_list(),
+                frame["ideal_usd"].to_list(),
+            ),
+            "hit_ratio": hit_ratio(
+                frame["reported_cache_read_tokens"].to_list(),
+                frame["reported_input_tokens"].to_list(),
+            ).to_dict(),
+            "token_basis": {
+                basis: int(count)
+                for basis, count in frame["token_basis"].value_counts(sort=True).iter_rows()
+                if basis is not None
+            },
+            "provider_verdicts": {
+                "states": states,
+                "agree": int(agree.eq(True).sum()),
+                "disagree": int(agree.eq(False).sum()),
+            },
         }
 
 
@@ -493,6 +543,7 @@ def _add_call(
         "billed_usd": None,
         "simulated_usd": None,
         "ideal_usd": None,
+        "waste_usd": None,
         "prefix_hash": prefix_hash(call),
         "log_head_hash": head,
         "log_tail_hash": tail,

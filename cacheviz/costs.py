@@ -49,6 +49,7 @@ import polars as pl
 
 from cacheviz import _schema
 from cacheviz.errors import UnknownModelError
+from cacheviz.metrics import call_waste
 from cacheviz.pricing import PriceBook, Rates
 from cacheviz.providers._base import Breakpoint, CallResult, SimCall
 from cacheviz.providers.anthropic import TTLS as ANTHROPIC_TTLS
@@ -251,6 +252,7 @@ def diagnose_costs(analysis: Analysis, *, prices: Any = None) -> None:
         pl.Series("billed_usd", billed, pl.Float64),
         pl.Series("simulated_usd", simulated, pl.Float64),
         pl.Series("ideal_usd", ideal, pl.Float64),
+        pl.Series("waste_usd", list(map(call_waste, billed, simulated, ideal)), pl.Float64),
         pl.Series("expected_read_tokens", expected, pl.Int64),
         pl.Series("miss_cause", miss_cause, pl.String),
         pl.Series("miss_tokens", miss_tokens, pl.Int64),

@@ -33,10 +33,10 @@ import polars as pl
 from cacheviz import _schema
 from cacheviz._seq import common_prefix
 from cacheviz.calibrate import unlogged_versions
-from cacheviz.ttl import idle_seconds
 from cacheviz.errors import SimulationError, UnknownModelError
 from cacheviz.pricing import PriceBook, Rates
 from cacheviz.providers._base import Breakpoint, CallResult, SimCall, Simulator
+from cacheviz.ttl import idle_seconds
 
 if TYPE_CHECKING:
     from cacheviz.analysis import Analysis

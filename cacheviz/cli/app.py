@@ -21,6 +21,7 @@ from cacheviz.analysis import Analysis
 from cacheviz.errors import CacheVizError, CacheVizWarning
 from cacheviz.formats import READERS, load
 from cacheviz.formats._lines import PROGRESS
+from cacheviz.metrics import percent
 from cacheviz.simulate import SIMULATORS, SimulationError
 from cacheviz.thread import THREAD_MODES
 
@@ -264,14 +265,50 @@ def _print_table(doc: dict[str, Any], out: TextIO, *, all_drifts: bool = False) 
         out.write("; requests rebuilt from the log, not the bytes sent")
     if any(c["unlogged_tokens"] is not None for c in calls):
         out.write(" (unlogged system + tools sized from reported usage)")
-    if not all(c["tokens_exact"] for c in calls):
-        out.write("; counts approximate (model tokenizer not public, o200k_base used)")
+    out.write(_basis_note(doc.get("token_basis") or {}, calls))
     if doc["skipped_lines"]:
         out.write(f"; {doc['skipped_lines']} bad line(s) skipped")
     if doc["ignored_records"]:
         ignored = ", ".join(f"{n} {kind}" for kind, n in sorted(doc["ignored_records"].items()))
         out.write(f"; not API calls: {ignored}")
     out.write("\n")
+    out.write(_headline(doc))
+
+
+def _basis_note(basis: dict[str, int], calls: list[dict[str, Any]]) -> str:
+    """What the token figures are: calibrated to reported usage, exact, or estimated."""
+    calibrated = basis.get("calibrated", 0) + basis.get("rescaled", 0)
+    estimated = basis.get("estimated", 0)
+    if calibrated and not estimated:
+        return "; tokens in the provider's count (calibrated to its reported input)"
+    if calibrated:
+        return (
+            f"; tokens in the provider's count on {calibrated} call(s) with usage, "
+            f"estimated on {estimated} (o200k_base at the thread's rate)"
+        )
+    if not all(c["tokens_exact"] for c in calls):
+        return "; counts approximate (model tokenizer not public, o200k_base used)"
+    return ""
+
+
+def _headline(doc: dict[str, Any]) -> str:
+    """Waste and hit ratio, one definition each (cacheviz.metrics)."""
+    hit = doc.get("hit_ratio") or {}
+    parts = []
+    if doc.get("waste_usd") is not None:
+        base = "billed" if doc.get("billed_usd") is not None else "simulated"
+        parts.append(f"waste {_usd(doc['waste_usd'])} ({base} − ideal {_usd(doc['ideal_usd'])})")
+    parts.append(
+        f"hit ratio {percent(hit.get('tokens'))} of input tokens, "
+        f"{percent(hit.get('requests'))} of calls (reported)"
+    )
+    verdicts = doc.get("provider_verdicts") or {}
+    if verdicts.get("agree") or verdicts.get("disagree"):
+        parts.append(
+            f"provider verdicts: cacheviz agrees on {verdicts['agree']}, "
+            f"disagrees on {verdicts['disagree']}"
+        )
+    return "; ".join(parts) + "\n"
 
 
 class _Progress:

@@ -39,6 +39,7 @@ def _money() -> list[pl.Expr]:
     return [
         _sum("billed_usd"),
         _sum("ideal_usd"),
+        _sum("waste_usd"),
         (pl.col("reported_input_tokens").is_not_null() & pl.col("billed_usd").is_null())
         .sum()
         .alias("unpriced_calls"),
@@ -56,7 +57,8 @@ def _amounts() -> list[pl.Expr]:
 
 
 def _waste(frame: pl.DataFrame) -> pl.DataFrame:
-    return frame.with_columns((pl.col("billed_usd") - pl.col("ideal_usd")).alias("waste_usd"))
+    """The waste column, summed per call (metrics.py: billed - ideal, never negative)."""
+    return frame
 
 
 def sessions(calls: pl.DataFrame, drifts: pl.DataFrame) -> pl.DataFrame:
@@ -216,7 +218,7 @@ def totals(result: ScanResult) -> dict[str, Any]:
         **{name: row.get(name) for name in _TOKENS},
         "billed_usd": billed,
         "ideal_usd": ideal,
-        "waste_usd": None if billed is None or ideal is None else billed - ideal,
+        "waste_usd": row.get("waste_usd"),
         "unpriced_calls": row.get("unpriced_calls", 0),
         "reported_cost_usd": row.get("reported_cost_usd"),
         "failed_files": result.failed.height,
