@@ -27,7 +27,15 @@ LONGER = {
 MIN_PREFIX = 1024  # tokens: below the smallest cacheable prefix a gap costs nothing
 
 
+# the TTL (seconds) each longer lifetime gives: a thread already there needs no advice
+LONGER_SECONDS = {"anthropic": 3600}
+
+
 def _ttl(ctx: Context, provider: str, call: int) -> float | None:
+    """The TTL of ``call``'s thread: the session's evidence (cacheviz.ttl), else default."""
+    evidence = ctx.calls[call].get("ttl_seconds")
+    if evidence is not None:
+        return float(evidence)
     recorded = [ttl for _, ttl in ctx.session_calls[call].breakpoints]
     if provider == "anthropic" and recorded:
         return float(max(recorded))
@@ -114,6 +122,10 @@ def ttl_gaps(ctx: Context) -> list[Finding]:
             if rows["cost_usd"].null_count() == 0 and rows["ideal_cost_usd"].null_count() == 0:
                 cost = float((rows["cost_usd"] - rows["ideal_cost_usd"]).sum())
         longer = LONGER.get(provider)
+        current = _ttl(ctx, provider, calls[0])
+        already = current is not None and current >= LONGER_SECONDS.get(provider, float("inf"))
+        if already:
+            longer = None  # never recommend what the session already uses
         if longer is not None and base is not None and base.total_cost_usd is not None:
             lkey = (provider, "longer")
             if lkey not in simulations:
@@ -138,6 +150,12 @@ def ttl_gaps(ctx: Context) -> list[Finding]:
                     f"not reached)."
                 )
         share = break_even(provider, ctx.calls[calls[0]]["model"], ctx.calls[calls[0]]["ts"])
+        if already:
+            share = None
+            advice = (
+                f" The thread already caches with a {current / 60:,.0f}-minute TTL (its "
+                "reported writes): these gaps outlast even that."
+            )
         if share is not None:
             advice += (
                 f" Break-even: the 1h TTL pays off once re-writes after gaps exceed "
@@ -145,6 +163,7 @@ def ttl_gaps(ctx: Context) -> list[Finding]:
             )
         message = (
             f"{rule.title}: thread {thread!r} idles longer than its {provider} cache TTL "
+            f"({(current or 0) / 60:,.0f} min) "
             f"{len(found)} time(s) (longest {longest / 60:,.1f} min) before call(s) "
             f"{call_list(calls)}, writing {tokens:,} reusable tokens again."
             f"{_confirmed(confirmed, thread, calls)}{advice} "

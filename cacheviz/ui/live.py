@@ -180,7 +180,8 @@ class LiveInspector:
     def _tables(self, analysis: Any) -> tuple[Any, ...]:
         """Timeline, shape and cost frames, the simulation and the provider comparison."""
         inspector = self.inspector
-        ttl_seconds = _TTLS.get(self._rules.get("ttl") or "5m", 300)
+        chosen = self._rules.get("ttl")
+        ttl_seconds = _TTLS.get(chosen) if chosen else None  # None: the session's evidence
         simulation = getattr(inspector, "simulation", None)
         if simulation is not None:
             rules = {k: v for k, v in self._rules.items() if v is not None}

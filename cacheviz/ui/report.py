@@ -78,7 +78,7 @@ def report_data(
     provider: str | None = None,
     model: str | None = None,
     targets: tuple[str, ...] | None = None,
-    ttl_seconds: int = views.DEFAULT_TTL,
+    ttl_seconds: int | None = None,
 ) -> dict[str, Any]:
     """Everything the report shows, redacted, as a JSON-ready dict."""
     from cacheviz.ui.widget import DEFAULT_TARGETS, default_target, model_choices

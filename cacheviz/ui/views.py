@@ -12,8 +12,9 @@ from typing import TYPE_CHECKING, Any
 
 import polars as pl
 
-from cacheviz._schema import CAUSES, clean
+from cacheviz._schema import CAUSES, MISS_CAUSES, clean
 from cacheviz._seq import common_prefix
+from cacheviz.metrics import hit_ratio
 from cacheviz.redact import MARGIN, REDACTED, redact, redact_all, redact_slice, secret_spans
 from cacheviz.segment import render_text
 from cacheviz.tokens import MESSAGE_END, MESSAGE_START, UNLOGGED, UNLOGGED_ID
@@ -37,12 +38,29 @@ def ipc(frame: pl.DataFrame) -> bytes:
     return buffer.getvalue()
 
 
-MISS_CAUSES = ("ttl_expired", "below_minimum", "no_breakpoint", "provider_side")
 SELF_HOSTED = ("vllm", "sglang")
 
 
-def timeline(analysis: Analysis, ttl_seconds: int = DEFAULT_TTL) -> pl.DataFrame:
-    """One row per call: tokens, prefix line, drift, idle gaps, reported read, misses."""
+def session_ttl(analysis: Analysis) -> int:
+    """The TTL the session's evidence shows for its busiest thread (else 5 minutes).
+
+    Per thread, :mod:`cacheviz.ttl` reads it from the requests' ``cache_control`` or the
+    reported writes (Claude Code's main thread writes 1 h, its sub-agents 5 m).
+    """
+    calls = analysis.calls
+    known = calls.filter(pl.col("ttl_seconds").is_not_null())
+    if known.is_empty():
+        return DEFAULT_TTL
+    busiest = known.group_by("thread").agg(pl.len(), pl.col("ttl_seconds").first())
+    return int(busiest.sort("len", descending=True)["ttl_seconds"][0])
+
+
+def timeline(analysis: Analysis, ttl_seconds: int | None = None) -> pl.DataFrame:
+    """One row per call: tokens, prefix line, drift, idle gaps, reported read, misses.
+
+    An idle gap is longer than ``ttl_seconds`` or, by default, than the TTL the call's
+    thread shows (:mod:`cacheviz.ttl`; 5 minutes without evidence).
+    """
     calls = analysis.calls
     thread = "thread"
     threads = _threads(analysis)
@@ -59,6 +77,11 @@ def timeline(analysis: Analysis, ttl_seconds: int = DEFAULT_TTL) -> pl.DataFrame
     )
     frame = calls.join(drifts, left_on="index", right_on="call", how="left", maintain_order="left")
     gap = pl.col("ts").diff().over(thread).dt.total_seconds()
+    ttl = (
+        pl.lit(ttl_seconds)
+        if ttl_seconds is not None
+        else pl.col("ttl_seconds").fill_null(DEFAULT_TTL)
+    )
     miss_cause = (
         pl.col("miss_cause") if "miss_cause" in calls.columns else pl.lit(None, dtype=pl.String)
     )
@@ -80,7 +103,7 @@ def timeline(analysis: Analysis, ttl_seconds: int = DEFAULT_TTL) -> pl.DataFrame
         .fill_null(-1),
         pl.col("drift_label").map_elements(_label, return_dtype=pl.String).alias("label"),
         pl.col("tokens_lost").fill_null(0).cast(pl.Int32),
-        (gap > ttl_seconds).fill_null(value=False).alias("idle_gap"),
+        (gap > ttl).fill_null(value=False).alias("idle_gap"),
         pl.col("reported_cache_read_tokens").cast(pl.Int32).alias("reported_read"),
         miss_cause.is_not_null().alias("miss"),
         miss_cause.replace_strict(
@@ -273,15 +296,14 @@ def pricing_notes(analysis: Analysis, simulation: Simulation | None) -> dict[str
 
 
 def _hit_ratio(read: pl.Series, total: pl.Series) -> float | None:
-    keep = read.is_not_null() & total.is_not_null()
-    denominator = total.filter(keep).sum()
-    return float(read.filter(keep).sum() / denominator) if denominator else None
+    """Token-weighted hit ratio (:func:`cacheviz.metrics.hit_ratio`)."""
+    return hit_ratio(read.to_list(), total.to_list()).tokens
 
 
 def meta(
     analysis: Analysis,
     *,
-    ttl_seconds: int,
+    ttl_seconds: int | None,
     simulation: Simulation | None,
     compare: pl.DataFrame | None = None,
 ) -> dict[str, Any]:
@@ -323,7 +345,7 @@ def meta(
         "thread_parents": _thread_parents(analysis),
         "causes": list(CAUSES),
         "miss_causes": list(MISS_CAUSES),
-        "ttl_seconds": ttl_seconds,
+        "ttl_seconds": ttl_seconds if ttl_seconds is not None else session_ttl(analysis),
         "totals": {
             "input_tokens": int(calls["input_tokens"].sum()),
             "prefix_tokens": int(calls["prefix_tokens"].sum()),
@@ -334,7 +356,12 @@ def meta(
             "hit_ratio": _hit_ratio(
                 calls["reported_cache_read_tokens"], calls["reported_input_tokens"]
             ),
+            "hit_ratio_requests": hit_ratio(
+                calls["reported_cache_read_tokens"].to_list(),
+                calls["reported_input_tokens"].to_list(),
+            ).requests,
         },
+        "waste_usd": analysis.headline()["waste_usd"],
         "target": target,
         "models": priced_models(simulation.provider) if simulation is not None else [],
         "unpriced_models": unpriced_models(analysis, simulation),

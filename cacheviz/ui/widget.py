@@ -98,7 +98,7 @@ class Inspector(anywidget.AnyWidget):
         self.targets = targets
         self.simulation: Simulation | None = None
         self._compare: Any = None  # the provider comparison: it doesn't depend on the controls
-        self._timeline = views.ipc(views.timeline(analysis, _TTLS.get(ttl or "5m", 300)))
+        self._timeline = views.ipc(views.timeline(analysis, _TTLS.get(ttl) if ttl else None))
         self._shape = views.ipc(views.shape_runs(analysis))
         chosen, chosen_model = default_target(analysis)
         self.resimulate(
@@ -139,8 +139,8 @@ class Inspector(anywidget.AnyWidget):
             _LOG.exception("simulation failed")
             self.status = f"{provider}: {exc}"
             return
-        ttl_seconds = _TTLS.get(ttl or "5m", 300)
-        if self.meta.get("ttl_seconds") not in (None, ttl_seconds):  # idle gaps depend on it
+        ttl_seconds = _TTLS.get(ttl) if ttl else None  # None: the session's evidence
+        if self.meta.get("ttl_seconds") != (ttl_seconds or views.session_ttl(self.analysis)):
             self._timeline = views.ipc(views.timeline(self.analysis, ttl_seconds))
         self._costs = views.ipc(
             views.costs(self.simulation, self.analysis.calls.height, self.analysis)
