@@ -76,6 +76,8 @@ def verdict_meta(diagnostics: Any) -> dict[str, Any]:
     reason = diagnostics["cache_miss_reason"]
     if reason is None:
         return {"provider_verdict": INCONCLUSIVE}
+    if isinstance(reason, str) and reason:
+        return {"provider_verdict": reason}  # a bare type string: read leniently
     if not isinstance(reason, dict) or not isinstance(reason.get("type"), str):
         return {"provider_verdict": "unavailable"}
     out: dict[str, Any] = {"provider_verdict": reason["type"]}

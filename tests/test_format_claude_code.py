@@ -1,4 +1,5 @@
 import json
+from datetime import UTC, datetime
 
 import polars as pl
 import pytest
@@ -135,6 +136,7 @@ def test_one_call_per_response_with_its_final_usage(session_file):
         "provider_verdict": "none",
         "response_id": "msg_2",
         "request_id": "req_msg_2",
+        "response_ts": datetime(2026, 1, 1, 10, 0, 9, tzinfo=UTC),  # the response's record
     }
     assert all(c.reconstructed for c in session.calls)
     assert [b.label for b in second.blocks] == [

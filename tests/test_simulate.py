@@ -74,7 +74,7 @@ def test_verdicts_score_and_token_scale(session):
     assert result.calls["verdict"].to_list() == ["match", "match", "unexplained_miss"]
     assert result.score == pytest.approx(2 / 3)
     reported = [1310, 1400, 1510]
-    ours = session.calls["input_tokens"].to_list()
+    ours = session.calls["local_tokens"].to_list()
     expected = sum(r * o for r, o in zip(reported, ours, strict=True)) / sum(o * o for o in ours)
     assert result.token_scale == pytest.approx(expected)
 

@@ -271,8 +271,8 @@ def _print_table(doc: dict[str, Any], out: TextIO, *, all_drifts: bool = False) 
     if doc["ignored_records"]:
         ignored = ", ".join(f"{n} {kind}" for kind, n in sorted(doc["ignored_records"].items()))
         out.write(f"; not API calls: {ignored}")
-    out.write("\n")
     out.write(_headline(doc))
+    out.write("\n")
 
 
 def _basis_note(basis: dict[str, int], calls: list[dict[str, Any]]) -> str:
@@ -298,17 +298,20 @@ def _headline(doc: dict[str, Any]) -> str:
     if doc.get("waste_usd") is not None:
         base = "billed" if doc.get("billed_usd") is not None else "simulated"
         parts.append(f"waste {_usd(doc['waste_usd'])} ({base} − ideal {_usd(doc['ideal_usd'])})")
-    parts.append(
-        f"hit ratio {percent(hit.get('tokens'))} of input tokens, "
-        f"{percent(hit.get('requests'))} of calls (reported)"
-    )
+    if hit.get("calls"):
+        parts.append(
+            f"hit ratio {percent(hit.get('tokens'))} of input tokens, "
+            f"{percent(hit.get('requests'))} of calls (reported)"
+        )
+    else:
+        parts.append("hit ratio n/a (no cache fields reported)")
     verdicts = doc.get("provider_verdicts") or {}
     if verdicts.get("agree") or verdicts.get("disagree"):
         parts.append(
             f"provider verdicts: cacheviz agrees on {verdicts['agree']}, "
             f"disagrees on {verdicts['disagree']}"
         )
-    return "; ".join(parts) + "\n"
+    return "".join(f"; {part}" for part in parts)
 
 
 class _Progress:
