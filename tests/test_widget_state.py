@@ -191,7 +191,10 @@ def test_the_header_numbers_travel_in_meta(analysis):
     assert meta["threads"] and meta["thread_parents"] == [-1] * len(meta["threads"])
     target = meta["target"]
     assert 0 <= target["hit_ratio"] <= 1
-    assert set(meta["reported"]) == {"hit_ratio"}
+    assert set(meta["reported"]) == {"hit_ratio", "hit_ratio_requests"}
+    # one definition of waste: the summary's (billed - ideal, else simulated - ideal)
+    assert meta["waste_usd"] == analysis.summary()["waste_usd"]
+    assert meta["waste_usd"] is None or meta["waste_usd"] >= 0
 
 
 REALDATA = Path(__file__).resolve().parents[1].parent / "shared" / "realdata"
