@@ -88,6 +88,7 @@ def sim_calls(analysis: Analysis, *, local: bool = False) -> list[SimCall]:
     axis = own if local else analysis.offsets
     ttls = analysis.calls["ttl_seconds"].to_list()
     versions = _unlogged_versions(analysis)
+    warm = _warm_heads(analysis)
     session = analysis.session
     frame = analysis.calls.select("thread", "encoding")
     out: list[SimCall] = []
@@ -138,6 +139,7 @@ def sim_calls(analysis: Analysis, *, local: bool = False) -> list[SimCall]:
             clock=clock,
             local_offsets=None if axis is own else own[i],
             ttl_hint=ttls[i],
+            warm_tokens=warm[i],
         )
         out.append(current)
         previous = current
@@ -176,6 +178,31 @@ def _unlogged_versions(analysis: Analysis) -> list[int]:
         gaps,
         frame["ttl_seconds"].to_list(),
     )
+
+
+def _warm_heads(analysis: Analysis) -> list[int]:
+    """Per call: tokens of its unlogged head cached before the session, from the evidence.
+
+    A thread's first call can only read entries written before the session began: when
+    it reads part of its unlogged prefix (Claude Code's static system prompt and tools,
+    shared by the user's sessions), that part is taken as warm for the whole thread.
+    Anthropic only (reads stop at breakpoints written before).
+    """
+    frame = analysis.calls
+    first: dict[str, int] = {}
+    rows = frame.select(
+        "thread",
+        "prev_call",
+        "provider",
+        "reconstructed",
+        "unlogged_tokens",
+        "reported_cache_read_tokens",
+    ).iter_rows()
+    for thread, prev, provider, rebuilt, hidden, read in rows:
+        if prev is None and thread not in first:
+            usable = provider == "anthropic" and rebuilt and hidden and read
+            first[thread] = read if usable and read <= hidden else 0
+    return [first.get(thread, 0) for thread in frame["thread"].to_list()]
 
 
 def _unversioned(cache: Any) -> Any:
@@ -382,6 +409,8 @@ def simulate(
         calls = sim_calls(analysis, local=provider in SELF_HOSTED)
     if model is not None:
         for call in calls:
+            if call.model != model:
+                call.warm_tokens = 0  # another model's cache: nothing is warm for it
             call.model = model
     results = simulator.run(calls)
     recorded = analysis.calls["provider"].to_list()

@@ -57,6 +57,9 @@ class SimCall:
     local_offsets: list[int] | None = None
     # the TTL (seconds) the session's evidence shows for this call's thread (cacheviz.ttl)
     ttl_hint: int | None = None
+    # leading tokens already cached before the session (its thread's first reported read,
+    # inside the unlogged prefix: the agent's static system prompt other sessions warm)
+    warm_tokens: int = 0
 
     @property
     def total(self) -> int:

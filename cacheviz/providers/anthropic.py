@@ -159,6 +159,9 @@ class AnthropicSimulator:
                 break
         minimum = self.min_tokens if self.min_tokens is not None else min_tokens_for(call.model)
         read = call.offsets[hit + 1] if hit >= 0 else 0
+        warm = call.warm_tokens if points and call.warm_tokens <= call.total else 0
+        if read < warm:
+            read = warm  # the shared static head, warm before the session (its first read)
         written: list[Breakpoint] = []
         for point in points:
             length = call.offsets[point.block + 1]
@@ -171,8 +174,10 @@ class AnthropicSimulator:
             b_tokens = call.offsets[long_ones[-1].block + 1]
         c_tokens = call.offsets[written[-1].block + 1] if written else read
         detail = f"{strategy}: {len(points)} breakpoint(s)"
-        if hit >= 0:
+        if hit >= 0 and read > warm:
             detail += f", hit at block {hit}"
+        elif warm and read == warm:
+            detail += f", {warm:,} tokens warm before the session (its first reported read)"
         if points and not written and call.offsets[points[-1].block + 1] < minimum:
             detail += f", below the {minimum}-token minimum"
         return CallResult(
