@@ -59,7 +59,6 @@ class Analysis:
     billed_usd: float | None = None  # sum of billed_usd over the calls that have one
     unpriced_models: list[str] = _field(default_factory=list)  # reported, but no price
     own_simulation: Simulation | None = None  # the session under its own provider's rules
-    own_miss_causes: list[str | None] = _field(default_factory=list)  # before the provider's
 
     @property
     def segments(self) -> pl.DataFrame:
@@ -329,7 +328,7 @@ def analyze(
     heads = [offsets[i][call.message_start] for i, call in enumerate(calls)]
     calibration = calibrate(offsets, reported, previous, shared, exact, threads, heads)
     _to_provider_tokens(call_cols, drift_cols, offsets, calibration)
-    analysis = Analysis(
+    shaped = Analysis(
         session,
         _schema.frame(_schema.CALLS, call_cols),
         _schema.frame(_schema.DRIFTS, drift_cols),
@@ -338,8 +337,20 @@ def analyze(
         offsets,
         calibration,
     )
-    diagnose_costs(analysis, prices=prices)
-    return analysis
+    costs = diagnose_costs(shaped, prices=prices)
+    return Analysis(
+        session,
+        costs.calls,
+        costs.drifts,
+        caches,
+        calibration.offsets,
+        offsets,
+        calibration,
+        misses=costs.misses,
+        billed_usd=costs.billed_usd,
+        unpriced_models=costs.unpriced_models,
+        own_simulation=costs.own_simulation,
+    )
 
 
 _EMPTY = array("i")

@@ -47,23 +47,16 @@ from typing import TYPE_CHECKING, Any
 
 import polars as pl
 
-from cacheviz import _schema
+from cacheviz import _schema, providers
 from cacheviz.errors import UnknownModelError
 from cacheviz.metrics import call_waste
-from cacheviz.pricing import PriceBook, Rates
+from cacheviz.pricing import PriceBook, RateCache, Rates
 from cacheviz.providers._base import Breakpoint, CallResult, SimCall
-from cacheviz.providers.anthropic import TTLS as ANTHROPIC_TTLS
-from cacheviz.providers.deepseek import DeepSeekSimulator
-from cacheviz.providers.gemini import GeminiSimulator
-from cacheviz.providers.openai import OpenAISimulator
 from cacheviz.simulate import (
-    SELF_HOSTED,
     Simulation,
-    _Prices,
     extend_chain,
     make_simulator,
     material_shortfall,
-    provider_id,
     result_cost,
     sim_calls,
     simulate,
@@ -75,17 +68,6 @@ if TYPE_CHECKING:
     from cacheviz.analysis import Analysis
     from cacheviz.model import Call
 
-# idle time after which an entry is gone, by provider: the simulators' own defaults -
-# Anthropic's TTL (1 h when the call that wrote it asked for it), OpenAI's in-memory
-# retention (5-10 min: the conservative end), Gemini's implicit cache [U], DeepSeek's disk
-# cache [U]
-TTL_SECONDS = {
-    "anthropic": ANTHROPIC_TTLS["5m"],
-    "openai": OpenAISimulator.in_memory_ttl_seconds,
-    "google": GeminiSimulator.implicit_ttl_seconds,
-    "deepseek": DeepSeekSimulator.expiry_seconds,
-}
-_ANTHROPIC_LONG_TTL = ANTHROPIC_TTLS["1h"]
 # drift causes that keep the number of blocks (an edit in place)
 _IN_PLACE = frozenset(
     {
@@ -102,11 +84,8 @@ _IN_PLACE = frozenset(
 
 
 def _provider_key(name: str) -> str | None:
-    try:
-        key = provider_id(name)
-    except ValueError:
-        return None
-    return None if key in SELF_HOSTED else key
+    found = providers.find(name)
+    return None if found is None or found.self_hosted else found.id
 
 
 def billed_cost(call: Call, rates: Rates) -> float | None:
@@ -155,7 +134,7 @@ def _what_if(previous: SimCall, call: SimCall, cause: str) -> tuple[SimCall, Sim
     return dataclasses.replace(previous, model=call.model, reported=None), kept
 
 
-def _cost(price: _Prices, call: SimCall, result: CallResult) -> float | None:
+def _cost(price: RateCache, call: SimCall, result: CallResult) -> float | None:
     try:
         rates = price(call.model, call.ts, call.total)
     except UnknownModelError:
@@ -163,39 +142,26 @@ def _cost(price: _Prices, call: SimCall, result: CallResult) -> float | None:
     return result_cost(rates, call, result)
 
 
-def _minimum(provider: str, model: str) -> int:
-    """The smallest prefix the provider caches for ``model``."""
-    if provider == "anthropic":
-        from cacheviz.providers.anthropic import min_tokens_for
+@dataclasses.dataclass(frozen=True, slots=True)
+class CostColumns:
+    """What :func:`diagnose_costs` adds to a shaped analysis: columns and totals."""
 
-        return min_tokens_for(model)
-    if provider == "openai":
-        from cacheviz.providers.openai import MIN_TOKENS
-
-        return MIN_TOKENS
-    if provider == "google":
-        from cacheviz.providers import gemini
-
-        finder = getattr(gemini, "min_tokens_for", None)
-        return int(finder(model)) if finder is not None else 1024
-    return 0
+    calls: pl.DataFrame
+    """The calls frame with the cost, expected-read and miss columns filled."""
+    drifts: pl.DataFrame
+    """The drifts frame with ``cost_usd`` and ``material`` filled."""
+    misses: pl.DataFrame
+    billed_usd: float | None
+    unpriced_models: list[str]
+    own_simulation: Simulation | None
 
 
-def _ttl(provider: str | None, previous: Call | None, evidence: int | None) -> float | None:
-    """The TTL behind ``ttl_expired``: the session's evidence, else the provider default."""
-    if evidence is not None:
-        return float(evidence)
-    ttl = TTL_SECONDS.get(provider) if provider is not None else None
-    if provider == "anthropic" and previous is not None:
-        long = any(seconds >= _ANTHROPIC_LONG_TTL for _, seconds in previous.breakpoints)
-        usage = previous.usage
-        if long or (usage is not None and (usage.cache_write_1h_tokens or 0) > 0):
-            ttl = _ANTHROPIC_LONG_TTL
-    return ttl
+def diagnose_costs(analysis: Analysis, *, prices: Any = None) -> CostColumns:
+    """The cost, drift-cost and miss columns of a shaped ``analysis`` (it is not changed).
 
-
-def diagnose_costs(analysis: Analysis, *, prices: Any = None) -> None:
-    """Fill the cost, drift-cost and miss columns of ``analysis`` (in place)."""
+    ``analysis`` holds the calls, drifts, token caches and offsets; its cost columns are
+    not read. :func:`cacheviz.analysis.analyze` assembles the analysis from the result.
+    """
     session = analysis.session
     calls = session.calls
     book = prices if isinstance(prices, PriceBook) else PriceBook(prices)
@@ -208,14 +174,14 @@ def diagnose_costs(analysis: Analysis, *, prices: Any = None) -> None:
     sim_detail: list[str] = [""] * n
     unpriced: dict[str, None] = {}
 
-    providers = {}
+    counts: dict[str, int] = {}
     for call in calls:
         key = _provider_key(call.provider)
         if key is not None:
-            providers[key] = providers.get(key, 0) + 1
-    built = sim_calls(analysis) if providers and n else []
+            counts[key] = counts.get(key, 0) + 1
+    built = sim_calls(analysis) if counts and n else []
     runs: dict[str, Simulation] = {}
-    for key in sorted(providers, key=lambda k: -providers[k]):
+    for key in sorted(counts, key=lambda k: -counts[k]):
         run = simulate(analysis, key, prices=book, unpriced="skip", calls=built)
         runs[key] = run
         rows = run.calls
@@ -230,9 +196,9 @@ def diagnose_costs(analysis: Analysis, *, prices: Any = None) -> None:
         ):
             if _provider_key(calls[i].provider) == key:
                 simulated[i], ideal[i], sim_read[i], sim_detail[i] = cost, best, read, detail
-    analysis.own_simulation = next(iter(runs.values()), None)
+    own_simulation = next(iter(runs.values()), None)
 
-    prices_of = {key: _Prices(book, key) for key in providers}
+    prices_of = {key: RateCache(book, key) for key in counts}
     for i, call in enumerate(calls):
         key = _provider_key(call.provider)
         if key is None or call.usage is None:
@@ -245,10 +211,10 @@ def diagnose_costs(analysis: Analysis, *, prices: Any = None) -> None:
         billed[i] = billed_cost(call, rates)
 
     drift_cost, material = _drift_costs(analysis, built, runs, prices_of)
-    expected, miss_cause, miss_tokens, misses = _misses(
+    expected, miss_cause, miss_tokens, misses, own = _misses(
         analysis, sim_read, sim_detail, billed, prices_of
     )
-    analysis.calls = frame.with_columns(
+    filled = frame.with_columns(
         pl.Series("billed_usd", billed, pl.Float64),
         pl.Series("simulated_usd", simulated, pl.Float64),
         pl.Series("ideal_usd", ideal, pl.Float64),
@@ -256,7 +222,7 @@ def diagnose_costs(analysis: Analysis, *, prices: Any = None) -> None:
         pl.Series("expected_read_tokens", expected, pl.Int64),
         pl.Series("miss_cause", miss_cause, pl.String),
         pl.Series("miss_tokens", miss_tokens, pl.Int64),
-        pl.Series("verdict_agrees", _agreements(analysis, analysis.own_miss_causes), pl.Boolean),
+        pl.Series("verdict_agrees", _agreements(analysis, own), pl.Boolean),
         pl.Series(
             "drift_material",
             [material.get(i) if d else None for i, d in enumerate(frame["drift"])],
@@ -264,21 +230,25 @@ def diagnose_costs(analysis: Analysis, *, prices: Any = None) -> None:
         ),
     )
     drifts = analysis.drifts
-    analysis.drifts = drifts.with_columns(
-        pl.Series("cost_usd", [drift_cost.get(c) for c in drifts["call"]], pl.Float64),
-        pl.Series("material", [material.get(c) for c in drifts["call"]], pl.Boolean),
-    )
-    analysis.misses = misses
     priced = [b for b in billed if b is not None]
-    analysis.billed_usd = float(sum(priced)) if priced else None
-    analysis.unpriced_models = list(unpriced)
+    return CostColumns(
+        calls=filled,
+        drifts=drifts.with_columns(
+            pl.Series("cost_usd", [drift_cost.get(c) for c in drifts["call"]], pl.Float64),
+            pl.Series("material", [material.get(c) for c in drifts["call"]], pl.Boolean),
+        ),
+        misses=misses,
+        billed_usd=float(sum(priced)) if priced else None,
+        unpriced_models=list(unpriced),
+        own_simulation=own_simulation,
+    )
 
 
 def _drift_costs(
     analysis: Analysis,
     built: Sequence[SimCall],
     runs: dict[str, Simulation],
-    prices_of: dict[str, _Prices],
+    prices_of: dict[str, RateCache],
 ) -> tuple[dict[int, float | None], dict[int, bool | None]]:
     """Per drift call: the what-if cost and whether it was material."""
     costs: dict[int, float | None] = {}
@@ -358,8 +328,8 @@ def _misses(
     sim_read: list[int | None],
     sim_detail: list[str],
     billed: list[float | None],
-    prices_of: dict[str, _Prices],
-) -> tuple[list[int | None], list[str | None], list[int | None], pl.DataFrame]:
+    prices_of: dict[str, RateCache],
+) -> tuple[list[int | None], list[str | None], list[int | None], pl.DataFrame, list[str | None]]:
     """Misses on the calibrated line, for every provider (module docstring)."""
     session = analysis.session
     calls = session.calls
@@ -401,14 +371,20 @@ def _misses(
         predicted = sim_read[i]
         gap = idle_seconds(call, calls[source] if source is not None else None)
         ttl = _ttl(key, calls[source] if source is not None else None, ttls[i])
+        profile = providers.profile(key) if key is not None else None
         hidden = unlogged[i] or 0
         verdict = verdicts[i]
-        if key is not None and offered < _minimum(key, call.model):
+        if profile is not None and offered < profile.min_tokens(call.model):
             cause, detail = "below_minimum", f"the prefix ({offered:,} tokens) is below the minimum"
         elif gap is not None and ttl is not None and gap > ttl:
             cause = "ttl_expired"
             detail = f"{gap:,.0f} s idle since call {source}, beyond the {ttl:,.0f} s TTL"
-        elif key == "anthropic" and call.reconstructed and 0 < reported <= hidden < offered:
+        elif (
+            profile is not None
+            and profile.explicit_breakpoints
+            and call.reconstructed
+            and 0 < reported <= hidden < offered
+        ):
             cause = "unlogged_prefix_changed"
             detail = (
                 f"the provider read {reported:,} tokens, inside the {hidden:,}-token "
@@ -417,7 +393,7 @@ def _misses(
         elif key is not None and predicted is not None and material_shortfall(predicted, reported):
             cause = "provider_side"
             detail = f"the {key} rules predict {predicted:,} read; the provider read {reported:,}"
-        elif key == "anthropic":
+        elif profile is not None and profile.explicit_breakpoints:
             cause = "no_breakpoint"
             detail = "no cache_control breakpoint wrote an entry this call could read"
         elif key is not None:
@@ -457,8 +433,7 @@ def _misses(
         }
         for name, value in values.items():
             rows[name].append(value)
-    analysis.own_miss_causes = own
-    return expected, causes, shortfalls, _schema.frame(_schema.MISSES, rows)
+    return expected, causes, shortfalls, _schema.frame(_schema.MISSES, rows), own
 
 
 def _agreements(analysis: Analysis, own: list[str | None]) -> list[bool | None]:
@@ -472,6 +447,13 @@ def _agreements(analysis: Analysis, own: list[str | None]) -> list[bool | None]:
         part, cause = drifts.get(i, (None, None))
         out.append(agrees(verdict, part, cause, own[i]))
     return out
+
+
+def _ttl(key: str | None, previous: Call | None, evidence: int | None) -> float | None:
+    """The TTL behind ``ttl_expired``: the session's evidence, else the provider's."""
+    if evidence is not None:
+        return float(evidence)
+    return None if key is None else providers.profile(key).entry_ttl(previous)
 
 
 __all__ = ["billed_cost", "diagnose_costs"]

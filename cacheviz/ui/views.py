@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 import polars as pl
 
+from cacheviz import providers
 from cacheviz._schema import CAUSES, MISS_CAUSES, clean
 from cacheviz._seq import common_prefix
 from cacheviz.metrics import hit_ratio
@@ -28,7 +29,6 @@ UNLOGGED_STATUS = 4
 MAX_TEXT = 2000  # characters of each side of a drift shown
 MAX_SEGMENTS = 300  # segments of the selected call listed
 CHIPS = 8  # tokens shown before and after the first differing token
-DEFAULT_TTL = 300
 
 
 def ipc(frame: pl.DataFrame) -> bytes:
@@ -38,29 +38,49 @@ def ipc(frame: pl.DataFrame) -> bytes:
     return buffer.getvalue()
 
 
-SELF_HOSTED = ("vllm", "sglang")
-
-
-def session_ttl(analysis: Analysis) -> int:
-    """The TTL the session's evidence shows for its busiest thread (else 5 minutes).
+def session_ttl(analysis: Analysis) -> float | None:
+    """The TTL the session's evidence shows for its busiest thread (``None``: no evidence).
 
     Per thread, :mod:`cacheviz.ttl` reads it from the requests' ``cache_control`` or the
     reported writes (Claude Code's main thread writes 1 h, its sub-agents 5 m).
     """
-    calls = analysis.calls
-    known = calls.filter(pl.col("ttl_seconds").is_not_null())
+    known = analysis.calls.filter(pl.col("ttl_seconds").is_not_null())
     if known.is_empty():
-        return DEFAULT_TTL
+        return None
     busiest = known.group_by("thread").agg(pl.len(), pl.col("ttl_seconds").first())
-    return int(busiest.sort("len", descending=True)["ttl_seconds"][0])
+    return float(busiest.sort(["len", "thread"], descending=[True, False])["ttl_seconds"][0])
 
 
-def timeline(analysis: Analysis, ttl_seconds: int | None = None) -> pl.DataFrame:
+def default_ttl_seconds(analysis: Analysis, provider: str | None = None) -> float | None:
+    """The default cache lifetime of ``provider`` (else of the recorded provider).
+
+    For the recorded provider, the TTL the session's own evidence shows wins
+    (:func:`session_ttl`). A provider without a time limit (self-hosted) or an unknown
+    one falls back to the default comparison's first vendor, so idle marks stay
+    meaningful.
+    """
+    recorded = analysis.calls["provider"].unique().to_list()
+    own = providers.find(recorded[0] if len(recorded) == 1 else None)
+    found = providers.find(provider) or own
+    if found is not None and (own is None or found.id == own.id):
+        evidence = session_ttl(analysis)
+        if evidence is not None:
+            return evidence
+    if found is None or found.default_ttl_seconds is None:
+        found = providers.profile(providers.reference_targets()[0].partition(":")[0])
+    return found.default_ttl_seconds
+
+
+def timeline(analysis: Analysis, ttl_seconds: float | str | None = "recorded") -> pl.DataFrame:
     """One row per call: tokens, prefix line, drift, idle gaps, reported read, misses.
 
-    An idle gap is longer than ``ttl_seconds`` or, by default, than the TTL the call's
-    thread shows (:mod:`cacheviz.ttl`; 5 minutes without evidence).
+    A gap longer than ``ttl_seconds`` is idle (``None``: the cache has no time limit;
+    ``"recorded"``: the TTL each call's thread shows, :mod:`cacheviz.ttl`, else the
+    recorded provider's default, :func:`default_ttl_seconds`).
     """
+    per_thread = isinstance(ttl_seconds, str)
+    if isinstance(ttl_seconds, str):
+        ttl_seconds = default_ttl_seconds(analysis)
     calls = analysis.calls
     thread = "thread"
     threads = _threads(analysis)
@@ -77,10 +97,11 @@ def timeline(analysis: Analysis, ttl_seconds: int | None = None) -> pl.DataFrame
     )
     frame = calls.join(drifts, left_on="index", right_on="call", how="left", maintain_order="left")
     gap = pl.col("ts").diff().over(thread).dt.total_seconds()
+    fallback = float("inf") if ttl_seconds is None else float(ttl_seconds)
     ttl = (
-        pl.lit(ttl_seconds)
-        if ttl_seconds is not None
-        else pl.col("ttl_seconds").fill_null(DEFAULT_TTL)
+        pl.col("ttl_seconds").cast(pl.Float64).fill_null(fallback)
+        if per_thread
+        else pl.lit(fallback)
     )
     miss_cause = (
         pl.col("miss_cause") if "miss_cause" in calls.columns else pl.lit(None, dtype=pl.String)
@@ -216,25 +237,15 @@ def _costs(simulation: Simulation | None, n_calls: int) -> pl.DataFrame:
     )
 
 
-# the provider's own model families (a provider's price list may hold others' models,
-# e.g. Claude on Vertex, that its caching simulator does not describe)
-FAMILIES = {
-    "anthropic": ("claude",),
-    "openai": ("gpt-", "o1", "o3", "o4", "codex"),
-    "google": ("gemini",),
-    "deepseek": ("deepseek",),
-}
-
-
 def priced_models(provider: str) -> list[str]:
     """The models of ``provider``'s own families that have a price (the model picker)."""
     from cacheviz import pricing
 
-    if provider in SELF_HOSTED:
+    found = providers.find(provider)
+    if found is None or found.self_hosted:
         return []
-    models = pricing._known_models(provider, [])
-    families = FAMILIES.get(provider)
-    own = [m for m in models if families and m.startswith(families)]
+    models = pricing.known_models(provider)
+    own = [m for m in models if found.owns_model(m)]
     return own or models
 
 
@@ -254,7 +265,7 @@ def closest_model(recorded: list[str], models: list[str]) -> str | None:
 
 def unpriced_models(analysis: Analysis, simulation: Simulation | None) -> list[str]:
     """Models the target could not price (empty for self-hosted engines)."""
-    if simulation is None or simulation.provider in SELF_HOSTED:
+    if simulation is None or simulation.provider in providers.self_hosted():
         return []
     missing = simulation.calls.filter(pl.col("cost_usd").is_null() & pl.col("model").is_not_null())
     return sorted({clean(m) for m in missing["model"].to_list()})
@@ -267,7 +278,7 @@ def pricing_notes(analysis: Analysis, simulation: Simulation | None) -> dict[str
     provider = simulation.provider
     recorded = sorted(set(analysis.calls["provider"].to_list()))
     notice = None
-    if provider in SELF_HOSTED:
+    if provider in providers.self_hosted():
         notice = (
             f"{provider} is a self-hosted engine: it has no prices, so there is no cost to "
             "chart; the comparison shows the prefill tokens its prefix cache saves."
@@ -285,7 +296,7 @@ def pricing_notes(analysis: Analysis, simulation: Simulation | None) -> dict[str
             notice = f"Calls to {', '.join(missing)} have no {provider} price and are left out."
     warning = None
     others = [p for p in recorded if p != provider]
-    if others and provider not in SELF_HOSTED:
+    if others and provider not in providers.self_hosted():
         encodings = sorted(set(analysis.calls["encoding"].to_list()))
         warning = (
             f"This session was recorded with {', '.join(others)} models and is priced here "
@@ -303,7 +314,7 @@ def _hit_ratio(read: pl.Series, total: pl.Series) -> float | None:
 def meta(
     analysis: Analysis,
     *,
-    ttl_seconds: int | None,
+    ttl_seconds: float | None,
     simulation: Simulation | None,
     compare: pl.DataFrame | None = None,
 ) -> dict[str, Any]:
@@ -345,7 +356,7 @@ def meta(
         "thread_parents": _thread_parents(analysis),
         "causes": list(CAUSES),
         "miss_causes": list(MISS_CAUSES),
-        "ttl_seconds": ttl_seconds if ttl_seconds is not None else session_ttl(analysis),
+        "ttl_seconds": ttl_seconds,
         "totals": {
             "input_tokens": int(calls["input_tokens"].sum()),
             "prefix_tokens": int(calls["prefix_tokens"].sum()),
