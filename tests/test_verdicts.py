@@ -1,0 +1,327 @@
+"""The provider's own cache verdicts (verdicts.md) and issue 17's new miss causes.
+
+Shapes are the documented ones: Anthropic ``diagnostics.cache_miss_reason`` (top level of
+a response, ``message_start.message`` of a stream, ``message`` of a Claude Code line) and
+OpenAI Responses ``prompt_cache_diagnostics``. Four states stay apart: not requested
+(no field), inconclusive (``null``), could not compare (not found / unavailable), a reason
+(with the missed tokens).
+"""
+
+from __future__ import annotations
+
+import json
+
+import polars as pl
+import pytest
+
+import cacheviz
+from cacheviz.formats.native import record_line
+from cacheviz.verdict import (
+    agrees,
+    openai_verdict_meta,
+    response_verdict_meta,
+    verdict_meta,
+    verdict_state,
+)
+
+SONNET = "claude-sonnet-4-5-20250929"
+
+
+@pytest.mark.parametrize(
+    ("diagnostics", "verdict", "missed", "state"),
+    [
+        (None, None, None, "not_requested"),
+        ({}, None, None, "not_requested"),
+        ({"cache_miss_reason": None}, "inconclusive", None, "inconclusive"),
+        (
+            {"cache_miss_reason": {"type": "previous_message_not_found"}},
+            "previous_message_not_found",
+            None,
+            "not_compared",
+        ),
+        ({"cache_miss_reason": {"type": "unavailable"}}, "unavailable", None, "not_compared"),
+        *(
+            (
+                {"cache_miss_reason": {"type": reason, "cache_missed_input_tokens": 4_096}},
+                reason,
+                4_096,
+                "reason",
+            )
+            for reason in ("model_changed", "system_changed", "tools_changed", "messages_changed")
+        ),
+    ],
+)
+def test_anthropic_diagnostics_states(diagnostics, verdict, missed, state):
+    meta = verdict_meta(diagnostics)
+    assert meta.get("provider_verdict") == verdict
+    assert meta.get("provider_missed_tokens") == missed
+    assert verdict_state(meta.get("provider_verdict")) == state
+
+
+@pytest.mark.parametrize(
+    ("diagnostics", "verdict", "missed", "state"),
+    [
+        ({"type": "cache_hit"}, "cache_hit", None, "hit"),
+        (
+            {"type": "comparison_response_not_found"},
+            "comparison_response_not_found",
+            None,
+            "not_compared",
+        ),
+        ({"type": "unavailable"}, "unavailable", None, "not_compared"),
+        (
+            {
+                "type": "cache_miss",
+                "reason": "prompt_cache_key_changed",
+                "cache_missed_tokens": 2_048,
+                "comparison_reusable_tokens": 1_024,
+            },
+            "prompt_cache_key_changed",
+            2_048,
+            "reason",
+        ),
+        (
+            {"type": "cache_miss", "reason": "context_compacted"},
+            "context_compacted",
+            None,
+            "reason",
+        ),
+    ],
+)
+def test_openai_prompt_cache_diagnostics_states(diagnostics, verdict, missed, state):
+    meta = openai_verdict_meta(diagnostics)
+    assert meta.get("provider_verdict") == verdict
+    assert meta.get("provider_missed_tokens") == missed
+    assert verdict_state(verdict) == state
+    assert response_verdict_meta({"prompt_cache_diagnostics": diagnostics}) == meta
+    assert response_verdict_meta({"response": {"prompt_cache_diagnostics": diagnostics}}) == meta
+
+
+def test_a_streamed_message_start_carries_the_verdict():
+    event = {
+        "type": "message_start",
+        "message": {
+            "id": "msg_1",
+            "diagnostics": {
+                "cache_miss_reason": {"type": "tools_changed", "cache_missed_input_tokens": 900}
+            },
+        },
+    }
+    assert response_verdict_meta(event) == {
+        "provider_verdict": "tools_changed",
+        "provider_missed_tokens": 900,
+    }
+
+
+def test_agreement_with_cacheviz_own_reading():
+    assert agrees("model_changed", "messages", "model_switch", None) is True
+    assert agrees("tools_changed", "tools", "block_removed", None) is True
+    assert agrees("tools_changed", None, None, "unlogged_prefix_changed") is True
+    assert agrees("messages_changed", "system", "volatile_value", None) is False
+    assert agrees("system_changed", None, None, None) is False  # byte-identical: news
+    assert agrees("unavailable", None, None, None) is None
+    assert agrees(None, "system", "volatile_value", None) is None
+
+
+def _text(n: int) -> str:
+    return " ".join(f"word{i % 97}" for i in range(n))
+
+
+def _anthropic_log(tmp_path, responses, *, provider="anthropic", model=SONNET, gap=10):
+    """Three growing calls with one cached system prompt; ``responses[i]`` per call."""
+    system = [{"type": "text", "text": _text(3000), "cache_control": {"type": "ephemeral"}}]
+    messages: list[dict] = []
+    lines = []
+    for i, (usage, response) in enumerate(responses):
+        messages = [*messages, {"role": "user", "content": f"question {i}: " + _text(300)}]
+        body = {"model": model, "max_tokens": 100, "system": system, "messages": messages}
+        ts = f"2026-01-01T00:{(i * gap) // 60:02d}:{(i * gap) % 60:02d}Z"
+        lines.append(
+            record_line(
+                body,
+                provider=provider,
+                model=model,
+                api="messages",
+                ts=ts,
+                usage=usage,
+                response=response,
+            )
+        )
+        messages = [*messages, {"role": "assistant", "content": "ok " + _text(50)}]
+    path = tmp_path / "log.jsonl"
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path
+
+
+def _usage(total, read, write, out=10):
+    return {
+        "input_tokens": total - read - write,
+        "cache_read_input_tokens": read,
+        "cache_creation_input_tokens": write,
+        "output_tokens": out,
+    }
+
+
+def test_a_native_log_reads_the_response_verdict_and_the_miss_takes_its_reason(tmp_path):
+    diagnosed = {
+        "diagnostics": {
+            "cache_miss_reason": {"type": "system_changed", "cache_missed_input_tokens": 3_000}
+        }
+    }
+    path = _anthropic_log(
+        tmp_path,
+        [
+            (_usage(3_400, 0, 3_400), {"diagnostics": {"cache_miss_reason": None}}),
+            (_usage(3_800, 3_400, 400), {}),
+            (_usage(4_200, 0, 4_200), diagnosed),  # the provider read nothing and says why
+        ],
+    )
+    analysis = cacheviz.load(path).analyze()
+    calls = analysis.calls
+    assert calls["provider_verdict"].to_list() == ["inconclusive", None, "system_changed"]
+    assert calls["provider_missed_tokens"].to_list() == [None, None, 3_000]
+    miss = analysis.misses.row(0, named=True)
+    assert miss["call"] == 2 and miss["cause"] == "system_changed"
+    assert "cacheviz's own reading" in miss["detail"]
+    # the bytes kept the system prompt: cacheviz disagrees, and counts it
+    assert calls["verdict_agrees"].to_list() == [None, None, False]
+    assert analysis.summary()["provider_verdicts"]["disagree"] == 1
+
+
+def test_a_miss_without_caching_rules_is_still_a_miss(tmp_path):
+    path = _anthropic_log(
+        tmp_path,
+        [
+            (_usage(3_400, 0, 0), {}),
+            (_usage(3_800, 0, 0), {}),  # the whole prefix re-sent, nothing read
+            (_usage(4_200, 3_700, 0), {}),
+        ],
+        provider="openrouter",
+        model="some-lab/some-model",
+    )
+    analysis = cacheviz.load(path).analyze()
+    assert analysis.calls["simulated_usd"].is_null().all()  # no rules for this provider
+    misses = analysis.misses
+    assert misses["call"].to_list() == [1]
+    assert misses["cause"].to_list() == ["unknown"]
+    assert misses["expected_read_tokens"][0] <= 3_800
+
+
+def test_hit_ratio_is_not_reported_as_zero(tmp_path):
+    path = _anthropic_log(
+        tmp_path,
+        [({"input_tokens": 3_400, "output_tokens": 5}, {})] * 2,
+    )
+    headline = cacheviz.load(path).analyze().summary()["hit_ratio"]
+    assert headline == {"tokens": None, "requests": None, "calls": 0}
+
+
+def _cc_line(kind, uuid, parent, ts, message, **extra):
+    return json.dumps(
+        {
+            "type": kind,
+            "uuid": uuid,
+            "parentUuid": parent,
+            "sessionId": "s1",
+            "timestamp": ts,
+            "isSidechain": False,
+            "message": message,
+            **extra,
+        }
+    )
+
+
+def _cc_session(tmp_path, reads, *, compaction_after=None):
+    """A Claude Code session: call k reports ``reads[k]`` = (input, read, write, 1h?)."""
+    lines = []
+    parent = None
+    for k, (total, read, write, long) in enumerate(reads):
+        ts = f"2026-01-01T10:{k:02d}:00Z"
+        lines.append(
+            _cc_line(
+                "user", f"u{k}", parent, ts, {"role": "user", "content": f"step {k} " + _text(400)}
+            )
+        )
+        usage = {
+            "input_tokens": total - read - write,
+            "cache_read_input_tokens": read,
+            "cache_creation_input_tokens": write,
+            "cache_creation": {
+                "ephemeral_5m_input_tokens": 0 if long else write,
+                "ephemeral_1h_input_tokens": write if long else 0,
+            },
+            "output_tokens": 20,
+        }
+        message = {
+            "id": f"msg_{k}",
+            "role": "assistant",
+            "model": SONNET,
+            "content": [{"type": "text", "text": "done " + _text(30)}],
+            "usage": usage,
+        }
+        lines.append(_cc_line("assistant", f"a{k}", f"u{k}", ts.replace(":00Z", ":05Z"), message))
+        parent = f"a{k}"
+        if compaction_after == k:
+            lines.append(
+                json.dumps(
+                    {
+                        "type": "system",
+                        "subtype": "compact_boundary",
+                        "uuid": "cb",
+                        "parentUuid": None,
+                        "logicalParentUuid": parent,
+                        "sessionId": "s1",
+                        "timestamp": ts.replace(":00Z", ":30Z"),
+                        "compactMetadata": {"trigger": "auto", "preTokens": total},
+                    }
+                )
+            )
+            parent = "cb"
+    path = tmp_path / "11111111-2222-3333-4444-555555555555.jsonl"
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path
+
+
+def test_unlogged_prefix_changed_when_the_read_stops_inside_it(tmp_path):
+    # call 0 reads the 12k static head other sessions warmed and writes the rest;
+    # call 2 reads the static head only again, one minute later: the unlogged tail changed
+    reads = [
+        (20_000, 12_000, 8_000, True),
+        (20_700, 20_000, 700, True),
+        (21_400, 12_000, 9_400, True),
+        (22_100, 21_400, 700, True),
+    ]
+    analysis = cacheviz.load(_cc_session(tmp_path, reads), format="claude-code").analyze()
+    calls = analysis.calls
+    assert calls["input_tokens"].to_list() == [r[0] for r in reads]  # calibrated
+    assert calls["ttl_seconds"].to_list() == [3600] * 4  # every write is a 1-hour write
+    misses = analysis.misses
+    assert misses["call"].to_list() == [2]
+    row = misses.row(0, named=True)
+    assert row["cause"] == "unlogged_prefix_changed"
+    assert "dynamic tail" in row["detail"]
+    assert row["expected_read_tokens"] <= 21_400
+    # the simulator agrees: it replays a new version of the unlogged prefix from call 2
+    sim = analysis.own_simulation.calls
+    assert sim["cache_read_tokens"].to_list()[:3] == [12_000, 20_000, 12_000]
+    billed, simulated = analysis.billed_usd, analysis.own_simulation.total_cost_usd
+    assert simulated == pytest.approx(billed, rel=0.05)
+
+
+def test_a_compaction_is_an_expected_rebuild_not_a_drift(tmp_path):
+    reads = [
+        (20_000, 12_000, 8_000, False),
+        (20_700, 20_000, 700, False),
+        (14_000, 12_000, 2_000, False),  # after the boundary: the summary, not the history
+        (14_700, 14_000, 700, False),
+    ]
+    path = _cc_session(tmp_path, reads, compaction_after=1)
+    analysis = cacheviz.load(path, format="claude-code").analyze()
+    calls = analysis.calls
+    assert calls["rebuild"].to_list() == [None, None, "compaction", None]
+    assert analysis.drifts.is_empty()
+    assert analysis.misses.is_empty()
+    # the rebuilt request holds the summary's messages only, not the history
+    assert calls["local_tokens"][2] < calls["local_tokens"][1]
+    assert calls["ttl_seconds"].to_list() == [300] * 4
+    assert (calls["input_tokens"] == pl.Series(r[0] for r in reads)).all()
