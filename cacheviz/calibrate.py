@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import statistics
 from bisect import bisect_right
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 # how each call's token figures were obtained (the ``token_basis`` column)
@@ -196,36 +196,31 @@ def calibrate(
     return Calibration(offsets, basis, rates)
 
 
-# a gap this short is within every provider's TTL: a read that stops inside the unlogged
-# prefix then is not an expiry
-_SHORTEST_TTL = 300.0
-_MATERIAL_TOKENS, _MATERIAL_SHARE = 1024, 0.25  # as simulate.material_shortfall
-
-
 def unlogged_versions(
     threads: Sequence[str],
     unlogged: Sequence[int | None],
     offered: Sequence[int | None],
     read: Sequence[int | None],
     gaps: Sequence[float | None],
-    ttls: Sequence[int | None],
+    ttls: Sequence[float | None],
+    material: Callable[[int, int], bool],
 ) -> list[int]:
     """Per call: which version of its thread's unlogged prefix it sent (0, 1, 2, ...).
 
     The log does not hold the unlogged prefix, so whether it changed is read from the
     provider's answer: a call whose reported read stops inside it (``0 < read <=
-    unlogged < offered``, a material shortfall) within the TTL (the gap since the
-    thread's previous call is at most the thread's TTL, or 5 minutes) sent a new
-    version of it, and so does every later call of the thread.
+    unlogged < offered``, a ``material(offered, read)`` shortfall) within the TTL (the
+    gap since the thread's previous call is at most ``ttls[i]``: the thread's TTL, or the
+    shortest any provider keeps an entry) sent a new version of it, and so does every
+    later call of the thread.
     """
     version: dict[str, int] = {}
     out: list[int] = []
     for i, thread in enumerate(threads):
         hidden, line, got, gap = unlogged[i], offered[i], read[i], gaps[i]
         if hidden and line is not None and got is not None and 0 < got <= hidden < line:
-            material = line - got >= max(_MATERIAL_TOKENS, _MATERIAL_SHARE * line)
-            fresh = gap is not None and gap <= max(_SHORTEST_TTL, ttls[i] or 0)
-            if material and fresh:
+            fresh = gap is not None and gap <= (ttls[i] or 0)
+            if fresh and material(line, got):
                 version[thread] = version.get(thread, 0) + 1
         out.append(version.get(thread, 0))
     return out

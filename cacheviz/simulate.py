@@ -131,6 +131,11 @@ def _unlogged_versions(analysis: Analysis) -> list[int]:
     """Per call, the version of its unlogged prefix the reported reads show (calibrate.py)."""
     frame = analysis.calls
     calls = analysis.session.calls
+    # without evidence, a gap within the shortest lifetime any provider gives is no expiry
+    shortest = min(
+        (p.default_ttl_seconds for p in providers.profiles() if p.default_ttl_seconds),
+        default=0.0,
+    )
     gaps = [
         None if p is None else idle_seconds(calls[i], calls[p])
         for i, p in enumerate(frame["prev_call"].to_list())
@@ -140,10 +145,10 @@ def _unlogged_versions(analysis: Analysis) -> list[int]:
         None if total is None else min(line, total)
         for line, total in zip(frame["prefix_tokens"].to_list(), inputs, strict=True)
     ]
-    # only where reads stop at breakpoints written before (Anthropic): with an implicit
-    # longest-prefix cache a short read is as likely routing or eviction
+    # only where reads stop at breakpoints written before (explicit breakpoints): with an
+    # implicit longest-prefix cache a short read is as likely routing or eviction
     unlogged = [
-        hidden if rebuilt and provider == "anthropic" else None
+        hidden if rebuilt and _explicit(provider) else None
         for hidden, rebuilt, provider in zip(
             frame["unlogged_tokens"].to_list(),
             frame["reconstructed"].to_list(),
@@ -157,7 +162,8 @@ def _unlogged_versions(analysis: Analysis) -> list[int]:
         offered,
         frame["reported_cache_read_tokens"].to_list(),
         gaps,
-        frame["ttl_seconds"].to_list(),
+        [ttl if ttl is not None else shortest for ttl in frame["ttl_seconds"].to_list()],
+        material_shortfall,
     )
 
 
@@ -167,7 +173,7 @@ def _warm_heads(analysis: Analysis) -> list[int]:
     A thread's first call can only read entries written before the session began: when
     it reads part of its unlogged prefix (Claude Code's static system prompt and tools,
     shared by the user's sessions), that part is taken as warm for the whole thread.
-    Anthropic only (reads stop at breakpoints written before).
+    Explicit-breakpoint providers only (reads stop at breakpoints written before).
     """
     frame = analysis.calls
     first: dict[str, int] = {}
@@ -181,9 +187,15 @@ def _warm_heads(analysis: Analysis) -> list[int]:
     ).iter_rows()
     for thread, prev, provider, rebuilt, hidden, read in rows:
         if prev is None and thread not in first:
-            usable = provider == "anthropic" and rebuilt and hidden and read
+            usable = _explicit(provider) and rebuilt and hidden and read
             first[thread] = read if usable and read <= hidden else 0
     return [first.get(thread, 0) for thread in frame["thread"].to_list()]
+
+
+def _explicit(provider: str | None) -> bool:
+    """Whether ``provider`` caches at the request's breakpoints only (Anthropic)."""
+    found = providers.find(provider)
+    return found is not None and found.explicit_breakpoints
 
 
 def _unversioned(cache: Any) -> Any:

@@ -18,30 +18,33 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from cacheviz import providers
 from cacheviz.model import Call
-
-FIVE_MINUTES = 300
-ONE_HOUR = 3600
 
 
 def call_ttl(call: Call) -> int | None:
-    """The TTL one call shows: its breakpoints' (when logged), else its reported writes."""
+    """The TTL one call shows: its breakpoints' (when logged), else its reported writes.
+
+    Only for providers whose requests name TTLs (their profile's ``ttls``): the shortest
+    is the default a write without one gets, the longest the one 1-hour writes report.
+    """
+    found = providers.find(call.provider)
+    if found is None or not found.ttls:
+        return None
+    short, long_ttl = min(found.ttls.values()), max(found.ttls.values())
     asked = [seconds for _, seconds in call.breakpoints]
     auto = call.params.get("cache_control")
     if isinstance(auto, dict):
-        asked.append(ONE_HOUR if str(auto.get("ttl")) == "1h" else FIVE_MINUTES)
+        asked.append(found.ttl_seconds(str(auto.get("ttl"))) or short)
     if asked and not call.reconstructed:
         return max(asked)
     usage = call.usage
     if usage is None or not usage.cache_write_tokens:
         return None
     long = usage.cache_write_1h_tokens
-    short = usage.cache_write_5m_tokens
-    if long is None and short is None:
+    if long is None and usage.cache_write_5m_tokens is None:
         return None
-    if (long or 0) >= usage.cache_write_tokens:
-        return ONE_HOUR
-    return FIVE_MINUTES
+    return long_ttl if (long or 0) >= usage.cache_write_tokens else short
 
 
 def thread_ttls(calls: Sequence[Call], threads: Sequence[str]) -> dict[str, int | None]:
@@ -74,15 +77,4 @@ def idle_seconds(call: Call, source: Call | None) -> float | None:
     return (until - source.ts).total_seconds()
 
 
-def ttl_name(seconds: float | None) -> str | None:
-    """``"5m"``, ``"1h"`` or ``"{n}s"`` for a TTL in seconds (``None`` stays ``None``)."""
-    if seconds is None:
-        return None
-    if seconds == FIVE_MINUTES:
-        return "5m"
-    if seconds == ONE_HOUR:
-        return "1h"
-    return f"{seconds:.0f}s"
-
-
-__all__ = ["FIVE_MINUTES", "ONE_HOUR", "call_ttl", "idle_seconds", "thread_ttls", "ttl_name"]
+__all__ = ["call_ttl", "idle_seconds", "thread_ttls"]

@@ -24,6 +24,7 @@ from cacheviz.calibrate import (
     map_position,
     unlogged_versions,
 )
+from cacheviz.simulate import material_shortfall
 
 
 def _thread(seed: int, n: int = 12):
@@ -105,7 +106,13 @@ def test_an_unlogged_prefix_version_starts_where_the_read_stops_inside_it():
     offered = [0, 30_000, 31_000, 32_000]
     read = [0, 29_990, 11_000, 30_990]  # call 2 reads only the shared static part
     gaps = [None, 5.0, 6.0, 7.0]
-    assert unlogged_versions(threads, unlogged, offered, read, gaps, [3600] * 4) == [0, 0, 1, 1]
+    versions = unlogged_versions(
+        threads, unlogged, offered, read, gaps, [3600] * 4, material_shortfall
+    )
+    assert versions == [0, 0, 1, 1]
     # after an idle gap beyond the TTL the same read is an expiry, not a change
     late = [None, 5.0, 4_000.0, 7.0]
-    assert unlogged_versions(threads, unlogged, offered, read, late, [3600] * 4) == [0] * 4
+    versions = unlogged_versions(
+        threads, unlogged, offered, read, late, [3600] * 4, material_shortfall
+    )
+    assert versions == [0] * 4
