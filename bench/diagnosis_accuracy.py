@@ -233,5 +233,67 @@ def main() -> None:
         )
 
 
+REALDATA = ROOT.parent / "shared" / "realdata"
+
+
+def real_table() -> None:
+    """Per real transcript with reported usage: misses, false misses, simulated vs billed.
+
+    A false miss is one where the provider read at least 95 % of the request; "exp>in"
+    counts expected reads above the reported input. Claude Code files are read with
+    ``format="claude-code"``; sub-agent files that sit beside them are left out.
+    """
+    import warnings
+
+    import polars as pl
+
+    from cacheviz.errors import CacheVizWarning
+
+    if not REALDATA.is_dir():
+        print("../shared/realdata is not present")
+        return
+    print(
+        f"{'transcript':<44} {'calls':>5} {'hit':>5} {'misses':>6} {'≥95%':>5} {'exp>in':>6} "
+        f"{'billed':>9} {'simulated':>9} {'sim/billed':>10}  causes"
+    )
+    for path in sorted(REALDATA.rglob("*.json*")):
+        skip = ("README", ".meta.json", "__ui_messages", "__task_metadata")
+        if any(s in path.name for s in skip):
+            continue
+        fmt = "claude-code" if path.parent.name == "claude_code_jsonl" else None
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", CacheVizWarning)
+            analysis = cacheviz.load(path, format=fmt, errors="skip").analyze()
+        calls = analysis.calls
+        if calls["reported_input_tokens"].is_null().all():
+            continue
+        misses = analysis.misses.join(
+            calls.select(pl.col("index").alias("call"), "reported_input_tokens"), on="call"
+        )
+        false = misses.filter(
+            pl.col("reported_cache_read_tokens") >= 0.95 * pl.col("reported_input_tokens")
+        ).height
+        over = calls.filter(pl.col("expected_read_tokens") > pl.col("reported_input_tokens")).height
+        head = analysis.headline()
+        billed = analysis.billed_usd
+        priced = calls.filter(pl.col("billed_usd").is_not_null())
+        simulated = float(priced["simulated_usd"].sum()) if priced.height else None
+        ratio = f"{simulated / billed:>10.3f}" if billed and simulated is not None else f"{'-':>10}"
+        hit = head["hit_ratio"]["tokens"]
+        causes = misses["cause"].value_counts(sort=True).rows()
+        name = path.stem.split("__", 1)[-1]
+        name = name if len(name) <= 44 else f"{name[:20]}…{name[-23:]}"
+        print(
+            f"{name:<44} {calls.height:>5} {'n/a' if hit is None else f'{hit:.0%}':>5} "
+            f"{misses.height:>6} {false:>5} {over:>6} "
+            f"{'-' if billed is None else f'${billed:,.3f}':>9} "
+            f"{'-' if simulated is None else f'${simulated:,.3f}':>9} {ratio}  "
+            + ", ".join(f"{c} {n}" for c, n in causes)
+        )
+
+
 if __name__ == "__main__":
-    main()
+    if "--real" in sys.argv:
+        real_table()
+    else:
+        main()
