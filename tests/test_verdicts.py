@@ -325,3 +325,39 @@ def test_a_compaction_is_an_expected_rebuild_not_a_drift(tmp_path):
     assert calls["local_tokens"][2] < calls["local_tokens"][1]
     assert calls["ttl_seconds"].to_list() == [300] * 4
     assert (calls["input_tokens"] == pl.Series(r[0] for r in reads)).all()
+
+
+def test_a_mid_conversation_system_message_keeps_the_cached_prefix(tmp_path):
+    # providers.md §1.2: on Opus 5 (and Fable 5, Mythos 5, Opus 4.8) a {"role": "system"}
+    # message added mid-conversation does not invalidate the cache: not a drift, and the
+    # simulator reads the whole previous request
+    def marked(text):
+        return [{"type": "text", "text": text, "cache_control": {"type": "ephemeral"}}]
+
+    system = [{"type": "text", "text": _text(2000)}]
+    task = {"role": "user", "content": marked("task: " + _text(800))}
+    first = [task]
+    second = [
+        {"role": "user", "content": [{"type": "text", "text": "task: " + _text(800)}]},
+        {"role": "assistant", "content": "working " + _text(40)},
+        {"role": "system", "content": "Reminder: the build is green."},
+        {"role": "user", "content": marked("go on")},
+    ]
+    lines = [
+        record_line(
+            {"model": "claude-opus-5", "max_tokens": 10, "system": system, "messages": m},
+            provider="anthropic",
+            model="claude-opus-5",
+            api="messages",
+            ts=f"2026-01-01T00:00:0{i}Z",
+        )
+        for i, m in enumerate([first, second])
+    ]
+    path = tmp_path / "log.jsonl"
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    analysis = cacheviz.load(path).analyze()
+    assert analysis.drifts.is_empty()
+    calls = analysis.calls
+    assert calls["prefix_tokens"][1] == calls["input_tokens"][0]
+    sim = analysis.simulate("anthropic").calls
+    assert sim["cache_read_tokens"].to_list() == [0, calls["input_tokens"][0]]
