@@ -361,3 +361,49 @@ def test_a_mid_conversation_system_message_keeps_the_cached_prefix(tmp_path):
     assert calls["prefix_tokens"][1] == calls["input_tokens"][0]
     sim = analysis.simulate("anthropic").calls
     assert sim["cache_read_tokens"].to_list() == [0, calls["input_tokens"][0]]
+
+
+def _cc_gaps(tmp_path, minutes, *, long):
+    """A Claude Code session whose calls are ``minutes`` apart, every write 1h or 5m."""
+    session = _cc_session(
+        tmp_path,
+        [
+            (20_000 + 700 * k, 0 if k == 0 else 20_000 + 700 * (k - 1), 700 if k else 20_000, long)
+            for k in range(4)
+        ],
+    )
+    lines = session.read_text(encoding="utf-8").splitlines()
+    out = []
+    for line in lines:
+        record = json.loads(line)
+        k = int(record["uuid"][1:])
+        stamp = 10 * 60 + k * minutes + (5 / 60 if record["type"] == "assistant" else 0)
+        record["timestamp"] = (
+            f"2026-01-01T{int(stamp // 60):02d}:{int(stamp % 60):02d}:{round(stamp % 1 * 60):02d}Z"
+        )
+        out.append(json.dumps(record))
+    session.write_text("\n".join(out) + "\n", encoding="utf-8")
+    return cacheviz.load(session, format="claude-code").analyze()
+
+
+def test_check_never_recommends_the_ttl_the_thread_already_uses(tmp_path):
+    from cacheviz.check import check
+
+    # 1-hour writes, 29-minute gaps: within the TTL the session uses, no finding at all
+    calm = _cc_gaps(tmp_path, 29, long=True)
+    assert calm.calls["ttl_seconds"].to_list() == [3600] * 4
+    assert not [f for f in check(calm).findings if f.rule == "ttl_gaps"]
+    # the same gaps with 5-minute writes are TTL gaps, and the 1h advice is given
+    short = (
+        _cc_gaps(tmp_path / "short", 29, long=False)
+        if (tmp_path / "short").mkdir() is None
+        else None
+    )
+    found = [f for f in check(short).findings if f.rule == "ttl_gaps"]
+    assert found and "ttl '1h'" in found[0].message
+    # gaps beyond the hour with 1-hour writes: a finding, but no advice to use 1 hour
+    (tmp_path / "long").mkdir()
+    late = _cc_gaps(tmp_path / "long", 70, long=True)
+    found = [f for f in check(late).findings if f.rule == "ttl_gaps"]
+    assert found and "already caches with a 60-minute TTL" in found[0].message
+    assert "With cache_control ttl" not in found[0].message

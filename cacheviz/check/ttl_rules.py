@@ -118,10 +118,13 @@ def ttl_gaps(ctx: Context) -> list[Finding]:
             simulations[key] = _simulate(ctx, provider)
         base = simulations[key]
         cost = what_if = None
-        if base is not None:
+        wasted = [ctx.calls[c].get("waste_usd") for c in calls]
+        if all(w is not None for w in wasted):
+            cost = float(sum(wasted))  # the calls' waste (cacheviz.metrics): billed - ideal
+        elif base is not None:
             rows = base.calls.filter(base.calls["index"].is_in(calls))
             if rows["cost_usd"].null_count() == 0 and rows["ideal_cost_usd"].null_count() == 0:
-                cost = float((rows["cost_usd"] - rows["ideal_cost_usd"]).sum())
+                cost = float((rows["cost_usd"] - rows["ideal_cost_usd"]).clip(0).sum())
         found_profile = providers.find(provider)
         longer = found_profile.longer_ttl if found_profile is not None else None
         current = _ttl(ctx, provider, calls[0])
