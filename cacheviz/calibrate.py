@@ -13,7 +13,8 @@ Anchors, per thread (docs/analysis.md, "Calibration"):
 * the first call of a thread: its unlogged prefix was already sized as the reported
   input minus the visible blocks, so its axis is the local one; without an unlogged
   prefix, the local count is scaled uniformly onto the reported input;
-* every later call: the part it shares with the thread's previous call keeps that call's
+* every later call: the part it shares with the thread's previous call (at least the
+  head - unlogged prefix, tools, system - when it is the same) keeps that call's
   calibrated positions (the same tokens are at the same place); what it adds beyond it
   is mapped linearly onto the growth in provider tokens, its reported input minus the
   calibrated position where the shared part ends. What the provider counted and the log
@@ -142,6 +143,8 @@ def calibrate(
         total_local = own[-1]
         before = previous[i]
         shared = 0 if before is None else max(0, min(common[i] or 0, total_local))
+        if before is not None and heads is not None and shared < heads[i] == heads[before]:
+            shared = heads[i]  # the same head (a model switch shares no cache, not its size)
         anchor = 0
         if before is not None and shared:
             anchor = map_position(local[before], offsets[before], shared)
