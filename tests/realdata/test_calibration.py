@@ -23,7 +23,7 @@ import pytest
 import cacheviz
 from cacheviz.errors import CacheVizWarning
 
-REALDATA = Path(__file__).resolve().parents[1].parent / "shared" / "realdata"
+REALDATA = Path(__file__).resolve().parents[2].parent / "shared" / "realdata"
 CLAUDE = "claude_code_jsonl"
 BESTLOVE = "bestlove1211__opencode__ce3dbbb4-29e8-46ff-8659-ebabb07f2db8.jsonl"
 XU = "Xu-Wentao__dotfile__7ef4b236-d946-48a6-a856-e45b02af7be7.jsonl"
