@@ -226,6 +226,12 @@ def _print_table(doc: dict[str, Any], out: TextIO, *, all_drifts: bool = False) 
             misses.append(call)
             m = call["miss"]
             marker += f"{'; ' if marker else ''}◌ miss: {m['cause']} (−{m['tokens']:,} tok read)"
+        if call.get("verdict_agrees") is not None:
+            says = "agrees" if call["verdict_agrees"] else "disagrees"
+            marker += (
+                f"{'; ' if marker else ''}⚑ provider: {call['provider_verdict']} "
+                f"(cacheviz {says})"
+            )
         out.write(
             f"{call['index']:>4}  {call['thread']:<{width}} {call['input_tokens']:>9,} "
             f"{call['prefix_tokens']:>9,} {call['new_tokens']:>8,}  "

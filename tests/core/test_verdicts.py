@@ -188,6 +188,31 @@ def test_a_native_log_reads_the_response_verdict_and_the_miss_takes_its_reason(t
     assert analysis.summary()["provider_verdicts"]["disagree"] == 1
 
 
+def test_the_cli_shows_the_provider_reason_beside_its_own(tmp_path, capsys):
+    from cacheviz import cli
+
+    diagnosed = {
+        "diagnostics": {
+            "cache_miss_reason": {"type": "tools_changed", "cache_missed_input_tokens": 3_000}
+        }
+    }
+    path = _anthropic_log(
+        tmp_path,
+        [
+            (_usage(3_400, 0, 3_400), {}),
+            (_usage(3_800, 3_400, 400), {}),
+            (_usage(4_200, 0, 4_200), diagnosed),
+        ],
+    )
+    assert cli.main(["summary", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert "◌ miss: tools_changed" in out
+    assert "⚑ provider: tools_changed (cacheviz disagrees)" in out
+    assert "provider verdicts: cacheviz agrees on 0, disagrees on 1" in out
+    # 3,400 read of 11,400 input tokens; one call of three read anything
+    assert "hit ratio 30% of input tokens, 33% of calls (reported)" in out
+
+
 def test_a_miss_without_caching_rules_is_still_a_miss(tmp_path):
     path = _anthropic_log(
         tmp_path,
