@@ -170,8 +170,9 @@ def _manifest(results: list[UnitResult], signatures: dict[str, str]) -> pl.DataF
 def _dedupe(
     calls: pl.DataFrame, drifts: pl.DataFrame, misses: pl.DataFrame
 ) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame, int]:
-    """Keep one call of each provider response id (:func:`~cacheviz.formats.replays.flag_replays`,
-    the rule the session loaders use), in request-time order.
+    """Keep one call of each provider response id, in request-time order.
+
+    The rule is :func:`~cacheviz.formats.replays.flag_replays`, the session loaders' own.
     """
     flagged = flag_replays(calls)
     kept = (

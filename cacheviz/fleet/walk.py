@@ -171,9 +171,9 @@ def _add_file(
     siblings: set[str],
     beside: dict[str, list[Path]] | None = None,
 ) -> None:
-    if path.parent.name == "subagents" and path.name.startswith("agent-"):
-        if claude_code.session_of_agent(path) is not None:
-            return  # read with its session
+    in_subagents = path.parent.name == "subagents" and path.name.startswith("agent-")
+    if in_subagents and claude_code.session_of_agent(path) is not None:
+        return  # read with its session
     if path.name.endswith(_CLINE_HISTORY) and not siblings:
         ui = path.with_name(path.name[: -len(_CLINE_HISTORY)] + _CLINE_UI)
         if ui.is_file():

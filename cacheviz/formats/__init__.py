@@ -236,7 +236,8 @@ def load(path: str | Path, format: str | None = None, *, errors: str = "raise") 
     path
         The transcript file, or a folder: a Claude Code session or project folder (its
         session, the newest), a Cline task folder, or a format stored as a folder (the
-        CLI accepts the same); ``"-"`` reads standard input. Pipes are read once, in full, before detection.
+        CLI accepts the same); ``"-"`` reads standard input. Pipes are read once, in
+        full, before detection.
     format
         A reader name (see :data:`READERS`); auto-detected when ``None``.
     errors

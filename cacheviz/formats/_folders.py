@@ -18,8 +18,11 @@ _CLINE_HISTORY = "api_conversation_history.json"
 
 
 class Resolved(NamedTuple):
-    """What a path stands for: the ``path`` to read, a ``note`` saying which, and
-    whether one session was ``chosen`` among several (worth a warning)."""
+    """What a path stands for.
+
+    The ``path`` to read, a ``note`` saying which, and whether one session was
+    ``chosen`` among several (worth a warning).
+    """
 
     path: Path
     note: str | None = None
