@@ -2,7 +2,8 @@
 
 A *unit* is what one reader loads as one session: a file, plus the files that belong
 to it (a Claude Code session's ``<session>/subagents/agent-*.jsonl``, or its
-``agent-*.jsonl`` siblings carrying its ``sessionId``; a Cline task's
+``agent-*.jsonl`` siblings carrying its ``sessionId``; a Gemini CLI chat's sub-agent
+chats in ``chats/<sessionId>/``; a Cline task's
 ``ui_messages.json`` and ``task_metadata.json`` beside its history). Units are grouped
 by file name only; the format of each is detected later, by content, in the worker.
 """
@@ -13,7 +14,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from cacheviz.formats import claude_code
+from cacheviz.formats import claude_code, gemini_json
 
 _CLINE_HISTORY = "api_conversation_history.json"
 _CLINE_UI = "ui_messages.json"
@@ -174,10 +175,17 @@ def _add_file(
     in_subagents = path.parent.name == "subagents" and path.name.startswith("agent-")
     if in_subagents and claude_code.session_of_agent(path) is not None:
         return  # read with its session
+    if path.suffix == ".json" and gemini_json.session_of_subagent(path) is not None:
+        return  # a Gemini CLI sub-agent's chat: read with its session
     if path.name.endswith(_CLINE_HISTORY) and not siblings:
         ui = path.with_name(path.name[: -len(_CLINE_HISTORY)] + _CLINE_UI)
         if ui.is_file():
             units.setdefault(path, Unit(path, (path, ui), _project(path, root)))
             return
-    members = (path, *_subagents(path, beside)) if path.suffix == ".jsonl" else (path,)
+    if path.suffix == ".jsonl":
+        members = (path, *_subagents(path, beside))
+    elif path.suffix == ".json" and path.parent.name == "chats":
+        members = (path, *gemini_json.subagent_chats(path))
+    else:
+        members = (path,)
     units.setdefault(path, Unit(path, members, _project(path, root)))

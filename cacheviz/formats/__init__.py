@@ -27,6 +27,7 @@ from cacheviz.formats import (
     cline_ui,
     codex,
     gemini_cli,
+    gemini_json,
     inspect_log,
     native,
     openai_log,
@@ -48,6 +49,7 @@ READERS: dict[str, ModuleType] = {
         claude_trace,
         claude_code,
         codex,
+        gemini_json,  # before gemini_cli: a one-line chat JSON opens like a JSONL header
         gemini_cli,
         inspect_log,
         cline,
