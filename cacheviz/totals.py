@@ -1,10 +1,10 @@
-"""The usage a transcript reports for a whole session (``summary --json``'s
-``reported_totals``).
+"""The usage a transcript reports for a whole session: ``summary --json``'s totals.
 
-For most formats it is the sum of the calls' reported usage, each field over the calls
-that report it (``null`` when none does: not reported is not 0). A format that reports
-usage only per session (GitHub Copilot CLI's ``session.shutdown`` model metrics) sets
-``Session.reported_totals``: that figure is the session's, never spread over calls.
+``reported_totals``: for most formats it is the sum of the calls' reported usage, each
+field over the calls that report it (``null`` when none does: not reported is not 0).
+A format that reports usage only per session (GitHub Copilot CLI's ``session.shutdown``
+model metrics) sets ``Session.reported_totals``: that figure is the session's, never
+spread over calls.
 """
 
 from __future__ import annotations

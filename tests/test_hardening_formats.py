@@ -330,7 +330,10 @@ def test_a_missing_subagent_file_the_session_names_is_reported(tmp_path):
     record["toolUseResult"] = {"agentId": "f00d", "status": "completed"}
     lines[2] = json.dumps(record)
     path = _write(tmp_path, lines)
-    with pytest.warns(CacheVizWarning, match=r"sub-agent\(s\) f00d but neither .*subagents nor .* holds an agent-<id>"):
+    with pytest.warns(
+        CacheVizWarning,
+        match=r"sub-agent\(s\) f00d but neither .*subagents nor .* holds an agent-<id>",
+    ):
         cacheviz.load(path)
 
 
