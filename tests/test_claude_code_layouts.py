@@ -19,8 +19,8 @@ import cacheviz
 from cacheviz import cli
 from cacheviz.errors import CacheVizWarning, UnknownFormatError
 from cacheviz.formats import detect
-from cacheviz.report import report_data
-from cacheviz.widget import Inspector
+from cacheviz.ui.report import report_data
+from cacheviz.ui.widget import Inspector
 
 XU = "Xu-Wentao__dotfile__7ef4b236-d946-48a6-a856-e45b02af7be7"
 XU_ID = "7ef4b236-d946-48a6-a856-e45b02af7be7"

@@ -25,7 +25,7 @@ from cacheviz.formats._conversation import Thread
 from cacheviz.formats._lines import LineReader
 from cacheviz.formats.gemini_cli import _Chat
 from cacheviz.model import Call, Session
-from cacheviz.render import BlockStore
+from cacheviz.segment import BlockStore
 
 NAME = "gemini-cli-json"
 DESCRIPTION = "Gemini CLI chat JSON, older (~/.gemini/tmp/*/chats/session-*.json)"
