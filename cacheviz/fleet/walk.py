@@ -14,7 +14,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from cacheviz.formats import claude_code, gemini_json
+from cacheviz.formats import claude_code, gemini_json, opencode
 
 _CLINE_HISTORY = "api_conversation_history.json"
 _CLINE_UI = "ui_messages.json"
@@ -64,6 +64,9 @@ def default_locations(home: Path | None = None) -> list[Location]:
             "cline",
             home / "Library" / "Application Support" / "Code" / "User" / "globalStorage" / cline,
         ),
+        Location("opencode", home / ".local" / "share" / "opencode" / "opencode.db"),
+        Location("opencode", home / ".local" / "share" / "opencode" / "storage"),
+        Location("copilot", home / ".copilot" / "session-state"),
         Location("whale", home / ".whale" / "usage.jsonl"),
         Location("whale", home / ".whale" / "usage"),
     ]
@@ -149,6 +152,11 @@ def find_units(paths: list[Path]) -> list[Unit]:
         for folder, dirs, files in os.walk(root):
             dirs[:] = sorted(d for d in dirs if d not in _SKIP_DIRS)
             here = Path(folder)
+            if opencode.is_storage(here):  # one session store: a unit, not its files
+                members = tuple(sorted(p for p in here.rglob("*.json") if p.is_file()))
+                units.setdefault(here, Unit(here, members, root.name))
+                dirs[:] = []
+                continue
             names = set(files)
             cline, used = _cline_units(here, names, root)
             for unit in cline:
@@ -161,6 +169,8 @@ def find_units(paths: list[Path]) -> list[Unit]:
                     continue
                 if name.endswith(".meta.json") and "agent-" in name:
                     continue  # a Claude Code sub-agent's description, not a transcript
+                if name.endswith((".db-wal", ".db-shm")):
+                    continue  # a SQLite database's journal: read with the database
                 _add_file(units, path, root, names, beside)
     return sorted(units.values(), key=lambda u: str(u.path))
 
@@ -184,6 +194,9 @@ def _add_file(
             return
     if path.suffix == ".jsonl":
         members = (path, *_subagents(path, beside))
+    elif path.suffix == ".db":
+        wal = path.with_name(f"{path.name}-wal")
+        members = (path, wal) if wal.is_file() else (path,)
     elif path.suffix == ".json" and path.parent.name == "chats":
         members = (path, *gemini_json.subagent_chats(path))
     else:

@@ -31,6 +31,7 @@ from cacheviz.formats import (
     inspect_log,
     native,
     openai_log,
+    opencode,
     openhands,
     otel,
     swe_agent,
@@ -54,6 +55,7 @@ READERS: dict[str, ModuleType] = {
         inspect_log,
         cline,
         openhands,
+        opencode,
         swe_agent,
         aider,
         whale_usage,  # usage-only readers (USAGE_ONLY = True)
