@@ -26,6 +26,7 @@ from cacheviz.formats import (
     cline,
     cline_ui,
     codex,
+    copilot_cli,
     gemini_cli,
     gemini_json,
     inspect_log,
@@ -56,6 +57,7 @@ READERS: dict[str, ModuleType] = {
         cline,
         openhands,
         opencode,
+        copilot_cli,
         swe_agent,
         aider,
         whale_usage,  # usage-only readers (USAGE_ONLY = True)
