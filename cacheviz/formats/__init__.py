@@ -30,6 +30,7 @@ from cacheviz.formats import (
     gemini_cli,
     gemini_json,
     inspect_log,
+    mitm,
     native,
     openai_log,
     opencode,
@@ -49,6 +50,7 @@ READERS: dict[str, ModuleType] = {
         openai_log,
         native,
         claude_trace,
+        mitm,
         claude_code,
         codex,
         gemini_json,  # before gemini_cli: a one-line chat JSON opens like a JSONL header
