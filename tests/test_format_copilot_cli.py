@@ -163,3 +163,11 @@ def test_a_session_whose_turns_all_failed_has_no_call(capsys):
     assert detect(path) == "copilot-cli"
     with pytest.raises(TranscriptError, match="no API call could be read"):
         cacheviz.load(path)
+
+
+def test_scan_without_paths_looks_in_the_default_folder(events, monkeypatch):
+    monkeypatch.setenv("HOME", str(events.parents[3]))
+    result = cacheviz.scan(cache=False)
+    found = {(loc.agent, loc.found) for loc in result.locations}
+    assert ("copilot", True) in found
+    assert result.calls.height == 2

@@ -76,15 +76,11 @@ SYSTEM = [
     {"type": "text", "text": "You are careful. " * 80, "cache_control": {"type": "ephemeral"}}
 ]
 # exact bytes as an agent sends them: odd spacing and key order must survive
-BODY_1 = (
-    '{"model": "claude-sonnet-4-5",  "max_tokens":1024, "system": %s, '
-    '"messages":[{"role":"user","content":"list files"}]}' % json.dumps(SYSTEM)
-).encode()
+HEAD = '{"model": "claude-sonnet-4-5",  "max_tokens":1024, "system": ' + json.dumps(SYSTEM)
+BODY_1 = (HEAD + ', "messages":[{"role":"user","content":"list files"}]}').encode()
 BODY_2 = (
-    '{"model": "claude-sonnet-4-5",  "max_tokens":1024, "system": %s, '
-    '"messages":[{"role":"user","content":"list files"},'
+    HEAD + ', "messages":[{"role":"user","content":"list files"},'
     '{"role":"assistant","content":"a.py"},{"role":"user","content":"thanks"}]}'
-    % json.dumps(SYSTEM)
 ).encode()
 USAGE_1 = {
     "input_tokens": 5,
@@ -93,12 +89,12 @@ USAGE_1 = {
     "output_tokens": 9,
 }
 SSE = (
-    "event: message_start\n"
-    'data: {"type":"message_start","message":{"id":"msg_2","usage":{"input_tokens":8,'
-    '"cache_creation_input_tokens":20,"cache_read_input_tokens":1200,"output_tokens":1}}}\n\n'
-    "event: message_delta\n"
-    'data: {"type":"message_delta","usage":{"output_tokens":33}}\n\n'
-).encode()
+    b"event: message_start\n"
+    b'data: {"type":"message_start","message":{"id":"msg_2","usage":{"input_tokens":8,'
+    b'"cache_creation_input_tokens":20,"cache_read_input_tokens":1200,"output_tokens":1}}}\n\n'
+    b"event: message_delta\n"
+    b'data: {"type":"message_delta","usage":{"output_tokens":33}}\n\n'
+)
 OPENAI_BODY = b'{"model":"gpt-5","messages":[{"role":"user","content":"hi"}]}'
 OPENAI_RESPONSE = {
     "id": "chatcmpl-1",

@@ -256,3 +256,15 @@ def test_real_database(capsys):
     assert cli.main(["summary", str(path), "--json"]) == 0
     doc = json.loads(capsys.readouterr().out)
     assert doc["reported_totals"]["input_tokens"] == sums["input"]
+
+
+def test_scan_without_paths_looks_in_the_default_locations(tmp_path, monkeypatch):
+    share = tmp_path / "home" / ".local" / "share" / "opencode"
+    share.mkdir(parents=True)
+    _write_db(share / "opencode.db", *_records())
+    _write_folders(share, *_records())
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    result = cacheviz.scan(cache=False)
+    found = {str(loc.path) for loc in result.locations if loc.agent == "opencode" and loc.found}
+    assert found == {str(share / "opencode.db"), str(share / "storage")}
+    assert result.calls.height == 6

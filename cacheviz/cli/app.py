@@ -481,8 +481,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             redact=not args.no_redact,
         )
     if args.command == "formats":
+        width = max(map(len, READERS)) + 1
         for name, module in READERS.items():
-            print(f"{name:<14} {module.DESCRIPTION}")
+            print(f"{name:<{width}} {module.DESCRIPTION}")
         return 0
     stdout, stderr = sys.stdout, sys.stderr
     sys.stdout, sys.stderr = _Visible(stdout), _Visible(stderr, keep_cr=True)

@@ -44,7 +44,9 @@ from cacheviz.segment import BlockStore
 from cacheviz.usage import normalize_usage
 
 NAME = "claude-code"
-DESCRIPTION = "Claude Code session JSONL (~/.claude/projects/*/<session>.jsonl, with subagents/)"
+DESCRIPTION = (
+    "Claude Code session JSONL (~/.claude/projects/*/<session>.jsonl, with its sub-agents)"
+)
 _MESSAGE_TYPES = ("user", "assistant")
 _DETECT_LINES = 400  # lines of the head that detection looks at
 _SESSION_TYPES = frozenset(  # records carrying `sessionId` (and, but the last four, `uuid`)
