@@ -184,3 +184,11 @@ def test_real_chats(name, capsys):
     doc = json.loads(capsys.readouterr().out)
     assert len(doc["calls"]) == calls
     assert doc["reported_totals"]["input_tokens"] == inp
+
+
+def test_a_jsonl_session_that_syncs_its_history_stays_jsonl(tmp_path):
+    header = {"sessionId": "s", "projectHash": "p", "startTime": "t", "lastUpdated": "t"}
+    sync = {"$set": {"messages": [{"id": "u1", "type": "user", "content": "hi"}]}}
+    path = tmp_path / "session-2026-04-25T08-23-e435870b.jsonl"
+    path.write_text(json.dumps(header) + "\n" + json.dumps(sync) + "\n")
+    assert detect(path) == "gemini-cli"

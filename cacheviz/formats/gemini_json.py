@@ -34,12 +34,28 @@ _WINDOW = 8192  # the header keys come first
 
 
 def detect(path: Path, head: bytes) -> bool:
-    """Whether ``head`` opens one JSON object with a Gemini CLI header and ``messages``."""
-    start = head.lstrip()[:_WINDOW]
+    """Whether ``head`` opens one JSON object with a Gemini CLI header and ``messages``.
+
+    A JSONL session's header line parses on its own and has no ``messages`` (its later
+    ``$set`` lines may): that is the ``gemini-cli`` reader's.
+    """
+    start = head.lstrip()
     if not start.startswith(b"{"):
         return False
-    return all(re.search(_KEY % key, start) for key in (b"sessionId", b"projectHash")) and bool(
-        re.search(rb'"messages"\s*:\s*\[', head)
+    first = start.split(b"\n", 1)[0]
+    try:
+        record = json.loads(first)
+    except (ValueError, RecursionError):
+        record = None  # a pretty-printed object: its first line is "{"
+    if isinstance(record, dict):
+        return (
+            isinstance(record.get("sessionId"), str)
+            and "projectHash" in record
+            and isinstance(record.get("messages"), list)
+        )
+    window = start[:_WINDOW]
+    return all(re.search(_KEY % key, window) for key in (b"sessionId", b"projectHash")) and bool(
+        re.search(rb'"messages"\s*:\s*\[', start)
     )
 
 
