@@ -25,6 +25,7 @@ that parse, wherever it sits.
 
 from __future__ import annotations
 
+import functools
 import json
 import warnings
 from datetime import datetime
@@ -103,9 +104,23 @@ def agent_metadata(path: Path, head: bytes) -> bool:
 
 
 def session_id_of(path: Path, lines: int = 50) -> str | None:
-    """The ``sessionId`` of the first records of ``path`` that carry one (``None``: none)."""
+    """The ``sessionId`` of the first records of ``path`` that carry one (``None``: none).
+
+    Remembered per file version (size, mtime): a project folder's sub-agent logs are
+    looked at once per process, not once per session beside them.
+    """
     try:
-        with path.open("rb") as handle:
+        stat = path.stat()
+    except OSError:
+        return None
+    return _session_id(str(path), stat.st_size, stat.st_mtime_ns, lines)
+
+
+@functools.lru_cache(maxsize=65536)
+def _session_id(path: str, size: int, mtime_ns: int, lines: int) -> str | None:
+    del size, mtime_ns  # part of the cache key only
+    try:
+        with open(path, "rb") as handle:  # noqa: PTH123 - a cached function of the path text
             for _, raw in zip(range(lines), handle, strict=False):
                 try:
                     record = json.loads(raw)
