@@ -212,7 +212,8 @@ def _usage(tokens: Any, where: str) -> Usage | None:
     if not isinstance(tokens, dict):
         msg = f"{where}: field `tokens` is {json_type(tokens)}; expected an object"
         raise ValueError(msg)
-    cache = tokens.get("cache") if isinstance(tokens.get("cache"), dict) else {}
+    found = tokens.get("cache")
+    cache: dict[str, Any] = found if isinstance(found, dict) else {}
     output, reasoning = tokens.get("output"), tokens.get("reasoning")
     shaped = {
         "input_tokens": tokens.get("input"),
@@ -334,7 +335,8 @@ class _Turn:
 
     def tool(self, part: _Record) -> None:
         call_id = str(part.data.get("callID") or part.id)
-        state = part.data.get("state") if isinstance(part.data.get("state"), dict) else {}
+        found = part.data.get("state")
+        state: dict[str, Any] = found if isinstance(found, dict) else {}
         self.add(
             {
                 "type": "tool_use",
