@@ -22,6 +22,7 @@ from cacheviz.prefix import Match, PrefixIndex, match_pair
 from cacheviz.shape import log_hashes, prefix_hash, segments_frame
 from cacheviz.thread import assign_threads
 from cacheviz.tokens import TokenCache, encoding_for_model
+from cacheviz.totals import reported_totals
 from cacheviz.ttl import thread_ttls
 from cacheviz.verdict import verdict_state
 
@@ -188,6 +189,7 @@ class Analysis:
             "billed_usd": self.billed_usd,
             **self.headline(),
             "unpriced_models": list(self.unpriced_models),
+            "reported_totals": reported_totals(self.session, self.calls),
             "calls": calls,
         }
 

@@ -31,6 +31,7 @@ MANIFEST: dict[str, pl.DataType] = {
     "format": pl.String,
     "error": pl.String,
     "warnings": pl.List(pl.String),
+    "replays": pl.Int64,  # responses the loader dropped as replays (a fork's copies)
 }
 SCHEMAS = {
     "calls": _schema.SCAN_CALLS,
