@@ -416,9 +416,10 @@ def _misses(
         shortfall = offered - reported
         causes[i], shortfalls[i] = cause, shortfall
         cost = None
-        if billed[i] is not None and key in prices_of:
+        paid = billed[i]
+        if paid is not None and key in prices_of:
             rates = prices_of[key](call.model, call.ts, usage.input_tokens or 0)
-            cost = _miss_cost(call, rates, billed[i], shortfall, reported)
+            cost = _miss_cost(call, rates, paid, shortfall, reported)
         values = {
             "call": call.index,
             "thread": threads[i],

@@ -229,8 +229,7 @@ def _print_table(doc: dict[str, Any], out: TextIO, *, all_drifts: bool = False) 
         if call.get("verdict_agrees") is not None:
             says = "agrees" if call["verdict_agrees"] else "disagrees"
             marker += (
-                f"{'; ' if marker else ''}⚑ provider: {call['provider_verdict']} "
-                f"(cacheviz {says})"
+                f"{'; ' if marker else ''}⚑ provider: {call['provider_verdict']} (cacheviz {says})"
             )
         out.write(
             f"{call['index']:>4}  {call['thread']:<{width}} {call['input_tokens']:>9,} "
