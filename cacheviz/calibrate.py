@@ -82,6 +82,41 @@ def map_position(local: Sequence[int], mapped: Sequence[int], position: int) -> 
     return round(low + (high - low) * (position - start) / (end - start))
 
 
+def _mapped(
+    own: Sequence[int],
+    upto: int,
+    prev_local: Sequence[int] | None,
+    prev_mapped: Sequence[int] | None,
+    base: int,
+    rate: float,
+    total: int,
+) -> list[int]:
+    """``own``'s offsets mapped: up to ``upto`` through the previous call's map, then linearly.
+
+    Offsets past ``upto`` go to ``base + (o - upto) * rate``; the result is rounded,
+    non-decreasing and ends at ``total``. The leading blocks a call shares with the
+    previous one have the same local offsets, so their mapped offsets are copied.
+    """
+    k = bisect_right(own, upto) if prev_mapped is not None else 0
+    if k and prev_local is not None and prev_mapped is not None:
+        if prev_local[:k] == own[:k]:
+            head = list(prev_mapped[:k])
+            if head[-1] > total:
+                head = [min(v, total) for v in head]
+        else:
+            head = [min(map_position(prev_local, prev_mapped, o), total) for o in own[:k]]
+    else:
+        head = []
+    last = head[-1] if head else 0
+    out = head
+    for o in own[k:]:
+        last = max(last, min(round(base + (o - upto) * rate), total))
+        out.append(last)
+    if out:
+        out[-1] = total
+    return out
+
+
 def _monotone(values: list[float], total: int) -> list[int]:
     """Rounded, non-decreasing, ending exactly at ``total``."""
     out: list[int] = []
@@ -159,41 +194,30 @@ def calibrate(
         else:
             kind = CALIBRATED
         rate_used: float | None
+        prev_local = local[before] if before is not None else None
+        prev_mapped = offsets[before] if before is not None else None
         if grown > 0 and target >= anchor:
             rate_used = (target - anchor) / grown
-            values = [
-                map_position(local[before], offsets[before], o)
-                if before is not None and o <= shared
-                else anchor + (o - shared) * rate_used
-                for o in own
-            ]
+            mapped = _mapped(own, shared, prev_local, prev_mapped, anchor, rate_used, target)
         elif grown == 0 and target == anchor:
             rate_used = None
-            values = [
-                map_position(local[before], offsets[before], o) if before is not None else o
-                for o in own
-            ]
+            mapped = _mapped(own, shared, prev_local, prev_mapped, anchor, 0.0, target)
         else:
             # the request is smaller than the part it shares: keep the head (the unlogged
             # prefix, system and tools) where it was when it fits, scale the rest onto it
             keep = min(shared, heads[i] if heads is not None else 0)
-            kept = map_position(local[before], offsets[before], keep) if before is not None else 0
+            kept = map_position(prev_local, prev_mapped, keep) if prev_mapped else 0
             if keep and kept <= target and total_local > keep:
                 rate_used = (target - kept) / (total_local - keep)
-                values = [
-                    map_position(local[before], offsets[before], o)
-                    if before is not None and o <= keep
-                    else kept + (o - keep) * rate_used
-                    for o in own
-                ]
+                mapped = _mapped(own, keep, prev_local, prev_mapped, kept, rate_used, target)
             else:
                 rate_used = target / total_local if total_local else None
-                values = [o * (rate_used or 0.0) for o in own]
+                mapped = _monotone([o * (rate_used or 0.0) for o in own], target)
             if kind == CALIBRATED:
                 kind = RESCALED
         if rate_used is not None and grown > 0 and reported[i] is not None:
             thread_rate[key] = rate_used
-        offsets.append(_monotone(values, target))
+        offsets.append(mapped)
         basis.append(kind)
         rates.append(rate_used)
     return Calibration(offsets, basis, rates)
