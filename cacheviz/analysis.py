@@ -288,6 +288,7 @@ def analyze(
     drift_cols: dict[str, list[Any]] = {name: [] for name in _schema.DRIFTS}
     indexes: dict[str, PrefixIndex] = {}
     latest: dict[str, int] = {}
+    latest_in_namespace: dict[str, int] = {}
     params = [keyed_params(call) for call in calls]
     previous: list[int | None] = [None] * len(calls)
     shared: list[int | None] = [None] * len(calls)
@@ -300,6 +301,22 @@ def analyze(
         before = latest.get(name)
         latest[name] = i
         drift = common = None
+        last_here = latest_in_namespace.get(namespace)
+        latest_in_namespace[namespace] = i
+        if before is None and last_here is not None and best.tokens:
+            # a thread's first call that re-sends another's prefix (a fork, a side call):
+            # calibration anchors on that call's positions for the part they share
+            other = calls[last_here]
+            found = match_pair(
+                other.hashes,
+                offsets[last_here][-1],
+                call.hashes,
+                offsets[i],
+                call_cache[i].__getitem__,
+                call_cache[last_here].__getitem__,
+            )
+            if found.tokens:
+                previous[i], shared[i] = last_here, found.tokens
         if before is not None:
             common, drift = _thread_drift(session, calls[before], call, offsets, params, call_cache)
             previous[i], shared[i] = before, common
