@@ -75,6 +75,7 @@ from cacheviz.providers._base import CallResult, SimCall
 from cacheviz.providers._cache import Entry, EntryStore
 
 GENERATIONS = ("classic", "breakpoint")
+MODES = ("implicit", "explicit")
 RETENTIONS = ("in_memory", "24h")
 GRANULARITY = 128
 GPT55_GRANULARITY = 2048  # gpt-5.5 / 5.5-pro: implicit breakpoints every 2,048 tokens
@@ -122,6 +123,13 @@ def generation_for(model: str) -> str:
     """
     version = model_version(model)
     return "breakpoint" if version is not None and version >= (5, 6) else "classic"
+
+
+def request_mode(params: dict[str, object]) -> str:
+    """A GPT-5.6+ request's caching mode: ``prompt_cache_options.mode``, else ``implicit``."""
+    options = params.get("prompt_cache_options")
+    mode = options.get("mode") if isinstance(options, dict) else None
+    return "explicit" if mode == "explicit" else "implicit"
 
 
 def granularity_for(model: str) -> int:
@@ -220,6 +228,9 @@ class OpenAISimulator:
         GPT-5.6+ earlier eligible message endings looked up.
     max_compared
         Classic: stored prompts compared token by token per request.
+    mode
+        GPT-5.6+: ``implicit`` or ``explicit`` for every request; ``None`` follows each
+        request's ``prompt_cache_options.mode`` (``implicit`` when absent).
     """
 
     retention: str | None = None
@@ -232,6 +243,7 @@ class OpenAISimulator:
     max_writes: int = MAX_WRITES
     message_lookback: int = MESSAGE_LOOKBACK
     max_compared: int = MAX_COMPARED
+    mode: str | None = None
     provider: str = "openai"
 
     def __post_init__(self) -> None:
@@ -242,6 +254,9 @@ class OpenAISimulator:
                 raise ValueError(msg)
         if self.generation is not None and self.generation not in GENERATIONS:
             msg = f"generation={self.generation!r}; expected classic, breakpoint or None"
+            raise ValueError(msg)
+        if self.mode is not None and self.mode not in MODES:
+            msg = f"mode={self.mode!r}; expected implicit, explicit or None"
             raise ValueError(msg)
         if self.granularity is not None and self.granularity < 1:
             raise ValueError("granularity must be at least 1")
@@ -300,8 +315,7 @@ class OpenAISimulator:
         explicit = sorted({b.block for b in call.breakpoints if 0 <= b.block < n})
         candidates = set(explicit[:EXPLICIT_FIRST])
         candidates.update(explicit[max(0, len(explicit) - EXPLICIT_LATEST) :])
-        options = call.params.get("prompt_cache_options")
-        mode = options.get("mode") if isinstance(options, dict) else None
+        mode = self.mode or request_mode(call.params)
         implicit = None
         if mode != "explicit":
             start = next((i for i, part in enumerate(call.parts) if part == "messages"), n)
