@@ -16,8 +16,10 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, TextIO
 
+from cacheviz._schema import hit_ratio
 from cacheviz._visible import visible
 from cacheviz.analysis import Analysis
+from cacheviz.cli.table import Column, ratio, render, width_of, wrap_line
 from cacheviz.errors import CacheVizError, CacheVizWarning
 from cacheviz.formats import READERS, load
 from cacheviz.formats._lines import PROGRESS
@@ -198,80 +200,127 @@ def _usd(value: float | None) -> str:
     return "-" if value is None else f"${value:,.4f}"
 
 
+SUMMARY_COLUMNS = (
+    Column("#"),
+    Column("thread", "<", shrink=12),
+    Column("tokens"),
+    Column("prefix", drop=5),
+    Column("new", drop=6),
+    Column("hit", drop=3),
+    Column("rep.in", drop=9),
+    Column("rep.read", drop=7),
+    Column("rep.write", drop=8),
+    Column("billed", drop=2),
+    Column("drift / miss", "<"),
+)
+
+
+def call_row(call: dict[str, Any], *, all_drifts: bool = False) -> list[str]:
+    """The cells of one call of ``summary``'s table (see :data:`SUMMARY_COLUMNS`)."""
+    reported = call["reported"] or {}
+    marker = ""
+    d = call["drift"]
+    if d is not None and (all_drifts or d["material"] is not False):
+        cost = "" if d["cost_usd"] is None else f", {_usd(d['cost_usd'])}"
+        marker = f"✗ {d['cause']} at {d['part']}/{d['label']} (−{d['tokens_lost']:,} tok{cost})"
+    if call["miss"] is not None:
+        m = call["miss"]
+        marker += f"{'; ' if marker else ''}◌ miss: {m['cause']} (−{m['tokens']:,} tok read)"
+    return [
+        str(call["index"]),
+        call["thread"],
+        f"{call['input_tokens']:,}",
+        f"{call['prefix_tokens']:,}",
+        f"{call['new_tokens']:,}",
+        ratio(call.get("hit_ratio")),
+        _fmt(reported.get("input_tokens")),
+        _fmt(reported.get("cache_read_tokens")),
+        _fmt(reported.get("cache_write_tokens")),
+        _usd(call["billed_usd"]),
+        marker,
+    ]
+
+
 def _print_table(doc: dict[str, Any], out: TextIO, *, all_drifts: bool = False) -> None:
     calls = doc["calls"]
-    width = max([6, *(len(c["thread"]) for c in calls)])
-    header = (
-        f"{'#':>4}  {'thread':<{width}} {'tokens':>9} {'prefix':>9} {'new':>8}  "
-        f"{'rep.in':>8} {'rep.read':>8} {'rep.write':>9} {'billed':>9}  drift / miss"
-    )
-    out.write(f"{doc['path']}  ({doc['format']}, {len(calls)} calls)\n{header}\n")
+    width = width_of(out)
+
+    def line(text: str) -> None:
+        out.write(wrap_line(text, width, indent=6) + "\n")
+
+    line(f"{doc['path']}  ({doc['format']}, {len(calls)} calls)")
+    rows = [call_row(call, all_drifts=all_drifts) for call in calls]
+    for text in render(SUMMARY_COLUMNS, rows, width):
+        out.write(text + "\n")
     totals = {"input": 0, "prefix": 0, "new": 0}
     shown, folded, misses = [], [], []
     for call in calls:
         totals["input"] += call["input_tokens"]
         totals["prefix"] += call["prefix_tokens"]
         totals["new"] += call["new_tokens"]
-        reported = call["reported"] or {}
-        marker = ""
         d = call["drift"]
         if d is not None and (all_drifts or d["material"] is not False):
             shown.append(call)
-            cost = "" if d["cost_usd"] is None else f", {_usd(d['cost_usd'])}"
-            marker = f"✗ {d['cause']} at {d['part']}/{d['label']} (−{d['tokens_lost']:,} tok{cost})"
         elif d is not None:
             folded.append(call)
         if call["miss"] is not None:
             misses.append(call)
-            m = call["miss"]
-            marker += f"{'; ' if marker else ''}◌ miss: {m['cause']} (−{m['tokens']:,} tok read)"
-        out.write(
-            f"{call['index']:>4}  {call['thread']:<{width}} {call['input_tokens']:>9,} "
-            f"{call['prefix_tokens']:>9,} {call['new_tokens']:>8,}  "
-            f"{_fmt(reported.get('input_tokens')):>8} {_fmt(reported.get('cache_read_tokens')):>8} "
-            f"{_fmt(reported.get('cache_write_tokens')):>9} {_usd(call['billed_usd']):>9}  "
-            f"{marker}\n"
-        )
     if shown:
-        out.write("drifts (what each break cost: as sent minus had the prefix been kept):\n")
+        line("drifts (what each break cost: as sent minus had the prefix been kept):")
         for call in shown:
             d = call["drift"]
-            out.write(f"{call['index']:>4}  {d['cause']} [{_usd(d['cost_usd'])}]: {d['detail']}\n")
+            line(f"{call['index']:>4}  {d['cause']} [{_usd(d['cost_usd'])}]: {d['detail']}")
     if folded:
-        out.write(
+        line(
             f"+{len(folded)} costless drift(s) folded (below the cacheable minimum, or nothing "
-            "cached to lose; --all-drifts lists them)\n"
+            "cached to lose; --all-drifts lists them)"
         )
     if misses:
-        out.write("misses (the provider read less than the common prefix offered):\n")
+        line("misses (the provider read less than the common prefix offered):")
         for call in misses:
             m = call["miss"]
-            out.write(f"{call['index']:>4}  {m['cause']} [{_usd(m['cost_usd'])}]: {m['detail']}\n")
+            line(f"{call['index']:>4}  {m['cause']} [{_usd(m['cost_usd'])}]: {m['detail']}")
+    line(_total_line(doc, totals, len(shown), folded, misses))
+
+
+def _total_line(
+    doc: dict[str, Any], totals: dict[str, int], drifts: int, folded: list, misses: list
+) -> str:
+    calls = doc["calls"]
     share = totals["prefix"] / totals["input"] if totals["input"] else 0.0
-    out.write(
+    text = (
         f"total: {totals['input']:,} tokens, {totals['prefix']:,} in a common prefix "
-        f"({share:.1%}), {totals['new']:,} new; {len(shown)} drift(s)"
+        f"({share:.1%}), {totals['new']:,} new; {drifts} drift(s)"
     )
     if folded:
-        out.write(f" (+{len(folded)} costless)")
+        text += f" (+{len(folded)} costless)"
     if misses:
-        out.write(f", {len(misses)} miss(es)")
+        text += f", {len(misses)} miss(es)"
+    reported = [c["reported"] for c in calls if c["reported"]]
+    both = [
+        r for r in reported if r["input_tokens"] is not None and r["cache_read_tokens"] is not None
+    ]
+    if both:
+        hit = hit_ratio(
+            sum(r["cache_read_tokens"] for r in both), sum(r["input_tokens"] for r in both)
+        )
+        text += f"; hit ratio {ratio(hit)} of the reported input"
     if doc.get("billed_usd") is not None:
-        out.write(f"; billed {_usd(doc['billed_usd'])} (reported usage at dated prices)")
+        text += f"; billed {_usd(doc['billed_usd'])} (reported usage at dated prices)"
     if doc.get("unpriced_models"):
-        out.write(f"; no price for {', '.join(doc['unpriced_models'])}")
+        text += f"; no price for {', '.join(doc['unpriced_models'])}"
     if any(c["reconstructed"] for c in calls):
-        out.write("; requests rebuilt from the log, not the bytes sent")
+        text += "; requests rebuilt from the log, not the bytes sent"
     if any(c["unlogged_tokens"] is not None for c in calls):
-        out.write(" (unlogged system + tools sized from reported usage)")
+        text += " (unlogged system + tools sized from reported usage)"
     if not all(c["tokens_exact"] for c in calls):
-        out.write("; counts approximate (model tokenizer not public, o200k_base used)")
+        text += "; counts approximate (model tokenizer not public, o200k_base used)"
     if doc["skipped_lines"]:
-        out.write(f"; {doc['skipped_lines']} bad line(s) skipped")
+        text += f"; {doc['skipped_lines']} bad line(s) skipped"
     if doc["ignored_records"]:
         ignored = ", ".join(f"{n} {kind}" for kind, n in sorted(doc["ignored_records"].items()))
-        out.write(f"; not API calls: {ignored}")
-    out.write("\n")
+        text += f"; not API calls: {ignored}"
+    return text
 
 
 class _Progress:
@@ -361,30 +410,53 @@ def _money(value: float | None) -> str:
     return "-" if value is None else f"${value:,.4f}"
 
 
+SIMULATION_COLUMNS = (
+    Column("#"),
+    Column("model", "<", shrink=14),
+    Column("input"),
+    Column("read", drop=4),
+    Column("write", drop=5),
+    Column("uncached", drop=7),
+    Column("output", drop=8),
+    Column("cost"),
+    Column("rep.read", drop=3),
+    Column("rep.write", drop=6),
+    Column("verdict", "<"),
+)
+
+
 def _print_simulation(doc: dict[str, Any], out: TextIO) -> None:
+    width = width_of(out)
     out.write(f"{doc['provider']} ({doc['model'] or 'recorded models'})\n")
-    out.write(
-        f"{'#':>4}  {'model':<26} {'input':>9} {'read':>9} {'write':>8} {'uncached':>9} "
-        f"{'output':>7} {'cost':>10}  {'rep.read':>8} {'rep.write':>9}  verdict\n"
-    )
+    rows = []
     for call in doc["calls"]:
         reported = call["reported"] or {}
-        out.write(
-            f"{call['index']:>4}  {call['model'][:26]:<26} {call['input_tokens']:>9,} "
-            f"{call['cache_read_tokens']:>9,} {call['cache_write_tokens']:>8,} "
-            f"{call['uncached_tokens']:>9,} {_fmt(call['output_tokens']):>7} "
-            f"{_money(call['cost_usd']):>10}  {_fmt(reported.get('cache_read_tokens')):>8} "
-            f"{_fmt(reported.get('cache_write_tokens')):>9}  {call['verdict']}\n"
+        rows.append(
+            [
+                str(call["index"]),
+                call["model"],
+                f"{call['input_tokens']:,}",
+                f"{call['cache_read_tokens']:,}",
+                f"{call['cache_write_tokens']:,}",
+                f"{call['uncached_tokens']:,}",
+                _fmt(call["output_tokens"]),
+                _money(call["cost_usd"]),
+                _fmt(reported.get("cache_read_tokens")),
+                _fmt(reported.get("cache_write_tokens")),
+                call["verdict"],
+            ]
         )
-    out.write(f"total: {_money(doc['total_cost_usd'])}; ideal (new tokens only): ")
-    out.write(f"{_money(doc['ideal_cost_usd'])}")
+    for text in render(SIMULATION_COLUMNS, rows, width):
+        out.write(text + "\n")
+    total = f"total: {_money(doc['total_cost_usd'])}; ideal (new tokens only): "
+    total += f"{_money(doc['ideal_cost_usd'])}"
     if doc["score"] is not None:
-        out.write(f"; matches the reported hits on {doc['score']:.0%} of calls")
+        total += f"; matches the reported hits on {doc['score']:.0%} of calls"
     if doc["token_scale"] is not None:
-        out.write(f"; provider tokens / cacheviz tokens = {doc['token_scale']:.3f}")
-    out.write("\n")
+        total += f"; provider tokens / cacheviz tokens = {doc['token_scale']:.3f}"
+    out.write(wrap_line(total, width) + "\n")
     if doc["price_source"]:
-        out.write(f"prices: {doc['price_source']}\n")
+        out.write(wrap_line(f"prices: {doc['price_source']}", width) + "\n")
 
 
 def _print_compare(frame: Any, out: TextIO) -> None:
