@@ -135,7 +135,7 @@ def _rollup_row(key: str, row: dict[str, Any], by: str) -> list[str]:
         _money(row["billed_usd"]),
         _money(row["ideal_usd"]),
     ]
-    return cells + [key] if by in _LONG_KEYS else [key, *cells]
+    return [*cells, key] if by in _LONG_KEYS else [key, *cells]
 
 
 _BUSTER_COLUMNS = (
