@@ -27,51 +27,109 @@ from cacheviz.simulate import SIMULATORS, SimulationError
 from cacheviz.thread import THREAD_MODES
 
 
+BREAKPOINT_STRATEGIES = {
+    "recorded": "the request's own cache_control breakpoints (default)",
+    "auto": "end of tools, end of system, the last two messages",
+    "kilocode": "the first two system blocks and the last two messages (KiloCode)",
+    "none": "no breakpoint: nothing is cached",
+}
+THREAD_HELP = {
+    "auto": "the transcript's own threads, else by which conversation a call continues",
+    "model+prefix": "one thread per model and system + tools (any change starts one)",
+    "model": "one thread per model",
+    "single": "every call in one thread",
+}
+JSON_HELP = {
+    "summary": "print the calls as JSON (docs/format.md)",
+    "simulate": "print the simulation as JSON",
+    "compare": "print the comparison as JSON",
+    "check": "print the findings as JSON",
+}
+
+
+def _formatter(prog: str) -> argparse.HelpFormatter:
+    """Help with the option and what it does on one line."""
+    return argparse.HelpFormatter(prog, max_help_position=30)
+
+
 def _input_options() -> argparse.ArgumentParser:
     """Options every command that reads a transcript shares."""
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("path", help="transcript file or folder (format auto-detected)")
-    common.add_argument("--json", action="store_true", help="print the JSON document")
-    common.add_argument("--format", choices=sorted(READERS), help="force the transcript format")
+    common.add_argument(
+        "--format",
+        choices=sorted(READERS),
+        metavar="NAME",
+        help="read as this format (names: cacheviz formats)",
+    )
     common.add_argument(
         "--errors",
         choices=("raise", "skip"),
         default="raise",
-        help="stop at the first bad line (default) or skip bad lines and report how many",
+        help="stop at the first bad line, or skip and count",
     )
-    common.add_argument("--thread", choices=THREAD_MODES, default="auto", help="how to group calls")
-    common.add_argument("--encoding", help="force a tiktoken encoding (e.g. cl100k_base)")
+    common.add_argument(
+        "--thread",
+        choices=THREAD_MODES,
+        default="auto",
+        metavar="MODE",
+        help="group calls into threads (modes: cacheviz formats)",
+    )
+    common.add_argument("--encoding", help="count tokens with this tiktoken encoding")
     return common
+
+
+def _add_json(parser: argparse.ArgumentParser, command: str) -> None:
+    parser.add_argument("--json", action="store_true", help=JSON_HELP[command])
 
 
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="cacheviz", description="Inspect the prompt caching of an LLM agent session."
+        prog="cacheviz",
+        description="Inspect the prompt caching of an LLM agent session.",
+        epilog="`cacheviz formats` lists the formats, --thread modes and --breakpoints "
+        "strategies.",
+        formatter_class=_formatter,
     )
     parser.add_argument("--version", action="version", version=f"cacheviz {_version()}")
-    commands = parser.add_subparsers(dest="command", required=True)
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     common = _input_options()
     summary = commands.add_parser(
         "summary",
         parents=[common],
-        help="per-call tokens, common prefix, new tokens, drifts, misses and billed cost",
+        formatter_class=_formatter,
+        help="per-call tokens, common prefix, drifts, misses and billed cost",
     )
+    _add_json(summary, "summary")
     summary.add_argument(
         "--all-drifts", action="store_true", help="also list the costless (folded) drifts"
     )
-    simulate = commands.add_parser(
-        "simulate", parents=[common], help="replay the session under a provider's caching rules"
+    summary.add_argument("--csv", metavar="PATH", help="also write the calls table as CSV")
+    summary.add_argument(
+        "--parquet", metavar="PATH", help="also write the calls table as Parquet"
     )
+    summary.add_argument(
+        "--follow",
+        action="store_true",
+        help="print each call as the file grows (Ctrl-C stops)",
+    )
+    simulate = commands.add_parser(
+        "simulate",
+        parents=[common],
+        formatter_class=_formatter,
+        help="replay the session under a provider's caching rules",
+    )
+    _add_json(simulate, "simulate")
     simulate.add_argument(
-        "--provider",
-        help=f"{', '.join(SIMULATORS)} (default: the recorded provider)",
+        "--provider", help="whose rules to replay (default: the recorded one)"
     )
     simulate.add_argument("--model", help="price and simulate every call as this model")
     simulate.add_argument("--ttl", choices=("5m", "1h"), help="override the breakpoints' TTL")
     simulate.add_argument(
         "--breakpoints",
-        choices=("recorded", "auto", "kilocode", "none"),
-        help="Anthropic: the request's own breakpoints, or a what-if strategy",
+        choices=tuple(BREAKPOINT_STRATEGIES),
+        metavar="HOW",
+        help="Anthropic what-if: recorded, auto, kilocode, none",
     )
     simulate.add_argument("--prices", help="a price file (cacheviz JSON or LiteLLM's)")
     simulate.add_argument(
@@ -79,31 +137,42 @@ def _parser() -> argparse.ArgumentParser:
         action="append",
         default=[],
         metavar="NAME=VALUE",
-        help="any other simulator parameter (repeatable), e.g. retention=24h",
+        help="another simulator rule, e.g. retention=24h (repeat)",
     )
     compare = commands.add_parser(
-        "compare", parents=[common], help="the session's cost under several providers"
+        "compare",
+        parents=[common],
+        formatter_class=_formatter,
+        help="the session's cost under several providers",
     )
+    _add_json(compare, "compare")
     compare.add_argument(
         "--targets",
-        help="comma-separated provider:model, e.g. anthropic:claude-sonnet-4-5,openai:gpt-5 "
-        "(default: the recorded models and one comparable model per major provider)",
+        metavar="P:M,...",
+        help="provider:model,... (default: recorded + one each)",
     )
     compare.add_argument("--prices", help="a price file (cacheviz JSON or LiteLLM's)")
     compare.add_argument("--ttl", choices=("5m", "1h"), help="TTL for simulators that take one")
     report = commands.add_parser(
-        "report", parents=[common], help="write a self-contained HTML report (opens offline)"
+        "report",
+        parents=[common],
+        formatter_class=_formatter,
+        help="write a self-contained HTML report (opens offline)",
     )
-    report.add_argument("-o", "--output", help="the .html file to write (default: <input>.html)")
+    report.add_argument(
+        "-o", "--output", metavar="FILE", help="the .html to write (default: <input>.html)"
+    )
     report.add_argument("--provider", help="the provider whose costs the report shows")
     report.add_argument("--model", help="price every call as this model")
     report.add_argument(
         "--no-redact",
         action="store_true",
-        help="keep secrets in the report (local debugging only; never share the file)",
+        help="keep secrets in the report (never share it)",
     )
     _check_parser(commands, common)
-    commands.add_parser("formats", help="list the transcript formats cacheviz reads")
+    commands.add_parser(
+        "formats", help="list the formats, --thread modes and --breakpoints strategies"
+    )
     from cacheviz.cli.scan import add_parser as add_scan
 
     add_scan(commands)
@@ -114,13 +183,17 @@ def _parser() -> argparse.ArgumentParser:
 def _add_proxy_command(commands: Any) -> None:
     """``cacheviz proxy``: record an agent's calls (docs/recording.md)."""
     proxy = commands.add_parser(
-        "proxy", help="a local reverse proxy that records every provider call to a log"
+        "proxy",
+        formatter_class=_formatter,
+        help="a local reverse proxy that records every provider call to a log",
     )
     proxy.add_argument("--upstream", required=True, help="e.g. https://api.anthropic.com")
     proxy.add_argument("--port", type=int, default=8787, help="port to listen on (8787)")
     proxy.add_argument("--host", default="127.0.0.1", help="address to bind (127.0.0.1)")
-    proxy.add_argument("-o", "--output", required=True, help="the request log to append to")
-    proxy.add_argument("--thread", help="a thread hint written as meta.thread on every line")
+    proxy.add_argument(
+        "-o", "--output", metavar="FILE", required=True, help="the request log to append to"
+    )
+    proxy.add_argument("--thread", metavar="NAME", help="write meta.thread NAME on every line")
     proxy.add_argument(
         "--no-redact", action="store_true", help="keep secrets in bodies (default: redacted)"
     )
@@ -130,8 +203,10 @@ def _check_parser(commands: Any, common: argparse.ArgumentParser) -> None:
     check = commands.add_parser(
         "check",
         parents=[common],
-        help="lint the session against the cache layout rules (exit 1 on findings)",
+        formatter_class=_formatter,
+        help="lint against the cache layout rules (exit 1 on findings)",
     )
+    _add_json(check, "check")
     check.add_argument("--sarif", metavar="FILE", help="also write SARIF 2.1.0 (code scanning)")
     check.add_argument("--junit", metavar="FILE", help="also write JUnit XML")
     check.add_argument(
@@ -473,9 +548,12 @@ def _print_compare(frame: Any, out: TextIO) -> None:
 
 def _refuse_overwriting_input(args: argparse.Namespace) -> None:
     """Refuse an output path that resolves to the input (or a file read with it)."""
-    output = getattr(args, "output", None)
-    if output is None or args.path == "-":
-        return
+    for output in (getattr(args, name, None) for name in ("output", "csv", "parquet")):
+        if output is not None and args.path != "-":
+            _refuse(args, output)
+
+
+def _refuse(args: argparse.Namespace, output: str) -> None:
     target = Path(output).resolve()
     source = Path(args.path).resolve()
     # a folder's files, and a Claude Code session's sub-agent logs, are inputs too
@@ -489,17 +567,31 @@ def _refuse_overwriting_input(args: argparse.Namespace) -> None:
     if same:
         msg = (
             f"{output}: the output would overwrite the transcript being read ({args.path}); "
-            "choose another -o path"
+            "choose another output path"
         )
         raise CacheVizError(msg)
 
 
 def _run(args: argparse.Namespace) -> int:
     _refuse_overwriting_input(args)
+    if args.command == "summary" and args.follow:
+        from cacheviz.cli.follow import follow
+
+        follow(
+            args.path,
+            sys.stdout,
+            columns=SUMMARY_COLUMNS,
+            row_of=lambda call: call_row(call, all_drifts=args.all_drifts),
+            fmt=args.format,
+            thread=args.thread,
+            encoding=args.encoding,
+        )
+        return 0
     analysis = _load(args)
     if args.command == "check":
         return _run_check(args, analysis)
     if args.command == "summary":
+        _export(analysis, args)
         doc = analysis.summary()
         if args.json:
             _dump(doc)
@@ -544,6 +636,25 @@ def _run(args: argparse.Namespace) -> int:
     return 0
 
 
+def _export(analysis: Analysis, args: argparse.Namespace) -> None:
+    """``summary --csv`` / ``--parquet``: the calls frame (docs/format.md), as is."""
+    for target, kind in ((args.csv, "csv"), (args.parquet, "parquet")):
+        if target is None:
+            continue
+        try:
+            if kind == "csv":
+                analysis.calls.write_csv(target)
+            else:
+                analysis.calls.write_parquet(target)
+        except OSError as exc:
+            msg = (
+                f"{target}: can't write the {kind} file ({exc.strerror or exc}); "
+                "check that the folder exists and is writable"
+            )
+            raise CacheVizError(msg) from None
+        print(f"cacheviz: wrote {analysis.calls.height} calls to {target}", file=sys.stderr)
+
+
 def _recorded_provider(analysis: Analysis) -> str:
     """The provider the session was recorded with, when one simulator covers it."""
     providers = analysis.calls["provider"].unique().to_list()
@@ -576,8 +687,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             redact=not args.no_redact,
         )
     if args.command == "formats":
-        for name, module in READERS.items():
-            print(f"{name:<14} {module.DESCRIPTION}")
+        _print_formats(sys.stdout)
         return 0
     stdout, stderr = sys.stdout, sys.stderr
     sys.stdout, sys.stderr = _Visible(stdout), _Visible(stderr, keep_cr=True)
@@ -610,6 +720,21 @@ def main(argv: Sequence[str] | None = None) -> int:
     finally:
         sys.stdout, sys.stderr = stdout, stderr
     return status
+
+
+def _print_formats(out: TextIO) -> None:
+    """``cacheviz formats``: the choices of --format, --thread and --breakpoints."""
+    out.write("formats (--format NAME; detected from the file when not given):\n")
+    for name, module in READERS.items():
+        out.write(f"  {name:<14} {module.DESCRIPTION}\n")
+    out.write("\nthread modes (--thread MODE):\n")
+    for name, text in THREAD_HELP.items():
+        out.write(f"  {name:<14} {text}\n")
+    out.write("\nproviders (simulate --provider, compare --targets provider:model):\n")
+    out.write(f"  {', '.join(SIMULATORS)}\n")
+    out.write("\nbreakpoint strategies (simulate --breakpoints HOW, Anthropic):\n")
+    for name, text in BREAKPOINT_STRATEGIES.items():
+        out.write(f"  {name:<14} {text}\n")
 
 
 class _Visible:

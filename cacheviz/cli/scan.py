@@ -23,11 +23,14 @@ def add_parser(commands: Any) -> None:
     """Add the ``scan`` subcommand to the ``cacheviz`` parser."""
     parser = commands.add_parser(
         "scan",
-        help="analyse every session in folders: billed cost, waste, cache busters",
+        help="every session in folders: billed cost, waste, cache busters",
+        formatter_class=lambda prog: argparse.HelpFormatter(prog, max_help_position=30),
         description="With no PATH, scans the default locations of the agents cacheviz reads.",
     )
     parser.add_argument("paths", nargs="*", metavar="PATH", help="folders or files to scan")
-    parser.add_argument("--by", choices=BY, default="day", help="rollup table (default: day)")
+    parser.add_argument(
+        "--by", choices=BY, default="day", metavar="KEY", help=f"rollup by {', '.join(BY)} (day)"
+    )
     parser.add_argument("--since", help="first day, YYYY-MM-DD or YYYYMMDD (in --tz)")
     parser.add_argument("--until", help="last day, YYYY-MM-DD or YYYYMMDD (in --tz)")
     parser.add_argument("--tz", default="UTC", help="time zone of days (IANA name; default UTC)")

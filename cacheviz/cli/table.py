@@ -93,6 +93,31 @@ def fit_columns(
     return shown, sizes
 
 
+def format_row(
+    columns: Sequence[Column],
+    shown: Sequence[int],
+    sizes: Sequence[int],
+    row: Sequence[str],
+    *,
+    wrap: bool = True,
+) -> list[str]:
+    """One row laid out by :func:`fit_columns`: one line, or more when the last one wraps."""
+    last = len(columns) - 1 if wrap else None
+    cells = []
+    indent = 0
+    tail: list[str] = [""]
+    for i in shown:
+        if i == last:
+            tail = textwrap.wrap(row[i], sizes[i], break_on_hyphens=False) or [""]
+            break
+        cells.append(f"{_cut(row[i], sizes[i]):{columns[i].align}{sizes[i]}}")
+    head = " ".join(cells)
+    if last is not None and last in shown:
+        head += "  "
+        indent = len(head)
+    return [(head + tail[0]).rstrip(), *(" " * indent + more for more in tail[1:])]
+
+
 def render(
     columns: Sequence[Column],
     rows: Sequence[Sequence[str]],
@@ -102,24 +127,9 @@ def render(
 ) -> list[str]:
     """The header and the rows as lines that fit ``width`` (see :func:`fit_columns`)."""
     shown, sizes = fit_columns(columns, rows, width, wrap=wrap)
-    last = len(columns) - 1 if wrap else None
     lines = []
     for row in [[c.header for c in columns], *rows]:
-        cells = []
-        indent = 0
-        tail: list[str] = [""]
-        for i in shown:
-            if i == last:
-                tail = textwrap.wrap(row[i], sizes[i], break_on_hyphens=False) or [""]
-                break
-            text = _cut(row[i], sizes[i])
-            cells.append(f"{text:{columns[i].align}{sizes[i]}}")
-        head = " ".join(cells)
-        if last is not None and last in shown:
-            head += "  "
-            indent = len(head)
-        lines.append((head + tail[0]).rstrip())
-        lines.extend(" " * indent + more for more in tail[1:])
+        lines.extend(format_row(columns, shown, sizes, row, wrap=wrap))
     return lines
 
 
