@@ -26,7 +26,6 @@ from cacheviz.formats._lines import PROGRESS
 from cacheviz.simulate import SIMULATORS, SimulationError
 from cacheviz.thread import THREAD_MODES
 
-
 BREAKPOINT_STRATEGIES = {
     "recorded": "the request's own cache_control breakpoints (default)",
     "auto": "end of tools, end of system, the last two messages",
@@ -87,8 +86,7 @@ def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="cacheviz",
         description="Inspect the prompt caching of an LLM agent session.",
-        epilog="`cacheviz formats` lists the formats, --thread modes and --breakpoints "
-        "strategies.",
+        epilog="`cacheviz formats` lists the formats, --thread modes and --breakpoints strategies.",
         formatter_class=_formatter,
     )
     parser.add_argument("--version", action="version", version=f"cacheviz {_version()}")
@@ -105,9 +103,7 @@ def _parser() -> argparse.ArgumentParser:
         "--all-drifts", action="store_true", help="also list the costless (folded) drifts"
     )
     summary.add_argument("--csv", metavar="PATH", help="also write the calls table as CSV")
-    summary.add_argument(
-        "--parquet", metavar="PATH", help="also write the calls table as Parquet"
-    )
+    summary.add_argument("--parquet", metavar="PATH", help="also write the calls table as Parquet")
     summary.add_argument(
         "--follow",
         action="store_true",
@@ -120,9 +116,7 @@ def _parser() -> argparse.ArgumentParser:
         help="replay the session under a provider's caching rules",
     )
     _add_json(simulate, "simulate")
-    simulate.add_argument(
-        "--provider", help="whose rules to replay (default: the recorded one)"
-    )
+    simulate.add_argument("--provider", help="whose rules to replay (default: the recorded one)")
     simulate.add_argument("--model", help="price and simulate every call as this model")
     simulate.add_argument("--ttl", choices=("5m", "1h"), help="override the breakpoints' TTL")
     simulate.add_argument(

@@ -59,9 +59,7 @@ def fit_columns(
     With ``wrap``, the last column takes what is left (at least :data:`MIN_WRAP`) and
     wraps; columns are shrunk, then dropped by ``drop`` until the rest fits.
     """
-    natural = [
-        max([len(c.header), *(len(r[i]) for r in rows)]) for i, c in enumerate(columns)
-    ]
+    natural = [max([len(c.header), *(len(r[i]) for r in rows)]) for i, c in enumerate(columns)]
     shown = list(range(len(columns)))
     sizes = list(natural)
     if width is None:
