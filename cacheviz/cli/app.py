@@ -16,14 +16,14 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, TextIO
 
+from cacheviz import providers
 from cacheviz._schema import hit_ratio
 from cacheviz._visible import visible
 from cacheviz.analysis import Analysis
 from cacheviz.cli.table import Column, ratio, render, width_of, wrap_line
-from cacheviz.errors import CacheVizError, CacheVizWarning
+from cacheviz.errors import CacheVizError, CacheVizWarning, SimulationError
 from cacheviz.formats import READERS, load
 from cacheviz.formats._lines import PROGRESS
-from cacheviz.simulate import SIMULATORS, SimulationError
 from cacheviz.thread import THREAD_MODES
 
 BREAKPOINT_STRATEGIES = {
@@ -451,17 +451,6 @@ def _input(args: argparse.Namespace) -> Path:
     return path
 
 
-def default_targets(analysis: Analysis) -> list[str]:
-    """The recorded models, then one comparable model per major provider."""
-    from cacheviz.ui.widget import DEFAULT_TARGETS
-
-    recorded = analysis.calls.select("provider", "model").unique(maintain_order=True).rows()
-    targets = [f"{provider}:{model}" for provider, model in recorded if provider in SIMULATORS]
-    have = {target.split(":", 1)[0] for target in targets}
-    targets += [t for t in DEFAULT_TARGETS if t.split(":", 1)[0] not in have]
-    return targets
-
-
 def _load(args: argparse.Namespace) -> Analysis:
     args.path = str(_input(args))
     token = None
@@ -620,7 +609,9 @@ def _run(args: argparse.Namespace) -> int:
         if args.targets:
             targets = [t.strip() for t in args.targets.split(",") if t.strip()]
         else:
-            targets = default_targets(analysis)
+            from cacheviz.ui.state import comparison_targets
+
+            targets = comparison_targets(analysis)
         rules = {"ttl": args.ttl} if args.ttl else {}
         frame = analysis.compare(targets, prices=args.prices, **rules)
         if args.json:
@@ -651,12 +642,12 @@ def _export(analysis: Analysis, args: argparse.Namespace) -> None:
 
 def _recorded_provider(analysis: Analysis) -> str:
     """The provider the session was recorded with, when one simulator covers it."""
-    providers = analysis.calls["provider"].unique().to_list()
-    if len(providers) == 1 and providers[0] in SIMULATORS:
-        return providers[0]
+    recorded = analysis.calls["provider"].unique().to_list()
+    if len(recorded) == 1 and providers.known(recorded[0]) is not None:
+        return str(providers.known(recorded[0]))
     msg = (
-        f"--provider: the session was recorded with {', '.join(sorted(map(str, providers)))}; "
-        f"choose one of {', '.join(SIMULATORS)}"
+        f"--provider: the session was recorded with {', '.join(sorted(map(str, recorded)))}; "
+        f"choose one of {', '.join(providers.ids())}"
     )
     raise SimulationError(msg)
 
@@ -725,7 +716,7 @@ def _print_formats(out: TextIO) -> None:
     for name, text in THREAD_HELP.items():
         out.write(f"  {name:<14} {text}\n")
     out.write("\nproviders (simulate --provider, compare --targets provider:model):\n")
-    out.write(f"  {', '.join(SIMULATORS)}\n")
+    out.write(f"  {', '.join(providers.ids())}\n")
     out.write("\nbreakpoint strategies (simulate --breakpoints HOW, Anthropic):\n")
     for name, text in BREAKPOINT_STRATEGIES.items():
         out.write(f"  {name:<14} {text}\n")
