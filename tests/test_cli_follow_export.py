@@ -39,13 +39,14 @@ def test_follow_prints_each_call_as_it_lands(tmp_path, monkeypatch):
     writer = threading.Thread(target=_writer, args=(path, lines, done, 0.05))
     out = io.StringIO()
     writer.start()
+    deadline = time.monotonic() + 120
+
+    def stop() -> bool:  # the writer is done and every call printed (or time is up)
+        rows = [r for r in out.getvalue().splitlines()[1:] if r[:4].strip().isdigit()]
+        return (done.is_set() and len(rows) == len(lines)) or time.monotonic() > deadline
+
     printed = follow(
-        path,
-        out,
-        columns=app.SUMMARY_COLUMNS,
-        row_of=app.call_row,
-        poll=0.02,
-        stop=done.is_set,
+        path, out, columns=app.SUMMARY_COLUMNS, row_of=app.call_row, poll=0.02, stop=stop
     )
     writer.join()
     assert printed == len(lines) == 10

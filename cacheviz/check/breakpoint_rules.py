@@ -7,8 +7,9 @@ whose only breakpoint sits on the system prompt re-processes its whole conversat
 the full input price on every call, however much of it the previous call already sent.
 
 A call is *uncovered* when the prefix it shares with its thread's previous call reaches
-past the previous call's last breakpoint by at least the smallest cacheable prefix
-(1,024 tokens): those tokens were sent before and could have been read. The cost is the
+past the previous call's last breakpoint by at least the model's smallest cacheable
+prefix (the provider profile's ``min_tokens``): those tokens were sent before and could
+have been read. The cost is the
 provider simulators' what-if: the thread as sent minus the thread with the breakpoints
 the fix puts in place (Anthropic ``breakpoints="auto"``: end of tools, end of system, the
 last two messages; OpenAI ``mode="implicit"``: the breakpoint at the latest message),
@@ -20,7 +21,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from cacheviz.check._context import MIN_CACHEABLE, Context, Finding
+from cacheviz import providers
+from cacheviz.check._context import Context, Finding
 from cacheviz.check._rules import RULES
 from cacheviz.check.drift_rules import call_list
 from cacheviz.errors import CacheVizError
@@ -38,7 +40,8 @@ def explicit_only(call: Call) -> bool:
     """Whether the provider caches this call only at the breakpoints the request set."""
     if call.reconstructed:  # rebuilt from a conversation log: its breakpoints are unknown
         return False
-    if call.provider == "anthropic":
+    found = providers.find(call.provider)
+    if found is not None and found.explicit_breakpoints:
         return True
     return (
         call.provider == "openai"
@@ -70,7 +73,9 @@ def _uncovered(ctx: Context) -> dict[str, list[tuple[int, int]]]:
             continue
         reusable = row["prev_common_tokens"] or 0
         lost = reusable - covered_tokens(calls[before], offsets[before])
-        if lost >= MIN_CACHEABLE:
+        found_profile = providers.find(row["provider"])
+        minimum = found_profile.min_tokens(row["model"]) if found_profile is not None else 0
+        if lost >= max(minimum, 1):
             found.setdefault(row["thread"], []).append((row["index"], lost))
     return found
 
@@ -100,7 +105,7 @@ def uncached_history(ctx: Context) -> list[Finding]:
     simulations: dict[tuple[str, bool], Any] = {}
     findings = []
     for thread, found in uncovered.items():
-        provider = ctx.calls[found[0][0]]["provider"]
+        provider = str(providers.known(ctx.calls[found[0][0]]["provider"]))
         fix_rules, fix_name = FIX[provider]
         for fixed in (False, True):
             if (provider, fixed) not in simulations:
