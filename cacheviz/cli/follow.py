@@ -2,21 +2,22 @@
 
 Like ``tail -f``: the file is checked for growth every ``poll`` seconds; when it grew,
 the complete lines are analysed again (a half-written last line waits for the next
-check) and the calls not printed yet get their row of ``summary``'s table. Rows are laid
-out with fixed column widths chosen at the start, so they line up as they come. Ctrl-C
-stops cleanly.
+check; a bad line is skipped and named once on stderr) and the calls not printed yet get
+their row of ``summary``'s table. Rows are laid out with fixed column widths chosen at
+the start, so they line up as they come. Ctrl-C stops cleanly.
 """
 
 from __future__ import annotations
 
 import sys
 import time
+import warnings
 from collections.abc import Callable
 from pathlib import Path
-from typing import TextIO
+from typing import Any, TextIO
 
 from cacheviz.cli.table import Column, fit_columns, format_row, width_of
-from cacheviz.errors import CacheVizError
+from cacheviz.errors import CacheVizError, CacheVizWarning
 
 # a row as wide as a call's row usually gets: sets the fixed widths of the columns
 _TEMPLATE = [
@@ -32,6 +33,26 @@ _TEMPLATE = [
     "$99.9999",
     "✗ volatile_value at system/system[1] (−99,999 tok, $0.0000)",
 ]
+
+
+def _ends_a_line(path: Path, size: int) -> bool:
+    """Whether the file's last byte ends a line (a line being written waits)."""
+    try:
+        with path.open("rb") as handle:
+            handle.seek(size - 1)
+            return handle.read(1) == b"\n"
+    except OSError:
+        return False
+
+
+def _read(load: Callable[..., Any], path: Path, fmt: str | None) -> Any:
+    """The session so far (bad lines skipped, said once by the caller), or ``None``."""
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", CacheVizWarning)
+            return load(path, fmt, errors="skip")
+    except (CacheVizError, OSError):
+        return None  # nothing complete yet, or the file went away for a moment
 
 
 def follow(
@@ -70,18 +91,19 @@ def follow(
     shown, sizes = fit_columns(columns, [_TEMPLATE], width_of(out))
     out.write("\n".join(format_row(columns, shown, sizes, [c.header for c in columns])) + "\n")
     out.flush()
-    printed = 0
+    printed = skipped = 0
     size = -1
     sys.stderr.write(f"cacheviz: following {source} (Ctrl-C stops)\n")
     try:
         while True:
             current = source.stat().st_size if source.exists() else -1
-            if current != size and current > 0:
+            if current != size and current > 0 and _ends_a_line(source, current):
                 size = current
-                try:
-                    session = load(source, fmt, errors="skip")
-                except CacheVizError:
-                    session = None  # nothing complete yet
+                session = _read(load, source, fmt)
+                if session is not None and len(session.skipped) > skipped:
+                    for bad in session.skipped[skipped:]:
+                        sys.stderr.write(f"cacheviz: skipped line {bad.line}: {bad.reason}\n")
+                    skipped = len(session.skipped)
                 if session is not None and len(session.calls) > printed:
                     doc = session.analyze(thread=thread, encoding=encoding).summary()
                     for call in doc["calls"][printed:]:

@@ -13,7 +13,7 @@ from cacheviz.cli import app
 from cacheviz.cli.table import Column, render
 from cacheviz.formats.native import record_line
 
-SAMPLES = Path(__file__).resolve().parent.parent / "sample_sessions"
+SAMPLES = Path(__file__).resolve().parents[2] / "sample_sessions"
 WIDTHS = [80, 100]
 
 

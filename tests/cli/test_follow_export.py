@@ -14,7 +14,7 @@ from cacheviz import _schema
 from cacheviz.cli import app
 from cacheviz.cli.follow import follow
 
-SAMPLES = Path(__file__).resolve().parent.parent / "sample_sessions"
+SAMPLES = Path(__file__).resolve().parents[2] / "sample_sessions"
 
 
 def _writer(path: Path, lines: list[str], done: threading.Event, pause: float) -> None:
