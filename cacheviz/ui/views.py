@@ -99,6 +99,8 @@ def timeline(analysis: Analysis, ttl_seconds: float | str | None = "recorded") -
         .fill_null(value=False)
         .alias("idle_gap"),
         pl.col("reported_cache_read_tokens").cast(pl.Int32).alias("reported_read"),
+        # reported cache read / reported inclusive input; null (n/a) when not reported
+        pl.col("hit_ratio").cast(pl.Float64),
         miss_cause.is_not_null().alias("miss"),
         miss_cause.replace_strict(
             list(MISS_CAUSES), range(len(MISS_CAUSES)), default=-1, return_dtype=pl.Int32
@@ -487,6 +489,11 @@ def _detail(
         "input_tokens": row["input_tokens"],
         "prefix_tokens": row["prefix_tokens"],
         "new_tokens": row["new_tokens"],
+        # beside every simulated cost: what the provider billed for this call (null: no
+        # usage reported or no price) and the session's own provider's simulation
+        "billed_usd": row["billed_usd"],
+        "simulated_usd": row["simulated_usd"],
+        "hit_ratio": row["hit_ratio"],
     }
     if content:
         base.update(_segments_of(analysis, call))
