@@ -212,16 +212,23 @@ def _costs(simulation: Simulation | None, n_calls: int) -> pl.DataFrame:
     )
 
 
-def priced_models(provider: str) -> list[str]:
-    """The models of ``provider``'s own families that have a price (the model picker)."""
+def priced_models(provider: str, *, retired: bool | list[str] = False) -> list[str]:
+    """The models of ``provider``'s own families that have a price (the model picker).
+
+    Newest first (:func:`cacheviz.pricing.recency`). Retired models are left out unless
+    ``retired`` is True, or is a list of the ones to keep (the session's own models).
+    """
     from cacheviz import pricing
 
     found = providers.find(provider)
     if found is None or found.self_hosted:
         return []
     models = pricing.known_models(provider)
-    own = [m for m in models if found.owns_model(m)]
-    return own or models
+    own = [m for m in models if found.owns_model(m)] or models
+    if retired is not True:
+        gone = pricing.retired_models(provider) - set(retired or [])
+        own = [m for m in own if m not in gone]
+    return sorted(own, key=pricing.recency)
 
 
 def closest_model(recorded: list[str], models: list[str]) -> str | None:
