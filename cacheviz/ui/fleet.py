@@ -46,6 +46,11 @@ def _count(value: int | None) -> str:
     return "–" if value is None else f"{value:,}"
 
 
+def _plain(value: Any) -> Any:
+    """A text cell: a missing value is a dash, never the literal ``None``."""
+    return "–" if value is None else value
+
+
 def _ratio(value: float | None) -> str:
     return "n/a" if value is None else f"{value:.0%}"
 
@@ -149,10 +154,7 @@ def _table(
         for i, (_, key, shown) in enumerate(columns):
             value = row.get(key)
             css = " class='text'" if shown is None else ""
-            if shown is None:
-                text = _text("–" if value is None else value)  # never the literal None
-            else:
-                text = _text(shown(value))
+            text = _text((shown or _plain)(value))
             link = (links or {}).get(row.get("session", "")) if i == 0 else None
             if link is not None:
                 text = f"<a href='{_text(link)}'>{text}</a>"
