@@ -1,4 +1,4 @@
-"""Issue 13, items 9, 13, 14, 15: the command line's output and errors."""
+"""The command line's output and errors on bad input, pipes and hostile text."""
 
 import json
 import subprocess
