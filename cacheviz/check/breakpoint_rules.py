@@ -81,6 +81,9 @@ def _uncovered(ctx: Context) -> dict[str, list[tuple[int, int]]]:
 
 
 def _simulate(ctx: Context, provider: str, **rules: Any) -> Any:
+    own = ctx.analysis.own_simulation
+    if not rules and own is not None and own.provider == provider:
+        return own  # the session under its own provider's default rules: already run
     try:
         return ctx.analysis.simulate(provider, unpriced="skip", **rules)
     except (CacheVizError, ValueError):

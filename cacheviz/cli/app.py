@@ -223,10 +223,11 @@ def _run_check(args: argparse.Namespace, analysis: Analysis) -> int:
     if args.json:
         _dump(result.to_dict())
         return result.exit_status
+    width = width_of(sys.stdout)
     for finding in result.findings:
         cost = "" if finding.cost_usd is None else f", costs ${finding.cost_usd:,.4f}"
-        print(f"{finding.severity}: {finding.rule} (calls {finding.calls}{cost})")
-        print(f"  {finding.message}")
+        print(wrap_line(f"{finding.severity}: {finding.rule} (calls {finding.calls}{cost})", width))
+        print(wrap_line(f"  {finding.message}", width))
     failing = sum(f.severity != "info" for f in result.findings)
     print(f"{args.path}: {len(result.findings)} finding(s), {failing} warning(s)/error(s)")
     return result.exit_status
