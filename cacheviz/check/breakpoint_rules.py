@@ -27,13 +27,6 @@ from cacheviz.check._rules import RULES
 from cacheviz.check.drift_rules import call_list
 from cacheviz.errors import CacheVizError
 from cacheviz.model import Call
-from cacheviz.providers.openai import generation_for, request_mode
-
-# the simulator rules of the fix, per provider, and how the finding names it
-FIX = {
-    "anthropic": ({"breakpoints": "auto"}, "breakpoints on the last messages"),
-    "openai": ({"mode": "implicit"}, "implicit mode (a breakpoint at the latest message)"),
-}
 
 
 def explicit_only(call: Call) -> bool:
@@ -41,20 +34,14 @@ def explicit_only(call: Call) -> bool:
     if call.reconstructed:  # rebuilt from a conversation log: its breakpoints are unknown
         return False
     found = providers.find(call.provider)
-    if found is not None and found.explicit_breakpoints:
-        return True
-    return (
-        call.provider == "openai"
-        and generation_for(call.model) == "breakpoint"
-        and request_mode(call.params) == "explicit"
-    )
+    return found is not None and found.only_at_breakpoints(call)
 
 
 def covered_tokens(call: Call, offsets: list[int]) -> int:
     """Tokens up to and including the call's last breakpoint (0 without one)."""
     blocks = [block for block, _ in call.breakpoints if 0 <= block < len(call.blocks)]
-    if call.provider == "anthropic" and isinstance(call.params.get("cache_control"), dict):
-        blocks.append(len(call.blocks) - 1)  # automatic caching: the last block
+    if isinstance(call.params.get("cache_control"), dict):
+        blocks.append(len(call.blocks) - 1)  # Anthropic's automatic caching: the last block
     if not blocks:
         return 0
     return offsets[max(blocks) + 1]
@@ -109,7 +96,8 @@ def uncached_history(ctx: Context) -> list[Finding]:
     findings = []
     for thread, found in uncovered.items():
         provider = str(providers.known(ctx.calls[found[0][0]]["provider"]))
-        fix_rules, fix_name = FIX[provider]
+        fix = providers.profile(provider).history_fix
+        fix_rules, fix_name = (fix.rules, fix.advice) if fix is not None else ({}, "")
         for fixed in (False, True):
             if (provider, fixed) not in simulations:
                 simulations[provider, fixed] = _simulate(

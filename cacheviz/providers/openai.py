@@ -74,7 +74,7 @@ from cacheviz._seq import common_prefix
 from cacheviz.prefix import differing_block_common
 from cacheviz.providers._base import CallResult, SimCall
 from cacheviz.providers._cache import Entry, EntryStore
-from cacheviz.providers._profile import LongerTTL, ProviderProfile
+from cacheviz.providers._profile import HistoryFix, LongerTTL, ProviderProfile
 
 GENERATIONS = ("classic", "breakpoint")
 MODES = ("implicit", "explicit")
@@ -420,4 +420,11 @@ PROFILE = ProviderProfile(
     ),
     min_tokens=_min_tokens,
     reference_model="gpt-5",
+    # GPT-5.6+ explicit mode: "with no breakpoint, nothing is cached" (providers.md §2.1)
+    only_at_breakpoints=lambda call: (
+        generation_for(call.model) == "breakpoint" and request_mode(call.params) == "explicit"
+    ),
+    history_fix=HistoryFix(
+        {"mode": "implicit"}, "implicit mode (a breakpoint at the latest message)"
+    ),
 )
