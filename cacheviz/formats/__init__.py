@@ -22,6 +22,7 @@ from cacheviz.errors import CacheVizWarning, TranscriptError, UnknownFormatError
 from cacheviz.formats import (
     aider,
     claude_code,
+    claude_tap,
     claude_trace,
     cline,
     cline_ui,
@@ -45,6 +46,7 @@ READERS: dict[str, ModuleType] = {
         openai_log,
         native,
         claude_trace,
+        claude_tap,
         claude_code,
         codex,
         gemini_cli,
