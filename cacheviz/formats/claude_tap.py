@@ -8,10 +8,10 @@ in front of Claude Code, Codex, Gemini CLI, OpenCode, Kimi and more. Three shape
   ``sessions`` (one per claude-tap run: client, proxy mode), ``records`` (``session_id``,
   ``record_index``, ``turn``, ``timestamp``, ``payload_json``), ``record_blobs``
   (content-addressed ``sha256:…`` JSON payloads) and ``proxy_logs``. It is opened
-  read-only through SQLite (``mode=ro``), so records still in the ``-wal`` file are read;
-  where SQLite cannot open it so (no ``-shm`` and a read-only folder), the database and
-  its ``-wal``/``-shm`` are copied to a temporary folder first. The folder holding it
-  loads too;
+  read-only through SQLite (``mode=ro``), so records still in the ``-wal`` file are read
+  and nothing beside the store is written; where SQLite could not do so (a ``-wal``
+  without its ``-shm``), the database and its ``-wal``/``-shm`` are copied to a temporary
+  folder first. The folder holding it loads too;
 * the **compact export** (``claude-tap export``: one JSON document
   ``{"__claude_tap_compact_trace__": {...}, "records": [...], "blobs": {...}}``);
 * **JSONL records**, one per line (the dashboard's ``export/jsonl``, older ``.traces``).
@@ -153,39 +153,46 @@ def open_store(path: Path) -> Iterator[sqlite3.Connection]:
     """Open a claude-tap ``traces.sqlite3`` read-only, with what its ``-wal`` still holds.
 
     The database is opened with ``mode=ro``: SQLite reads the write-ahead log, and
-    nothing is written (no checkpoint, no recovery). When SQLite cannot open it that way
-    (no ``-shm`` beside it and a folder it may not write), the database, ``-wal`` and
-    ``-shm`` are copied to a temporary folder and the copy is opened.
+    nothing is written (no checkpoint, no recovery). When it cannot be opened so, or when a
+    ``-wal`` lies there without its ``-shm`` (SQLite would create one beside the store, or
+    fail in a read-only folder), the database, ``-wal`` and ``-shm`` are copied to a
+    temporary folder and the copy is opened.
 
     Raises
     ------
     TranscriptError
         When the file is not an SQLite database or cannot be read.
     """
-    try:
-        conn = _connect_read_only(path)
-    except sqlite3.Error:
-        with tempfile.TemporaryDirectory(prefix="cacheviz-claude-tap-") as folder:
-            copy = Path(folder) / DB_NAME
-            for suffix in ("", "-wal", "-shm"):
-                source = path.with_name(path.name + suffix)
-                if source.is_file():
-                    shutil.copyfile(source, copy.with_name(copy.name + suffix))
-            try:
-                conn = sqlite3.connect(copy)
-                conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
-            except sqlite3.Error as exc:
-                msg = f"not a readable SQLite database ({exc}); expected claude-tap's {DB_NAME}"
-                raise TranscriptError(msg, path=path) from None
-            try:
-                yield conn
-            finally:
-                conn.close()
+    wal, shm = (path.with_name(path.name + suffix) for suffix in ("-wal", "-shm"))
+    conn = None
+    if shm.is_file() or not wal.is_file():  # else SQLite would create a -shm beside it
+        try:
+            conn = _connect_read_only(path)
+        except sqlite3.Error:
+            conn = None
+    if conn is not None:
+        try:
+            yield conn
+        finally:
+            conn.close()
         return
-    try:
-        yield conn
-    finally:
-        conn.close()
+    with tempfile.TemporaryDirectory(prefix="cacheviz-claude-tap-") as folder:
+        copy = Path(folder) / DB_NAME
+        for source, suffix in ((path, ""), (wal, "-wal"), (shm, "-shm")):
+            if source.is_file():
+                shutil.copyfile(source, Path(folder) / (DB_NAME + suffix))
+        try:
+            conn = sqlite3.connect(copy)
+            conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
+        except sqlite3.Error as exc:
+            if conn is not None:
+                conn.close()
+            msg = f"not a readable SQLite database ({exc}); expected claude-tap's {DB_NAME}"
+            raise TranscriptError(msg, path=path) from None
+        try:
+            yield conn
+        finally:
+            conn.close()
 
 
 def _connect_read_only(path: Path) -> sqlite3.Connection:
