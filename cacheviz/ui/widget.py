@@ -27,16 +27,16 @@ import anywidget
 import ipywidgets
 import traitlets
 
-from cacheviz import views
 from cacheviz.errors import CacheVizError
 from cacheviz.simulate import SIMULATORS
+from cacheviz.ui import views
 
 if TYPE_CHECKING:
     from cacheviz.analysis import Analysis
     from cacheviz.simulate import Simulation
 
 _LOG = logging.getLogger(__name__)
-STATIC = Path(__file__).parent / "static"
+STATIC = Path(__file__).parent.parent / "static"
 DEFAULT_TARGETS = (
     "anthropic:claude-sonnet-4-5",
     "openai:gpt-5",
