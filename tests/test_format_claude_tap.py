@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 import cacheviz
 from cacheviz.errors import CacheVizWarning, TranscriptError
 from cacheviz.formats import claude_tap, detect
-from cacheviz.render import BLOCK_KEYS, compact_json
+from cacheviz.segment import BLOCK_KEYS, compact_json
 from cacheviz.usage import normalize_usage
 
 sys.path.insert(0, str(Path(__file__).parent))
