@@ -17,6 +17,8 @@ _CLINE_UI = "ui_messages.json"
 _CLINE_METADATA = "task_metadata.json"
 _SKIP_DIRS = frozenset({".git", "node_modules", "__pycache__", ".venv"})
 _SKIP_SUFFIXES = frozenset({".parquet", ".html", ".png", ".jpg", ".gif", ".pdf", ".zip", ".gz"})
+# SQLite's companions of a database (claude-tap's traces.sqlite3): read with it
+_SQLITE_WAL, _SQLITE_SHM, _WRITE_LOCK = "-wal", "-shm", ".write.lock"
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,7 +65,21 @@ def default_locations(home: Path | None = None) -> list[Location]:
         Location("whale", home / ".whale" / "usage.jsonl"),
         Location("whale", home / ".whale" / "usage"),
     ]
+    out += [Location("claude-tap", _claude_tap_store(home))]
+    ccv = os.environ.get("CCV_LOG_DIR", "").strip()
+    out += [Location("cc-viewer", Path(ccv))] if ccv else []
+    out += [Location("cc-viewer", base / "cc-viewer") for base in claude]
     return out
+
+
+def _claude_tap_store(home: Path) -> Path:
+    """claude-tap's ``traces.sqlite3``: ``$CLOUDTAP_DB``, else under ``$XDG_DATA_HOME``."""
+    override = os.environ.get("CLOUDTAP_DB", "").strip()
+    if override:
+        return Path(override).expanduser()
+    xdg = os.environ.get("XDG_DATA_HOME", "").strip()
+    data = Path(xdg).expanduser() if xdg else home / ".local" / "share"
+    return data / "claude-tap" / "traces.sqlite3"
 
 
 def _project(path: Path, root: Path) -> str:
@@ -136,7 +152,17 @@ def find_units(paths: list[Path]) -> list[Unit]:
     return sorted(units.values(), key=lambda u: str(u.path))
 
 
+def _sqlite_companion(path: Path) -> bool:
+    """A ``-wal`` / ``-shm`` / ``.write.lock`` file beside its database (not a unit)."""
+    for suffix in (_SQLITE_WAL, _SQLITE_SHM, _WRITE_LOCK):
+        if path.name.endswith(suffix) and path.with_name(path.name[: -len(suffix)]).is_file():
+            return True
+    return False
+
+
 def _add_file(units: dict[Path, Unit], path: Path, root: Path, siblings: set[str]) -> None:
+    if _sqlite_companion(path):
+        return
     if path.parent.name == "subagents" and path.name.startswith("agent-"):
         owner = path.parent.parent.with_suffix(".jsonl")
         if owner.is_file():
@@ -147,4 +173,7 @@ def _add_file(units: dict[Path, Unit], path: Path, root: Path, siblings: set[str
             units.setdefault(path, Unit(path, (path, ui), _project(path, root)))
             return
     members = (path, *_subagents(path)) if path.suffix == ".jsonl" else (path,)
+    wal = path.with_name(path.name + _SQLITE_WAL)
+    if wal.is_file():  # records not yet checkpointed into the database
+        members = (path, wal)
     units.setdefault(path, Unit(path, members, _project(path, root)))
