@@ -21,6 +21,7 @@ from typing import Any
 from cacheviz.errors import CacheVizWarning, TranscriptError, UnknownFormatError
 from cacheviz.formats import (
     aider,
+    cc_viewer,
     claude_code,
     claude_tap,
     claude_trace,
@@ -47,6 +48,7 @@ READERS: dict[str, ModuleType] = {
         native,
         claude_trace,
         claude_tap,
+        cc_viewer,
         claude_code,
         codex,
         gemini_cli,
