@@ -534,11 +534,12 @@ def test_a_sqlite_file_of_another_program_is_not_claimed(tmp_path):
         cacheviz.load(other)
 
 
-def test_cacheviz_formats_lists_claude_tap(capsys):
+def test_cacheviz_formats_lists_claude_tap_and_cc_viewer(capsys):
     from cacheviz.cli import main
 
     main(["formats"])
-    assert "claude-tap" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "claude-tap" in out and "cc-viewer" in out
 
 
 @pytest.fixture
