@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -116,7 +117,7 @@ def test_real_cc_viewer_log_gives_the_requests_and_usage_the_provider_saw(viewed
     log, received = viewed
     text = log.read_text()
     assert '"_deltaFormat":1' in text and '"inProgress":true' in text and "\n---\n" in text
-    assert detect(log) == "cc-viewer"
+    assert detect(log) == "cc-viewer" and detect(log.parent) == "cc-viewer"
     session = cacheviz.load(log)
     assert len(session.calls) == len(received) == 13
     assert session.ignored == {"token count request": 1}
@@ -208,6 +209,31 @@ def test_deltas_are_rebuilt_to_the_requests_sent(tmp_path):
     assert [c.reconstructed for c in session.calls] == [False, True, True, True]
     assert session.calls[0].usage.input_tokens == 1003
     assert session.calls[3].hashes[: len(session.calls[2].hashes)] == session.calls[2].hashes
+
+
+def test_a_project_folder_loads_every_log_each_rebuilt_on_its_own(tmp_path):
+    folder = tmp_path / "app"
+    folder.mkdir()
+    _delta_log(folder / "app_20260401_080000.jsonl")
+    _delta_log(folder / "app_20260402_090000.jsonl")
+    (folder / "notes.jsonl").write_text('{"note": 1}\n')
+    assert detect(folder) == "cc-viewer"
+    session = cacheviz.load(folder)
+    assert len(session.calls) == 8
+    assert [c.meta["log_file"] for c in session.calls].count("app_20260402_090000.jsonl") == 4
+    one = cacheviz.load(folder / "app_20260401_080000.jsonl")
+    first = [c for c in session.calls if c.meta["log_file"] == "app_20260401_080000.jsonl"]
+    assert [c.hashes for c in first] == [c.hashes for c in one.calls]
+    bad = folder / "app_20260403_090000.jsonl"
+    bad.write_text(
+        '{"timestamp": "x", "url": "u", "body": {}, "response": null, "mainAgent": true}\n---\n{oops\n'
+    )
+    with pytest.warns(CacheVizWarning, match=re.escape("app_20260403_090000.jsonl line 3")):
+        assert len(cacheviz.load(folder, errors="skip").calls) == 8
+    with pytest.raises(
+        TranscriptError, match=re.escape("app_20260403_090000.jsonl:3: not valid JSON")
+    ):
+        cacheviz.load(folder)
 
 
 def test_a_moved_cache_marker_is_not_in_a_delta_entry(tmp_path):

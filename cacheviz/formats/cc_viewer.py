@@ -44,11 +44,12 @@ from pathlib import Path
 from typing import Any
 
 from cacheviz._jsonspan import ObjectScan, json_type
+from cacheviz.errors import TranscriptError
 from cacheviz.formats._body import call_from_request, first_record, provider_for
 from cacheviz.formats._lines import LineReader
 from cacheviz.formats._time import parse_ts
 from cacheviz.formats.claude_trace import sse_usage
-from cacheviz.model import Call, Session
+from cacheviz.model import Call, Session, SkippedLine
 from cacheviz.segment import BlockStore, RenderError
 from cacheviz.usage import UsageError, normalize_usage
 
@@ -64,7 +65,9 @@ _FLAGS = ("mainAgent", "isStream", "isHeartbeat", "isCountTokens", "inProgress",
 
 
 def detect(path: Path, head: bytes) -> bool:
-    """Whether ``head`` looks like a cc-viewer log (an entry, then a ``---`` line)."""
+    """Whether ``path`` is a cc-viewer log (an entry, then ``---``) or a folder of them."""
+    if path.is_dir():
+        return any(True for _ in logs_in(path))
     record = first_record(head)
     return (
         isinstance(record, dict)
@@ -266,19 +269,62 @@ def _hashable(value: Any) -> Any:
 
 
 def read(path: Path, *, errors: str = "raise") -> Session:
-    """Read a cc-viewer log; see :func:`cacheviz.formats.load` for ``errors``.
+    """Read a cc-viewer log, or every log of a project folder, as one session.
+
+    See :func:`cacheviz.formats.load` for ``errors``. In a folder, each log (one per
+    Claude Code run, named by its start time) is rebuilt on its own, in name order; a
+    call's ``meta["log_file"]`` names its log.
 
     Raises
     ------
     TranscriptError
         On the first bad entry (``errors="raise"``) or when no call could be read.
     """
-    reader = LineReader(path, errors=errors)
+    store = BlockStore()
+    if not path.is_dir():
+        reader = LineReader(path, errors=errors)
+        return reader.session(NAME, _read_log(reader, store), store)
+    logs = logs_in(path)
+    if not logs:
+        msg = "no cc-viewer log (<project>_<time>.jsonl) in this folder; pass a log file"
+        raise TranscriptError(msg, path=path)
+    folder = LineReader(path, errors=errors)
+    calls: list[Call] = []
+    for log in logs:
+        reader = LineReader(log, errors=errors)
+        for call in _read_log(reader, store):
+            call.meta["log_file"] = log.name
+            calls.append(call)
+        folder.skipped += [
+            SkippedLine(None, f"{log.name} line {s.line} ({s.reason})") for s in reader.skipped
+        ]
+        folder.usage_nulled += [
+            SkippedLine(None, f"{log.name} line {s.line} ({s.reason})") for s in reader.usage_nulled
+        ]
+        for kind, count in reader.ignored.items():
+            folder.ignored[kind] = folder.ignored.get(kind, 0) + count
+    return folder.session(NAME, calls, store)
+
+
+def logs_in(folder: Path) -> list[Path]:
+    """The cc-viewer logs of a folder (``*.jsonl`` opening with an entry), by name."""
+    found = []
+    for log in sorted(folder.glob("*.jsonl")):
+        try:
+            with log.open("rb") as handle:
+                head = handle.readline(1 << 24)
+        except OSError:
+            continue
+        if log.is_file() and detect(log, head):
+            found.append(log)
+    return found
+
+
+def _read_log(reader: LineReader, store: BlockStore) -> list[Call]:
     entries = _entries(reader)
     reconstruct(entries)
     # a skipped line of a delta log is missing from the requests rebuilt after it
     reader.rebuilds = any(item.delta for item in entries)
-    store = BlockStore()
     refs: list[ObjectScan] = []
     calls: list[Call] = []
     with reader.usage_policy() as done:
@@ -288,7 +334,7 @@ def read(path: Path, *, errors: str = "raise") -> Session:
             if call is not None:
                 call.line = item.line
                 calls.append(call)
-    return reader.session(NAME, calls, store)
+    return calls
 
 
 def _one(
