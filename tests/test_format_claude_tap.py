@@ -504,6 +504,48 @@ def test_capture_only_records_have_no_usage(tmp_path):
     assert call.usage is None and call.meta["capture_only"] is True
 
 
+def test_bedrock_vertex_websocket_gemini_and_binary_records(tmp_path):
+    first, _ = _bodies()
+    usage = {"input_tokens": 4, "output_tokens": 1}
+    bedrock_body = {k: v for k, v in first.items() if k != "model"}
+    bedrock = _record(1, bedrock_body, usage, path="/model/anthropic.claude-sonnet-4-5%3A0/invoke")
+    vertex = _record(
+        2,
+        bedrock_body,
+        usage,
+        path="/v1/projects/p/locations/us-east5/publishers/anthropic/models/claude-sonnet-4-5:rawPredict",
+    )
+    socket_body = {
+        "type": "response.create",
+        "model": "gpt-5-codex",
+        "input": [{"role": "user", "content": "hi"}],
+    }
+    ws = _record(
+        3,
+        socket_body,
+        {"input_tokens": 9, "input_tokens_details": {"cached_tokens": 0}},
+        method="WEBSOCKET",
+        status=101,
+        path="/v1/responses",
+    )
+    ws["transport"] = "websocket"
+    gemini = _record(
+        4, {"contents": []}, None, path="/v1beta/models/gemini-2.5-pro:generateContent"
+    )
+    binary = _record(5, {"_encoding": "protobuf", "byte_length": 10}, None, path="/v1/responses")
+    path = tmp_path / "mixed.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in (bedrock, vertex, ws, gemini, binary)))
+    session = cacheviz.load(path)
+    models = [(c.model, c.api, c.provider, c.reconstructed) for c in session.calls]
+    assert models == [
+        ("anthropic.claude-sonnet-4-5:0", "messages", "anthropic", False),
+        ("claude-sonnet-4-5", "messages", "anthropic", False),
+        ("gpt-5-codex", "responses", "openai", True),
+    ]
+    assert session.calls[2].meta["transport"] == "websocket"
+    assert session.ignored == {"Gemini request (not rendered yet)": 1, "binary request body": 1}
+
+
 def test_a_missing_blob_names_the_record_and_skip_keeps_the_rest(tmp_path, records):
     db = tmp_path / claude_tap.DB_NAME
     _write_store(db, records)

@@ -38,6 +38,9 @@ What the capture keeps, and what it does not:
 * ``GET /v1/models`` status probes, token counts, failed requests and non-model
   endpoints are records, not calls: they are counted in ``Session.ignored``. Gemini
   ``generateContent`` bodies are counted there too (not rendered yet).
+* WebSocket records (``method: "WEBSOCKET"``, status 101: Codex's Responses socket) hold
+  a body claude-tap merged from the client's messages on the socket: they are read as
+  ``reconstructed`` calls (``meta["transport"] = "websocket"``).
 * ``--tap-export-prompt`` (capture-only) records never reached the provider: their
   placeholder usage (all zero) is not reported usage, so it is null, with
   ``meta["capture_only"] = True``.
@@ -415,7 +418,7 @@ def record_call(
         ts=ts,
         usage=usage,
         meta=meta,
-        reconstructed=False,
+        reconstructed=websocket,  # claude-tap merged the socket's client messages
     )
 
 
@@ -439,7 +442,8 @@ def _add(
     try:
         call = make()
     except RenderError as exc:
-        reader.fail(line, f"{prefix}{exc}; fix field `{exc.field}` or skip the record")
+        field = exc.field.replace("request", "request.body", 1)
+        reader.fail(line, f"{prefix}{exc}; fix field `{field}` or skip the record")
         return
     except UsageError as exc:
         reader.fail(line, f"{prefix}{exc}")
