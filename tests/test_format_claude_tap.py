@@ -576,6 +576,21 @@ def test_a_sqlite_file_of_another_program_is_not_claimed(tmp_path):
         cacheviz.load(other)
 
 
+def test_a_store_of_another_schema_is_one_line_when_forced(tmp_path):
+    old = tmp_path / claude_tap.DB_NAME
+    conn = sqlite3.connect(old)
+    conn.execute("CREATE TABLE records (session_id TEXT, record_index INTEGER)")
+    conn.execute("CREATE TABLE sessions (id TEXT)")
+    conn.commit()
+    conn.close()
+    with pytest.raises(TranscriptError, match=r"cannot be read \(no such column"):
+        cacheviz.load(old, format="claude-tap")
+    junk = tmp_path / "junk.sqlite3"
+    junk.write_bytes(b"SQLite format 3\x00" + b"\x07" * 200)
+    with pytest.raises(TranscriptError, match="not a readable SQLite database"):
+        cacheviz.load(junk, format="claude-tap")
+
+
 def test_cacheviz_formats_lists_claude_tap_and_cc_viewer(capsys):
     from cacheviz.cli import main
 

@@ -488,6 +488,17 @@ class _StoreBlobs:
 
 
 def _read_store(path: Path, reader: LineReader, store: BlockStore) -> list[Call]:
+    try:
+        return _read_rows(path, reader, store)
+    except sqlite3.Error as exc:
+        msg = (
+            f"the SQLite store cannot be read ({exc}); expected claude-tap's {DB_NAME} "
+            "(tables sessions, records, record_blobs)"
+        )
+        raise TranscriptError(msg, path=path) from None
+
+
+def _read_rows(path: Path, reader: LineReader, store: BlockStore) -> list[Call]:
     calls: list[Call] = []
     refs: list[ObjectScan] = []
     with open_store(path) as conn:
