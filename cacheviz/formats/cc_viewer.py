@@ -61,13 +61,15 @@ _EXPECTED = (
     "expected a cc-viewer entry {timestamp, url, body, response: {status, body}} "
     "on its own line, entries separated by '---' lines"
 )
+_FOLDER_PEEK = 10  # logs a folder's detection looks at
+_FIRST_LINE = 1 << 26  # the longest first line read to detect a log in a folder
 _FLAGS = ("mainAgent", "isStream", "isHeartbeat", "isCountTokens", "inProgress", "_deltaFormat")
 
 
 def detect(path: Path, head: bytes) -> bool:
     """Whether ``path`` is a cc-viewer log (an entry, then ``---``) or a folder of them."""
-    if path.is_dir():
-        return any(True for _ in logs_in(path))
+    if path.is_dir():  # a look at the first few logs: a Claude Code folder holds thousands
+        return any(_is_log(log) for log in sorted(path.glob("*.jsonl"))[:_FOLDER_PEEK])
     record = first_record(head)
     return (
         isinstance(record, dict)
@@ -308,16 +310,16 @@ def read(path: Path, *, errors: str = "raise") -> Session:
 
 def logs_in(folder: Path) -> list[Path]:
     """The cc-viewer logs of a folder (``*.jsonl`` opening with an entry), by name."""
-    found = []
-    for log in sorted(folder.glob("*.jsonl")):
-        try:
-            with log.open("rb") as handle:
-                head = handle.readline(1 << 24)
-        except OSError:
-            continue
-        if log.is_file() and detect(log, head):
-            found.append(log)
-    return found
+    return [log for log in sorted(folder.glob("*.jsonl")) if _is_log(log)]
+
+
+def _is_log(path: Path) -> bool:
+    try:
+        with path.open("rb") as handle:
+            head = handle.readline(_FIRST_LINE)
+    except OSError:
+        return False
+    return detect(path, head)
 
 
 def _read_log(reader: LineReader, store: BlockStore) -> list[Call]:
