@@ -16,8 +16,6 @@ from cacheviz.segment import render_text
 if TYPE_CHECKING:
     from cacheviz.analysis import Analysis
 
-MIN_CACHEABLE = 1024  # tokens: the smallest prefix any provider caches (providers.md)
-
 
 @dataclass(frozen=True, slots=True)
 class Finding:
@@ -82,9 +80,7 @@ class Context:
         return self.calls[call]["thread"]
 
     def parent_of(self, thread: str) -> str | None:
-        """The thread a sub-agent hangs under, when the transcript says so (issue 8)."""
-        if "parent_thread" not in self.analysis.calls.columns:
-            return None
+        """The thread a sub-agent hangs under, when the transcript says so."""
         return self.calls[self.threads[thread][0]].get("parent_thread")
 
     def content(self, digest: str) -> Content:
@@ -112,14 +108,9 @@ class Context:
         """The transcript line a call came from."""
         return self.calls[call].get("line")
 
-    @cached_property
-    def drift_costs(self) -> bool:
-        """Whether drifts carry ``cost_usd`` (the what-if of issue 8)."""
-        return "cost_usd" in self.analysis.drifts.columns
-
     def cost(self, drifts: list[dict[str, Any]]) -> float | None:
         """Sum of the drifts' ``cost_usd``; ``None`` when unknown for any of them."""
-        if not self.drift_costs or not drifts:
+        if not drifts:
             return None
         values = [d.get("cost_usd") for d in drifts]
         if any(v is None for v in values):
@@ -127,18 +118,5 @@ class Context:
         return float(sum(values))
 
     def immaterial(self, drifts: list[dict[str, Any]]) -> bool:
-        """True when every one of the drifts cost nothing.
-
-        The analysis' ``material`` column says so when present; without it, a drift
-        whose previous call was shorter than the smallest cacheable prefix of any
-        provider (1,024 tokens) broke nothing that could have been cached.
-        """
-        if not drifts:
-            return False
-        if "material" in self.analysis.drifts.columns:
-            return all(d.get("material") is False for d in drifts)
-        return all(
-            d.get("prev_call") is not None
-            and self.calls[d["prev_call"]]["input_tokens"] < MIN_CACHEABLE
-            for d in drifts
-        )
+        """True when every one of the drifts cost nothing (the analysis' ``material``)."""
+        return bool(drifts) and all(d.get("material") is False for d in drifts)
