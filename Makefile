@@ -21,7 +21,7 @@ $(VENV)/.installed: pyproject.toml
 	$(BIN)/python -m pip install --quiet -e '.[dev,browser,record,litellm,dask]'
 	@touch $@
 
-# claude-tap for tests/test_format_claude_tap.py, in a venv of its own (its aiohttp pin
+# claude-tap for tests/formats/test_claude_tap.py, in a venv of its own (its aiohttp pin
 # conflicts with litellm's; pin as in pyproject's `tap` extra). Where it can't be
 # installed, the test is skipped with the reason.
 TAP_VENV := .venv-tap
@@ -29,7 +29,7 @@ CLAUDE_TAP ?= claude-tap==0.1.146
 $(TAP_VENV)/.installed: pyproject.toml
 	@{ $(PYTHON) -m venv $(TAP_VENV) && \
 	  $(TAP_VENV)/bin/python -m pip install --quiet '$(CLAUDE_TAP)' && touch $@; } \
-	  || echo "could not install $(CLAUDE_TAP): tests/test_format_claude_tap.py will skip"
+	  || echo "could not install $(CLAUDE_TAP): tests/formats/test_claude_tap.py will skip"
 
 .cache/tiktoken/.copied:
 	@if [ -d ../shared/tiktoken ]; then \

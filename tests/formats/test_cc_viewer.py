@@ -20,10 +20,10 @@ from cacheviz.errors import CacheVizWarning, TranscriptError
 from cacheviz.formats import detect
 from cacheviz.segment import compact_json
 
-sys.path.insert(0, str(Path(__file__).parent))
+sys.path.insert(0, str(Path(__file__).parents[1]))
 from fake_provider import ANTHROPIC_USAGE, FakeProvider
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 # cc-viewer is not on the npm registry this machine reaches: its source at 1.6.219
 # (interceptor.js, findcc.js, lib/interceptor-core.js, lib/proxy-env.js, package.json and
 # `npm install undici`) is kept outside the repository; the real-tool test skips without it.

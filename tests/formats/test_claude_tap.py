@@ -24,7 +24,7 @@ from cacheviz.formats import claude_tap, detect
 from cacheviz.segment import BLOCK_KEYS, compact_json
 from cacheviz.usage import normalize_usage
 
-sys.path.insert(0, str(Path(__file__).parent))
+sys.path.insert(0, str(Path(__file__).parents[1]))
 from fake_provider import (
     ANTHROPIC_USAGE,
     OPENAI_CHAT_USAGE,
@@ -32,7 +32,7 @@ from fake_provider import (
     FakeProvider,
 )
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 SECRET = "sk-ant-api03-TAPSECRETTAPSECRET"
 TOOL = {
     "name": "read_file",
