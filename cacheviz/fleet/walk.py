@@ -19,6 +19,7 @@ _SKIP_DIRS = frozenset({".git", "node_modules", "__pycache__", ".venv"})
 _SKIP_SUFFIXES = frozenset({".parquet", ".html", ".png", ".jpg", ".gif", ".pdf", ".zip", ".gz"})
 # SQLite's companions of a database (claude-tap's traces.sqlite3): read with it
 _SQLITE_WAL, _SQLITE_SHM, _WRITE_LOCK = "-wal", "-shm", ".write.lock"
+_CXV_SESSION = ".cxvsession"  # a cx-viewer (Log Store V2) session folder
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,6 +70,8 @@ def default_locations(home: Path | None = None) -> list[Location]:
     ccv = os.environ.get("CCV_LOG_DIR", "").strip()
     out += [Location("cc-viewer", Path(ccv))] if ccv else []
     out += [Location("cc-viewer", base / "cc-viewer") for base in claude]
+    cxv = os.environ.get("CXV_LOG_DIR", "").strip()
+    out += [Location("cx-viewer", Path(cxv) if cxv else codex / "cx-viewer")]
     return out
 
 
@@ -140,6 +143,10 @@ def find_units(paths: list[Path]) -> list[Unit]:
         for folder, dirs, files in os.walk(root):
             dirs[:] = sorted(d for d in dirs if d not in _SKIP_DIRS)
             here = Path(folder)
+            if here.name.endswith(_CXV_SESSION) and "manifest.json" in files:
+                dirs[:] = []  # a cx-viewer session archive is read whole, as one unit
+                units.setdefault(here, Unit(here, _archive_members(here), _project(here, root)))
+                continue
             names = set(files)
             cline, used = _cline_units(here, names, root)
             for unit in cline:
@@ -150,6 +157,12 @@ def find_units(paths: list[Path]) -> list[Unit]:
                     continue
                 _add_file(units, path, root, names)
     return sorted(units.values(), key=lambda u: str(u.path))
+
+
+def _archive_members(folder: Path) -> tuple[Path, ...]:
+    """The files that say when a cx-viewer session archive changed (its objects follow)."""
+    names = [folder / "manifest.json", folder / "timeline.jsonl"]
+    return tuple(p for p in names if p.is_file()) + tuple(sorted(folder.glob("threads/*/*.jsonl")))
 
 
 def _sqlite_companion(path: Path) -> bool:

@@ -48,6 +48,7 @@ from typing import Any
 from cacheviz._jsonspan import ObjectScan, json_type
 from cacheviz.errors import TranscriptError
 from cacheviz.formats._body import call_from_request, first_record, provider_for
+from cacheviz.formats._cxv_archive import Archive, archives_in, is_archive
 from cacheviz.formats._lines import LineReader
 from cacheviz.formats._time import parse_ts
 from cacheviz.formats.claude_trace import sse_usage
@@ -59,6 +60,7 @@ NAME = "cc-viewer"
 DESCRIPTION = "cc-viewer / cx-viewer logs (~/.claude/cc-viewer/<project>/*.jsonl, '---' separated)"
 SEPARATOR = "---"
 REQUEST_BYTES = "re-serialized by cc-viewer"
+SORTED_BYTES = "keys sorted by cx-viewer's V2 store"
 _EXPECTED = (
     "expected a cc-viewer entry {timestamp, url, body, response: {status, body}} "
     "on its own line, entries separated by '---' lines"
@@ -71,6 +73,8 @@ _FLAGS = ("mainAgent", "isStream", "isHeartbeat", "isCountTokens", "inProgress",
 def detect(path: Path, head: bytes) -> bool:
     """Whether ``path`` is a cc-viewer log (an entry, then ``---``) or a folder of them."""
     if path.is_dir():  # a look at the first few logs: a Claude Code folder holds thousands
+        if is_archive(path) or archives_in(path):
+            return True
         return any(_is_log(log) for log in sorted(path.glob("*.jsonl"))[:_FOLDER_PEEK])
     record = first_record(head)
     return (
@@ -89,6 +93,7 @@ class _Entry:
     value: dict[str, Any]
     delta: bool = False  # its messages were rebuilt from a delta entry
     incomplete: bool = False  # rebuilt, but not to the logged message count
+    sorted_keys: bool = False  # from cx-viewer's V2 archive: every object's keys sorted
 
 
 def _is_delta(entry: dict[str, Any]) -> bool:
@@ -204,6 +209,8 @@ def _call(
     if isinstance(answer, str):
         raw_usage = sse_usage(answer)
     meta = _meta(entry, answer)
+    if item.sorted_keys:
+        meta["request_bytes"] = SORTED_BYTES
     if item.delta:
         meta["rebuilt_from_delta"] = True
     if item.incomplete:
@@ -222,7 +229,7 @@ def _call(
         ts=parse_ts(entry.get("timestamp"), "timestamp"),
         usage=normalize_usage(raw_usage),
         meta=meta,
-        reconstructed=item.delta,
+        reconstructed=item.delta or item.sorted_keys,
     )
 
 
@@ -285,25 +292,36 @@ def read(path: Path, *, errors: str = "raise") -> Session:
         On the first bad entry (``errors="raise"``) or when no call could be read.
     """
     store = BlockStore()
+    if is_archive(path):
+        reader = LineReader(path / "timeline.jsonl", errors=errors)
+        return reader.session(NAME, _read_archive(path, reader, store), store)
     if not path.is_dir():
         reader = LineReader(path, errors=errors)
         return reader.session(NAME, _read_log(reader, store), store)
-    logs = logs_in(path)
-    if not logs:
-        msg = "no cc-viewer log (<project>_<time>.jsonl) in this folder; pass a log file"
+    sources = [(log, LineReader(log, errors=errors)) for log in logs_in(path)]
+    sources += [(a, LineReader(a / "timeline.jsonl", errors=errors)) for a in archives_in(path)]
+    if not sources:
+        msg = (
+            "no cc-viewer log (<project>_<time>.jsonl) or cx-viewer session (*.cxvsession) "
+            "in this folder; pass a log file"
+        )
         raise TranscriptError(msg, path=path)
     folder = LineReader(path, errors=errors)
     calls: list[Call] = []
-    for log in logs:
-        reader = LineReader(log, errors=errors)
-        for call in _read_log(reader, store):
-            call.meta["log_file"] = log.name
+    for source, reader in sources:
+        if source.is_dir():
+            found = _read_archive(source, reader, store)
+        else:
+            found = _read_log(reader, store)
+        for call in found:
+            call.meta["log_file"] = source.name
             calls.append(call)
+        name = source.name if source.is_file() else f"{source.name}/timeline.jsonl"
         folder.skipped += [
-            SkippedLine(None, f"{log.name} line {s.line} ({s.reason})") for s in reader.skipped
+            SkippedLine(None, f"{name} line {s.line} ({s.reason})") for s in reader.skipped
         ]
         folder.usage_nulled += [
-            SkippedLine(None, f"{log.name} line {s.line} ({s.reason})") for s in reader.usage_nulled
+            SkippedLine(None, f"{name} line {s.line} ({s.reason})") for s in reader.usage_nulled
         ]
         for kind, count in reader.ignored.items():
             folder.ignored[kind] = folder.ignored.get(kind, 0) + count
@@ -329,6 +347,33 @@ def _read_log(reader: LineReader, store: BlockStore) -> list[Call]:
     reconstruct(entries)
     # a skipped line of a delta log is missing from the requests rebuilt after it
     reader.rebuilds = any(item.delta for item in entries)
+    return _calls(entries, reader, store)
+
+
+def _read_archive(folder: Path, reader: LineReader, store: BlockStore) -> list[Call]:
+    """The calls of a cx-viewer V2 session archive (errors name ``timeline.jsonl:N``)."""
+    archive = Archive(folder)
+    complete = reader.path.is_file() and reader.path.read_bytes().endswith(b"\n")
+    lines = list(reader.lines())
+    for position, (lineno, text) in enumerate(lines):
+        try:
+            archive.apply(json.loads(text), lineno)
+        except (ValueError, RecursionError) as exc:
+            if position == len(lines) - 1 and not complete:
+                reader.ignore("timeline record still being written")
+                continue
+            reason = "not valid JSON" if isinstance(exc, json.JSONDecodeError) else str(exc)
+            reader.fail(lineno, f"{reason}; expected a cx-viewer V2 timeline record")
+    entries = []
+    for key, line in archive.first_line.items():
+        try:
+            entries.append(_Entry(line, archive.entry(key), sorted_keys=True))
+        except ValueError as exc:
+            reader.fail(line, str(exc))
+    return _calls(entries, reader, store)
+
+
+def _calls(entries: list[_Entry], reader: LineReader, store: BlockStore) -> list[Call]:
     refs: list[ObjectScan] = []
     calls: list[Call] = []
     with reader.usage_policy() as done:

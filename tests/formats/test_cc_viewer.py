@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 
 import cacheviz
 from cacheviz.errors import CacheVizWarning, TranscriptError
-from cacheviz.formats import detect
+from cacheviz.formats import cc_viewer, detect
 from cacheviz.segment import compact_json
 
 sys.path.insert(0, str(Path(__file__).parents[1]))
@@ -414,4 +414,179 @@ def test_fuzzed_logs_load_or_fail_in_one_line(tmp_path, cut, junk, width, loads_
     path.write_bytes(good[:at] + junk + good[at + width :])
     loads_or_fails_cleanly(
         path, lambda p, e: cacheviz.load(p, format="cc-viewer", errors=e), secret="sk-ant-a****CRET"
+    )
+
+
+# -- cx-viewer's Log Store V2 ---------------------------------------------------------
+
+CX_VIEWER = Path(
+    os.environ.get("CACHEVIZ_CX_VIEWER", ROOT.parent / "examples" / "issue22" / "cx-viewer-1.1.20")
+)
+CX_DRIVER = """
+import { readFileSync } from 'node:fs';
+import { pathToFileURL } from 'node:url';
+const url = pathToFileURL(process.env.CXV + '/lib/log-v2/coordinator.js').href;
+const { LogV2WriteCoordinator } = await import(url);
+const store = new LogV2WriteCoordinator({ rootDir: process.env.ROOT, durability: 'durable' });
+const context = { source: 'proxy', cwd: process.env.CWD, projectId: 'proj' };
+for (const entry of JSON.parse(readFileSync(process.env.ENTRIES, 'utf8'))) {
+  const result = store.writeEntry(entry, context);
+  if (!result.written) throw new Error(JSON.stringify(result));
+}
+"""
+
+
+def _codex_entries() -> tuple[list[dict], list[dict]]:
+    """Codex Responses requests as cx-viewer's interceptor logs them: in flight, then done.
+
+    The fourth request follows a compaction: its input is shorter than the third's."""
+    tools = [{"type": "function", "name": "shell", "parameters": {"type": "object"}}]
+    items = [{"role": "user", "content": [{"type": "input_text", "text": "fix it ✓"}]}]
+    bodies = []
+    for i in range(4):
+        if i == 3:
+            items = [
+                items[0],
+                {"role": "user", "content": [{"type": "input_text", "text": "summary"}]},
+            ]
+        bodies.append(
+            {
+                "model": "gpt-5-codex",
+                "instructions": "You are Codex.",
+                "input": list(items),
+                "tools": tools,
+                "stream": True,
+            }
+        )
+        items = [
+            *items,
+            {
+                "type": "message",
+                "role": "assistant",
+                "content": [{"type": "output_text", "text": f"s{i}"}],
+            },
+            {"role": "user", "content": [{"type": "input_text", "text": f"go {i}"}]},
+        ]
+    entries = []
+    for i, body in enumerate(bodies):
+        base = {
+            "timestamp": f"2026-04-01T08:00:0{i}.000Z",
+            "project": "proj",
+            "url": "https://chatgpt.com/backend-api/codex/responses",
+            "method": "POST",
+            "headers": {"authorization": "Bearer " + SECRET},
+            "body": body,
+            "response": None,
+            "duration": 0,
+            "isStream": True,
+            "mainAgent": True,
+        }
+        usage = {
+            "input_tokens": 1000 + i,
+            "input_tokens_details": {"cached_tokens": 900},
+            "output_tokens": 5,
+        }
+        done = {
+            **base,
+            "duration": 40,
+            "response": {
+                "status": 200,
+                "statusText": "OK",
+                "headers": {},
+                "body": {"id": f"resp_{i}", "usage": usage},
+            },
+        }
+        entries += [{**base, "requestId": f"r{i}", "inProgress": True}, done]
+    return bodies, entries
+
+
+@pytest.fixture(scope="module")
+def archive(tmp_path_factory):
+    node = shutil.which("node")
+    if node is None or not (CX_VIEWER / "lib" / "log-v2" / "coordinator.js").is_file():
+        pytest.skip(f"node or cx-viewer's source ({CX_VIEWER}) is not here")
+    home = tmp_path_factory.mktemp("cxv")
+    bodies, entries = _codex_entries()
+    (home / "entries.json").write_text(json.dumps(entries, ensure_ascii=False))
+    (home / "driver.mjs").write_text(CX_DRIVER)
+    env = {**os.environ, "CXV": str(CX_VIEWER), "ROOT": str(home / "logs"), "CWD": str(home)}
+    env["ENTRIES"] = str(home / "entries.json")
+    done = subprocess.run(
+        [node, str(home / "driver.mjs")], env=env, capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stderr
+    [folder] = (home / "logs" / "proj").glob("*.cxvsession")
+    return folder, bodies
+
+
+def _sorted(value) -> bytes:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), sort_keys=True).encode()
+
+
+def test_real_cx_viewer_archive_gives_the_requests_with_sorted_keys(archive):
+    folder, bodies = archive
+    assert detect(folder) == "cc-viewer" and detect(folder.parent) == "cc-viewer"
+    session = cacheviz.load(folder)
+    assert len(session.calls) == 4
+    for i, (call, body) in enumerate(zip(session.calls, bodies, strict=True)):
+        raw = [session.contents[b.hash].raw for b in call.blocks]
+        expected = [
+            _sorted(body["instructions"]),
+            *map(_sorted, body["tools"]),
+            *map(_sorted, body["input"]),
+        ]
+        assert raw == expected  # every item, its keys sorted by cx-viewer's store
+        assert (call.api, call.model, call.reconstructed) == ("responses", "gpt-5-codex", True)
+        assert (call.usage.input_tokens, call.usage.cache_read_tokens) == (1000 + i, 900)
+        assert call.meta["request_bytes"] == cc_viewer.SORTED_BYTES
+    kept = repr([c.meta for c in session.calls]) + repr(session.contents)
+    assert SECRET not in kept
+    assert [c.hashes for c in cacheviz.load(folder.parent).calls] == [
+        c.hashes for c in session.calls
+    ]
+
+
+def test_a_damaged_archive_names_its_timeline_line(archive, tmp_path):
+    folder, _ = archive
+    copy = tmp_path / folder.name
+    shutil.copytree(folder, copy)
+    timeline = copy / "timeline.jsonl"
+    text = timeline.read_text()
+    timeline.write_text(text + text.splitlines()[0][:50])  # a record still being written
+    assert cacheviz.load(copy).ignored == {"timeline record still being written": 1}
+    [obj] = [p for p in copy.glob("objects/*/*/*.json") if b"summary" in p.read_bytes()]
+    obj.write_text(obj.read_text().replace("summary", "SUMMARY"))
+    with pytest.raises(TranscriptError) as info:
+        cacheviz.load(copy)
+    assert "timeline.jsonl:" in str(info.value) and "does not match its hash" in str(info.value)
+    with pytest.warns(CacheVizWarning, match="skipped 1 bad"):
+        assert len(cacheviz.load(copy, errors="skip").calls) == 3
+
+
+@settings(
+    max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    target=st.sampled_from(["timeline.jsonl", "entries", "input"]),
+    cut=st.integers(0, 3000),
+    junk=st.binary(max_size=12),
+)
+def test_fuzzed_archives_load_or_fail_in_one_line(
+    archive, tmp_path, target, cut, junk, loads_or_fails_cleanly
+):
+    folder, _ = archive
+    copy = tmp_path / f"fz-{target}-{cut}-{junk.hex()}" / folder.name
+    if copy.exists():
+        shutil.rmtree(copy)
+    shutil.copytree(folder, copy)
+    path = (
+        copy / "timeline.jsonl"
+        if target == "timeline.jsonl"
+        else next(copy.glob(f"threads/*/{'entries' if target == 'entries' else 'input'}.jsonl"))
+    )
+    data = path.read_bytes()
+    at = cut % len(data)
+    path.write_bytes(data[:at] + junk + data[at + cut % 23 :])
+    loads_or_fails_cleanly(
+        copy, lambda p, e: cacheviz.load(p, format="cc-viewer", errors=e), secret=SECRET
     )
