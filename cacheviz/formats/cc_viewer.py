@@ -7,9 +7,10 @@ followed by a ``---`` line. An entry is ``{timestamp, project, url, method, head
 response: {status, statusText, headers, body}, duration, isStream, isHeartbeat,
 isCountTokens, mainAgent, teammate?, teamName?}``; streamed answers are stored rebuilt as
 one message (its ``usage`` merged from ``message_start`` and ``message_delta``). The same
-shape is read from the JSONL logs of cx-viewer (its Codex twin) before its Log Store V2;
-V2 (cx-viewer 1.1, ``<project>/<session>.cxvsession/``: a timeline, entry revisions and
-content objects written with *sorted keys*, so the key order sent is lost) is not read.
+shape is read from the JSONL logs of cx-viewer (its Codex twin) before its Log Store V2,
+and from V2 itself (cx-viewer 1.1.20, ``~/.codex/cx-viewer/<project>/*.cxvsession/``; see
+:mod:`cacheviz.formats._cxv_archive`): its objects are written with *sorted keys*, so
+those calls are ``reconstructed`` (``meta["request_bytes"]`` says so).
 
 How the log is read, as cc-viewer's own ``readLocalLog`` does:
 

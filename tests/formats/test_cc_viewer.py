@@ -355,6 +355,10 @@ def test_scan_finds_cc_viewer_and_claude_tap_in_their_default_places(tmp_path, m
     found = {(loc.agent, loc.path) for loc in default_locations(home) if loc.found}
     assert ("cc-viewer", home / ".claude" / "cc-viewer") in found
     assert ("claude-tap", store / "traces.sqlite3") in found
+    monkeypatch.delenv("CXV_LOG_DIR", raising=False)
+    monkeypatch.delenv("CODEX_HOME", raising=False)
+    places = {(loc.agent, loc.path) for loc in default_locations(home)}
+    assert ("cx-viewer", home / ".codex" / "cx-viewer") in places
     units = find_units([home / ".claude" / "cc-viewer", store])
     tap = [u for u in units if u.path.name == "traces.sqlite3"]
     assert [u.members for u in tap] == [(store / "traces.sqlite3", store / "traces.sqlite3-wal")]
