@@ -109,3 +109,33 @@ def test_export_to_a_missing_folder_is_one_line(tmp_path, capsys):
     assert app.main(["summary", str(sample), "--csv", str(tmp_path / "no" / "x.csv")]) == 2
     (line,) = capsys.readouterr().err.splitlines()
     assert line.startswith("cacheviz: error: ") and "can't write the csv file" in line
+
+
+def test_ctrl_c_ends_the_command_cleanly(tmp_path):
+    import os
+    import signal
+    import subprocess
+    import sys
+
+    path = tmp_path / "s.jsonl"
+    path.write_text((SAMPLES / "append_only.jsonl").read_text())
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2]), "COLUMNS": "100"}
+    process = subprocess.Popen(
+        [sys.executable, "-m", "cacheviz", "summary", "--follow", str(path)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+        # a terminal's Ctrl-C: SIGINT with its default disposition (a background shell
+        # would have it ignored)
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    )
+    deadline = time.monotonic() + 120
+    lines = []
+    while len(lines) < 13 and time.monotonic() < deadline:  # header + 12 calls
+        lines.append(process.stdout.readline())
+    process.send_signal(signal.SIGINT)
+    _, err = process.communicate(timeout=60)
+    assert process.returncode == 0
+    assert "Traceback" not in err and "stopped after 12 call(s)" in err
+    assert [int(line.split()[0]) for line in lines[1:]] == list(range(12))
