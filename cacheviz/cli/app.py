@@ -455,16 +455,21 @@ SIMULATION_COLUMNS = (
     Column("uncached", drop=7),
     Column("output", drop=8),
     Column("cost"),
+    Column("billed", drop=2),
     Column("rep.read", drop=3),
     Column("rep.write", drop=6),
     Column("verdict", "<"),
 )
 
 
-def _print_simulation(doc: dict[str, Any], out: TextIO) -> None:
+def _print_simulation(
+    doc: dict[str, Any], out: TextIO, billed: list[float | None] | None = None
+) -> None:
+    """The simulated calls, each with what the provider billed for it beside its cost."""
     width = width_of(out)
     out.write(f"{doc['provider']} ({doc['model'] or 'recorded models'})\n")
     rows = []
+    billed = billed or [None] * len(doc["calls"])
     for call in doc["calls"]:
         reported = call["reported"] or {}
         rows.append(
@@ -477,6 +482,7 @@ def _print_simulation(doc: dict[str, Any], out: TextIO) -> None:
                 f"{call['uncached_tokens']:,}",
                 _fmt(call["output_tokens"]),
                 _money(call["cost_usd"]),
+                _money(billed[call["index"]]),
                 _fmt(reported.get("cache_read_tokens")),
                 _fmt(reported.get("cache_write_tokens")),
                 call["verdict"],
@@ -564,7 +570,7 @@ def _run(args: argparse.Namespace) -> int:
         if args.json:
             _dump(result.to_dict())
         else:
-            _print_simulation(result.to_dict(), sys.stdout)
+            _print_simulation(result.to_dict(), sys.stdout, analysis.calls["billed_usd"].to_list())
     elif args.command == "report":
         from cacheviz.redact import redaction
         from cacheviz.ui.report import write_report

@@ -544,6 +544,8 @@ def reported_usage() -> Iterator[Request]:
     provider would report it: not derived from cacheviz.
     """
     agent, system, tools = _base(12, ANTHROPIC)
+    # project conventions: a prefix well above the 1,024-token minimum from the first call
+    system = [system[0], "Project conventions. " + Prose(1001).paragraph(40), system[1]]
     haiku = Dialect("messages", "anthropic", "claude-haiku-4-5")
     previous: tuple[int, datetime] | None = None
     for turn, steps in enumerate([3, 4, 3, 4]):

@@ -157,3 +157,14 @@ def test_render_drops_by_priority_and_wraps_the_last_column():
     assert lines[0].split() == ["a", "b", "note"]  # c goes first, b stays
     assert all(len(line) <= 37 for line in lines) and len(lines) > 2
     assert render(columns, rows, None)[0].split() == ["a", "b", "c", "note"]
+
+
+def test_simulate_shows_the_billed_cost_beside_the_simulated_one(capsys, monkeypatch):
+    sample = SAMPLES / "reported_usage.jsonl"
+    out = _run(capsys, monkeypatch, 100, "simulate", str(sample), "--provider", "anthropic")
+    header = out[1].split()
+    assert header.index("billed") == header.index("cost") + 1
+    doc = json.loads("\n".join(_run(capsys, monkeypatch, 100, "summary", str(sample), "--json")))
+    billed = [f"${c['billed_usd']:,.4f}" for c in doc["calls"]]
+    cells = [line.split()[header.index("billed")] for line in out[2 : 2 + len(billed)]]
+    assert cells == billed
