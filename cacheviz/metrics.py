@@ -19,6 +19,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from cacheviz._schema import hit_ratio as token_hit_ratio  # the per-call definition
+
 
 def call_waste(billed: float | None, simulated: float | None, ideal: float | None) -> float | None:
     """One call's waste: ``billed - ideal`` (else ``simulated - ideal``), never negative.
@@ -80,10 +82,9 @@ def hit_ratio(read: Sequence[int | None], input_tokens: Sequence[int | None]) ->
     pairs = [
         (r, n) for r, n in zip(read, input_tokens, strict=True) if r is not None and n is not None
     ]
-    total = sum(n for _, n in pairs)
     if not pairs:
         return HitRatio(None, None, 0)
-    tokens = sum(r for r, _ in pairs) / total if total else None
+    tokens = token_hit_ratio(sum(r for r, _ in pairs), sum(n for _, n in pairs))
     return HitRatio(tokens, sum(r > 0 for r, _ in pairs) / len(pairs), len(pairs))
 
 

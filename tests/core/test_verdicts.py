@@ -210,7 +210,7 @@ def test_the_cli_shows_the_provider_reason_beside_its_own(tmp_path, capsys):
     assert "⚑ provider: tools_changed (cacheviz disagrees)" in out
     assert "provider verdicts: cacheviz agrees on 0, disagrees on 1" in out
     # 3,400 read of 11,400 input tokens; one call of three read anything
-    assert "hit ratio 30% of input tokens, 33% of calls (reported)" in out
+    assert "hit ratio 30% of the reported input, 33% of calls" in out
 
 
 def test_a_miss_without_caching_rules_is_still_a_miss(tmp_path):
