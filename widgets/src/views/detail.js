@@ -1,9 +1,10 @@
 // @ts-check
 /** The drift detail of the selected call: both sides of the first differing segment, token chips, cost. */
-import { nameAt, threadNames } from "../lib/data.js";
+import { nameAt, stepCall, threadNames } from "../lib/data.js";
 import { facts, h } from "../lib/dom.js";
 import { splitDiff, truncate, visibleToken } from "../lib/escape.js";
 import { formatNumber, formatShare, formatTime, formatTokens, formatUsd, humanizeKey, isNumber } from "../lib/format.js";
+import { panel, viewError } from "./panel.js";
 
 /**
  * @typedef {import("../lib/data.js").Meta} Meta
@@ -380,4 +381,54 @@ export function missPart(doc, miss) {
     facts(doc, "cacheviz-detail__facts", pairs),
     miss.detail ? h(doc, "p", { className: "cacheviz-detail__note", text: String(miss.detail) }) : "",
   ]);
+}
+
+/**
+ * The call detail panel, with buttons that step to the previous/next call or drift
+ * among the shown calls.
+ *
+ * @param {import("./panel.js").ViewContext} ctx
+ * @returns {import("./panel.js").View}
+ */
+export function createDetail(ctx) {
+  const { state, doc } = ctx;
+  const p = panel(doc, "Call detail", "", false);
+  const nav = h(doc, "div", { className: "cacheviz-detail__nav" });
+  p.head.append(nav);
+  p.section.classList.add("cacheviz-detail");
+  /** @param {1 | -1} step @param {boolean} driftsOnly */
+  const stepper = (step, driftsOnly) => () =>
+    state.timeline ? stepCall(state.timeline, state.rows, ctx.selected(), step, driftsOnly) : null;
+  const buttons = /** @type {const} */ ([
+    ["◀ drift", "previous drift or miss", stepper(-1, true)],
+    ["◀ call", "previous call", stepper(-1, false)],
+    ["call ▶", "next call", stepper(1, false)],
+    ["drift ▶", "next drift or miss", stepper(1, true)],
+  ]).map(([text, title, target]) => {
+    const button = h(doc, "button", { className: "cacheviz-button", text, title, attrs: { type: "button" } });
+    button.addEventListener("click", () => {
+      const call = target();
+      if (call !== null) ctx.select(call);
+    });
+    return { button, target };
+  });
+  nav.append(...buttons.map((b) => b.button));
+
+  function draw() {
+    try {
+      renderDetail(doc, p.body, {
+        selected: ctx.selected(),
+        detail: ctx.detail() ?? null,
+        timeline: state.timeline,
+        costs: state.costs,
+        meta: ctx.meta(),
+      });
+      p.error.textContent = "";
+    } catch (err) {
+      viewError(p, "the drift detail", err);
+    }
+    for (const b of buttons) b.button.disabled = !state.timeline || b.target() === null;
+  }
+
+  return { panel: p, chart: false, draw, showSelection: draw };
 }
