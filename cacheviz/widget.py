@@ -30,13 +30,13 @@ import traitlets
 from cacheviz import views
 from cacheviz.errors import CacheVizError
 from cacheviz.simulate import SIMULATORS
+from cacheviz.static import bundle
 
 if TYPE_CHECKING:
     from cacheviz.analysis import Analysis
     from cacheviz.simulate import Simulation
 
 _LOG = logging.getLogger(__name__)
-STATIC = Path(__file__).parent / "static"
 DEFAULT_TARGETS = (
     "anthropic:claude-sonnet-4-5",
     "openai:gpt-5",
@@ -62,10 +62,9 @@ export default { render({ el }) {
 """
 
 
-def _bundle() -> Path | str:
-    """The built front end, or a module that says how to build it."""
-    path = STATIC / "inspector.js"
-    return path if path.is_file() else _MISSING_BUNDLE
+def _bundle() -> str:
+    """The built front end (plotly and the inspector), or a module that says how to build it."""
+    return bundle("inspector.js") or _MISSING_BUNDLE
 
 
 class Inspector(anywidget.AnyWidget):

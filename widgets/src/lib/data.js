@@ -274,7 +274,7 @@ export function appendRows(rows, more) {
  * @param {ArrayLike<number>} calls
  * @returns {Map<number, number>}
  */
-export function indexBy(calls) {
+function indexBy(calls) {
   const map = new Map();
   for (let i = 0; i < calls.length; i++) map.set(Number(calls[i]), i);
   return map;

@@ -30,7 +30,7 @@ import { compareTable, targetFacts } from "./providers.js";
  * @param {Timeline} t
  * @param {number[]} rows
  */
-export function hasCosts(costs, t, rows) {
+function hasCosts(costs, t, rows) {
   for (const r of rows) {
     const i = costs.rowOf.get(Number(t.call[r]));
     if (i !== undefined && (isNumber(costs.cost[i]) || isNumber(costs.billed[i]))) return true;

@@ -36,7 +36,7 @@ const SUMMARY_KEYS = new Set(["thread", "input_tokens", "prefix_tokens", "new_to
  * @param {HTMLElement} body
  * @param {DetailState} state
  */
-export function renderDetail(doc, body, state) {
+function renderDetail(doc, body, state) {
   const { selected, timeline } = state;
   if (!(selected >= 0)) {
     body.replaceChildren(
@@ -151,7 +151,7 @@ function driftParts(doc, d, meta) {
  * @param {Chips | null} chips
  * @returns {HTMLElement | null}
  */
-export function chipRows(doc, chips) {
+function chipRows(doc, chips) {
   if (!chips) return null;
   const before = chips.before ?? [];
   const prev = chips.prev_after ?? [];
@@ -235,7 +235,7 @@ export function sides(doc, prev, current) {
  * @param {boolean} haveSummary the timeline already shows the token numbers
  * @returns {[string, string][]}
  */
-export function extraFacts(detail, haveSummary) {
+function extraFacts(detail, haveSummary) {
   /** @type {[string, string][]} */
   const out = [];
   for (const [key, value] of Object.entries(detail)) {
@@ -250,7 +250,7 @@ export function extraFacts(detail, haveSummary) {
  * @param {unknown} value
  * @returns {string}
  */
-export function displayValue(value) {
+function displayValue(value) {
   if (typeof value === "number") return Number.isInteger(value) ? formatTokens(value) : formatNumber(value, 6);
   if (typeof value === "boolean") return value ? "yes" : "no";
   if (typeof value === "string") return truncate(value, 500);
@@ -368,7 +368,7 @@ function contentItem(doc, item) {
  * @param {Document} doc
  * @param {Record<string, any>} miss
  */
-export function missPart(doc, miss) {
+function missPart(doc, miss) {
   /** @type {[string, string | Node][]} */
   const pairs = [
     ["miss", h(doc, "span", { className: "cacheviz-detail__cause", text: miss.cause ? String(miss.cause) : "unknown" })],

@@ -18,7 +18,7 @@ import * as plot from "../lib/plot.js";
  */
 
 /** At most this many bars in the overview. */
-export const OVERVIEW_BINS = 240;
+const OVERVIEW_BINS = 240;
 
 /**
  * Per-bin sums of the shown rows, for the overview.
@@ -141,7 +141,7 @@ export function overviewFigure(t, rows, window, options = {}) {
  *
  * @param {Window} window
  */
-export function windowShape(window) {
+function windowShape(window) {
   return {
     type: "rect", xref: "x", yref: "paper", x0: window.start - 0.5, x1: window.end - 0.5, y0: 0, y1: 1,
     fillcolor: "rgba(240, 200, 0, 0.18)", line: { width: 1, color: "#c9a000" }, layer: "below",
