@@ -69,7 +69,7 @@ mutation: $(VENV)/.installed .cache/tiktoken/.copied
 	$(BIN)/python bench/mutation_rates.py
 
 samples: $(VENV)/.installed
-	$(BIN)/python -m cacheviz.samples sample_sessions
+	$(BIN)/python -m cacheviz.teach.samples sample_sessions
 
 clean:
 	rm -rf $(VENV) .cache .pytest_cache .ruff_cache bench/out mutants

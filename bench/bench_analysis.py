@@ -32,7 +32,7 @@ ROOT = HERE.parent
 sys.path.insert(0, str(ROOT))
 
 from cacheviz.formats.native import record_line  # noqa: E402
-from cacheviz.samples import ANTHROPIC, Agent, Prose, _tool_specs  # noqa: E402
+from cacheviz.teach.samples import ANTHROPIC, Agent, Prose, _tool_specs  # noqa: E402
 
 
 class VariedProse(Prose):
@@ -161,7 +161,7 @@ def phase_analyze(path: Path) -> dict[str, Any]:
 
 def phase_naive(path: Path) -> dict[str, Any]:
     from cacheviz.model import Content
-    from cacheviz.render import render_text
+    from cacheviz.segment import render_text
     from cacheviz.tokens import get_encoding
 
     enc = get_encoding("o200k_base")

@@ -24,8 +24,8 @@ sys.path.insert(0, str(HERE.parent))
 
 import cacheviz  # noqa: E402
 from cacheviz.formats.native import record_line  # noqa: E402
-from cacheviz.report import write_report  # noqa: E402
-from cacheviz.widget import Inspector  # noqa: E402
+from cacheviz.ui.report import write_report  # noqa: E402
+from cacheviz.ui.widget import Inspector  # noqa: E402
 
 CALLS = 2000
 CHROMIUM_ARGS = [

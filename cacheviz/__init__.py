@@ -7,6 +7,7 @@
 
 from __future__ import annotations
 
+from cacheviz import _moved
 from cacheviz.analysis import Analysis, analyze
 from cacheviz.errors import (
     CacheVizError,
@@ -22,18 +23,20 @@ from cacheviz.recording import Recorder, record
 
 __version__ = "0.1.0"
 
+_moved.install()
 
-def inspect(source=None, *, live=None, **kwargs):  # noqa: ANN001, ANN003, ANN201 - see cacheviz.widget.inspect
+
+def inspect(source=None, *, live=None, **kwargs):  # noqa: ANN001, ANN003, ANN201 - see cacheviz.ui.widget.inspect
     """Show the inspector for an analysis or a transcript path (imports Jupyter lazily).
 
     ``live=`` a request log path or a :class:`Recorder` gives the live inspector, which
-    follows the log as calls arrive (see :mod:`cacheviz.live`).
+    follows the log as calls arrive (see :mod:`cacheviz.ui.live`).
     """
     if live is not None:
-        from cacheviz.live import LiveInspector
+        from cacheviz.ui.live import LiveInspector
 
         return LiveInspector(live, **kwargs)
-    from cacheviz.widget import inspect as show
+    from cacheviz.ui.widget import inspect as show
 
     return show(source, **kwargs)
 

@@ -23,17 +23,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from cacheviz._seq import common_prefix
+from cacheviz.errors import JSONSyntaxError
 
 _WS = re.compile(r"[ \t\n\r]*")
 _SCANNER = json.decoder.JSONDecoder().scan_once
-
-
-class JSONSyntaxError(ValueError):
-    """The text is not valid JSON at ``pos`` (an index into the scanned text)."""
-
-    def __init__(self, message: str, pos: int) -> None:
-        super().__init__(message)
-        self.pos = pos
 
 
 # Cache directives steer caching but are not part of the cached prefix: Anthropic moves

@@ -70,7 +70,7 @@ class Analysis:
 
     def _repr_mimebundle_(self, **kwargs: Any) -> Any:
         """Shown in a notebook cell, an analysis is the inspector widget."""
-        from cacheviz.widget import inspect
+        from cacheviz.ui.widget import inspect
 
         return inspect(self)._repr_mimebundle_(**kwargs)
 

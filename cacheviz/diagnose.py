@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from cacheviz._seq import common_prefix
 from cacheviz.model import Block, Content
 from cacheviz.redact import redact_slice
-from cacheviz.render import compact_json, render_text, without_directives
+from cacheviz.segment import compact_json, render_text, without_directives
 
 _VOLATILE = re.compile(
     r"(?P<timestamp>\d{4}-\d{2}-\d{2}[T ]\d{1,2}:\d{2}(?::\d{2}(?:\.\d+)?)?"

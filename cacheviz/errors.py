@@ -5,9 +5,17 @@
     CacheVizError(Exception)
     ├── TranscriptError(CacheVizError, ValueError)   bad input; carries .path and .line
     │   └── UnknownFormatError                       no reader recognises the file
+    ├── JSONSyntaxError(CacheVizError, ValueError)   a request body is not JSON; .pos
+    ├── RenderError(CacheVizError, ValueError)       a request body lacks what its API needs; .field
+    ├── UsageError(CacheVizError, ValueError)        a usage field is not a token count; .field
+    ├── SimulationError(CacheVizError, ValueError)   no such provider or rule
     ├── EncodingUnavailableError(CacheVizError, RuntimeError)   tiktoken files missing
-    └── UnknownModelError(CacheVizError, LookupError)   no price for a model
+    ├── UnknownModelError(CacheVizError, LookupError)   no price for a model
+    └── PortBusyError(CacheVizError, OSError)        the proxy's port is taken
     CacheVizWarning(UserWarning)                     recoverable data issues
+    CacheVizDeprecationWarning(CacheVizWarning, DeprecationWarning)   a moved name or path
+
+Every error cacheviz raises on purpose is defined here and is a :class:`CacheVizError`.
 
 Every message is one line: where (file:line or field), what was wrong, what to do next.
 """
@@ -58,3 +66,44 @@ class UnknownModelError(CacheVizError, LookupError):
 
 class CacheVizWarning(UserWarning):
     """A recoverable problem with the data (skipped lines, approximations)."""
+
+
+class JSONSyntaxError(CacheVizError, ValueError):
+    """The text is not valid JSON at ``pos`` (an index into the scanned text)."""
+
+    def __init__(self, message: str, pos: int) -> None:
+        super().__init__(message)
+        self.pos = pos
+
+
+class RenderError(CacheVizError, ValueError):
+    """The request body lacks what its API requires; ``field`` names the culprit."""
+
+    def __init__(self, message: str, field: str) -> None:
+        super().__init__(message)
+        self.field = field
+
+
+class UsageError(CacheVizError, ValueError):
+    """A usage field holds something other than a sane non-negative token count."""
+
+    def __init__(self, field: str, value: object, limit: int) -> None:
+        shown = repr(value)
+        shown = shown if len(shown) <= 40 else f"{shown[:37]}..."
+        super().__init__(
+            f"field `usage.{field}` is {shown}; expected a whole number of tokens "
+            f"from 0 to {limit - 1:,}"
+        )
+        self.field = field
+
+
+class SimulationError(CacheVizError, ValueError):
+    """The simulation was asked for something it can't do (an unknown provider or rule)."""
+
+
+class PortBusyError(CacheVizError, OSError):
+    """The port is taken; the message says which and what to do."""
+
+
+class CacheVizDeprecationWarning(CacheVizWarning, DeprecationWarning):
+    """A name or import path moved; the message gives the new one."""

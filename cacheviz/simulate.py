@@ -32,7 +32,7 @@ import polars as pl
 
 from cacheviz import _schema
 from cacheviz._seq import common_prefix
-from cacheviz.errors import CacheVizError, UnknownModelError
+from cacheviz.errors import SimulationError, UnknownModelError
 from cacheviz.pricing import PriceBook, Rates
 from cacheviz.providers._base import Breakpoint, CallResult, SimCall, Simulator
 
@@ -52,10 +52,6 @@ SELF_HOSTED = ("vllm", "sglang")
 _ALIASES = {"gemini": "google", "claude": "anthropic"}
 _TTL_SECONDS = {"5m": 300, "1h": 3600}
 _SYNTHETIC_STEP = 1.0  # seconds between calls that have no time
-
-
-class SimulationError(CacheVizError, ValueError):
-    """The simulation was asked for something it can't do (an unknown provider or rule)."""
 
 
 def provider_id(name: str) -> str:

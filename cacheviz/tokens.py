@@ -20,7 +20,7 @@ from collections.abc import Iterable
 
 from cacheviz.errors import EncodingUnavailableError
 from cacheviz.model import OPAQUE, Content
-from cacheviz.render import render_text
+from cacheviz.segment import render_text
 
 DEFAULT_ENCODING = "o200k_base"
 MESSAGE_START = -1

@@ -19,6 +19,7 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from typing import Any
 
+from cacheviz.errors import UsageError
 from cacheviz.model import Usage
 
 # No request has ever held a billion tokens: a count beyond that is corrupt, not reported.
@@ -26,19 +27,6 @@ _MAX_COUNT = 10**9
 # Set by readers in ``errors="skip"`` mode: corrupt usage is collected here (and the
 # call's usage becomes null) instead of raising.
 _LENIENT: ContextVar[list[str] | None] = ContextVar("lenient_usage", default=None)
-
-
-class UsageError(ValueError):
-    """A usage field holds something other than a sane non-negative token count."""
-
-    def __init__(self, field: str, value: Any) -> None:
-        shown = repr(value)
-        shown = shown if len(shown) <= 40 else f"{shown[:37]}..."
-        super().__init__(
-            f"field `usage.{field}` is {shown}; expected a whole number of tokens "
-            f"from 0 to {_MAX_COUNT - 1:,}"
-        )
-        self.field = field
 
 
 @contextmanager
@@ -61,12 +49,12 @@ def _count(value: Any, field: str) -> int | None:
     if value is None:
         return None
     if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise UsageError(field, value)
+        raise UsageError(field, value, _MAX_COUNT)
     if isinstance(value, float) and not (math.isfinite(value) and value.is_integer()):
-        raise UsageError(field, value)
+        raise UsageError(field, value, _MAX_COUNT)
     count = int(value)
     if not 0 <= count < _MAX_COUNT:
-        raise UsageError(field, value)
+        raise UsageError(field, value, _MAX_COUNT)
     return count
 
 
@@ -76,7 +64,7 @@ def _int(mapping: Any, *path: str) -> int | None:
         if value is None:
             return None
         if not isinstance(value, dict):
-            raise UsageError(".".join(path[: path.index(key)]), value)
+            raise UsageError(".".join(path[: path.index(key)]), value, _MAX_COUNT)
         if key not in value:
             return None
         value = value[key]

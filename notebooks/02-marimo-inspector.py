@@ -14,7 +14,7 @@ def _():
     import marimo as mo
 
     import cacheviz
-    from cacheviz.widget import Inspector
+    from cacheviz.ui.widget import Inspector
 
     session = mo.notebook_dir() / ".." / "sample_sessions" / "environment_details.jsonl"
     analysis = cacheviz.load(session).analyze()

@@ -3,7 +3,7 @@
 import pytest
 
 from cacheviz.check import check
-from cacheviz.lab import PrefillModel, estimate_ttft, layout_requests, layout_session
+from cacheviz.teach.lab import PrefillModel, estimate_ttft, layout_requests, layout_session
 
 
 def test_static_blocks_first_and_dynamic_ones_appended_cache():

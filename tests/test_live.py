@@ -10,8 +10,8 @@ import polars as pl
 import pytest
 
 import cacheviz
-from cacheviz import views
-from cacheviz.live import WAITING, LiveInspector
+from cacheviz.ui import views
+from cacheviz.ui.live import WAITING, LiveInspector
 
 SAMPLES = Path(__file__).resolve().parent.parent / "sample_sessions"
 

@@ -26,7 +26,7 @@ def run_async(coro):
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # no download at import
 litellm = pytest.importorskip("litellm", reason="the litellm extra is not installed")
 
-from cacheviz.recorder_litellm import CacheVizLogger  # noqa: E402
+from cacheviz.recording.litellm_callback import CacheVizLogger  # noqa: E402
 
 # litellm's own models trip a pydantic warning (not ours to fix)
 pytestmark = [

@@ -11,8 +11,8 @@ sys.path.insert(0, str(Path(__file__).parent))
 from fake_provider import ANTHROPIC_FINAL_OUTPUT, ANTHROPIC_USAGE, anthropic_events, chat_events
 
 from cacheviz import CacheVizWarning
-from cacheviz._recordlog import Exchange, LogWriter, redact_body
 from cacheviz.formats import native
+from cacheviz.recording.log import Exchange, LogWriter, redact_body
 
 SECRET = "sk-ant-api03-AbCdEfGhIjKlMnOpQrSt"
 

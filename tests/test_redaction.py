@@ -8,7 +8,6 @@ import polars as pl
 import pytest
 
 import cacheviz
-from cacheviz import views
 from cacheviz.redact import (
     MIN_FIELD_SECRET,
     REDACTED,
@@ -18,7 +17,8 @@ from cacheviz.redact import (
     redaction,
     secret_spans,
 )
-from cacheviz.report import content_security_policy, read_details, report_data, write_report
+from cacheviz.ui import views
+from cacheviz.ui.report import content_security_policy, read_details, report_data, write_report
 
 # Made-up credentials of each kind (none is real), as they appear in transcripts.
 PEM = (
@@ -238,7 +238,7 @@ def test_the_report_data_and_file_are_redacted(planted, tmp_path):
 
 
 def test_the_widget_state_is_redacted(planted):
-    from cacheviz.widget import Inspector
+    from cacheviz.ui.widget import Inspector
 
     widget = Inspector(planted)
     for call in range(planted.calls.height):

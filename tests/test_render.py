@@ -2,7 +2,7 @@ import pytest
 
 from cacheviz._jsonspan import scan_object
 from cacheviz.model import Content
-from cacheviz.render import (
+from cacheviz.segment import (
     BLOCK_KEYS,
     BlockStore,
     RenderError,

@@ -7,7 +7,7 @@ import pytest
 
 import cacheviz
 from cacheviz import cli
-from cacheviz.report import embed_json, inline_script, read_details, report_data, write_report
+from cacheviz.ui.report import embed_json, inline_script, read_details, report_data, write_report
 
 SECRET = "sk-ant-api03-ThisIsNotARealKey0123456789"
 

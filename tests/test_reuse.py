@@ -7,7 +7,7 @@ from hypothesis import strategies as st
 
 import cacheviz
 from cacheviz._jsonspan import scan_object
-from cacheviz.render import BLOCK_KEYS, BlockStore, blocks_from_scan
+from cacheviz.segment import BLOCK_KEYS, BlockStore, blocks_from_scan
 
 ALL = frozenset().union(*BLOCK_KEYS.values())
 text = st.text(alphabet='ab é\n"\\', max_size=6)

@@ -6,11 +6,11 @@ from pathlib import Path
 import pytest
 
 from cacheviz import cli
-from cacheviz.samples import SAMPLES, render_sample
+from cacheviz.teach.samples import SAMPLES, render_sample
 
 SAMPLE_DIR = Path(__file__).resolve().parent.parent / "sample_sessions"
 
-# (calls that drift, cause, part) implied by each layout in cacheviz/samples.py
+# (calls that drift, cause, part) implied by each layout in cacheviz/teach/samples.py
 EXPECTED = {
     "append_only": (set(), None, None),
     # the clock line is rewritten before every call

@@ -552,7 +552,7 @@ def test_the_fleet_report_is_self_contained_escaped_and_redacted(tmp_path, cache
 
 def test_picking_a_session_in_the_fleet_widget_opens_its_inspector(claude_home, cache_dir):
     pytest.importorskip("ipywidgets")
-    from cacheviz.fleet.view import FleetView
+    from cacheviz.ui.fleet import FleetView
 
     result = cacheviz.scan([claude_home], cache=cache_dir)
     assert "application/vnd.jupyter.widget-view+json" in result._repr_mimebundle_()

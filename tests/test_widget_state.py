@@ -8,9 +8,9 @@ import polars as pl
 import pytest
 
 import cacheviz
-from cacheviz import views
 from cacheviz.formats.native import record_line
-from cacheviz.widget import Inspector, inspect
+from cacheviz.ui import views
+from cacheviz.ui.widget import Inspector, inspect
 
 SAMPLES = __import__("pathlib").Path(__file__).resolve().parent.parent / "sample_sessions"
 
@@ -158,7 +158,7 @@ def test_the_ttl_control_redraws_the_idle_gaps(analysis):
 
 
 def test_the_model_picker_lists_priced_models_and_defaults_to_a_comparable_one(analysis):
-    from cacheviz.widget import inspect
+    from cacheviz.ui.widget import inspect
 
     box = inspect(analysis)
     provider, model = box.controls["provider"], box.controls["model"]

@@ -11,7 +11,7 @@ from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
 from cacheviz.model import Call, Content
-from cacheviz.render import render_text
+from cacheviz.segment import render_text
 
 if TYPE_CHECKING:
     from cacheviz.analysis import Analysis

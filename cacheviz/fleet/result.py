@@ -109,7 +109,7 @@ class ScanResult:
 
     def _repr_mimebundle_(self, **kwargs: Any) -> Any:
         """Shown in a notebook cell, a scan is the fleet view."""
-        from cacheviz.fleet.view import FleetView
+        from cacheviz.ui.fleet import FleetView
 
         return FleetView(self)._repr_mimebundle_(**kwargs)
 

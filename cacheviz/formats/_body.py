@@ -17,7 +17,7 @@ from typing import Any
 from cacheviz._jsonspan import JSONSyntaxError, ObjectScan, json_type, scan_object, scan_value
 from cacheviz.formats._lines import LineReader
 from cacheviz.model import Call, Session, Usage
-from cacheviz.render import (
+from cacheviz.segment import (
     APIS,
     BLOCK_KEYS,
     BlockStore,
@@ -108,8 +108,8 @@ def call_from_body(
     Raises
     ------
     ValueError
-        When no model is known or the API is not one of :data:`cacheviz.render.APIS`.
-    cacheviz.render.RenderError
+        When no model is known or the API is not one of :data:`cacheviz.segment.APIS`.
+    cacheviz.segment.RenderError
         When the body has no conversation.
     """
     model = model or body.value("model")
@@ -165,7 +165,7 @@ def call_from_request(
     ------
     ValueError
         When the body cannot be serialized (nested too deeply) or lacks a model/API.
-    cacheviz.render.RenderError
+    cacheviz.segment.RenderError
         When the body has no conversation.
     """
     try:

@@ -15,7 +15,7 @@ from typing import Any
 
 from cacheviz._jsonspan import Element, digest
 from cacheviz.model import OPAQUE, Block, Call, Content, Usage
-from cacheviz.render import BlockStore, compact_json
+from cacheviz.segment import BlockStore, compact_json
 
 UNLOGGED_LABEL = "unlogged prefix"
 

@@ -13,7 +13,7 @@ from typing import Any
 
 from cacheviz.errors import CacheVizWarning, TranscriptError
 from cacheviz.model import Call, Session, SkippedLine
-from cacheviz.render import BlockStore
+from cacheviz.segment import BlockStore
 from cacheviz.usage import UsageError, lenient_usage
 
 ERROR_MODES = ("raise", "skip")

@@ -38,7 +38,7 @@ from cacheviz.formats._body import call_from_request
 from cacheviz.formats._lines import LineReader
 from cacheviz.formats._time import parse_ts
 from cacheviz.model import Call, Session
-from cacheviz.render import BlockStore
+from cacheviz.segment import BlockStore
 
 NAME = "aider"
 DESCRIPTION = "Aider LLM history (.aider.llm.history, from --llm-history-file)"

@@ -28,7 +28,7 @@ from cacheviz.formats._conversation import Thread
 from cacheviz.formats._lines import LineReader, order_by_time
 from cacheviz.formats._time import parse_ts
 from cacheviz.model import Call, Session, Usage
-from cacheviz.render import BlockStore
+from cacheviz.segment import BlockStore
 from cacheviz.usage import normalize_usage
 
 NAME = "claude-code"

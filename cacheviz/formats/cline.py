@@ -46,7 +46,7 @@ from cacheviz.formats._body import provider_for
 from cacheviz.formats._conversation import Thread
 from cacheviz.formats._lines import LineReader, load_json_document
 from cacheviz.model import Call, Session
-from cacheviz.render import BlockStore
+from cacheviz.segment import BlockStore
 from cacheviz.usage import UsageError, normalize_usage
 
 NAME = "cline"

@@ -42,7 +42,7 @@ from cacheviz.formats._conversation import Thread
 from cacheviz.formats._lines import LineReader
 from cacheviz.formats._time import parse_ts
 from cacheviz.model import Call, Session, Usage
-from cacheviz.render import BlockStore, compact_json
+from cacheviz.segment import BlockStore, compact_json
 from cacheviz.usage import normalize_usage
 
 NAME = "gemini-cli"
@@ -93,7 +93,7 @@ def _output(response: Any) -> str:
 
 
 def _part(part: Any, field: str) -> dict[str, Any]:
-    """One Gemini ``Part`` in a shape :func:`cacheviz.render.render_text` reads as text."""
+    """One Gemini ``Part`` in a shape :func:`cacheviz.segment.render_text` reads as text."""
     if isinstance(part, str):
         return {"type": "text", "text": part}
     if not isinstance(part, dict):

@@ -20,7 +20,7 @@ from cacheviz.formats._body import call_from_request, provider_for
 from cacheviz.formats._lines import LineReader, load_json_document
 from cacheviz.formats._time import parse_ts
 from cacheviz.model import Call, Session
-from cacheviz.render import BlockStore, RenderError
+from cacheviz.segment import BlockStore, RenderError
 from cacheviz.usage import normalize_usage
 
 NAME = "inspect"

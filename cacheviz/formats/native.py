@@ -13,7 +13,7 @@ from cacheviz._jsonspan import ObjectScan, json_type
 from cacheviz.formats._body import call_from_body, first_record, read_body_lines, scan_line
 from cacheviz.formats._time import parse_ts
 from cacheviz.model import Call, Session
-from cacheviz.render import BlockStore
+from cacheviz.segment import BlockStore
 from cacheviz.usage import normalize_usage
 
 NAME = "cacheviz"

@@ -32,7 +32,7 @@ from cacheviz.formats._body import (
 from cacheviz.formats._lines import LineReader
 from cacheviz.formats._time import parse_epoch, parse_ts
 from cacheviz.model import Call, Session
-from cacheviz.render import BlockStore
+from cacheviz.segment import BlockStore
 from cacheviz.usage import normalize_usage
 
 NAME = "openai-log"

@@ -59,7 +59,7 @@ from cacheviz.formats._conversation import unlogged_block
 from cacheviz.formats._lines import LineReader
 from cacheviz.formats._time import parse_ts
 from cacheviz.model import Block, Call, Session, Usage
-from cacheviz.render import BlockStore, compact_json
+from cacheviz.segment import BlockStore, compact_json
 from cacheviz.usage import UsageError, normalize_usage
 
 NAME = "openhands"

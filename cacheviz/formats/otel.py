@@ -32,7 +32,7 @@ from cacheviz.formats._body import call_from_request, provider_for
 from cacheviz.formats._lines import LineReader, load_json_document
 from cacheviz.formats._time import parse_ts
 from cacheviz.model import Call, Session, Usage
-from cacheviz.render import BlockStore
+from cacheviz.segment import BlockStore
 
 NAME = "otel"
 DESCRIPTION = "OpenTelemetry GenAI spans (OpenInference / OpenLLMetry / OTel GenAI; OTLP JSON)"

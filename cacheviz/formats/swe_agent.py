@@ -43,7 +43,7 @@ from cacheviz.formats._body import call_from_request, provider_for
 from cacheviz.formats._lines import LineReader, load_json_document
 from cacheviz.formats._time import parse_epoch
 from cacheviz.model import Call, Session, Usage
-from cacheviz.render import BlockStore
+from cacheviz.segment import BlockStore
 from cacheviz.usage import normalize_usage
 
 NAME = "swe-agent"

@@ -27,7 +27,7 @@ from typing import Any
 from cacheviz._jsonspan import digest, json_type
 from cacheviz.formats._lines import LineReader
 from cacheviz.model import OPAQUE, Block, Call, Content, Session
-from cacheviz.render import BlockStore
+from cacheviz.segment import BlockStore
 from cacheviz.usage import normalize_usage
 
 NAME = "whale-usage"

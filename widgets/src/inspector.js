@@ -2,7 +2,7 @@
 /**
  * cacheviz's notebook inspector: an anywidget front end (`export default { render }`).
  *
- * Synced traits (the Python side is `cacheviz/widget.py`):
+ * Synced traits (the Python side is `cacheviz/ui/widget.py`):
  *
  * | trait           | dir    | read / written here                                        |
  * |-----------------|--------|------------------------------------------------------------|
@@ -14,7 +14,7 @@
  * | `_detail`       | Py→JS  | read: the selected call's drift detail                     |
  * | `status`        | Py→JS  | read: a message ("simulating…" or an error)                |
  *
- * Custom message `{type: "append", meta}` with three Arrow buffers (`cacheviz/live.py`):
+ * Custom message `{type: "append", meta}` with three Arrow buffers (`cacheviz/ui/live.py`):
  * the new calls' rows of `_timeline`, `_shape`, `_costs`, appended in place.
  *
  * UI-only state (the thread filter) stays here and is never synced.

@@ -364,7 +364,7 @@ function mount(model, el, hint) {
     updateRows();
     drawAll();
   });
-  // the live inspector (cacheviz/live.py): the new calls' rows arrive in one message;
+  // the live inspector (cacheviz/ui/live.py): the new calls' rows arrive in one message;
   // `rememberAppend` (the widget's initialize) keeps them for views drawn later and
   // then sets the new meta, which redraws
   on("msg:custom", (/** @type {any} */ msg, /** @type {DataView[]} */ buffers) => {

@@ -74,7 +74,7 @@ describe("the synthetic wire tables", () => {
 });
 
 describe("the Python side's tables (test/fixtures/python-report.json)", () => {
-  // written by cacheviz.views through report_data(); regenerate with make_python_fixture.py
+  // written by cacheviz.ui.views through report_data(); regenerate with make_python_fixture.py
   it("decode with every column this front end reads", () => {
     const t = decodeTimeline(python.timeline);
     expect(t.n).toBe(python.meta.n_calls);

@@ -1,5 +1,5 @@
 // @vitest-environment happy-dom
-// The live inspector's "append" message (cacheviz/live.py): new calls' rows are appended
+// The live inspector's "append" message (cacheviz/ui/live.py): new calls' rows are appended
 // to the decoded tables and the views redrawn, as if the whole session had been sent.
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 

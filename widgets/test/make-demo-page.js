@@ -4,7 +4,7 @@
 //   npm run demo -- --python test/fixtures/python-report.json --out test/out/python.html
 //   chromium --headless --screenshot=test/out/demo.png --window-size=1200,2200 test/out/demo.html
 //
-// The page is built like `cacheviz/report.py` builds it (CSP, escaped JSON, inlined
+// The page is built like `cacheviz/ui/report.py` builds it (CSP, escaped JSON, inlined
 // static/report.js), with synthetic data full of script-injection payloads, and it puts
 // the first-render times in the page title (`rendered: first chart N ms, all charts M ms`).
 import { mkdirSync, readFileSync, writeFileSync } from "node:fs";

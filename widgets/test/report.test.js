@@ -18,7 +18,7 @@ import { embedJson, makeSession, reportDocument } from "./fixtures/session.js";
 
 const python = JSON.parse(readFileSync(join(dirname(fileURLToPath(import.meta.url)), "fixtures", "python-report.json"), "utf8"));
 
-/** The page `cacheviz/report.py` writes, minus the inlined bundle. */
+/** The page `cacheviz/ui/report.py` writes, minus the inlined bundle. */
 function page(dataJson, { root = true } = {}) {
   document.body.innerHTML = ""; // test scaffolding only: the page skeleton, no data
   if (root) {

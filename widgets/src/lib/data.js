@@ -250,7 +250,7 @@ export function decodeCosts(value) {
 }
 
 /**
- * Rows `more` after rows `rows`: the live inspector's `append` message (cacheviz/live.py)
+ * Rows `more` after rows `rows`: the live inspector's `append` message (cacheviz/ui/live.py)
  * brings the new calls' rows of a table; `rowOf` is rebuilt when the table has one.
  *
  * @template {{ n: number, call: ArrayLike<number> }} T

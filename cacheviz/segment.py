@@ -18,6 +18,7 @@ from typing import Any
 
 from cacheviz._jsonspan import Element, ObjectScan, json_type
 from cacheviz._seq import common_prefix
+from cacheviz.errors import RenderError
 from cacheviz.model import Block, Content, Part
 
 APIS = ("messages", "chat.completions", "responses")
@@ -30,14 +31,6 @@ _SYSTEM_ROLES = frozenset({"system", "developer"})
 _MEDIA_TYPES = frozenset(
     {"image", "image_url", "input_image", "document", "file", "input_file", "input_audio"}
 )
-
-
-class RenderError(ValueError):
-    """The request body lacks what its API requires; ``field`` names the culprit."""
-
-    def __init__(self, message: str, field: str) -> None:
-        super().__init__(message)
-        self.field = field
 
 
 def infer_api(provider: str, keys: set[str]) -> str:

@@ -2,7 +2,7 @@
 
 Each sample reproduces one context layout from the seeds (KiloCode's context assembly,
 Whale's append-only memory, the KV-cache-friendly layout rules and their anti-patterns).
-``python -m cacheviz.samples OUT_DIR`` writes them; a test regenerates them and checks
+``python -m cacheviz.teach.samples OUT_DIR`` writes them; a test regenerates them and checks
 that the bundled files are byte-identical.
 """
 

@@ -8,7 +8,7 @@ one custom ``append`` message with the new ``meta``; the front end appends them 
 tables and redraws. When earlier rows did change (a call that ended late but was sent
 earlier sorts before others), the whole state is sent instead.
 
-The Python side of the widget is ``cacheviz.widget`` (unchanged); this module only
+The Python side of the widget is ``cacheviz.ui.widget`` (unchanged); this module only
 feeds it. Imports Jupyter code: not part of the core.
 """
 
@@ -22,9 +22,9 @@ from typing import Any
 import ipywidgets
 import polars as pl
 
-from cacheviz import views
 from cacheviz.errors import CacheVizError, TranscriptError
 from cacheviz.recording import Recorder
+from cacheviz.ui import views
 
 _LOG = logging.getLogger(__name__)
 _TTLS = {"5m": 300, "1h": 3600}
@@ -154,7 +154,7 @@ class LiveInspector:
             return self._update(analysis)
 
     def _build(self, analysis: Any) -> str:
-        from cacheviz.widget import inspect
+        from cacheviz.ui.widget import inspect
 
         built = inspect(analysis, **self.options)
         self.inspector = built.inspector

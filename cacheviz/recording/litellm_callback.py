@@ -1,7 +1,7 @@
 """A LiteLLM callback that writes the cacheviz request log (docs/recording.md).
 
 >>> import litellm  # doctest: +SKIP
->>> from cacheviz.recorder_litellm import CacheVizLogger  # doctest: +SKIP
+>>> from cacheviz.recording.litellm_callback import CacheVizLogger  # doctest: +SKIP
 >>> litellm.callbacks = [CacheVizLogger("run.jsonl", thread="main")]  # doctest: +SKIP
 
 Each call LiteLLM makes (sync or async, streaming or not, success or failure) becomes one
@@ -20,7 +20,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from cacheviz._recordlog import Exchange, LogWriter, Redactor, one_line, redact_body
+from cacheviz.recording.log import Exchange, LogWriter, Redactor, one_line, redact_body
 from cacheviz.redact import redact as redact_secrets
 
 _APIS = {"anthropic": "messages"}

@@ -4,7 +4,7 @@ Point ``ANTHROPIC_BASE_URL`` / ``OPENAI_BASE_URL`` at it. Every request goes ups
 with its body and headers unchanged (hop-by-hop headers aside); the response, SSE
 streams included, is passed back chunk by chunk as it arrives, still compressed if it
 was. Provider calls (Messages, Chat Completions, Responses) are written to a cacheviz
-request log by the one :class:`~cacheviz._recordlog.LogWriter`. Built on aiohttp (server
+request log by the one :class:`~cacheviz.recording.log.LogWriter`. Built on aiohttp (server
 and client in one maintained package; see docs/recording.md). Imported lazily: the core
 does not need aiohttp.
 """
@@ -21,7 +21,8 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from cacheviz._recordlog import Exchange, LogWriter, Redactor
+from cacheviz.errors import PortBusyError
+from cacheviz.recording.log import Exchange, LogWriter, Redactor
 from cacheviz.redact import redact as redact_secrets
 
 # RFC 9110 §7.6.1 hop-by-hop headers, plus those aiohttp sets itself
@@ -39,10 +40,6 @@ _HOP_BY_HOP = frozenset(
         "content-length",
     }
 )
-
-
-class PortBusyError(OSError):
-    """The port is taken; the message says which and what to do."""
 
 
 def bind(host: str, port: int) -> socket.socket:

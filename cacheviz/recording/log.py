@@ -1,4 +1,4 @@
-"""The recording core of :func:`cacheviz.record`, :mod:`cacheviz.proxy` and the LiteLLM callback.
+"""The recording core shared by :func:`cacheviz.record`, the proxy and the LiteLLM callback.
 
 An :class:`Exchange` follows one HTTP call: the request body as sent, the response status,
 the response bytes as they stream past (only the usage is kept, never the stream), and

@@ -65,7 +65,7 @@ def run(args: argparse.Namespace) -> int:
     if args.parquet:
         result.write_parquet(args.parquet)
     if args.report:
-        from cacheviz.fleet.view import write_fleet_report
+        from cacheviz.ui.fleet import write_fleet_report
 
         write_fleet_report(result, args.report, tz=args.tz)
     if args.json:

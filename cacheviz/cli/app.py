@@ -102,7 +102,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     _check_parser(commands, common)
     commands.add_parser("formats", help="list the transcript formats cacheviz reads")
-    from cacheviz.fleet.cli import add_parser as add_scan
+    from cacheviz.cli.scan import add_parser as add_scan
 
     add_scan(commands)
     _add_proxy_command(commands)
@@ -335,7 +335,7 @@ def _input(args: argparse.Namespace) -> Path:
 
 def default_targets(analysis: Analysis) -> list[str]:
     """The recorded models, then one comparable model per major provider."""
-    from cacheviz.widget import DEFAULT_TARGETS
+    from cacheviz.ui.widget import DEFAULT_TARGETS
 
     recorded = analysis.calls.select("provider", "model").unique(maintain_order=True).rows()
     targets = [f"{provider}:{model}" for provider, model in recorded if provider in SIMULATORS]
@@ -442,7 +442,7 @@ def _run(args: argparse.Namespace) -> int:
             _print_simulation(result.to_dict(), sys.stdout)
     elif args.command == "report":
         from cacheviz.redact import redaction
-        from cacheviz.report import write_report
+        from cacheviz.ui.report import write_report
 
         source = Path(args.path)
         default = source.with_suffix(".html") if source.is_file() else Path(f"{source}.html")
@@ -493,7 +493,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; return the exit status."""
     args = _parser().parse_args(argv)
     if args.command == "proxy":
-        from cacheviz.proxy import main as proxy
+        from cacheviz.recording.proxy import main as proxy
 
         return proxy(
             args.upstream,
@@ -510,7 +510,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     stdout, stderr = sys.stdout, sys.stderr
     sys.stdout, sys.stderr = _Visible(stdout), _Visible(stderr, keep_cr=True)
     if args.command == "scan":
-        from cacheviz.fleet.cli import run as run_scan
+        from cacheviz.cli.scan import run as run_scan
 
         try:
             return run_scan(args)

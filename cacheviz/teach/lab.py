@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from cacheviz.formats import load
 from cacheviz.formats.native import record_line
-from cacheviz.samples import Prose
+from cacheviz.teach.samples import Prose
 
 if TYPE_CHECKING:
     from cacheviz.model import Session

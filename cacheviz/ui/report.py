@@ -22,11 +22,11 @@ from typing import TYPE_CHECKING, Any
 
 import polars as pl
 
-from cacheviz import views
 from cacheviz._visible import visible, visible_all
 from cacheviz.errors import CacheVizError
 from cacheviz.redact import redact, redact_all
 from cacheviz.static import STATIC, bundle
+from cacheviz.ui import views
 
 if TYPE_CHECKING:
     from cacheviz.analysis import Analysis
@@ -81,7 +81,7 @@ def report_data(
     ttl_seconds: int = views.DEFAULT_TTL,
 ) -> dict[str, Any]:
     """Everything the report shows, redacted, as a JSON-ready dict."""
-    from cacheviz.widget import DEFAULT_TARGETS, default_target, model_choices
+    from cacheviz.ui.widget import DEFAULT_TARGETS, default_target, model_choices
 
     chosen, chosen_model = default_target(analysis)
     provider = provider or chosen

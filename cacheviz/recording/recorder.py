@@ -22,7 +22,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, TypeVar
 
-from cacheviz._recordlog import Exchange, LogWriter, Redactor
+from cacheviz.recording.log import Exchange, LogWriter, Redactor
 from cacheviz.redact import redact
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -132,9 +132,9 @@ class Recorder:
         """The live inspector: shows the calls recorded so far and follows new ones.
 
         Options are :func:`cacheviz.inspect`'s (``provider``, ``model``, ``ttl``,
-        ``breakpoints``). Needs Jupyter (see :mod:`cacheviz.live`).
+        ``breakpoints``). Needs Jupyter (see :mod:`cacheviz.ui.live`).
         """
-        from cacheviz.live import LiveInspector
+        from cacheviz.ui.live import LiveInspector
 
         return LiveInspector(self, **options)
 

@@ -1,7 +1,7 @@
 """What the inspector and the HTML report show, computed from an analysis (no Jupyter).
 
 Compact numeric tables travel as Arrow IPC streams; text only for the selected call,
-capped. The widget (:mod:`cacheviz.widget`) and the report (:mod:`cacheviz.report`)
+capped. The widget (:mod:`cacheviz.ui.widget`) and the report (:mod:`cacheviz.ui.report`)
 both read these functions, so they show the same thing.
 """
 
@@ -15,7 +15,7 @@ import polars as pl
 from cacheviz._schema import CAUSES, clean
 from cacheviz._seq import common_prefix
 from cacheviz.redact import MARGIN, REDACTED, redact, redact_all, redact_slice, secret_spans
-from cacheviz.render import render_text
+from cacheviz.segment import render_text
 from cacheviz.tokens import MESSAGE_END, MESSAGE_START, UNLOGGED, UNLOGGED_ID
 
 if TYPE_CHECKING:

@@ -27,10 +27,10 @@ import anywidget
 import ipywidgets
 import traitlets
 
-from cacheviz import views
 from cacheviz.errors import CacheVizError
 from cacheviz.simulate import SIMULATORS
 from cacheviz.static import bundle
+from cacheviz.ui import views
 
 if TYPE_CHECKING:
     from cacheviz.analysis import Analysis

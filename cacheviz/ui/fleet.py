@@ -215,7 +215,7 @@ def write_fleet_report(
     """Write the fleet view as one self-contained HTML file; return its path.
 
     The ``inspectors`` most wasteful sessions also get their own inspector report (see
-    :func:`cacheviz.report.write_report`) in ``<name>_sessions/`` beside it, linked
+    :func:`cacheviz.ui.report.write_report`) in ``<name>_sessions/`` beside it, linked
     from the sessions table: clicking a session opens its inspector.
     """
     target = Path(path)
@@ -230,7 +230,7 @@ def _session_reports(sessions: list[dict[str, Any]], target: Path) -> dict[str, 
     """Write one inspector report per session; return session → relative link."""
     from cacheviz.errors import CacheVizError
     from cacheviz.formats import load
-    from cacheviz.report import write_report
+    from cacheviz.ui.report import write_report
 
     folder = target.with_name(f"{target.stem}_sessions")
     links: dict[str, str] = {}

@@ -1,0 +1,75 @@
+"""Import paths that moved in 0.2, kept working for one release with a deprecation warning.
+
+``import cacheviz.widget`` still gives the inspector module (now ``cacheviz.ui.widget``):
+the old name is an alias of the new module object, so attributes, monkeypatching and
+``isinstance`` checks behave as before. Each use warns once with the new path. The table
+is the one list of moves; CHANGELOG.md quotes it.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.abc
+import importlib.machinery
+import sys
+import warnings
+from types import ModuleType
+
+from cacheviz.errors import CacheVizDeprecationWarning
+
+MOVED: dict[str, str] = {
+    "cacheviz.render": "cacheviz.segment",
+    "cacheviz.widget": "cacheviz.ui.widget",
+    "cacheviz.views": "cacheviz.ui.views",
+    "cacheviz.report": "cacheviz.ui.report",
+    "cacheviz.live": "cacheviz.ui.live",
+    "cacheviz.fleet.view": "cacheviz.ui.fleet",
+    "cacheviz.fleet.cli": "cacheviz.cli.scan",
+    "cacheviz.samples": "cacheviz.teach.samples",
+    "cacheviz.lab": "cacheviz.teach.lab",
+    "cacheviz.proxy": "cacheviz.recording.proxy",
+    "cacheviz.recorder_litellm": "cacheviz.recording.litellm_callback",
+    "cacheviz._recordlog": "cacheviz.recording.log",
+}
+"""Old module path → new module path."""
+
+
+class _Alias(importlib.abc.Loader):
+    """Loads an old path as the module now at its new path."""
+
+    def __init__(self, new: str) -> None:
+        self.new = new
+        self._spec: importlib.machinery.ModuleSpec | None = None
+
+    def create_module(self, spec: importlib.machinery.ModuleSpec) -> ModuleType:
+        warnings.warn(
+            f"{spec.name} moved to {self.new}; the old path goes away in the next release",
+            CacheVizDeprecationWarning,
+            stacklevel=2,
+        )
+        module = importlib.import_module(self.new)
+        self._spec = module.__spec__
+        return module
+
+    def exec_module(self, module: ModuleType) -> None:
+        # the import system set the alias's spec on the shared module: give it back its own
+        module.__spec__ = self._spec
+        module.__loader__ = self._spec.loader if self._spec else None
+
+
+class _MovedFinder(importlib.abc.MetaPathFinder):
+    """Finds the old paths of :data:`MOVED` (and nothing else)."""
+
+    def find_spec(
+        self, fullname: str, path: object = None, target: object = None
+    ) -> importlib.machinery.ModuleSpec | None:
+        new = MOVED.get(fullname)
+        if new is None:
+            return None
+        return importlib.machinery.ModuleSpec(fullname, _Alias(new))
+
+
+def install() -> None:
+    """Put the finder on ``sys.meta_path`` once."""
+    if not any(isinstance(finder, _MovedFinder) for finder in sys.meta_path):
+        sys.meta_path.append(_MovedFinder())

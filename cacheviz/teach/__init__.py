@@ -1,0 +1,1 @@
+"""Teaching material: the deterministic sample sessions and the prompt-caching lab."""
