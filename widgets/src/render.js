@@ -11,7 +11,7 @@
  * shared selection, filter and window between them.
  */
 import { errorText } from "./lib/arrow.js";
-import { appendRows, decodeCosts, decodeShape, decodeTimeline, filterRows, threadNames } from "./lib/data.js";
+import { appendRows, decodeCosts, decodeShape, decodeTimeline, filterRows, searchedCall, threadNames } from "./lib/data.js";
 import { DETAIL_MAX, callTicks, clampWindow, positionsOf, windowShowing } from "./lib/window.js";
 import { h } from "./lib/dom.js";
 import * as plot from "./lib/plot.js";
@@ -282,11 +282,18 @@ function mount(model, el, hint) {
     const kept = clampWindow(base, n);
     state.window = pos === undefined ? kept : windowShowing(kept, pos, state.rows.length);
   }
-  /** A filter changed: a call it hides is no longer selected; the window starts over. */
+  /**
+   * A filter changed: the window starts over; a search for a call number ("#5") selects
+   * that call (what the user means); a call the filter hides is no longer selected.
+   */
   function refilter() {
     state.window = { start: 0, end: 0 };
     updateRows();
-    if (selected() >= 0 && !state.positions.has(selected())) {
+    const searched = searchedCall(state.search);
+    if (searched !== null && state.positions.has(searched)) {
+      state.window = windowShowing(state.window, /** @type {number} */ (state.positions.get(searched)), state.rows.length);
+      select(searched);
+    } else if (selected() >= 0 && !state.positions.has(selected())) {
       model.set("selected_call", -1);
       model.save_changes();
     }
@@ -309,7 +316,12 @@ function mount(model, el, hint) {
     } catch (err) {
       console.error("cacheviz inspector: header", err);
     }
-    header.setStatus(String(model.get("status") ?? ""));
+    showStatus();
+  }
+  /** The `status` trait in the header; the inspector is dimmed while a re-simulation runs. */
+  function showStatus() {
+    const busy = header.setStatus(String(model.get("status") ?? ""), meta());
+    root.classList.toggle("cacheviz-inspector--busy", busy);
   }
   function drawAll() {
     drawHeader();
@@ -375,7 +387,7 @@ function mount(model, el, hint) {
   });
   on("change:selected_call", updateSelection);
   on("change:_detail", views.detail.draw);
-  on("change:status", () => header.setStatus(String(model.get("status") ?? "")));
+  on("change:status", showStatus);
 
   // ---- first render ------------------------------------------------------------------
   state.timeline = load("_timeline", decodeTimeline);
@@ -416,6 +428,7 @@ function mount(model, el, hint) {
 
   return () => {
     observer?.disconnect();
+    header.dispose();
     if (typeof model.off === "function") for (const [event, fn] of listeners) model.off(event, fn);
     for (const v of charts) {
       try {
