@@ -4,6 +4,7 @@ import { nameAt, stepCall, threadNames } from "../lib/data.js";
 import { facts, h } from "../lib/dom.js";
 import { splitDiff, truncate, visibleToken } from "../lib/escape.js";
 import { formatNumber, formatShare, formatTime, formatTokens, formatUsd, humanizeKey, isNumber } from "../lib/format.js";
+import { detailMarkdown } from "../lib/markdown.js";
 import { panel, viewError } from "./panel.js";
 
 /**
@@ -414,6 +415,45 @@ export function createDetail(ctx) {
   });
   nav.append(...buttons.map((b) => b.button));
 
+  // "copy as markdown": the selected drift or miss, for a bug report
+  const copy = h(doc, "button", {
+    className: "cacheviz-button cacheviz-detail__copy",
+    text: "copy as markdown",
+    title: "Copy this call's drift or miss as Markdown (for a bug report or an issue)",
+    attrs: { type: "button" },
+  });
+  const copied = h(doc, "span", { className: "cacheviz-detail__copied", attrs: { role: "status", "aria-live": "polite" } });
+  const copyBox = h(doc, "div", { className: "cacheviz-detail__copybox" });
+  nav.append(copy, copied);
+  p.body.before(copyBox);
+  /** The Markdown of the shown detail, or null (no drift or miss, or not loaded yet). */
+  const markdown = () => {
+    const detail = ctx.detail();
+    return detail && detail.call === ctx.selected() ? detailMarkdown(detail, ctx.meta()) : null;
+  };
+  copy.addEventListener("click", () => {
+    const text = markdown();
+    if (text === null) return;
+    const clipboard = doc.defaultView?.navigator?.clipboard;
+    const fallback = () => {
+      // no clipboard access (an insecure page, a denied permission): show it selected
+      const area = /** @type {HTMLTextAreaElement} */ (
+        h(doc, "textarea", { className: "cacheviz-detail__markdown", attrs: { readonly: "", rows: "8", "aria-label": "the call as Markdown" } })
+      );
+      area.value = text;
+      copyBox.replaceChildren(area);
+      area.select();
+      copied.textContent = "the browser did not allow copying: the Markdown is selected below (Ctrl+C / ⌘C)";
+    };
+    if (!clipboard?.writeText) return fallback();
+    clipboard.writeText(text).then(() => {
+      copyBox.replaceChildren();
+      copied.textContent = `copied call ${ctx.selected()} as Markdown`;
+    }, fallback);
+  });
+
+  /** @type {number | null} */
+  let drawnFor = null;
   function draw() {
     try {
       renderDetail(doc, p.body, {
@@ -428,6 +468,13 @@ export function createDetail(ctx) {
       viewError(p, "the drift detail", err);
     }
     for (const b of buttons) b.button.disabled = !state.timeline || b.target() === null;
+    copy.disabled = markdown() === null;
+    if (drawnFor !== ctx.selected()) {
+      // another call: what was copied was the previous one's
+      copied.textContent = "";
+      copyBox.replaceChildren();
+      drawnFor = ctx.selected();
+    }
   }
 
   return { panel: p, chart: false, draw, showSelection: draw };

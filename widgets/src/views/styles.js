@@ -70,6 +70,8 @@ export const CSS = `
 /* while a re-simulation runs, the numbers it will replace are dimmed */
 .cacheviz-inspector.cacheviz-inspector--busy .cacheviz-header__totals,
 .cacheviz-inspector.cacheviz-inspector--busy .cacheviz-providers { opacity: 0.55; transition: opacity 0.2s; }
+.cacheviz-inspector .cacheviz-detail__copied { font-size: 12px; color: var(--cv-fg-muted); }
+.cacheviz-inspector .cacheviz-detail__markdown { width: 100%; font-family: var(--cv-mono); font-size: 12px; margin: 4px 0; }
 .cacheviz-inspector .cacheviz-info { vertical-align: -0.1em; margin-left: 0.1em; color: var(--cv-fg-muted); }
 .cacheviz-inspector .cacheviz-button {
   font: inherit; font-size: 12px; padding: 1px 8px; border-radius: 4px; cursor: pointer;

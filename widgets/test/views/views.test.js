@@ -173,7 +173,7 @@ describe("views/detail.js", () => {
     expect(view.panel.section.classList.contains("cacheviz-detail")).toBe(true);
     expect(view.panel.body.textContent).toContain("Click a call in the timeline");
     const buttons = [...view.panel.section.querySelectorAll(".cacheviz-detail__nav button")];
-    expect(buttons.map((b) => b.textContent)).toEqual(["◀ drift", "◀ call", "call ▶", "drift ▶"]);
+    expect(buttons.map((b) => b.textContent)).toEqual(["◀ drift", "◀ call", "call ▶", "drift ▶", "copy as markdown"]);
     buttons[2].click(); // call ▶ with nothing selected: the first call
     expect(ctx.select).toHaveBeenLastCalledWith(Number(timeline.call[0]));
     view.draw();
@@ -186,6 +186,46 @@ describe("views/detail.js", () => {
     expect(next).toBeGreaterThan(1);
     const r = timeline.rowOf.get(next);
     expect(Boolean(timeline.drift[r] || timeline.miss[r])).toBe(true);
+  });
+
+  it("copies the selected drift as Markdown, or shows it selected when the clipboard is refused", async () => {
+    const { ctx, session } = viewContext({ calls: 30 });
+    const drift = Object.values(session.details).find((d) => d.drift);
+    let detail = null;
+    ctx.detail = () => detail;
+    const view = createDetail(ctx);
+    const copy = view.panel.section.querySelector(".cacheviz-detail__copy");
+    const status = view.panel.section.querySelector(".cacheviz-detail__copied");
+    view.draw();
+    expect(copy.disabled).toBe(true); // nothing selected
+    ctx.select(drift.call);
+    view.draw();
+    expect(copy.disabled).toBe(true); // the detail is still on its way
+    detail = drift;
+    view.draw();
+    expect(copy.disabled).toBe(false);
+    const writeText = vi.fn(() => Promise.resolve());
+    Object.defineProperty(window.navigator, "clipboard", { value: { writeText }, configurable: true });
+    try {
+      copy.click();
+      await vi.waitFor(() => expect(status.textContent).toBe(`copied call ${drift.call} as Markdown`));
+      const text = writeText.mock.calls[0][0];
+      expect(text).toMatch(new RegExp(`^### cacheviz: drift \\(${drift.cause}\\) at call ${drift.call}\n`));
+      expect(text).toContain("**previous call");
+      writeText.mockImplementation(() => Promise.reject(new Error("denied")));
+      copy.click();
+      await vi.waitFor(() => expect(status.textContent).toContain("did not allow copying"));
+      expect(view.panel.section.querySelector("textarea.cacheviz-detail__markdown").value).toBe(text);
+      // another call: the old copy is gone
+      ctx.select(drift.call + 1);
+      detail = { call: drift.call + 1, drift: false };
+      view.draw();
+      expect(status.textContent).toBe("");
+      expect(view.panel.section.querySelector("textarea")).toBeNull();
+      expect(copy.disabled).toBe(true); // no drift, no miss
+    } finally {
+      delete window.navigator.clipboard;
+    }
   });
 
   it("disables its buttons without a timeline", () => {
