@@ -27,6 +27,20 @@ def bundle(entry: str) -> str | None:
     -------
     str or None
         The script, or None when the front end is not built (either file missing).
+
+    Examples
+    --------
+    Plotly runs first and sets the global the entry then reads:
+
+    >>> script = bundle("inspector.js")
+    >>> script.index("globalThis.__cachevizPlotly=") < script.index("=globalThis.__cachevizPlotly;")
+    True
+    >>> script.startswith(PLOTLY.read_text("utf-8"))
+    True
+    >>> script.endswith((STATIC / "inspector.js").read_text("utf-8"))
+    True
+    >>> bundle("no-such-entry.js") is None
+    True
     """
     path = STATIC / entry
     if not (PLOTLY.is_file() and path.is_file()):
