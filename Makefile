@@ -46,8 +46,18 @@ test: $(VENV)/.installed $(TAP_VENV)/.installed .cache/tiktoken/.copied
 	$(BIN)/pytest
 	@if command -v npm >/dev/null; then $(MAKE) test-js; else echo "npm not found: JS tests skipped"; fi
 
+# JS: typecheck, rebuild, vitest, then check the committed bundles are the fresh build
+# (the build is deterministic: a source change without `make widgets` + commit fails here).
 test-js: widgets/node_modules/.installed
+	npm --prefix widgets run typecheck
+	npm --prefix widgets run build
 	npm --prefix widgets test
+	@if git rev-parse --git-dir >/dev/null 2>&1; then \
+	  if git diff --quiet -- cacheviz/static && [ -z "$$(git status --porcelain -- cacheviz/static)" ]; then \
+	    echo "cacheviz/static matches widgets/src"; \
+	  else git status --short -- cacheviz/static; \
+	    echo "cacheviz/static differs from a fresh build of widgets/src: run \`make widgets\` and commit cacheviz/static"; exit 1; fi; \
+	fi
 
 widgets/node_modules/.installed: widgets/package-lock.json
 	npm --prefix widgets ci --no-audit --no-fund --loglevel=error
