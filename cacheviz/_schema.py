@@ -80,7 +80,8 @@ SEGMENTS: dict[str, PolarsDataType] = {
     "label": _STR,  # tool name, "system[1]", "user#12", ...
     "hash": _STR,  # sha256 of the block's bytes as sent, 16 hex digits
     "bytes": _INT,
-    "tokens": _INT,
+    "tokens": _INT,  # provider tokens (calibrated, like the calls' figures)
+    "local_tokens": _INT,  # the local encoding's count of the segment
     "token_offset": _INT,  # tokens before this segment in its request
     "opaque": _BOOL,  # the unlogged prefix of a reconstructed request (size inferred)
     "stability": _STR,  # immutable | dynamic

@@ -66,7 +66,7 @@ class Analysis:
         """One row per (call, segment): the CacheShape of every request."""
         if self._segments is None:
             lengths = {name: cache.lengths() for name, cache in self.token_caches.items()}
-            self._segments = segments_frame(self.session, self.calls, lengths)
+            self._segments = segments_frame(self.session, self.calls, lengths, self.offsets)
         return self._segments
 
     def __repr__(self) -> str:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import hashlib
 from array import array
 from collections.abc import Sequence
-from itertools import repeat
+from itertools import pairwise, repeat
 from operator import attrgetter
 
 import polars as pl
@@ -36,6 +36,7 @@ def segments_frame(
     session: Session,
     calls: pl.DataFrame,
     lengths: dict[str, dict[str, int]],
+    offsets: Sequence[Sequence[int]] | None = None,
 ) -> pl.DataFrame:
     """One row per (call, segment), built with joins over the distinct blocks.
 
@@ -46,7 +47,11 @@ def segments_frame(
     calls
         The calls frame (index, thread, encoding, prefix_tokens, prev_call, n_segments).
     lengths
-        Token count of each content hash, per encoding.
+        Token count of each content hash, per encoding (``local_tokens``).
+    offsets
+        Per call, the provider-token offsets of its blocks (the calibrated axis,
+        :mod:`cacheviz.calibrate`): ``tokens`` and ``token_offset`` are read from them,
+        in the units of the calls' ``prefix_tokens``. Without them, the local counts.
 
     Returns
     -------
@@ -84,20 +89,27 @@ def segments_frame(
         tokens = (
             pl.when(pl.col("encoding") == name).then(pl.col(f"tokens:{name}")).otherwise(tokens)
         )
-    row_calls, block_ids = array("q"), array("q")
+    row_calls, block_ids, sizes = array("q"), array("q"), array("q")
     for call in session.calls:
         block_ids.extend(map(_BLOCK_ID, call.blocks))
         row_calls.extend(repeat(call.index, len(call.blocks)))
+        if offsets is not None:
+            own = offsets[call.index]
+            sizes.extend(b - a for a, b in pairwise(own))
     rows = pl.DataFrame(
         {
             "call": pl.Series(row_calls, dtype=pl.Int64),
             "block": pl.Series(block_ids, dtype=pl.Int64),
+            "_mapped": pl.Series(sizes, dtype=pl.Int64)
+            if offsets is not None
+            else pl.Series([None] * len(block_ids), dtype=pl.Int64),
         }
     )
     seg = (
         rows.join(blocks, on="block", how="left", maintain_order="left")
         .join(info, on="call", how="left", maintain_order="left")
-        .with_columns(tokens=tokens)
+        .with_columns(local_tokens=tokens)
+        .with_columns(tokens=pl.coalesce("_mapped", "local_tokens"))
         .with_columns(token_offset=pl.col("tokens").cum_sum().over("call") - pl.col("tokens"))
     )
     before = seg.select(

@@ -238,3 +238,20 @@ def test_a_planted_cache_miss_reason_is_read_back_structured(realdata, tmp_path)
     headline = analysis.summary()["provider_verdicts"]
     assert headline["agree"] == 1 and headline["disagree"] == 1
     assert headline["states"]["inconclusive"] == 1 and headline["states"]["not_compared"] == 1
+
+
+def test_segments_are_on_the_calls_axis(realdata):
+    analysis = _analysis(realdata / CLAUDE / XU, "claude-code")
+    segments = analysis.segments
+    per_call = segments.group_by("call").agg(
+        pl.col("tokens").sum().alias("provider"), pl.col("local_tokens").sum().alias("local")
+    )
+    calls = analysis.calls.select(pl.col("index").alias("call"), "input_tokens", "local_tokens")
+    joined = per_call.join(calls, on="call")
+    assert (joined["provider"] == joined["input_tokens"]).all()
+    assert (joined["local"] == joined["local_tokens"]).all()
+    # "same" segments lie inside the (calibrated) common prefix of their call
+    same = segments.filter(pl.col("status") == "same").join(
+        analysis.calls.select(pl.col("index").alias("call"), "prefix_tokens"), on="call"
+    )
+    assert (same["token_offset"] + same["tokens"] <= same["prefix_tokens"]).all()
