@@ -9,7 +9,10 @@ string, so ``--json`` output stays parseable and means the same.
 from __future__ import annotations
 
 import re
-from typing import Any
+
+TYPE_CHECKING = False  # not typing's: importing typing costs start-up (cacheviz --version)
+if TYPE_CHECKING:
+    from typing import Any
 
 # C0 controls (but tab and newline), DEL, C1 controls, and the bidi marks and overrides
 _UNSAFE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")

@@ -8,21 +8,44 @@ stderr saying where and what to do), 1 on an unexpected internal error or when
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
-import warnings
-from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, TextIO
 
 from cacheviz._visible import visible
-from cacheviz.analysis import Analysis
-from cacheviz.errors import CacheVizError, CacheVizWarning
-from cacheviz.formats import READERS, load
-from cacheviz.formats._lines import PROGRESS
-from cacheviz.simulate import SIMULATORS, SimulationError
-from cacheviz.thread import THREAD_MODES
+from cacheviz.errors import CacheVizError, CacheVizWarning, SimulationError
+
+TYPE_CHECKING = False  # not typing's: importing typing costs start-up (cacheviz --version)
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+    from typing import Any, TextIO
+
+    from cacheviz.analysis import Analysis
+
+# The names the parser offers, spelled here so that parsing the arguments imports neither
+# polars nor the readers nor the analysis (``cacheviz --version`` answers in ~30 ms);
+# tests/test_cli_startup.py checks each against the registry it mirrors.
+FORMATS = (
+    "aider",
+    "cacheviz",
+    "claude-code",
+    "claude-trace",
+    "cline",
+    "cline-ui",
+    "codex",
+    "gemini-cli",
+    "inspect",
+    "openai-log",
+    "openhands",
+    "otel",
+    "swe-agent",
+    "whale-usage",
+)
+"""``sorted(cacheviz.formats.READERS)``."""
+PROVIDERS = ("anthropic", "openai", "deepseek", "google", "vllm", "sglang")
+"""``tuple(cacheviz.simulate.SIMULATORS)``."""
+THREAD_MODES = ("auto", "model+prefix", "model", "single")
+"""``cacheviz.thread.THREAD_MODES``."""
 
 
 def _input_options() -> argparse.ArgumentParser:
@@ -30,7 +53,7 @@ def _input_options() -> argparse.ArgumentParser:
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("path", help="transcript file or folder (format auto-detected)")
     common.add_argument("--json", action="store_true", help="print the JSON document")
-    common.add_argument("--format", choices=sorted(READERS), help="force the transcript format")
+    common.add_argument("--format", choices=FORMATS, help="force the transcript format")
     common.add_argument(
         "--errors",
         choices=("raise", "skip"),
@@ -62,7 +85,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     simulate.add_argument(
         "--provider",
-        help=f"{', '.join(SIMULATORS)} (default: the recorded provider)",
+        help=f"{', '.join(PROVIDERS)} (default: the recorded provider)",
     )
     simulate.add_argument("--model", help="price and simulate every call as this model")
     simulate.add_argument("--ttl", choices=("5m", "1h"), help="override the breakpoints' TTL")
@@ -335,6 +358,7 @@ def _input(args: argparse.Namespace) -> Path:
 
 def default_targets(analysis: Analysis) -> list[str]:
     """The recorded models, then one comparable model per major provider."""
+    from cacheviz.simulate import SIMULATORS
     from cacheviz.ui.widget import DEFAULT_TARGETS
 
     recorded = analysis.calls.select("provider", "model").unique(maintain_order=True).rows()
@@ -345,6 +369,9 @@ def default_targets(analysis: Analysis) -> list[str]:
 
 
 def _load(args: argparse.Namespace) -> Analysis:
+    from cacheviz.formats import load
+    from cacheviz.formats._lines import PROGRESS
+
     args.path = str(_input(args))
     token = None
     if sys.stderr.isatty() and Path(args.path).is_file():
@@ -474,6 +501,8 @@ def _run(args: argparse.Namespace) -> int:
 
 def _recorded_provider(analysis: Analysis) -> str:
     """The provider the session was recorded with, when one simulator covers it."""
+    from cacheviz.simulate import SIMULATORS
+
     providers = analysis.calls["provider"].unique().to_list()
     if len(providers) == 1 and providers[0] in SIMULATORS:
         return providers[0]
@@ -485,6 +514,8 @@ def _recorded_provider(analysis: Analysis) -> str:
 
 
 def _dump(doc: dict[str, Any]) -> None:
+    import json
+
     json.dump(doc, sys.stdout, ensure_ascii=False, indent=1, default=str)
     sys.stdout.write("\n")
 
@@ -504,6 +535,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             redact=not args.no_redact,
         )
     if args.command == "formats":
+        from cacheviz.formats import READERS
+
         for name, module in READERS.items():
             print(f"{name:<14} {module.DESCRIPTION}")
         return 0
@@ -516,6 +549,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return run_scan(args)
         finally:
             sys.stdout, sys.stderr = stdout, stderr
+    import warnings
+
     try:
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always", CacheVizWarning)
