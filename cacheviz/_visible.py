@@ -38,11 +38,18 @@ def visible(text: str, *, keep_cr: bool = False) -> str:
 
 
 def visible_all(value: Any) -> Any:
-    """:func:`visible` applied to every string inside a JSON-like value."""
+    """:func:`visible` applied to every string inside a JSON-like value (each distinct once)."""
+    return _visible_all(value, {})
+
+
+def _visible_all(value: Any, done: dict[str, str]) -> Any:
     if isinstance(value, str):
-        return visible(value)
+        out = done.get(value)
+        if out is None:
+            out = done[value] = visible(value)
+        return out
     if isinstance(value, (list, tuple)):
-        return [visible_all(v) for v in value]
+        return [_visible_all(v, done) for v in value]
     if isinstance(value, dict):
-        return {visible_all(k): visible_all(v) for k, v in value.items()}
+        return {_visible_all(k, done): _visible_all(v, done) for k, v in value.items()}
     return value

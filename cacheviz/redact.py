@@ -172,13 +172,24 @@ def redact_slice(text: str, start: int, end: int) -> str:
 
 
 def redact_all(value: Any) -> Any:
-    """Redact every string inside a JSON-like value (keys too), recursively."""
+    """Redact every string inside a JSON-like value (keys too), recursively.
+
+    Each distinct string is redacted once (a report repeats the same labels, parts and
+    hashes across thousands of calls): the result is the same as redacting each.
+    """
     if not _ENABLED.get():
         return value
+    return _redact_all(value, {})
+
+
+def _redact_all(value: Any, done: dict[str, str]) -> Any:
     if isinstance(value, str):
-        return redact(value)
+        out = done.get(value)
+        if out is None:
+            out = done[value] = redact(value)
+        return out
     if isinstance(value, (list, tuple)):
-        return [redact_all(v) for v in value]
+        return [_redact_all(v, done) for v in value]
     if isinstance(value, dict):
-        return {redact_all(k): redact_all(v) for k, v in value.items()}
+        return {_redact_all(k, done): _redact_all(v, done) for k, v in value.items()}
     return value
