@@ -14,6 +14,7 @@ import polars as pl
 
 from cacheviz._schema import CAUSES, clean
 from cacheviz._seq import common_prefix
+from cacheviz.model import OPAQUE
 from cacheviz.redact import MARGIN, REDACTED, redact, redact_all, redact_slice, secret_spans
 from cacheviz.segment import render_text
 from cacheviz.tokens import MESSAGE_END, MESSAGE_START, UNLOGGED, UNLOGGED_ID
@@ -701,11 +702,9 @@ class _Browser:
             "status": done(status),
         }
         if part == "messages":
-            if digest in self._roles:
-                role = self._roles[digest]
-            else:
-                role = _role(self.analysis, digest)
-                role = self._roles[digest] = done(role) if role else role
+            if digest not in self._roles:
+                self._render(digest)
+            role = self._roles[digest]
             if role:
                 item["role"] = role
         if self.texts is None:
@@ -728,6 +727,25 @@ class _Browser:
             if len(doc["context"]) < MAX_CONTEXT:
                 doc["context"].append(item)
                 doc["context_more"] -= 1
+
+    def _render(self, digest: str | None) -> None:
+        """A message block's role, and its text when the text is stored: one rendering.
+
+        The same as :func:`_role` and :func:`segment_text`, which would each render it.
+        """
+        content = self.analysis.session.contents.get(digest) if digest is not None else None
+        if content is None or content.kind in ("tool", "system", OPAQUE):
+            role = _role(self.analysis, digest)
+            self._roles[digest] = self._done(role) if role else role
+            return
+        try:
+            role, text = render_text(content)
+        except Exception:
+            self._roles[digest] = None  # as _role; segment_text renders again and raises
+            return
+        self._roles[digest] = self._done(role) if role else role
+        if self.texts is not None and digest not in self.texts:
+            self.texts[digest] = redact_text(clean(text), self.limit)
 
 
 def content_of(
