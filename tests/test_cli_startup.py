@@ -17,19 +17,33 @@ import cacheviz
 from cacheviz.cli import app, scan
 
 ROOT = Path(__file__).resolve().parents[1]
-HEAVY = ("polars", "tiktoken", "genai_prices", "cacheviz.analysis", "cacheviz.formats")
+HEAVY = (
+    "polars",
+    "tiktoken",
+    "genai_prices",
+    "cacheviz.analysis",
+    "cacheviz.formats",
+    "cacheviz.providers",
+)
 
 
 def test_parser_names_are_the_registries() -> None:
     from cacheviz.fleet.rollup import BY
     from cacheviz.formats import READERS
-    from cacheviz.simulate import SIMULATORS
     from cacheviz.thread import THREAD_MODES
 
     assert tuple(sorted(READERS)) == app.FORMATS
-    assert tuple(SIMULATORS) == app.PROVIDERS
     assert app.THREAD_MODES == THREAD_MODES
     assert scan.BY == BY
+
+
+def test_the_provider_help_names_every_provider(capsys) -> None:
+    from cacheviz.providers import ids
+
+    with pytest.raises(SystemExit):
+        app.main(["simulate", "--help"])
+    shown = " ".join(capsys.readouterr().out.split())
+    assert f"{', '.join(ids())} (default: the recorded provider)" in shown
 
 
 def _modules_after(code: str) -> set[str]:

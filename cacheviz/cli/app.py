@@ -42,10 +42,21 @@ FORMATS = (
     "whale-usage",
 )
 """``sorted(cacheviz.formats.READERS)``."""
-PROVIDERS = ("anthropic", "openai", "deepseek", "google", "vllm", "sglang")
-"""``tuple(cacheviz.simulate.SIMULATORS)``."""
 THREAD_MODES = ("auto", "model+prefix", "model", "single")
 """``cacheviz.thread.THREAD_MODES``."""
+
+
+class _ProviderHelp(str):
+    """The ``--provider`` help, naming the provider ids only when help is shown.
+
+    argparse expands a help string with ``%`` when it formats help, never while parsing,
+    so the provider modules are imported for ``--help`` and not for every command.
+    """
+
+    def __mod__(self, params: object) -> str:
+        from cacheviz import providers
+
+        return f"{', '.join(providers.ids())} (default: the recorded provider)"
 
 
 def _input_options() -> argparse.ArgumentParser:
@@ -85,7 +96,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     simulate.add_argument(
         "--provider",
-        help=f"{', '.join(PROVIDERS)} (default: the recorded provider)",
+        help=_ProviderHelp("a provider id (default: the recorded provider)"),
     )
     simulate.add_argument("--model", help="price and simulate every call as this model")
     simulate.add_argument("--ttl", choices=("5m", "1h"), help="override the breakpoints' TTL")
@@ -356,18 +367,6 @@ def _input(args: argparse.Namespace) -> Path:
     return path
 
 
-def default_targets(analysis: Analysis) -> list[str]:
-    """The recorded models, then one comparable model per major provider."""
-    from cacheviz.simulate import SIMULATORS
-    from cacheviz.ui.widget import DEFAULT_TARGETS
-
-    recorded = analysis.calls.select("provider", "model").unique(maintain_order=True).rows()
-    targets = [f"{provider}:{model}" for provider, model in recorded if provider in SIMULATORS]
-    have = {target.split(":", 1)[0] for target in targets}
-    targets += [t for t in DEFAULT_TARGETS if t.split(":", 1)[0] not in have]
-    return targets
-
-
 def _load(args: argparse.Namespace) -> Analysis:
     from cacheviz.formats import load
     from cacheviz.formats._lines import PROGRESS
@@ -489,7 +488,9 @@ def _run(args: argparse.Namespace) -> int:
         if args.targets:
             targets = [t.strip() for t in args.targets.split(",") if t.strip()]
         else:
-            targets = default_targets(analysis)
+            from cacheviz.ui.state import comparison_targets
+
+            targets = comparison_targets(analysis)
         rules = {"ttl": args.ttl} if args.ttl else {}
         frame = analysis.compare(targets, prices=args.prices, **rules)
         if args.json:
@@ -501,14 +502,14 @@ def _run(args: argparse.Namespace) -> int:
 
 def _recorded_provider(analysis: Analysis) -> str:
     """The provider the session was recorded with, when one simulator covers it."""
-    from cacheviz.simulate import SIMULATORS
+    from cacheviz import providers
 
-    providers = analysis.calls["provider"].unique().to_list()
-    if len(providers) == 1 and providers[0] in SIMULATORS:
-        return providers[0]
+    recorded = analysis.calls["provider"].unique().to_list()
+    if len(recorded) == 1 and providers.known(recorded[0]) is not None:
+        return str(providers.known(recorded[0]))
     msg = (
-        f"--provider: the session was recorded with {', '.join(sorted(map(str, providers)))}; "
-        f"choose one of {', '.join(SIMULATORS)}"
+        f"--provider: the session was recorded with {', '.join(sorted(map(str, recorded)))}; "
+        f"choose one of {', '.join(providers.ids())}"
     )
     raise SimulationError(msg)
 

@@ -65,6 +65,7 @@ from typing import Any
 
 from cacheviz.providers._base import CallResult, SimCall
 from cacheviz.providers._cache import Entry, EntryStore, LivePrompts
+from cacheviz.providers._profile import ProviderProfile
 
 MODES = ("units", "legacy")
 OUTPUT_ROLES = frozenset({"assistant", "model"})  # a re-sent model output
@@ -348,3 +349,14 @@ class DeepSeekSimulator:
             first = (start // self.interval_tokens + 1) * self.interval_tokens
             for cut in range(first, length, self.interval_tokens):
                 self._persist(state, call, cut, *args, "interval", pending.index)
+
+
+PROFILE = ProviderProfile(
+    id="deepseek",
+    label="DeepSeek",
+    module="deepseek",
+    simulator="DeepSeekSimulator",
+    model_prefixes=("deepseek",),
+    default_ttl_seconds=DeepSeekSimulator.expiry_seconds,
+    reference_model="deepseek-chat",
+)

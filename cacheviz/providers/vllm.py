@@ -36,6 +36,7 @@ from dataclasses import dataclass
 
 from cacheviz._seq import common_prefix
 from cacheviz.providers._base import CallResult, SimCall
+from cacheviz.providers._profile import ProviderProfile
 
 BLOCK_SIZE = 16
 
@@ -187,3 +188,12 @@ class VLLMSimulator:
             detail=detail,
             extra={"prefill_tokens_saved": float(hit), "evicted_blocks": float(evicted)},
         )
+
+
+PROFILE = ProviderProfile(
+    id="vllm",
+    label="vLLM",
+    module="vllm",
+    simulator="VLLMSimulator",
+    self_hosted=True,
+)
