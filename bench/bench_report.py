@@ -59,6 +59,7 @@ def measure(path: Path, repeat: int, root: Path) -> dict[str, float]:
         capture_output=True,
         text=True,
         env=env,
+        cwd=root,  # ``python -c`` puts the working folder first on sys.path
         check=True,
     ).stdout
     row = json.loads(out.strip().splitlines()[-1])
