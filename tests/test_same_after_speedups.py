@@ -129,3 +129,19 @@ def test_redact_all_once_per_distinct_string_is_redact_of_each() -> None:
         visible("\x1b"),
         {visible("\u202e"): "x"},
     ]
+
+
+def test_tokens_in_small_batches_are_the_tokens_of_one_batch(monkeypatch) -> None:
+    """Tokenizing in bounded batches (for memory) gives every block the same tokens."""
+    from cacheviz import tokens
+
+    path = SAMPLES[0]
+    whole = cacheviz.load(path).analyze()
+    monkeypatch.setattr(tokens, "_BATCH_CHARS", 200)  # many batches, some of one block
+    batched = cacheviz.load(path).analyze()
+    for name, cache in whole.token_caches.items():
+        other = batched.token_caches[name]
+        assert len(cache) == len(other) > 10
+        for digest in whole.session.contents:
+            assert cache[digest] == other[digest]
+    assert whole.summary() == batched.summary()
