@@ -139,8 +139,26 @@ def _cost(price: RateCache, call: SimCall, result: CallResult) -> float | None:
     return result_cost(rates, call, result)
 
 
-def diagnose_costs(analysis: Analysis, *, prices: Any = None) -> None:
-    """Fill the cost, drift-cost and miss columns of ``analysis`` (in place)."""
+@dataclasses.dataclass(frozen=True, slots=True)
+class CostColumns:
+    """What :func:`diagnose_costs` adds to a shaped analysis: columns and totals."""
+
+    calls: pl.DataFrame
+    """The calls frame with the cost, expected-read and miss columns filled."""
+    drifts: pl.DataFrame
+    """The drifts frame with ``cost_usd`` and ``material`` filled."""
+    misses: pl.DataFrame
+    billed_usd: float | None
+    unpriced_models: list[str]
+    own_simulation: Simulation | None
+
+
+def diagnose_costs(analysis: Analysis, *, prices: Any = None) -> CostColumns:
+    """The cost, drift-cost and miss columns of a shaped ``analysis`` (it is not changed).
+
+    ``analysis`` holds the calls, drifts, token caches and offsets; its cost columns are
+    not read. :func:`cacheviz.analysis.analyze` assembles the analysis from the result.
+    """
     session = analysis.session
     calls = session.calls
     book = prices if isinstance(prices, PriceBook) else PriceBook(prices)
@@ -153,15 +171,15 @@ def diagnose_costs(analysis: Analysis, *, prices: Any = None) -> None:
     sim_detail: list[str] = [""] * n
     unpriced: dict[str, None] = {}
 
-    providers = {}
+    counts: dict[str, int] = {}
     for call in calls:
         key = _provider_key(call.provider)
         if key is not None:
-            providers[key] = providers.get(key, 0) + 1
-    built = sim_calls(analysis) if providers and n else []
+            counts[key] = counts.get(key, 0) + 1
+    built = sim_calls(analysis) if counts and n else []
     runs: dict[str, Simulation] = {}
     scale = None
-    for key in sorted(providers, key=lambda k: -providers[k]):
+    for key in sorted(counts, key=lambda k: -counts[k]):
         run = simulate(analysis, key, prices=book, unpriced="skip", calls=built)
         runs[key] = run
         scale = scale if scale is not None else run.token_scale
@@ -177,9 +195,9 @@ def diagnose_costs(analysis: Analysis, *, prices: Any = None) -> None:
         ):
             if _provider_key(calls[i].provider) == key:
                 simulated[i], ideal[i], sim_read[i], sim_detail[i] = cost, best, read, detail
-    analysis.own_simulation = next(iter(runs.values()), None)
+    own_simulation = next(iter(runs.values()), None)
 
-    prices_of = {key: RateCache(book, key) for key in providers}
+    prices_of = {key: RateCache(book, key) for key in counts}
     for i, call in enumerate(calls):
         key = _provider_key(call.provider)
         if key is None or call.usage is None:
@@ -195,7 +213,7 @@ def diagnose_costs(analysis: Analysis, *, prices: Any = None) -> None:
     expected, miss_cause, miss_tokens, misses = _misses(
         analysis, scale, sim_read, sim_detail, billed, prices_of
     )
-    analysis.calls = frame.with_columns(
+    filled = frame.with_columns(
         pl.Series("billed_usd", billed, pl.Float64),
         pl.Series("simulated_usd", simulated, pl.Float64),
         pl.Series("ideal_usd", ideal, pl.Float64),
@@ -209,14 +227,18 @@ def diagnose_costs(analysis: Analysis, *, prices: Any = None) -> None:
         ),
     )
     drifts = analysis.drifts
-    analysis.drifts = drifts.with_columns(
-        pl.Series("cost_usd", [drift_cost.get(c) for c in drifts["call"]], pl.Float64),
-        pl.Series("material", [material.get(c) for c in drifts["call"]], pl.Boolean),
-    )
-    analysis.misses = misses
     priced = [b for b in billed if b is not None]
-    analysis.billed_usd = float(sum(priced)) if priced else None
-    analysis.unpriced_models = list(unpriced)
+    return CostColumns(
+        calls=filled,
+        drifts=drifts.with_columns(
+            pl.Series("cost_usd", [drift_cost.get(c) for c in drifts["call"]], pl.Float64),
+            pl.Series("material", [material.get(c) for c in drifts["call"]], pl.Boolean),
+        ),
+        misses=misses,
+        billed_usd=float(sum(priced)) if priced else None,
+        unpriced_models=list(unpriced),
+        own_simulation=own_simulation,
+    )
 
 
 def _drift_costs(
@@ -286,7 +308,8 @@ def _misses(
         reported = usage.cache_read_tokens
         if not material_shortfall(offered, reported):
             continue
-        predicted = None if sim_read[i] is None else round(sim_read[i] * factor)
+        read = sim_read[i]
+        predicted = None if read is None else round(read * factor)
         gap = None
         if source is not None and calls[source].ts is not None and call.ts is not None:
             gap = (call.ts - calls[source].ts).total_seconds()
@@ -322,7 +345,7 @@ def _misses(
                 cache_write_1h=min(usage.cache_write_1h_tokens or 0, write - from_write),
                 output=usage.output_tokens,
             )
-            cost = max(0.0, billed[i] - kept)
+            cost = max(0.0, (billed[i] or 0.0) - kept)
         values = {
             "call": call.index,
             "thread": threads[i],

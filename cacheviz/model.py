@@ -114,12 +114,16 @@ class Session:
     blocks: list[Block] = field(default_factory=list)  # every distinct Block, by id
     skipped: list[SkippedLine] = field(default_factory=list)
     ignored: dict[str, int] = field(default_factory=dict)  # records that are not calls, by kind
+    # usage a format reports for the whole session only (GitHub Copilot CLI), never per call
+    reported_totals: Usage | None = None
 
-    def analyze(self, *, thread: str = "auto", encoding: str | None = None) -> Analysis:
+    def analyze(
+        self, *, thread: str = "auto", encoding: str | None = None, prices: Any = None
+    ) -> Analysis:
         """Tokenize, shape and compare every call; see :func:`cacheviz.analysis.analyze`."""
         from cacheviz.analysis import analyze
 
-        return analyze(self, thread=thread, encoding=encoding)
+        return analyze(self, thread=thread, encoding=encoding, prices=prices)
 
     def __repr__(self) -> str:
         return f"<Session {self.format} {self.path} calls={len(self.calls)}>"

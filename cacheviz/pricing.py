@@ -203,9 +203,10 @@ def _genai(provider: str, model: str, at: datetime | None, prompt_tokens: int) -
         "cache_write_1h": _tiered(getattr(prices, "cache_write_1h_mtok", None), prompt_tokens),
         "output": _tiered(getattr(prices, "output_mtok", None), prompt_tokens),
     }
-    if values["input"] is None:
+    first = values.pop("input")
+    if first is None:
         return None
-    return Rates(**values, source=f"genai-prices {__version__} ({info.id})")
+    return Rates(input=first, **values, source=f"genai-prices {__version__} ({info.id})")
 
 
 def _known_models(provider: str, extra: list[dict[str, Any]]) -> list[str]:

@@ -21,7 +21,7 @@ import polars as pl
 from cacheviz import _schema
 from cacheviz.fleet.walk import Unit
 
-CACHE_VERSION = 3  # bump when what the cached tables hold changes
+CACHE_VERSION = 4  # bump when what the cached tables hold changes
 TABLES = ("calls", "drifts", "misses")
 MANIFEST: dict[str, pl.DataType] = {
     "path": pl.String,
@@ -31,6 +31,7 @@ MANIFEST: dict[str, pl.DataType] = {
     "format": pl.String,
     "error": pl.String,
     "warnings": pl.List(pl.String),
+    "replays": pl.Int64,  # responses the loader dropped as replays (a fork's copies)
 }
 SCHEMAS = {
     "calls": _schema.SCAN_CALLS,

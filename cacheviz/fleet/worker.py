@@ -23,6 +23,7 @@ from cacheviz.analysis import Analysis, analyze
 from cacheviz.errors import CacheVizError, CacheVizWarning, UnknownFormatError
 from cacheviz.fleet.walk import Unit
 from cacheviz.formats import READERS, detect
+from cacheviz.formats.replays import REPLAYED
 from cacheviz.model import OPAQUE, Session
 from cacheviz.pricing import PriceBook
 
@@ -42,6 +43,7 @@ class UnitResult:
     calls: pl.DataFrame | None = None
     drifts: pl.DataFrame | None = None
     misses: pl.DataFrame | None = None
+    replays: int = 0  # responses the loader dropped as replays of others
 
 
 def content_hash(members: tuple[Path, ...]) -> str:
@@ -99,7 +101,10 @@ def run_unit(unit: Unit, known_hash: str | None = None, prices: str | None = Non
     notes = [
         str(w.message).splitlines()[0] for w in caught if issubclass(w.category, CacheVizWarning)
     ]
-    return UnitResult(str(unit.path), "ok", digest, fmt, None, notes, calls, drifts, misses)
+    replays = session.ignored.get(REPLAYED, 0)
+    return UnitResult(
+        str(unit.path), "ok", digest, fmt, None, notes, calls, drifts, misses, replays
+    )
 
 
 def _book(prices: str | None) -> PriceBook:

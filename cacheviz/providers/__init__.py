@@ -82,7 +82,7 @@ def find(name: str | None) -> ProviderProfile | None:
     return None if key is None else _registry()[key]
 
 
-def simulator_class(name: str) -> type:
+def simulator_class(name: str) -> type[Any]:
     """The simulator class of provider ``name``."""
     chosen = profile(name)
     module = importlib.import_module(f"cacheviz.providers.{chosen.module}")

@@ -312,10 +312,10 @@ class DeepSeekSimulator:
                     continue
                 if best[2] is None or call.offsets[j] + r > best[0]:
                     best = (call.offsets[j] + r, kind, entry)
-            length, kind, entry = best
-            if entry is not None:
-                state.units.touch(entry, now)
-                return length, kind, entry.written_by
+            length, kind, found = best
+            if found is not None:
+                state.units.touch(found, now)
+                return length, kind, found.written_by
         return 0, "", -1
 
     def _materialise_outputs(self, call: SimCall, state: _State, now: float) -> None:

@@ -68,6 +68,7 @@ import json
 import re
 from collections.abc import Hashable, Sequence
 from dataclasses import dataclass, field
+from typing import cast
 
 from cacheviz._seq import common_prefix
 from cacheviz.prefix import differing_block_common
@@ -186,7 +187,7 @@ class _Bucket:
             if compared >= cap:
                 break
             compared += 1
-            length = _token_lcp(call, self.prompts[entry.key])
+            length = _token_lcp(call, self.prompts[cast(bytes, entry.key)])
             if length > best:
                 best, best_entry = length, entry
                 if best >= call.total:

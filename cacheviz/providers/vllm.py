@@ -121,8 +121,8 @@ class _BlockPool:
             self.fresh -= take
             got += take
             while got < want and self.queue:
-                key, _ = self.queue.popitem(last=False)
-                evicted += isinstance(key, bytes)
+                oldest, _ = self.queue.popitem(last=False)
+                evicted += isinstance(oldest, bytes)
                 got += 1
             held = hit + got
         for j in range(held - 1, -1, -1):

@@ -1,0 +1,138 @@
+"""The LiteLLM callback writes the cacheviz request log (real litellm, fake provider on 127.0.0.1)."""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import json
+import os
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).parents[1]))
+from fake_provider import ANTHROPIC_USAGE, OPENAI_CHAT_USAGE, TEXT, FakeProvider
+
+
+def run_async(coro):
+    """``asyncio.run`` in a thread of its own: another test (Playwright's sync API) may
+    have left an event loop running in this one."""
+    with concurrent.futures.ThreadPoolExecutor(1) as pool:
+        return pool.submit(asyncio.run, coro).result()
+
+
+os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # no download at import
+litellm = pytest.importorskip("litellm", reason="the litellm extra is not installed")
+
+from cacheviz.recording.litellm_callback import CacheVizLogger  # noqa: E402
+
+# litellm's own models trip a pydantic warning (not ours to fix)
+pytestmark = [
+    pytest.mark.filterwarnings("ignore::UserWarning"),
+    pytest.mark.filterwarnings("ignore::DeprecationWarning"),
+]
+KEY = "sk-ant-api03-LITELLMKEYdoNotLogMe01234567"
+MESSAGES = [{"role": "system", "content": "Be terse."}, {"role": "user", "content": "hi ✓"}]
+
+
+@pytest.fixture(scope="module")
+def recorded(tmp_path_factory):
+    # one logger for the module: litellm keeps the callbacks it has seen in its own lists
+    with FakeProvider() as fake:
+        logger = CacheVizLogger(tmp_path_factory.mktemp("litellm") / "run.jsonl", thread="main")
+        saved = litellm.callbacks
+        litellm.callbacks = [logger]
+        try:
+            yield fake, logger
+        finally:
+            litellm.callbacks = saved
+            logger.close()
+
+
+def _lines(logger, count, after=0):
+    """Lines ``after:`` of the log once ``count`` are there (LiteLLM logs from a worker thread)."""
+    deadline = time.monotonic() + 20
+    while True:
+        text = logger.writer.path.read_text(encoding="utf-8")
+        lines = [json.loads(t) for t in text.splitlines()][after:]
+        if len(lines) >= count or time.monotonic() > deadline:
+            return lines
+        time.sleep(0.05)
+
+
+def _count(logger):
+    return len(logger.writer.path.read_text(encoding="utf-8").splitlines())
+
+
+def test_anthropic_and_openai_calls_are_recorded(recorded):
+    fake, logger = recorded
+    fake.received.clear()
+    before = _count(logger)
+    answer = litellm.completion(
+        model="anthropic/claude-sonnet-4-5",
+        messages=MESSAGES,
+        api_base=fake.url,
+        api_key=KEY,
+        max_tokens=16,
+    )
+    assert answer.choices[0].message.content == TEXT
+    chunks = litellm.completion(
+        model="openai/gpt-4o",
+        messages=MESSAGES,
+        api_base=f"{fake.url}/v1",
+        api_key=KEY,
+        stream=True,
+        stream_options={"include_usage": True},
+    )
+    assert "".join(c.choices[0].delta.content or "" for c in chunks if c.choices) == TEXT
+    first, second = _lines(logger, 2, before)
+    assert [r.path for r in fake.received] == ["/v1/messages", "/v1/chat/completions"]
+    assert first["request"] == json.loads(fake.received[0].body)
+    assert second["request"] == json.loads(fake.received[1].body)
+    assert (first["provider"], first["api"]) == ("anthropic", "messages")
+    assert (second["provider"], second["api"]) == ("openai", "chat.completions")
+    assert (
+        first["response"]["usage"]["cache_read_input_tokens"]
+        == ANTHROPIC_USAGE["cache_read_input_tokens"]
+    )
+    assert second["response"]["usage"]["prompt_tokens"] == OPENAI_CHAT_USAGE["prompt_tokens"]
+    assert first["meta"] == {"thread": "main"}
+    assert KEY not in logger.writer.path.read_text(encoding="utf-8")
+
+
+def test_async_calls_and_failures_are_recorded(recorded):
+    fake, logger = recorded
+    fake.received.clear()
+    before = _count(logger)
+
+    async def run():
+        await litellm.acompletion(
+            model="anthropic/claude-sonnet-4-5",
+            messages=MESSAGES,
+            api_base=fake.url,
+            api_key=KEY,
+            max_tokens=16,
+        )
+        with pytest.raises(litellm.RateLimitError):
+            await litellm.acompletion(
+                model="anthropic/error-429",
+                messages=MESSAGES,
+                api_base=fake.url,
+                api_key=KEY,
+                max_tokens=16,
+                num_retries=0,
+            )
+        # LiteLLM runs async callbacks as tasks: poll until both calls are logged
+        deadline = time.monotonic() + 20
+        while _count(logger) - before < 2 and time.monotonic() < deadline:
+            await asyncio.sleep(0.02)
+
+    run_async(run())
+    lines = _lines(logger, 2, before)
+    assert sorted(line["response"]["status"] for line in lines) == [200, 429]
+    by_status = {line["response"]["status"]: line for line in lines}
+    assert by_status[429]["response"]["usage"] is None
+    assert "fake 429" in by_status[429]["response"]["error"]
+    assert by_status[200]["request"] == json.loads(fake.received[0].body)
