@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from cacheviz.errors import CacheVizWarning
+from cacheviz.formats._body import OPENAI_COMPATIBLE
 from cacheviz.redact import redact, redact_all
 
 # path suffix -> (provider when the path says it, api)
@@ -499,4 +500,12 @@ class Exchange:
         return "".join(parts)
 
 
-__all__ = ["Exchange", "LogWriter", "now_iso", "one_line", "redact_body", "route"]
+__all__ = [
+    "OPENAI_COMPATIBLE",
+    "Exchange",
+    "LogWriter",
+    "now_iso",
+    "one_line",
+    "redact_body",
+    "route",
+]

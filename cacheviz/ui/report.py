@@ -25,12 +25,12 @@ import polars as pl
 from cacheviz._visible import visible, visible_all
 from cacheviz.errors import CacheVizError
 from cacheviz.redact import redact, redact_all
+from cacheviz.static import STATIC, bundle
 from cacheviz.ui import state, views
 
 if TYPE_CHECKING:
     from cacheviz.analysis import Analysis
 
-STATIC = Path(__file__).parent.parent / "static"
 _CSP = (
     "default-src 'none'; script-src '{script}'; style-src 'unsafe-inline'; "
     "img-src data:; font-src data:; base-uri 'none'; form-action 'none'"
@@ -155,13 +155,13 @@ def write_report(
     CacheVizError
         When the front end was not built (``static/report.js`` is missing).
     """
-    script = STATIC / "report.js"
-    if not script.is_file():
-        msg = f"{script} is missing; build the front end with `make widgets`"
+    script = bundle("report.js")
+    if script is None:
+        msg = f"{STATIC} lacks report.js or plotly.js; build the front end with `make widgets`"
         raise CacheVizError(msg)
     data = report_data(analysis, provider=provider, model=model, targets=targets)
     title = html.escape(f"cacheviz: {data['meta']['path'] or 'session'}")
-    code = inline_script(script.read_text("utf-8"))
+    code = inline_script(script)
     csp = content_security_policy(code)
     document = (
         '<!doctype html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n'

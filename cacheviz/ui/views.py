@@ -102,6 +102,8 @@ def timeline(analysis: Analysis, ttl_seconds: float | str | None = "recorded") -
         .fill_null(value=False)
         .alias("idle_gap"),
         pl.col("reported_cache_read_tokens").cast(pl.Int32).alias("reported_read"),
+        # reported cache read / reported inclusive input; null (n/a) when not reported
+        pl.col("hit_ratio").cast(pl.Float64),
         miss_cause.is_not_null().alias("miss"),
         miss_cause.replace_strict(
             list(MISS_CAUSES), range(len(MISS_CAUSES)), default=-1, return_dtype=pl.Int32
@@ -213,16 +215,23 @@ def _costs(simulation: Simulation | None, n_calls: int) -> pl.DataFrame:
     )
 
 
-def priced_models(provider: str) -> list[str]:
-    """The models of ``provider``'s own families that have a price (the model picker)."""
+def priced_models(provider: str, *, retired: bool | list[str] = False) -> list[str]:
+    """The models of ``provider``'s own families that have a price (the model picker).
+
+    Newest first (:func:`cacheviz.pricing.recency`). Retired models are left out unless
+    ``retired`` is True, or is a list of the ones to keep (the session's own models).
+    """
     from cacheviz import pricing
 
     found = providers.find(provider)
     if found is None or found.self_hosted:
         return []
     models = pricing.known_models(provider)
-    own = [m for m in models if found.owns_model(m)]
-    return own or models
+    own = [m for m in models if found.owns_model(m)] or models
+    if retired is not True:
+        gone = pricing.retired_models(provider) - set(retired or [])
+        own = [m for m in own if m not in gone]
+    return sorted(own, key=pricing.recency)
 
 
 def closest_model(recorded: list[str], models: list[str]) -> str | None:
@@ -490,6 +499,11 @@ def _detail(
         "input_tokens": row["input_tokens"],
         "prefix_tokens": row["prefix_tokens"],
         "new_tokens": row["new_tokens"],
+        # beside every simulated cost: what the provider billed for this call (null: no
+        # usage reported or no price) and the session's own provider's simulation
+        "billed_usd": row["billed_usd"],
+        "simulated_usd": row["simulated_usd"],
+        "hit_ratio": row["hit_ratio"],
     }
     if content:
         base.update(_segments_of(analysis, call))
