@@ -416,7 +416,7 @@ def test_the_main_conversation_is_the_root_even_after_side_calls(analyze, anthro
     # its own) come first, then the main Sonnet conversation (issue 20, item 3)
     quota = anthropic_body([{"role": "user", "content": "quota"}], model="claude-haiku-4-5")
     topic = [
-        anthropic_body(_msgs(n)[: n], model="claude-haiku-4-5", system=[]) for n in (1, 3, 5, 7)
+        anthropic_body(_msgs(n)[:n], model="claude-haiku-4-5", system=[]) for n in (1, 3, 5, 7)
     ]
     main = [anthropic_body(_msgs(n), system=SYSTEM, tools=TOOLS) for n in (1, 3, 5)]
     a = analyze([_line(quota), *map(_line, topic), *map(_line, main), _line(quota)])
