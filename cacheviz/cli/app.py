@@ -8,23 +8,54 @@ stderr saying where and what to do), 1 on an unexpected internal error or when
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
-import warnings
-from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, TextIO
 
-from cacheviz import providers
 from cacheviz._visible import visible
-from cacheviz.analysis import Analysis
 from cacheviz.cli.table import Column, ratio, render, width_of, wrap_line
 from cacheviz.errors import CacheVizError, CacheVizWarning, SimulationError
-from cacheviz.formats import READERS, _folders, load
-from cacheviz.formats._lines import PROGRESS
-from cacheviz.metrics import percent
-from cacheviz.thread import THREAD_MODES
+
+TYPE_CHECKING = False  # not typing's: importing typing costs start-up (cacheviz --version)
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+    from typing import Any, TextIO
+
+    from cacheviz.analysis import Analysis
+
+# What the parser offers, without importing the readers, polars or the analysis to parse
+# the arguments (``cacheviz --version`` answers in ~35 ms of imports);
+# tests/cli/test_startup.py checks each against its registry.
+
+
+class _Formats:
+    """The ``--format`` choices: the reader names, looked up only when checked.
+
+    argparse tests a value with ``in`` and lists the choices in its error and in help;
+    with a ``metavar`` it does not iterate them to build the parser.
+    """
+
+    @staticmethod
+    def _names() -> list[str]:
+        from cacheviz.formats import READERS
+
+        return sorted(READERS)
+
+    def __contains__(self, value: object) -> bool:
+        return value in self._names()
+
+    def __iter__(self):  # noqa: ANN204 - an iterator of names
+        return iter(self._names())
+
+    def __len__(self) -> int:
+        return len(self._names())
+
+
+FORMATS = _Formats()
+"""``sorted(cacheviz.formats.READERS)``, imported when ``--format`` is given."""
+THREAD_MODES = ("auto", "model+prefix", "model", "single")
+"""``cacheviz.thread.THREAD_MODES``."""
+
 
 BREAKPOINT_STRATEGIES = {
     "recorded": "the request's own cache_control breakpoints (default)",
@@ -57,7 +88,7 @@ def _input_options() -> argparse.ArgumentParser:
     common.add_argument("path", help="transcript file or folder (format auto-detected)")
     common.add_argument(
         "--format",
-        choices=sorted(READERS),
+        choices=FORMATS,
         metavar="NAME",
         help="read as this format (names: cacheviz formats)",
     )
@@ -406,6 +437,8 @@ def _basis_note(basis: dict[str, int], calls: list[dict[str, Any]]) -> str:
 
 def _headline(doc: dict[str, Any]) -> str:
     """Waste and hit ratio, one definition each (cacheviz.metrics)."""
+    from cacheviz.metrics import percent  # metrics imports polars: not at start-up
+
     hit = doc.get("hit_ratio") or {}
     parts = []
     if doc.get("waste_usd") is not None:
@@ -452,6 +485,8 @@ def session_file(path: Path) -> tuple[Path, str | None]:
 
     See :func:`cacheviz.formats._folders.session_file` (``load`` reads folders alike).
     """
+    from cacheviz.formats import _folders
+
     resolved = _folders.session_file(path)
     return resolved.path, resolved.note
 
@@ -464,6 +499,9 @@ def _input(args: argparse.Namespace) -> Path:
 
 
 def _load(args: argparse.Namespace) -> Analysis:
+    from cacheviz.formats import load
+    from cacheviz.formats._lines import PROGRESS
+
     args.path = str(_input(args))
     token = None
     if sys.stderr.isatty() and Path(args.path).is_file():
@@ -660,6 +698,8 @@ def _export(analysis: Analysis, args: argparse.Namespace) -> None:
 
 def _recorded_provider(analysis: Analysis) -> str:
     """The provider the session was recorded with, when one simulator covers it."""
+    from cacheviz import providers
+
     recorded = analysis.calls["provider"].unique().to_list()
     if len(recorded) == 1 and providers.known(recorded[0]) is not None:
         return str(providers.known(recorded[0]))
@@ -671,6 +711,8 @@ def _recorded_provider(analysis: Analysis) -> str:
 
 
 def _dump(doc: dict[str, Any]) -> None:
+    import json
+
     json.dump(doc, sys.stdout, ensure_ascii=False, indent=1, default=str)
     sys.stdout.write("\n")
 
@@ -701,6 +743,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return run_scan(args)
         finally:
             sys.stdout, sys.stderr = stdout, stderr
+    import warnings
+
     try:
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always", CacheVizWarning)
@@ -727,6 +771,9 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _print_formats(out: TextIO) -> None:
     """``cacheviz formats``: the choices of --format, --thread and --breakpoints."""
+    from cacheviz import providers
+    from cacheviz.formats import READERS
+
     out.write("formats (--format NAME; detected from the file when not given):\n")
     width = max(14, *map(len, READERS))
     for name, module in READERS.items():

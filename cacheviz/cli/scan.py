@@ -7,15 +7,19 @@ import json
 import sys
 import warnings
 from pathlib import Path
-from typing import Any, TextIO
 
 from cacheviz.cli.table import Column, ratio, render, width_of, wrap_line
 from cacheviz.errors import CacheVizError, CacheVizWarning
-from cacheviz.fleet.result import ScanResult
-from cacheviz.fleet.rollup import BY
-from cacheviz.fleet.scanner import scan
+
+TYPE_CHECKING = False  # not typing's: importing typing costs start-up (cacheviz --version)
+if TYPE_CHECKING:
+    from typing import Any, TextIO
+
+    from cacheviz.fleet.result import ScanResult
 
 _TOP = 10
+BY = ("day", "week", "month", "session", "project", "model")
+"""``cacheviz.fleet.rollup.BY``, spelled here so that parsing arguments imports no polars."""
 _LONG_KEYS = ("session", "project")  # shown last and wrapped, never cut
 
 
@@ -45,6 +49,8 @@ def add_parser(commands: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Run ``cacheviz scan``; return the exit status."""
+    from cacheviz.fleet.scanner import scan
+
     paths = [Path(p) for p in args.paths] or None
     for path in paths or []:
         if not path.exists():
