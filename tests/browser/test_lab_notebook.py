@@ -42,4 +42,4 @@ def test_lab_playground_renders_and_reacts(lab, page):
     page.wait_for_function(
         "(el) => !el.textContent.includes('hit ratio 0%')", arg=stats.element_handle()
     )
-    assert "hit ratio" in stats.text_content() and "check: none" in stats.text_content()
+    assert "hit ratio" in stats.text_content() and "check none" in stats.text_content()
