@@ -341,6 +341,9 @@ def meta(
             "model": simulation.model,
             # a self-hosted engine (vllm, sglang) has no prices: nothing is billed or priced
             "self_hosted": providers.profile(simulation.provider).self_hosted,
+            # the session replayed under its own provider's rules: its waste is the
+            # session's (billed - ideal), the same number as summary, scan and check
+            "own": simulation is analysis.own_simulation,
             "price_source": simulation.price_source,
             "total_cost_usd": simulation.total_cost_usd,
             "ideal_cost_usd": simulation.ideal_cost_usd,

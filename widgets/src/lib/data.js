@@ -63,6 +63,7 @@ import { isNumber } from "./format.js";
  * @property {number[]} [thread_parents] parent thread index per thread, -1 for a root
  * @property {string[]} [miss_causes]
  * @property {number | null} [billed_usd]
+ * @property {number | null} [waste_usd] the session's waste (billed − ideal, else simulated − ideal)
  * @property {string[]} [unpriced_models] models the target cannot price
  * @property {string[]} [billed_unpriced_models] recorded models without a price (left out of billed)
  * @property {Record<string, any>} [reported]
@@ -87,6 +88,7 @@ import { isNumber } from "./format.js";
  * @property {number | null} [hit_ratio] simulated cache read ÷ input
  * @property {string | null} [warning] e.g. priced under another vendor's tokenizer
  * @property {boolean} [self_hosted] a self-hosted engine (vllm, sglang): no prices, no bill
+ * @property {boolean} [own] the session replayed under its own provider's rules
  *
  * @typedef {object} CompareRow
  * @property {string} target

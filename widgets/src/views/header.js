@@ -17,9 +17,9 @@ export const HELP = {
   billed: "What the provider billed: the usage it reported for each call × the model's dated prices. Calls without reported usage or without a price are left out (see the note).",
   simulated: "What the session costs when cacheviz replays it under the chosen provider's caching rules (breakpoints, minimums, TTL, granularity) and prices.",
   ideal: "A lower bound: the cost had every reusable prefix been read from the cache.",
-  waste: "Simulated minus ideal: what drifts, misses and cache writes cost on top of the ideal.",
+  waste: "Billed minus ideal (simulated minus ideal where nothing was billed, or when another provider is simulated): what drifts, misses and cache writes cost above the ideal. Never negative.",
   hit: "Share of input tokens read from the cache: as the provider reported (calls with usage), and as simulated.",
-  scale: "Token scale: the provider's reported input tokens ÷ cacheviz's own count, fitted over the calls with usage. Counts are multiplied by it so simulated tokens are in the provider's units (≈1 when the tokenizer is the model's own).",
+  scale: "Token scale: the provider's reported input tokens ÷ cacheviz's own count, fitted over the calls with usage (≈1 when the tokenizer is the model's own). Token figures of calls with usage are calibrated to the provider's count call by call; the others are scaled by this ratio.",
   reconciliation: "Reconciliation: the share of calls whose simulated cache read matches the reported one (within the provider's granularity). Low means the simulation and the provider disagree; look at the misses.",
 };
 
@@ -108,7 +108,8 @@ export function createHeader(doc, actions) {
     if (target) {
       const name = target.model ? `${target.provider}:${target.model}` : String(target.provider);
       pairs.push([`simulated (${name})`, formatUsd(cost), HELP.simulated], ["ideal", formatUsd(ideal), HELP.ideal]);
-      if (isNumber(cost) && isNumber(ideal)) pairs.push(["waste", formatUsd(Math.max(0, cost - ideal)), HELP.waste]);
+      const waste = wasteOf(meta, target, { billed, cost, ideal, shown });
+      if (waste !== null) pairs.push(["waste", formatUsd(waste), HELP.waste]);
     }
     const reportedHit = meta.reported && isNumber(meta.reported.hit_ratio) ? formatPercent(meta.reported.hit_ratio, 0) : "—";
     const simulatedHit = target && isNumber(target.hit_ratio) ? formatPercent(target.hit_ratio, 0) : "—";
@@ -254,6 +255,24 @@ export function resultText(seconds, before, after) {
   if (!before) return `${took}: ${now}`;
   const was = `${targetName(before)} ${formatUsd(before.total_cost_usd)}`;
   return `${took}: ${now} (${was === now ? "unchanged" : `was ${was}`})`;
+}
+
+/**
+ * Waste, defined once (cacheviz.metrics): billed − ideal where the provider billed, else
+ * simulated − ideal; never negative. The whole session under its own provider is the
+ * analysis' own figure (`meta.waste_usd`); another provider's replay has no bill to
+ * compare with, so its waste is its simulated cost above its ideal.
+ * @param {{ waste_usd?: number | null }} meta
+ * @param {{ own?: boolean } | null} target
+ * @param {{ billed: number | null, cost: number | null | undefined, ideal: number | null | undefined, shown: boolean }} sums
+ * @returns {number | null}
+ */
+export function wasteOf(meta, target, { billed, cost, ideal, shown }) {
+  const own = Boolean(target && target.own);
+  if (own && !shown && isNumber(meta.waste_usd)) return meta.waste_usd;
+  if (!isNumber(ideal)) return null;
+  const spent = own && isNumber(billed) ? billed : cost;
+  return isNumber(spent) ? Math.max(0, spent - ideal) : null;
 }
 
 /**
