@@ -38,6 +38,8 @@ class LineReader:
         # Set by readers that rebuild each request from the lines before it: a skipped
         # line changes the later calls, and the warning names them.
         self.rebuilds = False
+        self.torn: SkippedLine | None = None  # an incomplete last line, skipped
+        self._open_line: int | None = None  # the last line, when no newline ends it
 
     @contextmanager
     def usage_policy(self) -> Iterator[Callable[[int | None], None]]:
@@ -83,6 +85,7 @@ class LineReader:
             end = data.find(b"\n", start)
             if end < 0:
                 end = size
+                self._open_line = lineno
             first = data[start : start + 1]
             line_start, start = start, end + 1
             if not first or (first in b" \t\r" and data[line_start:end].isspace()):
@@ -99,7 +102,14 @@ class LineReader:
             progress(size, size)
 
     def fail(self, lineno: int | None, reason: str) -> None:
-        """Raise for a bad line, or record it when skipping."""
+        """Raise for a bad line, or record it when skipping.
+
+        The last line, when no newline ends it and it does not parse, is a line being
+        written (or cut by a full disk): it is skipped with a note under either policy.
+        """
+        if lineno is not None and lineno == self._open_line:
+            self.torn = SkippedLine(lineno, f"incomplete last line, not counted ({reason})")
+            return
         if self.errors == "raise":
             msg = f"{reason} (or pass --errors skip / errors='skip')"
             raise TranscriptError(msg, path=self.path, line=lineno)
@@ -146,6 +156,13 @@ class LineReader:
 
     def session(self, fmt: str, calls: list[Call], store: BlockStore) -> Session:
         """Order the calls by request time, number them, and build the session."""
+        if self.torn is not None:
+            warnings.warn(
+                f"{self.path}: line {self.torn.line} is incomplete (no newline ends it: the "
+                "file is being written, or was cut); skipped, the complete lines are counted",
+                CacheVizWarning,
+                stacklevel=3,
+            )
         if not calls:
             detail = f" ({len(self.skipped)} bad lines skipped)" if self.skipped else ""
             msg = f"no API call could be read{detail}"
@@ -167,9 +184,8 @@ class LineReader:
                 CacheVizWarning,
                 stacklevel=3,
             )
-        return Session(
-            self.path, fmt, ordered, store.contents, store.blocks, self.skipped, self.ignored
-        )
+        skipped = [*self.skipped, *([self.torn] if self.torn is not None else [])]
+        return Session(self.path, fmt, ordered, store.contents, store.blocks, skipped, self.ignored)
 
 
 def describe_lines(lines: list[SkippedLine]) -> str:
