@@ -120,6 +120,20 @@ def _add_proxy_command(commands: Any) -> None:
     proxy.add_argument("-o", "--output", required=True, help="the request log to append to")
     proxy.add_argument("--thread", help="a thread hint written as meta.thread on every line")
     proxy.add_argument(
+        "--connect-timeout",
+        type=float,
+        default=10.0,
+        metavar="S",
+        help="seconds to reach the upstream (10)",
+    )
+    proxy.add_argument(
+        "--read-timeout",
+        type=float,
+        default=300.0,
+        metavar="S",
+        help="seconds of silence allowed from the upstream or a caller sending (300)",
+    )
+    proxy.add_argument(
         "--no-redact", action="store_true", help="keep secrets in bodies (default: redacted)"
     )
 
@@ -502,6 +516,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             args.host,
             thread=args.thread,
             redact=not args.no_redact,
+            connect_timeout=args.connect_timeout,
+            read_timeout=args.read_timeout,
         )
     if args.command == "formats":
         for name, module in READERS.items():
