@@ -7,8 +7,8 @@ import sys
 import pytest
 
 from cacheviz import cli
-from cacheviz._visible import visible
 from cacheviz.cli import app as cli_main
+from cacheviz._visible import visible
 from cacheviz.ui.report import read_details
 
 ESCAPES = "\x1b]0;pwned\x07\x1b[31mred\x9b\u202eevil\u2066"
