@@ -32,6 +32,7 @@ demo: $(VENV)/.installed .cache/tiktoken/.copied
 test: $(VENV)/.installed .cache/tiktoken/.copied
 	$(BIN)/ruff check cacheviz tests bench
 	$(BIN)/ruff format --check cacheviz tests bench
+	$(BIN)/mypy
 	$(BIN)/pytest
 	@if command -v npm >/dev/null; then $(MAKE) test-js; else echo "npm not found: JS tests skipped"; fi
 

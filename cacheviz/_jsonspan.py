@@ -24,6 +24,8 @@ from typing import Any
 
 from cacheviz._seq import common_prefix
 from cacheviz.errors import JSONSyntaxError
+from cacheviz.providers.anthropic import automatic_ttl
+from cacheviz.providers.openai import BREAKPOINT_TTL
 
 _WS = re.compile(r"[ \t\n\r]*")
 _SCANNER = json.decoder.JSONDecoder().scan_once
@@ -144,9 +146,6 @@ def expect(text: str, pos: int, chars: str, what: str) -> tuple[str, int]:
     return text[pos], pos + 1
 
 
-_TTL_SECONDS = {"5m": 300, "1h": 3600, "30m": 1800}
-
-
 def directive_ttl(value: Any) -> int | None:
     """TTL (seconds) of a cache breakpoint on a block or on one of its content parts.
 
@@ -162,9 +161,9 @@ def directive_ttl(value: Any) -> int | None:
             continue
         control = item.get("cache_control")
         if isinstance(control, dict):
-            found = _TTL_SECONDS.get(str(control.get("ttl", "5m")), _TTL_SECONDS["5m"])
+            found = automatic_ttl(control)
         if isinstance(item.get("prompt_cache_breakpoint"), dict):
-            found = _TTL_SECONDS["30m"]
+            found = BREAKPOINT_TTL
     return found
 
 

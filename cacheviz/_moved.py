@@ -30,6 +30,7 @@ MOVED: dict[str, str] = {
     "cacheviz.proxy": "cacheviz.recording.proxy",
     "cacheviz.recorder_litellm": "cacheviz.recording.litellm_callback",
     "cacheviz._recordlog": "cacheviz.recording.log",
+    "cacheviz.providers.gemini": "cacheviz.providers.google",
 }
 """Old module path → new module path."""
 

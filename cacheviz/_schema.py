@@ -10,6 +10,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 import polars as pl
+from polars._typing import PolarsDataType
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
 _INT = pl.Int64
@@ -17,7 +18,7 @@ _STR = pl.String
 _BOOL = pl.Boolean
 _TS = pl.Datetime("us", "UTC")
 
-REPORTED_USAGE: dict[str, pl.DataType] = {
+REPORTED_USAGE: dict[str, PolarsDataType] = {
     "reported_input_tokens": _INT,  # inclusive: uncached + cache read + cache write
     "reported_cache_read_tokens": _INT,
     "reported_cache_write_tokens": _INT,
@@ -28,7 +29,7 @@ REPORTED_USAGE: dict[str, pl.DataType] = {
     "provider_verdict": _STR,  # the provider's or agent's own cache verdict, when logged
 }
 
-CALLS: dict[str, pl.DataType] = {
+CALLS: dict[str, PolarsDataType] = {
     "index": _INT,  # position in request-time order
     "line": _INT,  # line (or record) of the transcript it came from
     "ts": _TS,
@@ -63,7 +64,7 @@ CALLS: dict[str, pl.DataType] = {
     **REPORTED_USAGE,
 }
 
-SEGMENTS: dict[str, pl.DataType] = {
+SEGMENTS: dict[str, PolarsDataType] = {
     "call": _INT,
     "thread": _STR,
     "part": _STR,  # tools | system | messages
@@ -78,7 +79,7 @@ SEGMENTS: dict[str, pl.DataType] = {
     "status": _STR,  # same (inside the prefix) | changed | new
 }
 
-DRIFTS: dict[str, pl.DataType] = {
+DRIFTS: dict[str, PolarsDataType] = {
     "call": _INT,
     "thread": _STR,
     "prev_call": _INT,
@@ -97,7 +98,7 @@ DRIFTS: dict[str, pl.DataType] = {
     "byte_offset": _INT,  # first differing byte inside the segment, when both exist
 }
 
-MISSES: dict[str, pl.DataType] = {
+MISSES: dict[str, PolarsDataType] = {
     "call": _INT,
     "thread": _STR,
     "cause": _STR,  # one of MISS_CAUSES
@@ -110,7 +111,7 @@ MISSES: dict[str, pl.DataType] = {
     "detail": _STR,
 }
 
-SIMULATION: dict[str, pl.DataType] = {
+SIMULATION: dict[str, PolarsDataType] = {
     "index": _INT,
     "thread": _STR,
     "model": _STR,  # the model simulated and priced
@@ -132,7 +133,7 @@ SIMULATION: dict[str, pl.DataType] = {
     "detail": _STR,
 }
 
-COMPARE: dict[str, pl.DataType] = {
+COMPARE: dict[str, PolarsDataType] = {
     "target": _STR,
     "provider": _STR,
     "model": _STR,
@@ -171,7 +172,9 @@ def clean(text: Any) -> Any:
     return text
 
 
-def frame(schema: Mapping[str, pl.DataType], columns: Mapping[str, Sequence[Any]]) -> pl.DataFrame:
+def frame(
+    schema: Mapping[str, PolarsDataType], columns: Mapping[str, Sequence[Any]]
+) -> pl.DataFrame:
     """Build a frame with exactly ``schema``'s columns, in its order and dtypes."""
     if not columns:
         return pl.DataFrame(schema=dict(schema))
@@ -189,7 +192,7 @@ def frame(schema: Mapping[str, pl.DataType], columns: Mapping[str, Sequence[Any]
 
 # --- cacheviz scan (many sessions; see cacheviz.fleet) -------------------------------
 
-SCAN_CALLS: dict[str, pl.DataType] = {
+SCAN_CALLS: dict[str, PolarsDataType] = {
     "path": _STR,  # the file (or Cline task file) the session was read from
     "session": _STR,  # the path, or path#id for ledgers holding several sessions (Whale)
     "format": _STR,
@@ -211,7 +214,7 @@ SCAN_CALLS: dict[str, pl.DataType] = {
     "prefix_hash": _STR,  # system + tools (Whale: prefix_fingerprint); null when unlogged
 }
 
-SCAN_DRIFTS: dict[str, pl.DataType] = {
+SCAN_DRIFTS: dict[str, PolarsDataType] = {
     "path": _STR,
     "call": _INT,
     "thread": _STR,
@@ -224,7 +227,7 @@ SCAN_DRIFTS: dict[str, pl.DataType] = {
     "detail": _STR,
 }
 
-SCAN_MISSES: dict[str, pl.DataType] = {
+SCAN_MISSES: dict[str, PolarsDataType] = {
     "path": _STR,
     "call": _INT,
     "thread": _STR,

@@ -260,15 +260,25 @@ def analyze(
             unlogged,
         )
 
-    analysis = Analysis(
+    shaped = Analysis(
         session,
         _schema.frame(_schema.CALLS, call_cols),
         _schema.frame(_schema.DRIFTS, drift_cols),
         caches,
         offsets,
     )
-    diagnose_costs(analysis, prices=prices)
-    return analysis
+    costs = diagnose_costs(shaped, prices=prices)
+    return Analysis(
+        session,
+        costs.calls,
+        costs.drifts,
+        caches,
+        offsets,
+        misses=costs.misses,
+        billed_usd=costs.billed_usd,
+        unpriced_models=costs.unpriced_models,
+        own_simulation=costs.own_simulation,
+    )
 
 
 _EMPTY = array("i")

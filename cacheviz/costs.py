@@ -47,22 +47,15 @@ from typing import TYPE_CHECKING, Any
 
 import polars as pl
 
-from cacheviz import _schema
+from cacheviz import _schema, providers
 from cacheviz.errors import UnknownModelError
-from cacheviz.pricing import PriceBook, Rates
+from cacheviz.pricing import PriceBook, RateCache, Rates
 from cacheviz.providers._base import Breakpoint, CallResult, SimCall
-from cacheviz.providers.anthropic import TTLS as ANTHROPIC_TTLS
-from cacheviz.providers.deepseek import DeepSeekSimulator
-from cacheviz.providers.gemini import GeminiSimulator
-from cacheviz.providers.openai import OpenAISimulator
 from cacheviz.simulate import (
-    SELF_HOSTED,
     Simulation,
-    _Prices,
     extend_chain,
     make_simulator,
     material_shortfall,
-    provider_id,
     result_cost,
     sim_calls,
     simulate,
@@ -72,17 +65,6 @@ if TYPE_CHECKING:
     from cacheviz.analysis import Analysis
     from cacheviz.model import Call
 
-# idle time after which an entry is gone, by provider: the simulators' own defaults -
-# Anthropic's TTL (1 h when the call that wrote it asked for it), OpenAI's in-memory
-# retention (5-10 min: the conservative end), Gemini's implicit cache [U], DeepSeek's disk
-# cache [U]
-TTL_SECONDS = {
-    "anthropic": ANTHROPIC_TTLS["5m"],
-    "openai": OpenAISimulator.in_memory_ttl_seconds,
-    "google": GeminiSimulator.implicit_ttl_seconds,
-    "deepseek": DeepSeekSimulator.expiry_seconds,
-}
-_ANTHROPIC_LONG_TTL = ANTHROPIC_TTLS["1h"]
 # drift causes that keep the number of blocks (an edit in place)
 _IN_PLACE = frozenset(
     {
@@ -99,11 +81,8 @@ _IN_PLACE = frozenset(
 
 
 def _provider_key(name: str) -> str | None:
-    try:
-        key = provider_id(name)
-    except ValueError:
-        return None
-    return None if key in SELF_HOSTED else key
+    found = providers.find(name)
+    return None if found is None or found.self_hosted else found.id
 
 
 def billed_cost(call: Call, rates: Rates) -> float | None:
@@ -152,7 +131,7 @@ def _what_if(previous: SimCall, call: SimCall, cause: str) -> tuple[SimCall, Sim
     return dataclasses.replace(previous, model=call.model, reported=None), kept
 
 
-def _cost(price: _Prices, call: SimCall, result: CallResult) -> float | None:
+def _cost(price: RateCache, call: SimCall, result: CallResult) -> float | None:
     try:
         rates = price(call.model, call.ts, call.total)
     except UnknownModelError:
@@ -160,36 +139,26 @@ def _cost(price: _Prices, call: SimCall, result: CallResult) -> float | None:
     return result_cost(rates, call, result)
 
 
-def _minimum(provider: str, model: str) -> int:
-    """The smallest prefix the provider caches for ``model``."""
-    if provider == "anthropic":
-        from cacheviz.providers.anthropic import min_tokens_for
+@dataclasses.dataclass(frozen=True, slots=True)
+class CostColumns:
+    """What :func:`diagnose_costs` adds to a shaped analysis: columns and totals."""
 
-        return min_tokens_for(model)
-    if provider == "openai":
-        from cacheviz.providers.openai import MIN_TOKENS
-
-        return MIN_TOKENS
-    if provider == "google":
-        from cacheviz.providers import gemini
-
-        finder = getattr(gemini, "min_tokens_for", None)
-        return int(finder(model)) if finder is not None else 1024
-    return 0
+    calls: pl.DataFrame
+    """The calls frame with the cost, expected-read and miss columns filled."""
+    drifts: pl.DataFrame
+    """The drifts frame with ``cost_usd`` and ``material`` filled."""
+    misses: pl.DataFrame
+    billed_usd: float | None
+    unpriced_models: list[str]
+    own_simulation: Simulation | None
 
 
-def _ttl(provider: str, previous: Call | None) -> float | None:
-    ttl = TTL_SECONDS.get(provider)
-    if provider == "anthropic" and previous is not None:
-        long = any(seconds >= _ANTHROPIC_LONG_TTL for _, seconds in previous.breakpoints)
-        usage = previous.usage
-        if long or (usage is not None and (usage.cache_write_1h_tokens or 0) > 0):
-            ttl = _ANTHROPIC_LONG_TTL
-    return ttl
+def diagnose_costs(analysis: Analysis, *, prices: Any = None) -> CostColumns:
+    """The cost, drift-cost and miss columns of a shaped ``analysis`` (it is not changed).
 
-
-def diagnose_costs(analysis: Analysis, *, prices: Any = None) -> None:
-    """Fill the cost, drift-cost and miss columns of ``analysis`` (in place)."""
+    ``analysis`` holds the calls, drifts, token caches and offsets; its cost columns are
+    not read. :func:`cacheviz.analysis.analyze` assembles the analysis from the result.
+    """
     session = analysis.session
     calls = session.calls
     book = prices if isinstance(prices, PriceBook) else PriceBook(prices)
@@ -202,15 +171,15 @@ def diagnose_costs(analysis: Analysis, *, prices: Any = None) -> None:
     sim_detail: list[str] = [""] * n
     unpriced: dict[str, None] = {}
 
-    providers = {}
+    counts: dict[str, int] = {}
     for call in calls:
         key = _provider_key(call.provider)
         if key is not None:
-            providers[key] = providers.get(key, 0) + 1
-    built = sim_calls(analysis) if providers and n else []
+            counts[key] = counts.get(key, 0) + 1
+    built = sim_calls(analysis) if counts and n else []
     runs: dict[str, Simulation] = {}
     scale = None
-    for key in sorted(providers, key=lambda k: -providers[k]):
+    for key in sorted(counts, key=lambda k: -counts[k]):
         run = simulate(analysis, key, prices=book, unpriced="skip", calls=built)
         runs[key] = run
         scale = scale if scale is not None else run.token_scale
@@ -226,9 +195,9 @@ def diagnose_costs(analysis: Analysis, *, prices: Any = None) -> None:
         ):
             if _provider_key(calls[i].provider) == key:
                 simulated[i], ideal[i], sim_read[i], sim_detail[i] = cost, best, read, detail
-    analysis.own_simulation = next(iter(runs.values()), None)
+    own_simulation = next(iter(runs.values()), None)
 
-    prices_of = {key: _Prices(book, key) for key in providers}
+    prices_of = {key: RateCache(book, key) for key in counts}
     for i, call in enumerate(calls):
         key = _provider_key(call.provider)
         if key is None or call.usage is None:
@@ -244,7 +213,7 @@ def diagnose_costs(analysis: Analysis, *, prices: Any = None) -> None:
     expected, miss_cause, miss_tokens, misses = _misses(
         analysis, scale, sim_read, sim_detail, billed, prices_of
     )
-    analysis.calls = frame.with_columns(
+    filled = frame.with_columns(
         pl.Series("billed_usd", billed, pl.Float64),
         pl.Series("simulated_usd", simulated, pl.Float64),
         pl.Series("ideal_usd", ideal, pl.Float64),
@@ -258,21 +227,25 @@ def diagnose_costs(analysis: Analysis, *, prices: Any = None) -> None:
         ),
     )
     drifts = analysis.drifts
-    analysis.drifts = drifts.with_columns(
-        pl.Series("cost_usd", [drift_cost.get(c) for c in drifts["call"]], pl.Float64),
-        pl.Series("material", [material.get(c) for c in drifts["call"]], pl.Boolean),
-    )
-    analysis.misses = misses
     priced = [b for b in billed if b is not None]
-    analysis.billed_usd = float(sum(priced)) if priced else None
-    analysis.unpriced_models = list(unpriced)
+    return CostColumns(
+        calls=filled,
+        drifts=drifts.with_columns(
+            pl.Series("cost_usd", [drift_cost.get(c) for c in drifts["call"]], pl.Float64),
+            pl.Series("material", [material.get(c) for c in drifts["call"]], pl.Boolean),
+        ),
+        misses=misses,
+        billed_usd=float(sum(priced)) if priced else None,
+        unpriced_models=list(unpriced),
+        own_simulation=own_simulation,
+    )
 
 
 def _drift_costs(
     analysis: Analysis,
     built: Sequence[SimCall],
     runs: dict[str, Simulation],
-    prices_of: dict[str, _Prices],
+    prices_of: dict[str, RateCache],
 ) -> tuple[dict[int, float | None], dict[int, bool | None]]:
     """Per drift call: the what-if cost and whether it was material."""
     costs: dict[int, float | None] = {}
@@ -305,7 +278,7 @@ def _misses(
     sim_read: list[int | None],
     sim_detail: list[str],
     billed: list[float | None],
-    prices_of: dict[str, _Prices],
+    prices_of: dict[str, RateCache],
 ) -> tuple[list[int | None], list[str | None], list[int | None], pl.DataFrame]:
     calls = analysis.session.calls
     frame = analysis.calls
@@ -335,12 +308,14 @@ def _misses(
         reported = usage.cache_read_tokens
         if not material_shortfall(offered, reported):
             continue
-        predicted = None if sim_read[i] is None else round(sim_read[i] * factor)
+        read = sim_read[i]
+        predicted = None if read is None else round(read * factor)
         gap = None
         if source is not None and calls[source].ts is not None and call.ts is not None:
             gap = (call.ts - calls[source].ts).total_seconds()
-        ttl = _ttl(key, calls[source] if source is not None else None)
-        if offered < _minimum(key, call.model):
+        profile = providers.profile(key)
+        ttl = profile.entry_ttl(calls[source] if source is not None else None)
+        if offered < profile.min_tokens(call.model):
             cause, detail = "below_minimum", f"the prefix ({offered:,} tokens) is below the minimum"
         elif predicted is not None and material_shortfall(predicted, reported):
             cause = "provider_side"
@@ -348,7 +323,7 @@ def _misses(
         elif gap is not None and ttl is not None and gap > ttl:
             cause = "ttl_expired"
             detail = f"{gap:,.0f} s idle since call {source}, beyond the {ttl:,.0f} s TTL"
-        elif key == "anthropic":
+        elif profile.explicit_breakpoints:
             cause = "no_breakpoint"
             detail = "no cache_control breakpoint wrote an entry this call could read"
         else:
@@ -370,7 +345,7 @@ def _misses(
                 cache_write_1h=min(usage.cache_write_1h_tokens or 0, write - from_write),
                 output=usage.output_tokens,
             )
-            cost = max(0.0, billed[i] - kept)
+            cost = max(0.0, (billed[i] or 0.0) - kept)
         values = {
             "call": call.index,
             "thread": threads[i],

@@ -10,6 +10,7 @@ import re
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any, cast
 
 from cacheviz._seq import common_prefix
 from cacheviz.model import Block, Content
@@ -156,7 +157,9 @@ def _stripped_tail(old: object, new: object, old_text: str, new_text: str) -> st
     if isinstance(old, dict) and isinstance(new, dict):
         before, after = old.get("content"), new.get("content")
         if isinstance(before, list) and isinstance(after, list | str):
-            after_list = _as_blocks(new).get("content") if isinstance(after, str) else after
+            after_list = after
+            if isinstance(after, str):
+                after_list = cast("dict[str, Any]", _as_blocks(new))["content"]
             if len(after_list) < len(before) and before[: len(after_list)] == after_list:
                 gone = before[len(after_list)]
                 text = gone.get("text") if isinstance(gone, dict) else None

@@ -115,11 +115,13 @@ class Session:
     skipped: list[SkippedLine] = field(default_factory=list)
     ignored: dict[str, int] = field(default_factory=dict)  # records that are not calls, by kind
 
-    def analyze(self, *, thread: str = "auto", encoding: str | None = None) -> Analysis:
+    def analyze(
+        self, *, thread: str = "auto", encoding: str | None = None, prices: Any = None
+    ) -> Analysis:
         """Tokenize, shape and compare every call; see :func:`cacheviz.analysis.analyze`."""
         from cacheviz.analysis import analyze
 
-        return analyze(self, thread=thread, encoding=encoding)
+        return analyze(self, thread=thread, encoding=encoding, prices=prices)
 
     def __repr__(self) -> str:
         return f"<Session {self.format} {self.path} calls={len(self.calls)}>"

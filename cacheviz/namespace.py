@@ -25,33 +25,9 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
+from cacheviz import providers
 from cacheviz.model import Call
 
-# provider -> [(level, [parameter paths])]; a path is a key, or "outer.inner"
-KEYED_PARAMS: dict[str, list[tuple[str, list[str]]]] = {
-    "anthropic": [
-        ("system", ["speed"]),
-        (
-            "messages",
-            ["tool_choice", "disable_parallel_tool_use", "thinking", "output_config"],
-        ),
-    ],
-    "openai": [
-        (
-            "tools",
-            [
-                "parallel_tool_calls",
-                "response_format",
-                "text.format",
-                "reasoning_effort",
-                "reasoning.effort",
-                "verbosity",
-                "text.verbosity",
-                "prompt_cache_key",
-            ],
-        ),
-    ],
-}
 _LEVELS = ("tools", "system", "messages")
 
 
@@ -104,7 +80,8 @@ def keyed_params(call: Call) -> KeyedParams:
     (('messages', (('thinking', '{"budget_tokens":2048,"type":"enabled"}'),)),)
     """
     levels = []
-    for level, paths in KEYED_PARAMS.get(call.provider, []):
+    found = providers.find(call.provider)
+    for level, paths in found.keyed_params if found is not None else ():
         values = []
         for path in paths:
             value = _lookup(call.params, path)

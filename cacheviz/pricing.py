@@ -26,6 +26,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from cacheviz import providers
 from cacheviz.errors import TranscriptError, UnknownModelError
 
 _FIELDS = ("input", "cache_read", "cache_write", "cache_write_1h", "output", "storage_hour")
@@ -150,9 +151,13 @@ def _tiered(value: Any, prompt_tokens: int) -> float | None:
     return float(price) * _MTOK
 
 
-def _genai(provider: str, model: str, at: datetime | None, prompt_tokens: int) -> Rates | None:
+_PRICE_FIELDS = ("input_mtok", "cache_read_mtok", "cache_write_mtok", "cache_write_1h_mtok")
+
+
+def _genai_prices(provider: str, model: str, at: datetime | None) -> tuple[Any, Any] | None:
+    """genai-prices' (model info, prices in force at ``at``) for ``model``, if it has them."""
     try:
-        from genai_prices import __version__, data_snapshot
+        from genai_prices import data_snapshot
     except ImportError:  # pragma: no cover - a declared dependency
         return None
     snapshot = data_snapshot.get_snapshot()
@@ -162,7 +167,35 @@ def _genai(provider: str, model: str, at: datetime | None, prompt_tokens: int) -
         return None
     except Exception:
         return None
-    prices = info.get_prices(at or datetime.now(UTC))
+    return info, info.get_prices(at or datetime.now(UTC))
+
+
+def tier_starts(provider: str, model: str, at: datetime | None = None) -> tuple[int, ...]:
+    """The prompt sizes above which ``model``'s input-side prices change (from the data).
+
+    A prompt of ``n`` tokens is in tier ``sum(n > start for start in tier_starts(...))``.
+
+    >>> tier_starts("anthropic", "claude-nonexistent")
+    ()
+    """
+    found = _genai_prices(provider, model, at)
+    if found is None:
+        return ()
+    starts = {
+        int(tier.start)
+        for name in _PRICE_FIELDS
+        for tier in getattr(getattr(found[1], name, None), "tiers", None) or ()
+    }
+    return tuple(sorted(starts))
+
+
+def _genai(provider: str, model: str, at: datetime | None, prompt_tokens: int) -> Rates | None:
+    from genai_prices import __version__
+
+    found = _genai_prices(provider, model, at)
+    if found is None:
+        return None
+    info, prices = found
     values = {
         "input": _tiered(getattr(prices, "input_mtok", None), prompt_tokens),
         "cache_read": _tiered(getattr(prices, "cache_read_mtok", None), prompt_tokens),
@@ -170,9 +203,10 @@ def _genai(provider: str, model: str, at: datetime | None, prompt_tokens: int) -
         "cache_write_1h": _tiered(getattr(prices, "cache_write_1h_mtok", None), prompt_tokens),
         "output": _tiered(getattr(prices, "output_mtok", None), prompt_tokens),
     }
-    if values["input"] is None:
+    first = values.pop("input")
+    if first is None:
         return None
-    return Rates(**values, source=f"genai-prices {__version__} ({info.id})")
+    return Rates(input=first, **values, source=f"genai-prices {__version__} ({info.id})")
 
 
 def _known_models(provider: str, extra: list[dict[str, Any]]) -> list[str]:
@@ -189,6 +223,11 @@ def _known_models(provider: str, extra: list[dict[str, Any]]) -> list[str]:
         if entry.get("provider") in (None, provider):
             names += entry.get("model", [])
     return sorted(set(names))
+
+
+def known_models(provider: str) -> list[str]:
+    """Every model the bundled price data (genai-prices and the overlay) prices for ``provider``."""
+    return _known_models(provider, [])
 
 
 class PriceBook:
@@ -252,6 +291,45 @@ class PriceBook:
         return replace(rates, source="; ".join(sources))
 
 
+class RateCache:
+    """A provider's rates per (model, hour, prompt-size tier), each resolved once.
+
+    Rates change by the hour at most (peak windows, dated prices) and by prompt size only
+    at the model's tier boundaries, which come from the price data (:func:`tier_starts`).
+
+    Parameters
+    ----------
+    book
+        Where the prices come from.
+    provider
+        The provider whose price list is read.
+    """
+
+    def __init__(self, book: PriceBook, provider: str) -> None:
+        self.book, self.provider = book, provider
+        self._seen: dict[tuple[str, datetime | None, int], Rates] = {}
+        self._starts: dict[tuple[str, datetime | None], tuple[int, ...]] = {}
+
+    def __call__(self, model: str, at: datetime | None, prompt_tokens: int) -> Rates:
+        """The rates of ``model`` at ``at`` for a prompt of ``prompt_tokens``.
+
+        Raises
+        ------
+        UnknownModelError
+            When no source prices the model.
+        """
+        hour = at.replace(minute=0, second=0, microsecond=0) if at else None
+        starts = self._starts.get((model, hour))
+        if starts is None:
+            starts = self._starts[(model, hour)] = tier_starts(self.provider, model, at)
+        key = (model, hour, sum(prompt_tokens > start for start in starts))
+        if key not in self._seen:
+            self._seen[key] = self.book.rates(
+                self.provider, model, at=at, prompt_tokens=prompt_tokens
+            )
+        return self._seen[key]
+
+
 def _read_user(path: Path) -> list[dict[str, Any]]:
     try:
         document = json.loads(path.read_text("utf-8"))
@@ -287,12 +365,10 @@ def _read_user(path: Path) -> list[dict[str, Any]]:
                 if isinstance(spec.get(theirs), (int, float))
             }
             if "input" in rates:
-                provider = spec.get("litellm_provider")
+                provider = providers.known(spec.get("litellm_provider"))
                 entries.append(
                     {
-                        "provider": provider
-                        if provider in ("anthropic", "openai", "deepseek")
-                        else None,
+                        "provider": provider if provider in providers.priced() else None,
                         "model": [key.lower(), _bare(key)],
                         "_rates": rates,
                     }

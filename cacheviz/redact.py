@@ -129,7 +129,8 @@ def secret_spans(text: str) -> list[tuple[int, int]]:
         for match in pattern.finditer(text):
             start, end = match.span(group)
             if group == 0:  # a token: cover its tail too
-                end = _TOKEN_TAIL.match(text, end).end()
+                tail = _TOKEN_TAIL.match(text, end)
+                end = tail.end() if tail is not None else end
             if end > start:
                 spans.append((start, end))
     spans.sort()

@@ -16,6 +16,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
+from cacheviz import providers
 from cacheviz._jsonspan import Element, ObjectScan, json_type
 from cacheviz._seq import common_prefix
 from cacheviz.errors import RenderError
@@ -37,7 +38,8 @@ def infer_api(provider: str, keys: set[str]) -> str:
     """Guess the API of a request body from its provider and top-level keys."""
     if "input" in keys and "messages" not in keys:
         return "responses"
-    if provider == "anthropic" or "system" in keys:
+    found = providers.find(provider)
+    if (found is not None and found.api == "messages") or "system" in keys:
         return "messages"
     return "chat.completions"
 

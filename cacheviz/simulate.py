@@ -22,57 +22,40 @@ how far the tokenizer approximation is from the provider's (1.0 = exact).
 from __future__ import annotations
 
 import hashlib
-import importlib
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 import polars as pl
 
-from cacheviz import _schema
+from cacheviz import _schema, providers
 from cacheviz._seq import common_prefix
 from cacheviz.errors import SimulationError, UnknownModelError
-from cacheviz.pricing import PriceBook, Rates
+from cacheviz.pricing import PriceBook, RateCache, Rates
 from cacheviz.providers._base import Breakpoint, CallResult, SimCall, Simulator
+from cacheviz.providers.anthropic import automatic_ttl
 
 if TYPE_CHECKING:
     from cacheviz.analysis import Analysis
 
-# provider id -> (module, simulator class, parameter names the CLI may pass)
-SIMULATORS = {
-    "anthropic": ("anthropic", "AnthropicSimulator"),
-    "openai": ("openai", "OpenAISimulator"),
-    "deepseek": ("deepseek", "DeepSeekSimulator"),
-    "google": ("gemini", "GeminiSimulator"),
-    "vllm": ("vllm", "VLLMSimulator"),
-    "sglang": ("sglang", "SGLangSimulator"),
-}
-SELF_HOSTED = ("vllm", "sglang")
-_ALIASES = {"gemini": "google", "claude": "anthropic"}
-_TTL_SECONDS = {"5m": 300, "1h": 3600}
-_SYNTHETIC_STEP = 1.0  # seconds between calls that have no time
-
 
 def provider_id(name: str) -> str:
     """Normalize a provider name (``gemini`` → ``google``); unknown names are an error."""
-    key = _ALIASES.get(name.lower(), name.lower())
-    if key not in SIMULATORS:
-        msg = f"unknown provider {name!r}; expected one of {', '.join(SIMULATORS)}"
-        raise SimulationError(msg)
-    return key
+    return providers.profile(name).id
 
 
 def make_simulator(provider: str, **rules: Any) -> Simulator:
     """The simulator of ``provider`` with ``rules`` overriding its defaults."""
-    module, name = SIMULATORS[provider_id(provider)]
-    cls = getattr(importlib.import_module(f"cacheviz.providers.{module}"), name)
+    cls = providers.simulator_class(provider)
     try:
         return cls(**rules)
     except TypeError as exc:
         fields = ", ".join(f for f in cls.__dataclass_fields__ if f != "provider")
         msg = f"{provider}: {exc}; its rules are: {fields}"
         raise SimulationError(msg) from None
+
+
+_SYNTHETIC_STEP = 1.0  # seconds between calls that have no time
 
 
 def sim_calls(analysis: Analysis) -> list[SimCall]:
@@ -113,9 +96,7 @@ def sim_calls(analysis: Analysis) -> list[SimCall]:
             + [_role(b.label) if b.part == "messages" else None for b in call.blocks[shared:]],
             tokens=cache.__getitem__,
             breakpoints=breakpoints,
-            auto_breakpoint=_TTL_SECONDS.get(str(auto.get("ttl", "5m")), 300)
-            if isinstance(auto, dict)
-            else None,
+            auto_breakpoint=automatic_ttl(auto) if isinstance(auto, dict) else None,
             params=call.params,
             output_tokens=call.usage.output_tokens if call.usage else None,
             reported=call.usage,
@@ -257,24 +238,6 @@ def _token_scale(calls: Sequence[SimCall]) -> float | None:
     return sum(theirs * ours for theirs, ours in pairs) / denominator
 
 
-class _Prices:
-    """Rates per (model, hour, prompt size tier), resolved once each."""
-
-    def __init__(self, book: PriceBook, provider: str) -> None:
-        self.book, self.provider = book, provider
-        self._seen: dict[tuple[str, datetime | None, int], Rates] = {}
-
-    def __call__(self, model: str, at: datetime | None, prompt_tokens: int) -> Rates:
-        tier = sum(prompt_tokens > n for n in (100_000, 200_000, 272_000))
-        hour = at.replace(minute=0, second=0, microsecond=0) if at else None
-        key = (model, hour, tier)
-        if key not in self._seen:
-            self._seen[key] = self.book.rates(
-                self.provider, model, at=at, prompt_tokens=prompt_tokens
-            )
-        return self._seen[key]
-
-
 def simulate(
     analysis: Analysis,
     provider: str,
@@ -322,9 +285,9 @@ def simulate(
     results = simulator.run(calls)
     recorded = analysis.calls["provider"].to_list()
     comparable = [model is None or model == c.model for c in calls]
-    self_hosted = provider in SELF_HOSTED
+    self_hosted = providers.profile(provider).self_hosted
     book = prices if isinstance(prices, PriceBook) else PriceBook(prices)
-    price = _Prices(book, provider)
+    price = RateCache(book, provider)
     cols: dict[str, list[Any]] = {name: [] for name in _schema.SIMULATION}
     prefixes = analysis.calls["prefix_tokens"].to_list()
     sources: list[str] = []
@@ -439,9 +402,7 @@ def compare(
 
 
 def _rule_names(provider: str) -> set[str]:
-    module, name = SIMULATORS[provider_id(provider)]
-    cls = getattr(importlib.import_module(f"cacheviz.providers.{module}"), name)
-    return set(cls.__dataclass_fields__) - {"provider"}
+    return set(providers.simulator_class(provider).__dataclass_fields__) - {"provider"}
 
 
-__all__ = ["SIMULATORS", "Simulation", "SimulationError", "compare", "make_simulator", "simulate"]
+__all__ = ["Simulation", "SimulationError", "compare", "make_simulator", "simulate"]

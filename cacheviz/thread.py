@@ -33,6 +33,7 @@ Modes
 
 from __future__ import annotations
 
+import functools
 from array import array
 from collections.abc import Callable, Sequence
 
@@ -158,6 +159,7 @@ def assign_threads(
     per_model: dict[str, int] = {}
     for i, call in enumerate(calls):
         parent = call.parent_hint
+        name: str | None
         if call.thread_hint is not None:
             name = call.thread_hint
         else:
@@ -218,7 +220,7 @@ def _best_thread(
             earlier,
             offsets[j],
             call,
-            lambda h, j=j: tokens_of(j, h),
+            functools.partial(tokens_of, j),
             lambda h: tokens_of(i, h),
             messages,
         )

@@ -16,8 +16,6 @@ from cacheviz.segment import render_text
 if TYPE_CHECKING:
     from cacheviz.analysis import Analysis
 
-MIN_CACHEABLE = 1024  # tokens: the smallest prefix any provider caches (providers.md)
-
 
 @dataclass(frozen=True, slots=True)
 class Finding:
@@ -127,18 +125,5 @@ class Context:
         return float(sum(values))
 
     def immaterial(self, drifts: list[dict[str, Any]]) -> bool:
-        """True when every one of the drifts cost nothing.
-
-        The analysis' ``material`` column says so when present; without it, a drift
-        whose previous call was shorter than the smallest cacheable prefix of any
-        provider (1,024 tokens) broke nothing that could have been cached.
-        """
-        if not drifts:
-            return False
-        if "material" in self.analysis.drifts.columns:
-            return all(d.get("material") is False for d in drifts)
-        return all(
-            d.get("prev_call") is not None
-            and self.calls[d["prev_call"]]["input_tokens"] < MIN_CACHEABLE
-            for d in drifts
-        )
+        """True when every one of the drifts cost nothing (the analysis' ``material``)."""
+        return bool(drifts) and all(d.get("material") is False for d in drifts)

@@ -11,27 +11,29 @@ from __future__ import annotations
 from itertools import pairwise
 from typing import Any
 
+from cacheviz import providers
 from cacheviz.check._context import Context, Finding
 from cacheviz.check._rules import RULES
 from cacheviz.check.drift_rules import call_list
 from cacheviz.errors import CacheVizError
 from cacheviz.pricing import PriceBook
 
-# default cache lifetime per provider (providers.md): seconds without use before expiry
-DEFAULT_TTL = {"anthropic": 300, "openai": 300, "google": 300, "deepseek": 6 * 3600}
-# the longer lifetime to suggest: (simulator rules, how to ask for it)
-LONGER = {
-    "anthropic": ({"ttl": "1h"}, "cache_control ttl '1h'"),
-    "openai": ({"retention": "24h"}, "prompt_cache_retention '24h'"),
-}
-MIN_PREFIX = 1024  # tokens: below the smallest cacheable prefix a gap costs nothing
-
 
 def _ttl(ctx: Context, provider: str, call: int) -> float | None:
+    """The idle seconds an entry written by ``call`` lives under ``provider``'s rules."""
+    found = providers.find(provider)
+    if found is None:
+        return None
     recorded = [ttl for _, ttl in ctx.session_calls[call].breakpoints]
-    if provider == "anthropic" and recorded:
+    if found.explicit_breakpoints and recorded:
         return float(max(recorded))
-    return DEFAULT_TTL.get(provider)
+    return found.default_ttl_seconds
+
+
+def _minimum(provider: str, model: str) -> int:
+    """Below the smallest cacheable prefix a gap costs nothing (at least one token)."""
+    found = providers.find(provider)
+    return max(found.min_tokens(model) if found is not None else 0, 1)
 
 
 def _simulate(ctx: Context, provider: str, **rules: Any) -> Any:
@@ -70,7 +72,7 @@ def ttl_gaps(ctx: Context) -> list[Finding]:
     """Threads with idle gaps longer than their provider's TTL before a reusable prefix."""
     rule = RULES["ttl_gaps"]
     gaps: dict[str, list[tuple[int, float]]] = {}
-    providers: dict[str, str] = {}
+    thread_provider: dict[str, str] = {}
     for thread, indexes in ctx.threads.items():
         for before, call in pairwise(indexes):
             row, prev = ctx.calls[call], ctx.calls[before]
@@ -79,9 +81,13 @@ def ttl_gaps(ctx: Context) -> list[Finding]:
             ttl = _ttl(ctx, row["provider"], before)
             idle = (row["ts"] - prev["ts"]).total_seconds()
             reusable = row["prev_common_tokens"] or 0
-            if ttl is not None and idle > ttl and reusable >= MIN_PREFIX:
+            if (
+                ttl is not None
+                and idle > ttl
+                and reusable >= _minimum(row["provider"], row["model"])
+            ):
                 gaps.setdefault(thread, []).append((call, idle))
-                providers[thread] = row["provider"]
+                thread_provider[thread] = row["provider"]
     confirmed: dict[str, set[int]] = {}  # calls the provider's usage shows as TTL misses
     for row in ctx.calls:
         if row.get("miss_cause") == "ttl_expired":
@@ -95,13 +101,13 @@ def ttl_gaps(ctx: Context) -> list[Finding]:
                     else 0.0
                 )
                 gaps.setdefault(thread, []).append((row["index"], idle))
-                providers[thread] = row["provider"]
+                thread_provider[thread] = row["provider"]
     if not gaps:
         return []
     findings = []
     simulations: dict[tuple[str, str], Any] = {}
     for thread, found in gaps.items():
-        provider = providers[thread]
+        provider = thread_provider[thread]
         found.sort()
         calls = [c for c, _ in found]
         key = (provider, "default")
@@ -113,14 +119,15 @@ def ttl_gaps(ctx: Context) -> list[Finding]:
             rows = base.calls.filter(base.calls["index"].is_in(calls))
             if rows["cost_usd"].null_count() == 0 and rows["ideal_cost_usd"].null_count() == 0:
                 cost = float((rows["cost_usd"] - rows["ideal_cost_usd"]).sum())
-        longer = LONGER.get(provider)
+        found_profile = providers.find(provider)
+        longer = found_profile.longer_ttl if found_profile is not None else None
         if longer is not None and base is not None and base.total_cost_usd is not None:
             lkey = (provider, "longer")
             if lkey not in simulations:
-                simulations[lkey] = _simulate(ctx, provider, **longer[0])
+                simulations[lkey] = _simulate(ctx, provider, **longer.rules)
             other = simulations[lkey]
             if other is not None and other.total_cost_usd is not None:
-                what_if = (base.total_cost_usd, other.total_cost_usd, longer[1])
+                what_if = (base.total_cost_usd, other.total_cost_usd, longer.advice)
         tokens = sum(ctx.calls[c]["prev_common_tokens"] or 0 for c in calls)
         longest = max(idle for _, idle in found)
         advice = ""

@@ -16,12 +16,12 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, TextIO
 
+from cacheviz import providers
 from cacheviz._visible import visible
 from cacheviz.analysis import Analysis
-from cacheviz.errors import CacheVizError, CacheVizWarning
+from cacheviz.errors import CacheVizError, CacheVizWarning, SimulationError
 from cacheviz.formats import READERS, load
 from cacheviz.formats._lines import PROGRESS
-from cacheviz.simulate import SIMULATORS, SimulationError
 from cacheviz.thread import THREAD_MODES
 
 
@@ -62,7 +62,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     simulate.add_argument(
         "--provider",
-        help=f"{', '.join(SIMULATORS)} (default: the recorded provider)",
+        help=f"{', '.join(providers.ids())} (default: the recorded provider)",
     )
     simulate.add_argument("--model", help="price and simulate every call as this model")
     simulate.add_argument("--ttl", choices=("5m", "1h"), help="override the breakpoints' TTL")
@@ -347,17 +347,6 @@ def _input(args: argparse.Namespace) -> Path:
     return path
 
 
-def default_targets(analysis: Analysis) -> list[str]:
-    """The recorded models, then one comparable model per major provider."""
-    from cacheviz.ui.widget import DEFAULT_TARGETS
-
-    recorded = analysis.calls.select("provider", "model").unique(maintain_order=True).rows()
-    targets = [f"{provider}:{model}" for provider, model in recorded if provider in SIMULATORS]
-    have = {target.split(":", 1)[0] for target in targets}
-    targets += [t for t in DEFAULT_TARGETS if t.split(":", 1)[0] not in have]
-    return targets
-
-
 def _load(args: argparse.Namespace) -> Analysis:
     args.path = str(_input(args))
     token = None
@@ -476,7 +465,9 @@ def _run(args: argparse.Namespace) -> int:
         if args.targets:
             targets = [t.strip() for t in args.targets.split(",") if t.strip()]
         else:
-            targets = default_targets(analysis)
+            from cacheviz.ui.state import comparison_targets
+
+            targets = comparison_targets(analysis)
         rules = {"ttl": args.ttl} if args.ttl else {}
         frame = analysis.compare(targets, prices=args.prices, **rules)
         if args.json:
@@ -488,12 +479,12 @@ def _run(args: argparse.Namespace) -> int:
 
 def _recorded_provider(analysis: Analysis) -> str:
     """The provider the session was recorded with, when one simulator covers it."""
-    providers = analysis.calls["provider"].unique().to_list()
-    if len(providers) == 1 and providers[0] in SIMULATORS:
-        return providers[0]
+    recorded = analysis.calls["provider"].unique().to_list()
+    if len(recorded) == 1 and providers.known(recorded[0]) is not None:
+        return str(providers.known(recorded[0]))
     msg = (
-        f"--provider: the session was recorded with {', '.join(sorted(map(str, providers)))}; "
-        f"choose one of {', '.join(SIMULATORS)}"
+        f"--provider: the session was recorded with {', '.join(sorted(map(str, recorded)))}; "
+        f"choose one of {', '.join(providers.ids())}"
     )
     raise SimulationError(msg)
 

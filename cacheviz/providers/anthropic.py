@@ -29,6 +29,7 @@ from dataclasses import dataclass
 
 from cacheviz.providers._base import Breakpoint, CallResult, SimCall
 from cacheviz.providers._cache import EntryStore
+from cacheviz.providers._profile import LongerTTL, ProviderProfile
 
 STRATEGIES = ("recorded", "auto", "kilocode", "none")
 TTLS = {"5m": 300, "1h": 3600}
@@ -48,6 +49,15 @@ MIN_TOKENS = (
     ("haiku", 2048),
 )
 DEFAULT_MIN_TOKENS = 1024  # Opus 4.8, Sonnet 5 / 4.6 / 4.5 / 4, Opus 4.1 / 4
+
+
+def automatic_ttl(directive: dict) -> int:
+    """Seconds of TTL of top-level automatic caching (``cache_control: {"ttl": ...}``).
+
+    >>> automatic_ttl({"type": "ephemeral"}), automatic_ttl({"ttl": "1h"})
+    (300, 3600)
+    """
+    return TTLS.get(str(directive.get("ttl", "5m")), TTLS["5m"])
 
 
 def min_tokens_for(model: str) -> int:
@@ -182,3 +192,26 @@ class AnthropicSimulator:
             cache_write_1h_tokens=b_tokens - read,
             detail=detail,
         )
+
+
+PROFILE = ProviderProfile(
+    id="anthropic",
+    label="Anthropic",
+    module="anthropic",
+    simulator="AnthropicSimulator",
+    aliases=("claude",),
+    model_prefixes=("claude",),
+    ttls=TTLS,
+    default_ttl_seconds=TTLS["5m"],
+    longer_ttl=LongerTTL({"ttl": "1h"}, "cache_control ttl '1h'"),
+    explicit_breakpoints=True,
+    # speed changes the system prompt's cache; the rest invalidate from the messages on
+    keyed_params=(
+        ("system", ("speed",)),
+        ("messages", ("tool_choice", "disable_parallel_tool_use", "thinking", "output_config")),
+    ),
+    min_tokens=min_tokens_for,
+    reference_model="claude-sonnet-4-5",
+    api="messages",
+    rule_choices={"ttl": tuple(TTLS), "breakpoints": STRATEGIES},
+)

@@ -65,6 +65,7 @@ from typing import Any
 
 from cacheviz.providers._base import CallResult, SimCall
 from cacheviz.providers._cache import Entry, EntryStore, LivePrompts
+from cacheviz.providers._profile import ProviderProfile
 
 MODES = ("units", "legacy")
 OUTPUT_ROLES = frozenset({"assistant", "model"})  # a re-sent model output
@@ -311,10 +312,10 @@ class DeepSeekSimulator:
                     continue
                 if best[2] is None or call.offsets[j] + r > best[0]:
                     best = (call.offsets[j] + r, kind, entry)
-            length, kind, entry = best
-            if entry is not None:
-                state.units.touch(entry, now)
-                return length, kind, entry.written_by
+            length, kind, found = best
+            if found is not None:
+                state.units.touch(found, now)
+                return length, kind, found.written_by
         return 0, "", -1
 
     def _materialise_outputs(self, call: SimCall, state: _State, now: float) -> None:
@@ -348,3 +349,14 @@ class DeepSeekSimulator:
             first = (start // self.interval_tokens + 1) * self.interval_tokens
             for cut in range(first, length, self.interval_tokens):
                 self._persist(state, call, cut, *args, "interval", pending.index)
+
+
+PROFILE = ProviderProfile(
+    id="deepseek",
+    label="DeepSeek",
+    module="deepseek",
+    simulator="DeepSeekSimulator",
+    model_prefixes=("deepseek",),
+    default_ttl_seconds=DeepSeekSimulator.expiry_seconds,
+    reference_model="deepseek-chat",
+)

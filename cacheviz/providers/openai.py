@@ -68,11 +68,13 @@ import json
 import re
 from collections.abc import Hashable, Sequence
 from dataclasses import dataclass, field
+from typing import cast
 
 from cacheviz._seq import common_prefix
 from cacheviz.prefix import differing_block_common
 from cacheviz.providers._base import CallResult, SimCall
 from cacheviz.providers._cache import Entry, EntryStore
+from cacheviz.providers._profile import LongerTTL, ProviderProfile
 
 GENERATIONS = ("classic", "breakpoint")
 RETENTIONS = ("in_memory", "24h")
@@ -185,7 +187,7 @@ class _Bucket:
             if compared >= cap:
                 break
             compared += 1
-            length = _token_lcp(call, self.prompts[entry.key])
+            length = _token_lcp(call, self.prompts[cast(bytes, entry.key)])
             if length > best:
                 best, best_entry = length, entry
                 if best >= call.total:
@@ -370,3 +372,38 @@ class OpenAISimulator:
         elif not candidates or length(candidates[0]) < self.min_tokens:
             detail += f", below the {self.min_tokens}-token minimum"
         return CallResult(total, cache_read_tokens=read, cache_write_tokens=write, detail=detail)
+
+
+def _min_tokens(model: str) -> int:
+    return MIN_TOKENS
+
+
+PROFILE = ProviderProfile(
+    id="openai",
+    label="OpenAI",
+    module="openai",
+    simulator="OpenAISimulator",
+    model_prefixes=("gpt-", "o1", "o3", "o4", "codex"),
+    # GPT-5.6+'s prompt_cache_breakpoint: "30m" is the only lifetime
+    ttls={"30m": BREAKPOINT_TTL},
+    default_ttl_seconds=OpenAISimulator.in_memory_ttl_seconds,
+    longer_ttl=LongerTTL({"retention": "24h"}, "prompt_cache_retention '24h'"),
+    # the whole prompt's cache key: they invalidate from the tools on
+    keyed_params=(
+        (
+            "tools",
+            (
+                "parallel_tool_calls",
+                "response_format",
+                "text.format",
+                "reasoning_effort",
+                "reasoning.effort",
+                "verbosity",
+                "text.verbosity",
+                "prompt_cache_key",
+            ),
+        ),
+    ),
+    min_tokens=_min_tokens,
+    reference_model="gpt-5",
+)

@@ -30,6 +30,7 @@ from dataclasses import dataclass
 
 from cacheviz._seq import common_prefix
 from cacheviz.providers._base import CallResult, SimCall
+from cacheviz.providers._profile import ProviderProfile
 from cacheviz.providers.vllm import prompt_tokens
 
 
@@ -178,3 +179,12 @@ class SGLangSimulator:
             detail=detail,
             extra={"prefill_tokens_saved": float(hit), "evicted_tokens": float(evicted)},
         )
+
+
+PROFILE = ProviderProfile(
+    id="sglang",
+    label="SGLang",
+    module="sglang",
+    simulator="SGLangSimulator",
+    self_hosted=True,
+)

@@ -36,6 +36,7 @@ from dataclasses import dataclass
 
 from cacheviz._seq import common_prefix
 from cacheviz.providers._base import CallResult, SimCall
+from cacheviz.providers._profile import ProviderProfile
 
 BLOCK_SIZE = 16
 
@@ -120,8 +121,8 @@ class _BlockPool:
             self.fresh -= take
             got += take
             while got < want and self.queue:
-                key, _ = self.queue.popitem(last=False)
-                evicted += isinstance(key, bytes)
+                oldest, _ = self.queue.popitem(last=False)
+                evicted += isinstance(oldest, bytes)
                 got += 1
             held = hit + got
         for j in range(held - 1, -1, -1):
@@ -187,3 +188,12 @@ class VLLMSimulator:
             detail=detail,
             extra={"prefill_tokens_saved": float(hit), "evicted_blocks": float(evicted)},
         )
+
+
+PROFILE = ProviderProfile(
+    id="vllm",
+    label="vLLM",
+    module="vllm",
+    simulator="VLLMSimulator",
+    self_hosted=True,
+)

@@ -20,14 +20,11 @@ from pathlib import Path
 from typing import Any
 
 import ipywidgets
-import polars as pl
 
-from cacheviz.errors import CacheVizError, TranscriptError
+from cacheviz.errors import TranscriptError
 from cacheviz.recording import Recorder
-from cacheviz.ui import views
 
 _LOG = logging.getLogger(__name__)
-_TTLS = {"5m": 300, "1h": 3600}
 WAITING = "cacheviz: waiting for the first call…"
 
 
@@ -66,8 +63,6 @@ class LiveInspector:
         self.box = ipywidgets.VBox([ipywidgets.HTML(WAITING)])
         self.inspector: Any = None
         self.updates = {"appended": 0, "replaced": 0}
-        self._frames: tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame] | None = None
-        self._rules: dict[str, Any] = {"ttl": ttl, "breakpoints": breakpoints}
         self._size = -1
         self._lock = threading.Lock()
         self._wake = threading.Event()
@@ -158,103 +153,15 @@ class LiveInspector:
 
         built = inspect(analysis, **self.options)
         self.inspector = built.inspector
-        self._remember_settings(self.inspector)
-        self._frames = self._tables(analysis)[:3]
         self.box.children = built.children
         self.box.inspector = self.inspector  # type: ignore[attr-defined]
         return "built"
 
-    def _remember_settings(self, inspector: Any) -> None:
-        """Follow the controls: remember what the inspector last simulated."""
-        original = inspector.resimulate
-
-        def resimulate(provider: str, model: str | None = None, **rules: Any) -> None:
-            self._rules = rules
-            original(provider, model, **rules)
-            with self._lock:
-                if self.inspector is not None and self._frames is not None:
-                    self._frames = self._tables(self.inspector.analysis)[:3]
-
-        inspector.resimulate = resimulate
-
-    def _tables(self, analysis: Any) -> tuple[Any, ...]:
-        """Timeline, shape and cost frames, the simulation and the provider comparison."""
-        inspector = self.inspector
-        ttl_seconds = _TTLS.get(self._rules.get("ttl") or "5m", 300)
-        simulation = getattr(inspector, "simulation", None)
-        if simulation is not None:
-            rules = {k: v for k, v in self._rules.items() if v is not None}
-            if simulation.provider != "anthropic":
-                rules = {}
-            try:
-                simulation = analysis.simulate(
-                    simulation.provider, simulation.model, unpriced="skip", **rules
-                )
-            except (CacheVizError, ValueError):
-                simulation = None
-        compare = None
-        if inspector is not None and inspector._compare is not None:
-            try:
-                compare = analysis.compare(list(inspector.targets))
-            except (CacheVizError, ValueError):
-                compare = None
-        return (
-            views.timeline(analysis, ttl_seconds),
-            views.shape_runs(analysis),
-            views.costs(simulation, analysis.calls.height),
-            simulation,
-            compare,
-            ttl_seconds,
-        )
-
     def _update(self, analysis: Any) -> str:
-        inspector = self.inspector
-        timeline, shape, costs, simulation, compare, ttl_seconds = self._tables(analysis)
-        meta = views.meta(analysis, ttl_seconds=ttl_seconds, simulation=simulation, compare=compare)
-        old = self._frames
-        assert old is not None
-        n_old = old[0].height
-        inspector.analysis, inspector.simulation = analysis, simulation
-        inspector._compare = compare
-        self._frames = (timeline, shape, costs)
-        if timeline.height == n_old and timeline.equals(old[0]) and costs.equals(old[2]):
-            return "unchanged"
-        appended = (
-            timeline.height > n_old
-            and timeline.head(n_old).equals(old[0])
-            and shape.filter(pl.col("call") < n_old).equals(old[1])
-            and costs.head(n_old).equals(old[2])
-        )
-        state = {
-            "_timeline": views.ipc(timeline),
-            "_shape": views.ipc(shape),
-            "_costs": views.ipc(costs),
-            "meta": meta,
-        }
-        if appended and hasattr(inspector, "_lock_property"):
-            buffers = [
-                views.ipc(timeline.slice(n_old)),
-                views.ipc(shape.filter(pl.col("call") >= n_old)),
-                views.ipc(costs.slice(n_old)),
-            ]
-            inspector.send({"type": "append", "meta": meta}, buffers)
-            # the Python side's state follows without sending it again (the front end
-            # already has it): ipywidgets skips a value equal to the locked one
-            with inspector._lock_property(**state):
-                for name, value in state.items():
-                    setattr(inspector, name, value)
-            self.updates["appended"] += 1
-            return "appended"
-        with inspector.hold_sync():
-            for name, value in state.items():
-                setattr(inspector, name, value)
-        self.updates["replaced"] += 1
-        return "replaced"
+        outcome = self.inspector.update(analysis)
+        if outcome in self.updates:
+            self.updates[outcome] += 1
+        return outcome
 
 
-def inspect_live(source: Recorder | str | Path, **options: Any) -> LiveInspector:
-    """The live inspector of a recorder or a log path (see :class:`LiveInspector`)."""
-    return LiveInspector(source, **options)
-
-
-__all__ = ["WAITING", "LiveInspector", "inspect_live"]
+__all__ = ["WAITING", "LiveInspector"]

@@ -25,7 +25,7 @@ import polars as pl
 from cacheviz._visible import visible, visible_all
 from cacheviz.errors import CacheVizError
 from cacheviz.redact import redact, redact_all
-from cacheviz.ui import views
+from cacheviz.ui import state, views
 
 if TYPE_CHECKING:
     from cacheviz.analysis import Analysis
@@ -78,32 +78,24 @@ def report_data(
     provider: str | None = None,
     model: str | None = None,
     targets: tuple[str, ...] | None = None,
-    ttl_seconds: int = views.DEFAULT_TTL,
 ) -> dict[str, Any]:
-    """Everything the report shows, redacted, as a JSON-ready dict."""
-    from cacheviz.ui.widget import DEFAULT_TARGETS, default_target, model_choices
+    """Everything the report shows, redacted, as a JSON-ready dict.
 
-    chosen, chosen_model = default_target(analysis)
-    provider = provider or chosen
-    model = model if provider != chosen else (model or chosen_model)
-    if model is None and provider != chosen:  # another vendor: its comparable model
-        model = model_choices(analysis, provider)[1] or None
-    simulation = analysis.simulate(provider, model, unpriced="skip")
-    compare = analysis.compare(list(targets or DEFAULT_TARGETS))
-    details = report_details(analysis, simulation)
-    timeline = views.timeline(analysis, ttl_seconds).with_columns(
+    The numbers are the inspector's (:func:`cacheviz.ui.state.build`): the same target,
+    comparison and tables as the notebook shows for the same choices.
+    """
+    shown = state.build(analysis, state.resolve_target(analysis, provider, model), targets=targets)
+    if shown.simulation is None:
+        raise CacheVizError(shown.status)
+    details = report_details(analysis, shown.simulation)
+    timeline = shown.timeline.with_columns(
         pl.col("label").map_elements(lambda t: visible(redact(t)), return_dtype=pl.String)
     )
-    tables = {
-        "timeline": timeline,
-        "shape": views.shape_runs(analysis),
-        "costs": views.costs(simulation, analysis.calls.height),
-    }
-    meta = views.meta(analysis, ttl_seconds=ttl_seconds, simulation=simulation, compare=compare)
+    tables = {"timeline": timeline, "shape": shown.shape, "costs": shown.costs}
     return {
         # the tables hold numbers and segment labels only; text is redacted, not base64
         **{name: base64.b64encode(views.ipc(frame)).decode() for name, frame in tables.items()},
-        "meta": visible_all(redact_all(meta)),
+        "meta": visible_all(redact_all(shown.meta)),
         # every call's detail and content, gzip-compressed (the page inflates it on load)
         "details_gz": base64.b64encode(
             gzip.compress(embed_json(visible_all(details)).encode(), 6)

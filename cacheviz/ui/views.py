@@ -12,7 +12,8 @@ from typing import TYPE_CHECKING, Any
 
 import polars as pl
 
-from cacheviz._schema import CAUSES, clean
+from cacheviz import providers
+from cacheviz._schema import CAUSES, MISS_CAUSES, clean
 from cacheviz._seq import common_prefix
 from cacheviz.redact import (
     MARGIN,
@@ -35,7 +36,6 @@ UNLOGGED_STATUS = 4
 MAX_TEXT = 2000  # characters of each side of a drift shown
 MAX_SEGMENTS = 300  # segments of the selected call listed
 CHIPS = 8  # tokens shown before and after the first differing token
-DEFAULT_TTL = 300
 
 
 def ipc(frame: pl.DataFrame) -> bytes:
@@ -45,12 +45,27 @@ def ipc(frame: pl.DataFrame) -> bytes:
     return buffer.getvalue()
 
 
-MISS_CAUSES = ("ttl_expired", "below_minimum", "no_breakpoint", "provider_side")
-SELF_HOSTED = ("vllm", "sglang")
+def default_ttl_seconds(analysis: Analysis, provider: str | None = None) -> float | None:
+    """The default cache lifetime of ``provider`` (else of the recorded provider).
+
+    A provider without a time limit (self-hosted) or an unknown one falls back to the
+    default comparison's first vendor, so idle marks stay meaningful.
+    """
+    recorded = analysis.calls["provider"].unique().to_list()
+    found = providers.find(provider) or providers.find(recorded[0] if len(recorded) == 1 else None)
+    if found is None or found.default_ttl_seconds is None:
+        found = providers.profile(providers.reference_targets()[0].partition(":")[0])
+    return found.default_ttl_seconds
 
 
-def timeline(analysis: Analysis, ttl_seconds: int = DEFAULT_TTL) -> pl.DataFrame:
-    """One row per call: tokens, prefix line, drift, idle gaps, reported read, misses."""
+def timeline(analysis: Analysis, ttl_seconds: float | str | None = "recorded") -> pl.DataFrame:
+    """One row per call: tokens, prefix line, drift, idle gaps, reported read, misses.
+
+    A gap longer than ``ttl_seconds`` is idle (``None``: the cache has no time limit;
+    ``"recorded"``: the recorded provider's default, :func:`default_ttl_seconds`).
+    """
+    if isinstance(ttl_seconds, str):
+        ttl_seconds = default_ttl_seconds(analysis)
     calls = analysis.calls
     thread = "thread"
     threads = _threads(analysis)
@@ -88,7 +103,9 @@ def timeline(analysis: Analysis, ttl_seconds: int = DEFAULT_TTL) -> pl.DataFrame
         .fill_null(-1),
         pl.col("drift_label").map_elements(_label, return_dtype=pl.String).alias("label"),
         pl.col("tokens_lost").fill_null(0).cast(pl.Int32),
-        (gap > ttl_seconds).fill_null(value=False).alias("idle_gap"),
+        (gap > (ttl_seconds if ttl_seconds is not None else float("inf")))
+        .fill_null(value=False)
+        .alias("idle_gap"),
         pl.col("reported_cache_read_tokens").cast(pl.Int32).alias("reported_read"),
         miss_cause.is_not_null().alias("miss"),
         miss_cause.replace_strict(
@@ -201,25 +218,15 @@ def _costs(simulation: Simulation | None, n_calls: int) -> pl.DataFrame:
     )
 
 
-# the provider's own model families (a provider's price list may hold others' models,
-# e.g. Claude on Vertex, that its caching simulator does not describe)
-FAMILIES = {
-    "anthropic": ("claude",),
-    "openai": ("gpt-", "o1", "o3", "o4", "codex"),
-    "google": ("gemini",),
-    "deepseek": ("deepseek",),
-}
-
-
 def priced_models(provider: str) -> list[str]:
     """The models of ``provider``'s own families that have a price (the model picker)."""
     from cacheviz import pricing
 
-    if provider in SELF_HOSTED:
+    found = providers.find(provider)
+    if found is None or found.self_hosted:
         return []
-    models = pricing._known_models(provider, [])
-    families = FAMILIES.get(provider)
-    own = [m for m in models if families and m.startswith(families)]
+    models = pricing.known_models(provider)
+    own = [m for m in models if found.owns_model(m)]
     return own or models
 
 
@@ -239,7 +246,7 @@ def closest_model(recorded: list[str], models: list[str]) -> str | None:
 
 def unpriced_models(analysis: Analysis, simulation: Simulation | None) -> list[str]:
     """Models the target could not price (empty for self-hosted engines)."""
-    if simulation is None or simulation.provider in SELF_HOSTED:
+    if simulation is None or simulation.provider in providers.self_hosted():
         return []
     missing = simulation.calls.filter(pl.col("cost_usd").is_null() & pl.col("model").is_not_null())
     return sorted({clean(m) for m in missing["model"].to_list()})
@@ -252,7 +259,7 @@ def pricing_notes(analysis: Analysis, simulation: Simulation | None) -> dict[str
     provider = simulation.provider
     recorded = sorted(set(analysis.calls["provider"].to_list()))
     notice = None
-    if provider in SELF_HOSTED:
+    if provider in providers.self_hosted():
         notice = (
             f"{provider} is a self-hosted engine: it has no prices, so there is no cost to "
             "chart; the comparison shows the prefill tokens its prefix cache saves."
@@ -270,7 +277,7 @@ def pricing_notes(analysis: Analysis, simulation: Simulation | None) -> dict[str
             notice = f"Calls to {', '.join(missing)} have no {provider} price and are left out."
     warning = None
     others = [p for p in recorded if p != provider]
-    if others and provider not in SELF_HOSTED:
+    if others and provider not in providers.self_hosted():
         encodings = sorted(set(analysis.calls["encoding"].to_list()))
         warning = (
             f"This session was recorded with {', '.join(others)} models and is priced here "
@@ -289,7 +296,7 @@ def _hit_ratio(read: pl.Series, total: pl.Series) -> float | None:
 def meta(
     analysis: Analysis,
     *,
-    ttl_seconds: int,
+    ttl_seconds: float | None,
     simulation: Simulation | None,
     compare: pl.DataFrame | None = None,
 ) -> dict[str, Any]:

@@ -25,11 +25,11 @@ from typing import TYPE_CHECKING, Any
 
 import anywidget
 import ipywidgets
+import polars as pl
 import traitlets
 
-from cacheviz.errors import CacheVizError
-from cacheviz.simulate import SIMULATORS
-from cacheviz.ui import views
+from cacheviz import providers
+from cacheviz.ui import state, views
 
 if TYPE_CHECKING:
     from cacheviz.analysis import Analysis
@@ -37,23 +37,6 @@ if TYPE_CHECKING:
 
 _LOG = logging.getLogger(__name__)
 STATIC = Path(__file__).parent.parent / "static"
-DEFAULT_TARGETS = (
-    "anthropic:claude-sonnet-4-5",
-    "openai:gpt-5",
-    "deepseek:deepseek-chat",
-    "google:gemini-2.5-pro",
-)
-_TTLS = {"5m": 300, "1h": 3600}
-
-
-def default_target(analysis: Analysis) -> tuple[str, str | None]:
-    """The recorded provider (and its recorded models) when it can be simulated."""
-    providers = analysis.calls["provider"].unique().to_list()
-    if len(providers) == 1 and providers[0] in SIMULATORS:
-        return providers[0], None
-    return "anthropic", "claude-sonnet-4-5"
-
-
 _MISSING_BUNDLE = """
 export default { render({ el }) {
   el.textContent = "cacheviz: the inspector's front end is not built (static/inspector.js). "
@@ -69,7 +52,11 @@ def _bundle() -> Path | str:
 
 
 class Inspector(anywidget.AnyWidget):
-    """Timeline, cache shape map, drift detail and provider costs of one analysis."""
+    """Timeline, cache shape map, drift detail and provider costs of one analysis.
+
+    It shows an :class:`~cacheviz.ui.state.InspectorState` (``state``): every number comes
+    from :func:`cacheviz.ui.state.build`, as in the report and the live inspector.
+    """
 
     _esm = _bundle()
     _timeline = traitlets.Bytes(b"").tag(sync=True)
@@ -90,23 +77,20 @@ class Inspector(anywidget.AnyWidget):
         model: str | None = None,
         ttl: str | None = None,
         breakpoints: str | None = None,
-        targets: tuple[str, ...] = DEFAULT_TARGETS,
+        targets: tuple[str, ...] | None = None,
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
         self.analysis = analysis
-        self.targets = targets
-        self.simulation: Simulation | None = None
-        self._compare: Any = None  # the provider comparison: it doesn't depend on the controls
-        self._timeline = views.ipc(views.timeline(analysis, _TTLS.get(ttl or "5m", 300)))
-        self._shape = views.ipc(views.shape_runs(analysis))
-        chosen, chosen_model = default_target(analysis)
-        self.resimulate(
-            provider or chosen,
-            model if provider else (model or chosen_model),
-            ttl=ttl,
-            breakpoints=breakpoints,
-        )
+        self.targets = tuple(targets) if targets else tuple(state.comparison_targets(analysis))
+        self.state: state.InspectorState | None = None
+        target = state.resolve_target(analysis, provider, model, ttl=ttl, breakpoints=breakpoints)
+        self.resimulate(target.provider, target.model, ttl=ttl, breakpoints=breakpoints)
+
+    @property
+    def simulation(self) -> Simulation | None:
+        """The target's simulation (``None`` when it failed)."""
+        return self.state.simulation if self.state is not None else None
 
     def __repr__(self) -> str:
         # cheap: no trait serialization (anywidget's advice)
@@ -121,42 +105,77 @@ class Inspector(anywidget.AnyWidget):
         breakpoints: str | None = None,
     ) -> None:
         """Re-run the target simulation and redraw the costs (errors go to ``status``)."""
-        rules: dict[str, Any] = {}
-        if ttl is not None and provider == "anthropic":
-            rules["ttl"] = ttl
-        if breakpoints is not None and provider == "anthropic":
-            rules["breakpoints"] = breakpoints
         self.status = "simulating…"
-        try:
-            own = self.analysis.own_simulation  # the analysis replayed its own provider already
-            if own is not None and model is None and not rules and own.provider == provider:
-                self.simulation = own
-            else:
-                self.simulation = self.analysis.simulate(provider, model, unpriced="skip", **rules)
-            if self._compare is None:
-                self._compare = self.analysis.compare(list(self.targets))
-        except (CacheVizError, ValueError) as exc:
-            _LOG.exception("simulation failed")
-            self.status = f"{provider}: {exc}"
+        target = state.Target(provider, model, ttl=ttl, breakpoints=breakpoints)
+        compare = self.state.compare if self.state is not None else None
+        new = state.build(self.analysis, target, targets=self.targets, compare=compare)
+        if new.simulation is None and self.state is not None:
+            _LOG.error("simulation failed: %s", new.status)
+            self.status = new.status  # keep showing the last simulation that worked
             return
-        ttl_seconds = _TTLS.get(ttl or "5m", 300)
-        if self.meta.get("ttl_seconds") not in (None, ttl_seconds):  # idle gaps depend on it
-            self._timeline = views.ipc(views.timeline(self.analysis, ttl_seconds))
-        self._costs = views.ipc(
-            views.costs(self.simulation, self.analysis.calls.height, self.analysis)
+        self._show(new)
+
+    def update(self, analysis: Analysis) -> str:
+        """Show a new analysis of the same session under the same target (the live view).
+
+        Returns
+        -------
+        str
+            ``unchanged``, ``appended`` (only the new calls' rows were sent) or ``replaced``.
+        """
+        old = self.state
+        assert old is not None
+        new = state.rebuild(old, analysis)
+        self.analysis = analysis
+        n_old = old.timeline.height
+        if new.timeline.equals(old.timeline) and new.costs.equals(old.costs):
+            self.state = new
+            return "unchanged"
+        appended = (
+            new.timeline.height > n_old
+            and new.timeline.head(n_old).equals(old.timeline)
+            and new.shape.filter(pl.col("call") < n_old).equals(old.shape)
+            and new.costs.head(n_old).equals(old.costs)
         )
-        self.meta = views.meta(
-            self.analysis,
-            ttl_seconds=ttl_seconds,
-            simulation=self.simulation,
-            compare=self._compare,
-        )
-        missing = views.unpriced_models(self.analysis, self.simulation)
-        self.status = (
-            f"{provider}: no price for {', '.join(missing)}; choose a priced model in the list"
-            if missing and not self.simulation.total_cost_usd
-            else ""
-        )
+        if not appended:
+            self._show(new)
+            return "replaced"
+        self.state = new
+        buffers = [
+            views.ipc(new.timeline.slice(n_old)),
+            views.ipc(new.shape.filter(pl.col("call") >= n_old)),
+            views.ipc(new.costs.slice(n_old)),
+        ]
+        self.send({"type": "append", "meta": new.meta}, buffers)
+        traits = self._traits_of(new)
+        # the Python side's state follows without sending it again (the front end already
+        # has it): ipywidgets skips a value equal to the locked one
+        with self._lock_property(**traits):
+            for name, value in traits.items():
+                setattr(self, name, value)
+        self.status = new.status
+        return "appended"
+
+    @staticmethod
+    def _traits_of(new: state.InspectorState) -> dict[str, Any]:
+        return {
+            "_timeline": views.ipc(new.timeline),
+            "_shape": views.ipc(new.shape),
+            "_costs": views.ipc(new.costs),
+            "meta": new.meta,
+        }
+
+    def _show(self, new: state.InspectorState) -> None:
+        old, self.state = self.state, new
+        traits = self._traits_of(new)
+        if old is not None and old.timeline.equals(new.timeline):
+            traits.pop("_timeline")
+        if old is not None and old.shape.equals(new.shape):
+            traits.pop("_shape")
+        with self.hold_sync():
+            for name, value in traits.items():
+                setattr(self, name, value)
+            self.status = new.status
         self._show_detail()
 
     @traitlets.observe("selected_call")
@@ -180,26 +199,6 @@ class Inspector(anywidget.AnyWidget):
         if self.selected_call < 0:
             return {}
         return self.analysis.calls.row(self.selected_call, named=True)
-
-
-def model_choices(analysis: Analysis, provider: str) -> tuple[list[tuple[str, str]], str]:
-    """The model picker's options for ``provider`` (label, value) and its default.
-
-    The default is the recorded models when ``provider`` prices them, else the provider's
-    comparable model, else the closest priced one.
-    """
-    recorded = analysis.calls["model"].unique(maintain_order=True).to_list()
-    models = views.priced_models(provider)
-    options = [("recorded models", ""), *[(m, m) for m in models]]
-    same = provider in analysis.calls["provider"].unique().to_list()
-    if provider in views.SELF_HOSTED or (same and all(m in models for m in recorded)):
-        return options, ""
-    if not same:  # another vendor: its comparable model, as in the provider comparison
-        for target in DEFAULT_TARGETS:
-            name, _, model = target.partition(":")
-            if name == provider and model in models:
-                return options, model
-    return options, views.closest_model(recorded, models) or ""
 
 
 def inspect(
@@ -229,21 +228,23 @@ def inspect(
     )
     current = inspector.simulation
     provider_box = ipywidgets.Dropdown(
-        options=list(SIMULATORS),
-        value=current.provider if current else "anthropic",
+        options=list(providers.ids()),
+        value=current.provider if current else state.default_target(analysis).provider,
         description="provider",
     )
-    options, _default = model_choices(analysis, provider_box.value)
+    options, _default = state.model_choices(analysis, provider_box.value)
     chosen = (current.model or "") if current else ""
     model_box = ipywidgets.Dropdown(
         options=options if chosen in {v for _, v in options} else [*options, (chosen, chosen)],
         value=chosen,
         description="model",
     )
-    ttl_box = ipywidgets.Dropdown(options=["5m", "1h"], value=ttl or "5m", description="TTL")
+    ttls = providers.rule_choices("ttl")
+    ttl_box = ipywidgets.Dropdown(options=list(ttls), value=ttl or ttls[0], description="TTL")
+    strategies = providers.rule_choices("breakpoints")
     strategy_box = ipywidgets.Dropdown(
-        options=["recorded", "auto", "kilocode", "none"],
-        value=breakpoints or "recorded",
+        options=list(strategies),
+        value=breakpoints or strategies[0],
         description="breakpoints",
     )
 
@@ -253,7 +254,7 @@ def inspect(
         nonlocal switching
         switching = True  # one simulation for the provider and its default model
         try:
-            options, default = model_choices(analysis, change["new"])
+            options, default = state.model_choices(analysis, change["new"])
             model_box.options = options
             model_box.value = default
         finally:

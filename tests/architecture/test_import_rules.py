@@ -1,5 +1,8 @@
 """The layers of docs/architecture.md, checked on every import in the package.
 
+The provider registry (``cacheviz.providers``) holds facts, not pipeline stages: the
+readers and the base modules may ask it (a cache directive's TTL, a provider's API).
+
 Data flows one way: formats → tokenize → segment/shape → prefix → diagnose →
 providers/pricing → analysis → ui / report / CLI. Each rule below names a layer and what
 it may not import; an import inside a function counts like one at the top.
@@ -66,7 +69,6 @@ RULES = {
         "cacheviz.recording",
         "cacheviz.teach",
         "cacheviz.analysis",
-        "cacheviz.providers",
         "cacheviz.fleet",
         "cacheviz.check",
         "cacheviz.simulate",
@@ -81,7 +83,6 @@ RULES = {
         "cacheviz.diagnose",
         "cacheviz.costs",
         "cacheviz.simulate",
-        "cacheviz.providers",
         "cacheviz.fleet",
         "cacheviz.check",
         *JUPYTER,

@@ -6,7 +6,7 @@ from array import array
 import pytest
 
 from cacheviz.providers._base import SimCall
-from cacheviz.providers.gemini import GeminiSimulator, explicit_supported, min_tokens_for
+from cacheviz.providers.google import GeminiSimulator, explicit_supported, min_tokens_for
 
 HOUR = 3600.0
 

@@ -48,6 +48,7 @@ from dataclasses import dataclass
 
 from cacheviz.providers._base import CallResult, SimCall
 from cacheviz.providers._cache import EntryStore, LivePrompts
+from cacheviz.providers._profile import ProviderProfile
 
 MODES = ("implicit", "explicit")
 PREFIXES = ("system", "first_call")
@@ -239,3 +240,20 @@ class GeminiSimulator:
             detail=f"explicit: created a {size}-token object for {ttl / HOUR:g} h",
             extra={"storage_token_hours": size * ttl / HOUR},
         )
+
+
+def _min_tokens(model: str) -> int:
+    return min_tokens_for(model)
+
+
+PROFILE = ProviderProfile(
+    id="google",
+    label="Google Gemini",
+    module="google",
+    simulator="GeminiSimulator",
+    aliases=("gemini",),
+    model_prefixes=("gemini",),
+    default_ttl_seconds=GeminiSimulator.implicit_ttl_seconds,
+    min_tokens=_min_tokens,
+    reference_model="gemini-2.5-pro",
+)

@@ -1,0 +1,216 @@
+"""The one inspector state: everything the widget, the live inspector and the report show.
+
+:func:`build` turns an ``(analysis, target)`` into an :class:`InspectorState` — the
+target's simulation, the provider comparison, the timeline, shape and cost tables and
+the ``meta`` document. The notebook widget, the live inspector and the HTML report only
+serialize it, so the three cannot disagree about a number.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import polars as pl
+
+from cacheviz import providers
+from cacheviz.errors import CacheVizError
+from cacheviz.ui import views
+
+if TYPE_CHECKING:
+    from cacheviz.analysis import Analysis
+    from cacheviz.simulate import Simulation
+
+DEFAULT_TARGETS = tuple(providers.reference_targets())
+"""``provider:model`` of each priced vendor's comparable model: the default comparison."""
+
+
+@dataclass(frozen=True, slots=True)
+class Target:
+    """The simulation the inspector shows: a provider, its model and its rules.
+
+    ``model`` ``None`` means the recorded models; ``ttl`` and ``breakpoints`` are the
+    provider's rules (they apply where its simulator has them).
+    """
+
+    provider: str
+    model: str | None = None
+    ttl: str | None = None
+    breakpoints: str | None = None
+
+    def rules(self) -> dict[str, Any]:
+        """The rules the provider's simulator takes among ``ttl`` and ``breakpoints``."""
+        names = set(providers.simulator_class(self.provider).__dataclass_fields__)
+        asked = {"ttl": self.ttl, "breakpoints": self.breakpoints}
+        return {k: v for k, v in asked.items() if v is not None and k in names}
+
+    def ttl_seconds(self, analysis: Analysis) -> float | None:
+        """The cache lifetime behind the idle marks: the chosen TTL, else the default."""
+        found = providers.find(self.provider)
+        chosen = found.ttl_seconds(self.ttl) if found is not None else None
+        if chosen is not None:
+            return chosen
+        return views.default_ttl_seconds(analysis, self.provider)
+
+
+def _recorded_provider(analysis: Analysis) -> str | None:
+    recorded = analysis.calls["provider"].unique().to_list()
+    return recorded[0] if len(recorded) == 1 else None
+
+
+def default_target(analysis: Analysis) -> Target:
+    """The recorded provider (and its recorded models) when it can be simulated."""
+    recorded = _recorded_provider(analysis)
+    if providers.known(recorded) is not None:
+        return Target(str(providers.known(recorded)))
+    provider, _, model = DEFAULT_TARGETS[0].partition(":")
+    return Target(provider, model)
+
+
+def model_choices(analysis: Analysis, provider: str) -> tuple[list[tuple[str, str]], str]:
+    """The model picker's options for ``provider`` (label, value) and its default.
+
+    The default is the recorded models when ``provider`` prices them, else the provider's
+    comparable model, else the closest priced one.
+    """
+    recorded = analysis.calls["model"].unique(maintain_order=True).to_list()
+    models = views.priced_models(provider)
+    options = [("recorded models", ""), *[(m, m) for m in models]]
+    same = provider in analysis.calls["provider"].unique().to_list()
+    if provider in providers.self_hosted() or (same and all(m in models for m in recorded)):
+        return options, ""
+    if not same:  # another vendor: its comparable model, as in the provider comparison
+        for target in DEFAULT_TARGETS:
+            name, _, model = target.partition(":")
+            if name == provider and model in models:
+                return options, model
+    return options, views.closest_model(recorded, models) or ""
+
+
+def comparison_targets(analysis: Analysis) -> list[str]:
+    """The recorded ``provider:model`` pairs, then one comparable model per other vendor."""
+    recorded = analysis.calls.select("provider", "model").unique(maintain_order=True).rows()
+    targets = [
+        f"{providers.known(provider)}:{model}"
+        for provider, model in recorded
+        if providers.known(provider) is not None
+    ]
+    have = {target.split(":", 1)[0] for target in targets}
+    return targets + [t for t in DEFAULT_TARGETS if t.split(":", 1)[0] not in have]
+
+
+def resolve_target(
+    analysis: Analysis,
+    provider: str | None = None,
+    model: str | None = None,
+    *,
+    ttl: str | None = None,
+    breakpoints: str | None = None,
+) -> Target:
+    """The target a user asked for, completed: another vendor gets its comparable model."""
+    chosen = default_target(analysis)
+    name = providers.known(provider) or provider or chosen.provider
+    if name == chosen.provider:
+        model = model or chosen.model
+    elif model is None:
+        model = model_choices(analysis, name)[1] or None
+    return Target(name, model, ttl=ttl, breakpoints=breakpoints)
+
+
+@dataclass(slots=True)
+class InspectorState:
+    """What every surface shows for one analysis under one target."""
+
+    analysis: Analysis
+    target: Target
+    simulation: Simulation | None
+    compare: pl.DataFrame | None
+    ttl_seconds: float | None
+    timeline: pl.DataFrame
+    shape: pl.DataFrame
+    costs: pl.DataFrame
+    meta: dict[str, Any]
+    status: str = ""
+    """Empty, or a one-line message: a failed simulation, models without a price."""
+    targets: tuple[str, ...] = field(default=DEFAULT_TARGETS)
+    """The ``provider:model`` pairs of the comparison."""
+
+
+def simulate_target(analysis: Analysis, target: Target) -> Simulation:
+    """The target's simulation; the analysis's own one when it is the same replay."""
+    rules = target.rules()
+    own = analysis.own_simulation
+    if own is not None and target.model is None and not rules and own.provider == target.provider:
+        return own
+    return analysis.simulate(target.provider, target.model, unpriced="skip", **rules)
+
+
+def build(
+    analysis: Analysis,
+    target: Target | None = None,
+    *,
+    targets: tuple[str, ...] | None = None,
+    compare: pl.DataFrame | None = None,
+    with_compare: bool = True,
+) -> InspectorState:
+    """The inspector state of ``analysis`` under ``target`` (default: the recorded provider).
+
+    ``targets`` are the comparison's ``provider:model`` pairs (default:
+    :func:`comparison_targets`); ``compare`` passes a comparison already computed (it does
+    not depend on the target); ``with_compare=False`` skips it. A simulation that fails
+    leaves the tables without target numbers and says why in ``status``.
+    """
+    target = target or default_target(analysis)
+    targets = tuple(targets) if targets else tuple(comparison_targets(analysis))
+    status = ""
+    simulation: Simulation | None = None
+    try:
+        simulation = simulate_target(analysis, target)
+        if compare is None and with_compare:
+            compare = analysis.compare(list(targets))
+    except (CacheVizError, ValueError) as exc:
+        status = f"{target.provider}: {exc}"
+    ttl_seconds = target.ttl_seconds(analysis)
+    missing = views.unpriced_models(analysis, simulation)
+    if not status and missing and simulation is not None and not simulation.total_cost_usd:
+        status = (
+            f"{target.provider}: no price for {', '.join(missing)}; "
+            "choose a priced model in the list"
+        )
+    return InspectorState(
+        analysis=analysis,
+        target=target,
+        simulation=simulation,
+        compare=compare,
+        ttl_seconds=ttl_seconds,
+        timeline=views.timeline(analysis, ttl_seconds),
+        shape=views.shape_runs(analysis),
+        costs=views.costs(simulation, analysis.calls.height, analysis),
+        meta=views.meta(analysis, ttl_seconds=ttl_seconds, simulation=simulation, compare=compare),
+        status=status,
+        targets=targets,
+    )
+
+
+def rebuild(state: InspectorState, analysis: Analysis) -> InspectorState:
+    """``state``'s target on a new analysis of the same session (the live inspector).
+
+    The comparison is recomputed only if the old state had one.
+    """
+    return build(
+        analysis, state.target, targets=state.targets, with_compare=state.compare is not None
+    )
+
+
+__all__ = [
+    "DEFAULT_TARGETS",
+    "InspectorState",
+    "Target",
+    "build",
+    "comparison_targets",
+    "default_target",
+    "model_choices",
+    "rebuild",
+    "resolve_target",
+    "simulate_target",
+]
