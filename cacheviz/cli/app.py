@@ -533,18 +533,33 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BrokenPipeError:
         raise  # the reader went away (`| head`): run() exits quietly
     except CacheVizError as exc:
-        print(f"cacheviz: error: {exc}", file=sys.stderr)
-        return 2
+        return _error(args, str(exc))
     except OSError as exc:  # name the file the error is about, not always the input
         where = exc.filename if exc.filename is not None else args.path
-        print(f"cacheviz: error: {where}: {exc.strerror or exc}", file=sys.stderr)
-        return 2
+        return _error(args, f"{where}: {exc.strerror or exc}")
     except ValueError as exc:
-        print(f"cacheviz: error: {args.path}: {exc}", file=sys.stderr)
-        return 2
+        return _error(args, f"{args.path}: {exc}")
     finally:
         sys.stdout, sys.stderr = stdout, stderr
     return status
+
+
+def _error(args: argparse.Namespace, message: str) -> int:
+    """Print the one-line error; ``check`` still writes its SARIF / JUnit files. Exit 2."""
+    print(f"cacheviz: error: {message}", file=sys.stderr)
+    if args.command == "check" and (args.sarif or args.junit):
+        from cacheviz import __version__
+        from cacheviz.check.output import failed_junit, failed_sarif
+
+        try:
+            if args.sarif:
+                doc = failed_sarif(message, args.path, __version__)
+                Path(args.sarif).write_text(json.dumps(doc, indent=1) + "\n", encoding="utf-8")
+            if args.junit:
+                Path(args.junit).write_text(failed_junit(message, args.path), encoding="utf-8")
+        except OSError as exc:
+            print(f"cacheviz: error: can't write the report file: {exc}", file=sys.stderr)
+    return 2
 
 
 class _Visible:

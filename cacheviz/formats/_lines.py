@@ -40,6 +40,7 @@ class LineReader:
         self.rebuilds = False
         self.torn: SkippedLine | None = None  # an incomplete last line, skipped
         self._open_line: int | None = None  # the last line, when no newline ends it
+        self._open_text = ""
 
     @contextmanager
     def usage_policy(self) -> Iterator[Callable[[int | None], None]]:
@@ -97,6 +98,8 @@ class LineReader:
                     lineno, f"not valid UTF-8 at byte {exc.start + 1}; re-save the file as UTF-8"
                 )
                 continue
+            if lineno == self._open_line:
+                self._open_text = text
             yield lineno, text
         if progress is not None:
             progress(size, size)
@@ -107,7 +110,7 @@ class LineReader:
         The last line, when no newline ends it and it does not parse, is a line being
         written (or cut by a full disk): it is skipped with a note under either policy.
         """
-        if lineno is not None and lineno == self._open_line:
+        if lineno is not None and lineno == self._open_line and _cut_short(self._open_text):
             self.torn = SkippedLine(lineno, f"incomplete last line, not counted ({reason})")
             return
         if self.errors == "raise":
@@ -186,6 +189,17 @@ class LineReader:
             )
         skipped = [*self.skipped, *([self.torn] if self.torn is not None else [])]
         return Session(self.path, fmt, ordered, store.contents, store.blocks, skipped, self.ignored)
+
+
+def _cut_short(text: str) -> bool:
+    """Whether ``text`` is JSON that ends early (a line still being written, or cut)."""
+    try:
+        json.loads(text)
+    except json.JSONDecodeError as exc:
+        return exc.msg.startswith("Unterminated") or exc.pos >= len(text.rstrip())
+    except (ValueError, RecursionError):
+        return False
+    return False
 
 
 def describe_lines(lines: list[SkippedLine]) -> str:
