@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+import warnings
 
 import polars as pl
 import pytest
@@ -255,3 +256,27 @@ def test_bad_time_options_are_one_line_errors(tmp_path, capsys, args, needle):
     assert main(["scan", str(tmp_path), "--no-cache", *args]) == 2
     err = capsys.readouterr().err.strip()
     assert err.startswith("cacheviz: error:") and needle in err and "\n" not in err
+
+
+# -- item 21: a killed worker --------------------------------------------------------------------
+
+
+def test_a_killed_worker_fails_its_file_only(tmp_path, monkeypatch):
+    import _killer
+
+    from cacheviz.fleet import pool
+
+    folder = tmp_path / "fleet"
+    for i in range(4):
+        _write(folder / f"s{i}.jsonl", tag=f"t{i}")
+    _write(folder / "kill-me.jsonl", tag="k")
+    monkeypatch.setattr(pool, "run_batch", _killer.run_batch)
+    monkeypatch.setattr(pool, "POOL_BYTES", 0)
+    monkeypatch.syspath_prepend(os.path.dirname(__file__))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", cacheviz.CacheVizWarning)  # no "main guard" warning
+        result = _scan(folder, jobs=2)
+    assert result.calls.height == 12
+    [failed] = result.failed.iter_rows(named=True)
+    assert failed["path"].endswith("kill-me.jsonl")
+    assert "worker process" in failed["error"] and "died" in failed["error"]
