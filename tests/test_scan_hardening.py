@@ -262,6 +262,7 @@ def test_bad_time_options_are_one_line_errors(tmp_path, capsys, args, needle):
 
 
 def test_a_killed_worker_fails_its_file_only(tmp_path, monkeypatch):
+    monkeypatch.syspath_prepend(os.path.dirname(__file__))  # the workers import it too
     import _killer
 
     from cacheviz.fleet import pool
@@ -272,7 +273,6 @@ def test_a_killed_worker_fails_its_file_only(tmp_path, monkeypatch):
     _write(folder / "kill-me.jsonl", tag="k")
     monkeypatch.setattr(pool, "run_batch", _killer.run_batch)
     monkeypatch.setattr(pool, "POOL_BYTES", 0)
-    monkeypatch.syspath_prepend(os.path.dirname(__file__))
     with warnings.catch_warnings():
         warnings.simplefilter("error", cacheviz.CacheVizWarning)  # no "main guard" warning
         result = _scan(folder, jobs=2)
