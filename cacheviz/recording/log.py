@@ -339,6 +339,7 @@ class _UsageParser:
         )
         self._deflate = encoding == "deflate"
         self._tail = ""
+        self._after_cr = False  # the last chunk ended with CR (its LF may come next)
         self._chunks: list[bytes] = []
         self._size = 0
         self._decoder = _utf8_decoder()
@@ -369,14 +370,12 @@ class _UsageParser:
             return self._inflate.decompress(chunk)
 
     def _feed_sse(self, text: str) -> None:
-        text = self._tail + text
-        held = ""
+        if self._after_cr and text.startswith("\n"):
+            text = text[1:]  # the LF of a CRLF cut between two chunks
+        self._after_cr = text.endswith("\r")
         if "\r" in text:  # CRLF, or CR alone (both valid SSE line ends)
-            if text.endswith("\r"):  # its LF may be in the next chunk
-                text, held = text[:-1], "\r"
             text = text.replace("\r\n", "\n").replace("\r", "\n")
-        *events, tail = text.split("\n\n")
-        self._tail = tail + held
+        *events, self._tail = (self._tail + text).split("\n\n")
         for event in events:
             if '"usage"' in event or '"error"' in event:
                 self._event(event)
