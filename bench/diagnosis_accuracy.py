@@ -7,7 +7,7 @@ Labelled sessions:
 
 * the ten bundled samples, labelled by sample_sessions/README.md (which calls drift, and
   the cause; costless drifts are excluded, as the CLI folds them);
-* random variants of each misbehaviour of tests/test_diagnosis.py (sizes, lengths,
+* random variants of each misbehaviour of tests/core/test_diagnosis.py (sizes, lengths,
   positions and values drawn at random): a timestamp on the first line of a big system
   prompt, environment details stripped, a thinking-budget change, a tool_choice change,
   a model switch, a compaction request with fewer tools, reordered tools, a sliding

@@ -100,10 +100,6 @@ class ObjectScan:
                 return member.value
         return default
 
-    def has(self, key: str) -> bool:
-        """Whether the object has a member called ``key``."""
-        return any(m.key == key for m in self.members)
-
 
 def json_type(value: Any) -> str:
     """The JSON name of a parsed value's type ("a string", "an array", "null", ...)."""

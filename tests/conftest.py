@@ -75,7 +75,7 @@ def write_log(tmp_path):
 
 @pytest.fixture
 def loads_or_fails_cleanly():
-    """Check a reader on a (fuzzed) input: it loads and analyses, or fails in one clear line.
+    """Check a reader on a (fuzzed) input: it loads, or fails in one clear line.
 
     ``read(path, errors)`` returns a Session; both error policies are tried. A failure
     must be a TranscriptError of one line naming the file (and never showing ``secret``).
@@ -90,7 +90,6 @@ def loads_or_fails_cleanly():
                 with warnings.catch_warnings():
                     warnings.simplefilter("ignore", CacheVizWarning)
                     session = read(path, errors)
-                    session.analyze()
             except TranscriptError as exc:
                 message = str(exc)
                 assert "\n" not in message and str(path) in message
@@ -99,3 +98,11 @@ def loads_or_fails_cleanly():
             assert session.calls
 
     return check
+
+
+def pytest_collection_modifyitems(items):
+    """Mark the tests that read ../shared/realdata (``-m "not realdata"`` skips them)."""
+    for item in items:
+        uses = "realdata" in getattr(item, "fixturenames", ())
+        if uses or "/tests/realdata/" in str(item.path).replace("\\", "/"):
+            item.add_marker(pytest.mark.realdata)

@@ -80,9 +80,7 @@ class Context:
         return self.calls[call]["thread"]
 
     def parent_of(self, thread: str) -> str | None:
-        """The thread a sub-agent hangs under, when the transcript says so (issue 8)."""
-        if "parent_thread" not in self.analysis.calls.columns:
-            return None
+        """The thread a sub-agent hangs under, when the transcript says so."""
         return self.calls[self.threads[thread][0]].get("parent_thread")
 
     def content(self, digest: str) -> Content:
@@ -110,14 +108,9 @@ class Context:
         """The transcript line a call came from."""
         return self.calls[call].get("line")
 
-    @cached_property
-    def drift_costs(self) -> bool:
-        """Whether drifts carry ``cost_usd`` (the what-if of issue 8)."""
-        return "cost_usd" in self.analysis.drifts.columns
-
     def cost(self, drifts: list[dict[str, Any]]) -> float | None:
         """Sum of the drifts' ``cost_usd``; ``None`` when unknown for any of them."""
-        if not self.drift_costs or not drifts:
+        if not drifts:
             return None
         values = [d.get("cost_usd") for d in drifts]
         if any(v is None for v in values):

@@ -1,4 +1,4 @@
-"""Issue 10 in a real browser: the report on a generated 2,000-call session and on real
+"""In a real browser: the report on a generated 2,000-call session and on real
 Claude Code sessions (skipped when ../shared/realdata is absent)."""
 
 from __future__ import annotations

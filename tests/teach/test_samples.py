@@ -8,7 +8,7 @@ import pytest
 from cacheviz import cli
 from cacheviz.teach.samples import SAMPLES, render_sample
 
-SAMPLE_DIR = Path(__file__).resolve().parent.parent / "sample_sessions"
+SAMPLE_DIR = Path(__file__).resolve().parents[2] / "sample_sessions"
 
 # (calls that drift, cause, part) implied by each layout in cacheviz/teach/samples.py
 EXPECTED = {

@@ -1,4 +1,4 @@
-"""Issue 13: corrupt input never becomes a silent wrong number, and no line is lost."""
+"""Corrupt input never becomes a silent wrong number, and no line is lost."""
 
 import json
 import warnings

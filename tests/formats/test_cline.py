@@ -165,7 +165,7 @@ def test_reading_through_the_history_file_reads_its_folder(tmp_path):
 
 
 def test_detect_is_false_for_the_sample_sessions_and_other_real_formats():
-    root = Path(__file__).resolve().parent.parent
+    root = Path(__file__).resolve().parents[2]
     paths = sorted((root / "sample_sessions").glob("*.jsonl"))
     shared = root.parent / "shared" / "realdata"
     paths += sorted(p for p in shared.rglob("*") if p.is_file()) if shared.is_dir() else []

@@ -1,4 +1,4 @@
-"""Issue 13: fuzz properties checked against independent oracles, not the code under test."""
+"""Fuzz properties of the readers, checked against independent oracles."""
 
 import json
 import warnings

@@ -1,4 +1,4 @@
-"""Issue 13, items 9, 13, 14, 15: the command line's output and errors."""
+"""The command line's output and errors on bad input, pipes and hostile text."""
 
 import json
 import subprocess
@@ -7,8 +7,8 @@ import sys
 import pytest
 
 from cacheviz import cli
-from cacheviz.cli import app as cli_main
 from cacheviz._visible import visible
+from cacheviz.cli import app as cli_main
 from cacheviz.ui.report import read_details
 
 ESCAPES = "\x1b]0;pwned\x07\x1b[31mred\x9b\u202eevil\u2066"

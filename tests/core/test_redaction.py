@@ -1,4 +1,4 @@
-"""Issue 13, items 16-20: every secret kind is redacted on every surface that leaves Python."""
+"""Every secret kind is redacted on every surface that leaves Python."""
 
 import io
 import json

@@ -11,7 +11,7 @@ import pytest
 from cacheviz.check import RULES, check
 from cacheviz.cli import main
 
-SAMPLES = Path(__file__).resolve().parent.parent / "sample_sessions"
+SAMPLES = Path(__file__).resolve().parents[2] / "sample_sessions"
 
 # sample_sessions/README.md: each sample's documented pattern (call indexes of its drifts)
 DOCUMENTED = {

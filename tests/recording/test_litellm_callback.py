@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).parent))
+sys.path.insert(0, str(Path(__file__).parents[1]))
 from fake_provider import ANTHROPIC_USAGE, OPENAI_CHAT_USAGE, TEXT, FakeProvider
 
 
@@ -124,7 +124,10 @@ def test_async_calls_and_failures_are_recorded(recorded):
                 max_tokens=16,
                 num_retries=0,
             )
-        await asyncio.sleep(0.5)  # LiteLLM runs async callbacks as tasks
+        # LiteLLM runs async callbacks as tasks: poll until both calls are logged
+        deadline = time.monotonic() + 20
+        while _count(logger) - before < 2 and time.monotonic() < deadline:
+            await asyncio.sleep(0.02)
 
     run_async(run())
     lines = _lines(logger, 2, before)

@@ -13,7 +13,7 @@ import cacheviz
 from cacheviz.ui import views
 from cacheviz.ui.live import WAITING, LiveInspector
 
-SAMPLES = Path(__file__).resolve().parent.parent / "sample_sessions"
+SAMPLES = Path(__file__).resolve().parents[2] / "sample_sessions"
 
 
 class FakeComm:

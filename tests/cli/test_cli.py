@@ -7,7 +7,7 @@ import pytest
 
 from cacheviz import cli
 
-SAMPLES = Path(__file__).resolve().parent.parent / "sample_sessions"
+SAMPLES = Path(__file__).resolve().parents[2] / "sample_sessions"
 
 
 def _section(out, title):
@@ -161,8 +161,8 @@ def test_formats_lists_every_reader(capsys):
 
 
 # ---- issue 10: CLI ergonomics --------------------------------------------------------
-REALDATA = Path(__file__).resolve().parents[1].parent / "shared" / "realdata"
-SAMPLE = Path(__file__).resolve().parents[1] / "sample_sessions" / "environment_details.jsonl"
+REALDATA = Path(__file__).resolve().parents[2].parent / "shared" / "realdata"
+SAMPLE = Path(__file__).resolve().parents[2] / "sample_sessions" / "environment_details.jsonl"
 
 
 def test_version(capsys):

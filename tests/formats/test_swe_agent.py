@@ -14,7 +14,7 @@ from cacheviz.errors import CacheVizWarning, TranscriptError
 from cacheviz.formats import swe_agent
 
 SAMPLES = "swe_agent_traj"
-SAMPLE_DIR = Path(__file__).resolve().parent.parent / "sample_sessions"
+SAMPLE_DIR = Path(__file__).resolve().parents[2] / "sample_sessions"
 PYDICOM = f"{SAMPLES}/SWE-agent__SWE-agent__pydicom__pydicom-1458.traj"
 MARSHMALLOW = f"{SAMPLES}/SWE-agent__SWE-agent__marshmallow-code__marshmallow-1867__function_calling_replace_from_source.traj"
 SYSTEM = "SETTING: You are an autonomous programmer, working in a command line. " * 20

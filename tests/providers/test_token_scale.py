@@ -1,4 +1,4 @@
-"""Issue 13, items 21-22: simulation proportional to new blocks, checked against oracles."""
+"""Simulation proportional to new blocks, checked against eager oracles."""
 
 import hashlib
 import random

@@ -12,7 +12,7 @@ from cacheviz.formats.native import record_line
 from cacheviz.ui import views
 from cacheviz.ui.widget import Inspector, inspect
 
-SAMPLES = __import__("pathlib").Path(__file__).resolve().parent.parent / "sample_sessions"
+SAMPLES = __import__("pathlib").Path(__file__).resolve().parents[2] / "sample_sessions"
 
 
 @pytest.fixture(scope="module")
@@ -194,7 +194,7 @@ def test_the_header_numbers_travel_in_meta(analysis):
     assert set(meta["reported"]) == {"hit_ratio"}
 
 
-REALDATA = Path(__file__).resolve().parents[1].parent / "shared" / "realdata"
+REALDATA = Path(__file__).resolve().parents[2].parent / "shared" / "realdata"
 
 
 def _real(folder: str, pattern: str) -> Path:

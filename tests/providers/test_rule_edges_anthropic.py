@@ -1,4 +1,4 @@
-"""Issue 13: edge cases the mutation audit found untested (Anthropic rules, drift causes)."""
+"""Edge cases of the Anthropic rules and drift causes (each found untested by mutation)."""
 
 import pytest
 

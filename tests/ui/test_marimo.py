@@ -9,7 +9,7 @@ import pytest
 
 pytest.importorskip("marimo")
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 NOTEBOOK = ROOT / "notebooks" / "02-marimo-inspector.py"
 SESSION = ROOT / "sample_sessions" / "environment_details.jsonl"
 

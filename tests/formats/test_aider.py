@@ -13,7 +13,7 @@ from cacheviz.errors import CacheVizWarning, TranscriptError
 from cacheviz.formats import aider
 
 HISTORY = "aider/jkassemi__friendly_names__.aider.llm.history"
-SAMPLE_DIR = Path(__file__).resolve().parent.parent / "sample_sessions"
+SAMPLE_DIR = Path(__file__).resolve().parents[2] / "sample_sessions"
 SYSTEM = "Act as an expert code analyst.\nAnswer questions about the supplied code.\n\nAlways reply in the same language."
 REPO = (
     "I am working with you on code in a git repository.\nHere are summaries of some files present in my git repo.\n\nsrc/main.py\n"

@@ -408,7 +408,7 @@ def test_detect(tmp_path):
 
 
 def test_detect_is_false_for_the_sample_sessions_and_other_real_formats():
-    root = Path(__file__).resolve().parent.parent
+    root = Path(__file__).resolve().parents[2]
     paths = sorted((root / "sample_sessions").glob("*.jsonl"))
     shared = root.parent / "shared" / "realdata"
     paths += (
