@@ -413,3 +413,22 @@ def test_a_full_disk_warns_once_and_the_recorder_says_so(monkeypatch, upstream, 
     with pytest.warns(CacheVizWarning, match=r"incomplete|bad line"):
         session = rec.session(errors="skip")
     assert len(session.calls) >= 1
+
+
+def test_stopping_with_a_call_in_flight_is_prompt_and_recorded(upstream, tmp_path):
+    log = tmp_path / "log.jsonl"
+    proxy = Proxy(upstream.url, log).__enter__()
+    caller = threading.Thread(
+        target=lambda: pytest.raises(Exception, proxy.raw, "POST", "/v1/messages", _body("silent")),
+        daemon=True,
+    )
+    caller.start()
+    deadline = time.monotonic() + 5
+    while not upstream.paths and time.monotonic() < deadline:
+        time.sleep(0.05)
+    start = time.monotonic()
+    proxy.__exit__(None, None, None)  # what Ctrl-C does: cancel serve()
+    assert time.monotonic() - start < 5
+    [line] = [json.loads(t) for t in log.read_text(encoding="utf-8").splitlines()]
+    assert "unreachable" not in line["response"]["error"]
+    assert "proxy stopped" in line["response"]["error"]

@@ -71,6 +71,7 @@ READ_TIMEOUT = 300.0  # seconds of silence from the upstream, or from a caller s
 IDLE_TIMEOUT = 75.0  # seconds a caller's connection may sit without a whole request
 _SHUTDOWN = 2.0  # seconds calls in flight get when the proxy stops
 _CALLER_LEFT = "the caller disconnected before the end of the response"
+_CUT_EARLY = "cut before the upstream answered (the caller left, or the proxy stopped)"
 
 
 def upstream_path(raw: str) -> str:
@@ -223,7 +224,7 @@ class Proxy:
                 allow_redirects=False,
             )
         except asyncio.CancelledError:  # the caller left (or the proxy stops)
-            self._record(exchange, error="the caller disconnected before the upstream answered")
+            self._record(exchange, error=_CUT_EARLY)
             raise
         except (TimeoutError, aiohttp.ClientError, OSError) as exc:
             timed_out = isinstance(exc, TimeoutError)
