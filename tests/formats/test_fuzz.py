@@ -93,7 +93,7 @@ def test_json_output_stays_json_with_escapes(write_log, capsys):
     assert json.loads(capsys.readouterr().out)["calls"][0]["model"] == model
 
 
-# -- issue 21: torn last lines, byte names, non-regular files, deep OTel values, SSE framing ---
+# -- torn last lines, byte names, non-regular files, deep OTel values, SSE framing ---
 
 
 def _bodies(n):

@@ -1,4 +1,4 @@
-"""Issue 21: check's SARIF/JUnit under odd names and failures, rule ids, and OTel edge values."""
+"""``check``'s SARIF/JUnit under odd names and failures, rule ids, and OTel edge values."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from cacheviz.cli import main
 from cacheviz.errors import TranscriptError
 from cacheviz.formats.native import record_line
 
-SAMPLES = Path(__file__).resolve().parents[1] / "sample_sessions"
+SAMPLES = Path(__file__).resolve().parents[2] / "sample_sessions"
 USAGE = {"input_tokens": 10, "cache_read_input_tokens": 0, "output_tokens": 2}
 
 

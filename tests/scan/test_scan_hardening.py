@@ -1,4 +1,4 @@
-"""Issue 21: ``scan`` under odd trees, damaged caches, torn files and bad options."""
+"""``scan`` under odd trees, damaged caches, torn files and bad options."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Issue 21, items 1-2: every secret pattern by every surface a transcript's text reaches.
+"""Every secret pattern by every surface a transcript's text reaches.
 
 Each pattern is planted in a line of the system prompt that changes on every call (so
 ``check`` quotes it, the drift detail shows it) and in a request sent through the proxy
@@ -28,7 +28,8 @@ from cacheviz.ui import views
 from cacheviz.ui.fleet import fleet_data, fleet_html
 from cacheviz.ui.report import read_details, report_data
 
-sys.path.insert(0, str(Path(__file__).parent))
+sys.path.insert(0, str(Path(__file__).parents[1]))  # fake_provider
+sys.path.insert(0, str(Path(__file__).parents[1] / "recording"))  # test_proxy
 
 # (context with {} for the secret, the secret): made-up credentials, none is real
 PATTERNS = {
