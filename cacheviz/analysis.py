@@ -20,6 +20,7 @@ from cacheviz.prefix import Match, PrefixIndex, match_pair
 from cacheviz.shape import log_hashes, prefix_hash, segments_frame
 from cacheviz.thread import assign_threads
 from cacheviz.tokens import TokenCache, encoding_for_model
+from cacheviz.totals import reported_totals
 
 if TYPE_CHECKING:
     from cacheviz.simulate import Simulation
@@ -173,6 +174,7 @@ class Analysis:
             "ignored_records": dict(self.session.ignored),
             "billed_usd": self.billed_usd,
             "unpriced_models": list(self.unpriced_models),
+            "reported_totals": reported_totals(self.session, self.calls),
             "calls": calls,
         }
 

@@ -114,6 +114,8 @@ class Session:
     blocks: list[Block] = field(default_factory=list)  # every distinct Block, by id
     skipped: list[SkippedLine] = field(default_factory=list)
     ignored: dict[str, int] = field(default_factory=dict)  # records that are not calls, by kind
+    # usage a format reports for the whole session only (GitHub Copilot CLI), never per call
+    reported_totals: Usage | None = None
 
     def analyze(
         self, *, thread: str = "auto", encoding: str | None = None, prices: Any = None

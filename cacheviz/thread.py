@@ -12,7 +12,8 @@ Modes
 -----
 ``auto`` (default)
     The transcript's own thread (``meta.thread``, or ``meta.session``/``meta.agent``, or
-    a sub-agent file) when it gives one. Otherwise a call joins the thread whose latest
+    a sub-agent file) when it gives one; its ``main`` thread has no parent, even when a
+    sub-agent's call comes first. Otherwise a call joins the thread whose latest
     call it continues best: the share of that call's message tokens this call still
     sends, in order (the longest common message prefix, where one message edited in place
     - a stripped ``<environment_details>``, a timestamp - still counts as kept), or, when
@@ -46,6 +47,7 @@ JOIN_SHARE = 0.5  # share of the earlier call's message tokens this call must ke
 EDIT_SHARE = 0.5  # share of a message's tokens an edit in place keeps (prefix + suffix)
 _FRAMING = 3  # tokens a rendered message spends on its start, role and end
 MAX_CANDIDATES = 64  # most recent threads compared with each call
+ROOT = "main"  # a transcript's own main thread (``thread_hint``): never a sub-thread
 
 TokensOf = Callable[[int, str], array]
 
@@ -170,7 +172,7 @@ def assign_threads(
                 name = call.model if count == 1 else f"{call.model}#{count}"
                 while name in latest:  # a hinted thread took the name
                     name += "'"
-        if name not in latest and parent is None and names:
+        if name not in latest and parent is None and names and call.thread_hint != ROOT:
             parent = max(sizes, key=lambda t: (sizes[t], -first[t]))
         latest.pop(name, None)
         latest[name] = i

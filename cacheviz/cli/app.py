@@ -20,7 +20,7 @@ from cacheviz import providers
 from cacheviz._visible import visible
 from cacheviz.analysis import Analysis
 from cacheviz.errors import CacheVizError, CacheVizWarning, SimulationError
-from cacheviz.formats import READERS, load
+from cacheviz.formats import READERS, _folders, load
 from cacheviz.formats._lines import PROGRESS
 from cacheviz.thread import THREAD_MODES
 
@@ -311,33 +311,10 @@ def _version() -> str:
 def session_file(path: Path) -> tuple[Path, str | None]:
     """The transcript a folder stands for, and a note saying which (None: unchanged).
 
-    A Claude Code session folder (``<project>/<session>/``, holding ``subagents/``) is
-    its ``<session>.jsonl``; a Claude Code project folder is its newest session. Any
-    other path is returned as is (formats stored as folders are read as folders).
+    See :func:`cacheviz.formats._folders.session_file` (``load`` reads folders alike).
     """
-    if not path.is_dir():
-        return path, None
-    beside = path.parent / f"{path.name}.jsonl"
-    if (path / "subagents").is_dir() and beside.is_file():
-        return beside, f"reading the session {beside.name} of the folder {path}"
-    sessions = [p for p in path.glob("*.jsonl") if p.is_file() and p.stat().st_size]
-    if not sessions:
-        return path, None
-    from cacheviz.formats import detect
-
-    newest = max(sessions, key=lambda p: (p.stat().st_mtime, p.name))
-    try:
-        if detect(newest) != "claude-code":
-            return path, None
-    except CacheVizError:
-        return path, None
-    if len(sessions) == 1:
-        return newest, None
-    note = (
-        f"{path} holds {len(sessions)} sessions; reading the newest, {newest.name} "
-        "(pass a session file to choose another)"
-    )
-    return newest, note
+    resolved = _folders.session_file(path)
+    return resolved.path, resolved.note
 
 
 def _input(args: argparse.Namespace) -> Path:
@@ -511,8 +488,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             read_timeout=args.read_timeout,
         )
     if args.command == "formats":
+        width = max(map(len, READERS)) + 1
         for name, module in READERS.items():
-            print(f"{name:<14} {module.DESCRIPTION}")
+            print(f"{name:<{width}} {module.DESCRIPTION}")
         return 0
     stdout, stderr = sys.stdout, sys.stderr
     sys.stdout, sys.stderr = _Visible(stdout), _Visible(stderr, keep_cr=True)

@@ -25,7 +25,7 @@ import polars as pl
 from cacheviz import _schema
 from cacheviz.fleet.walk import Unit, shown
 
-CACHE_VERSION = 4  # bump when what the cached tables hold changes
+CACHE_VERSION = 5  # bump when what the cached tables hold changes
 TABLES = ("calls", "drifts", "misses")
 MANIFEST: dict[str, pl.DataType] = {
     "path": pl.String,
@@ -35,6 +35,7 @@ MANIFEST: dict[str, pl.DataType] = {
     "format": pl.String,
     "error": pl.String,
     "warnings": pl.List(pl.String),
+    "replays": pl.Int64,  # responses the loader dropped as replays (a fork's copies)
 }
 SCHEMAS = {
     "calls": _schema.SCAN_CALLS,

@@ -25,6 +25,7 @@ from cacheviz.fleet.cache import MANIFEST, TABLES, ScanCache, default_dir, signa
 from cacheviz.fleet.result import ScanResult
 from cacheviz.fleet.walk import Skipped, Unit, default_locations, shown, walk
 from cacheviz.fleet.worker import UnitResult
+from cacheviz.formats.replays import REPEAT, flag_replays
 from cacheviz.pricing import PriceBook
 
 
@@ -141,6 +142,8 @@ def scan(
         files = manifest
     files, tables = _same_content(files, tables)
     calls, drifts, misses, dropped = _dedupe(tables["calls"], tables["drifts"], tables["misses"])
+    counted = files.filter(pl.col("status") != "duplicate")
+    dropped += int(counted["replays"].fill_null(0).sum())  # dropped by the loaders already
     files = pl.concat([files.select(*_FILE_COLUMNS), _passed_over(passed_over)])
     files = files.sort("path")
     return ScanResult(calls, drifts, misses, files, dropped, locations)
@@ -228,6 +231,7 @@ def _manifest(results: list[UnitResult], signatures: dict[str, str]) -> pl.DataF
             "format": [r.format for r in results],
             "error": [r.error for r in results],
             "warnings": [r.warnings for r in results],
+            "replays": [r.replays for r in results],
         },
         schema=MANIFEST,
     )
@@ -236,20 +240,20 @@ def _manifest(results: list[UnitResult], signatures: dict[str, str]) -> pl.DataF
 def _dedupe(
     calls: pl.DataFrame, drifts: pl.DataFrame, misses: pl.DataFrame
 ) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame, int]:
-    """Keep the first call of each provider response id.
+    """Keep one call of each provider response id, in request-time order.
 
-    First by request time, then path; within a file a parent thread's copy before a
-    sub-agent's, then the reader's order (``index``).
+    The rule is :func:`~cacheviz.formats.replays.flag_replays`, the session loaders' own.
     """
-    ordered = calls.sort(
-        [pl.col("ts"), pl.col("path"), pl.col("parent_thread").is_not_null(), pl.col("index")],
-        nulls_last=True,
-        maintain_order=True,
+    flagged = flag_replays(calls)
+    kept = (
+        flagged.filter(~pl.col(REPEAT))
+        .drop(REPEAT)
+        .sort(
+            [pl.col("ts"), pl.col("path"), pl.col("parent_thread").is_not_null(), pl.col("index")],
+            nulls_last=True,
+            maintain_order=True,
+        )
     )
-    key = pl.concat_str(["provider", "response_id"], separator=":")
-    repeat = pl.when(pl.col("response_id").is_not_null()).then(pl.int_range(pl.len()).over(key) > 0)
-    flagged = ordered.with_columns(repeat.fill_null(value=False).alias("_repeat"))
-    kept = flagged.filter(~pl.col("_repeat")).drop("_repeat")
     dropped = flagged.height - kept.height
     index = kept.select("path", pl.col("index").alias("call"), "session")
     drifts = drifts.join(index, on=["path", "call"], how="inner")

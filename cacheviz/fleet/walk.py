@@ -1,7 +1,9 @@
 """Find the sessions under the paths given to ``cacheviz scan``.
 
 A *unit* is what one reader loads as one session: a file, plus the files that belong
-to it (a Claude Code session's ``<session>/subagents/agent-*.jsonl``; a Cline task's
+to it (a Claude Code session's ``<session>/subagents/agent-*.jsonl``, or its
+``agent-*.jsonl`` siblings carrying its ``sessionId``; a Gemini CLI chat's sub-agent
+chats in ``chats/<sessionId>/``; a Cline task's
 ``ui_messages.json`` and ``task_metadata.json`` beside its history). Units are grouped
 by file name only; the format of each is detected later, by content, in the worker.
 """
@@ -12,6 +14,8 @@ import os
 import stat
 from dataclasses import dataclass
 from pathlib import Path
+
+from cacheviz.formats import claude_code, gemini_json, opencode
 
 _CLINE_HISTORY = "api_conversation_history.json"
 _CLINE_UI = "ui_messages.json"
@@ -79,6 +83,9 @@ def default_locations(home: Path | None = None) -> list[Location]:
             "cline",
             home / "Library" / "Application Support" / "Code" / "User" / "globalStorage" / cline,
         ),
+        Location("opencode", home / ".local" / "share" / "opencode" / "opencode.db"),
+        Location("opencode", home / ".local" / "share" / "opencode" / "storage"),
+        Location("copilot", home / ".copilot" / "session-state"),
         Location("whale", home / ".whale" / "usage.jsonl"),
         Location("whale", home / ".whale" / "usage"),
     ]
@@ -123,9 +130,30 @@ def _cline_units(folder: Path, names: set[str], root: Path) -> tuple[list[Unit],
     return units, used
 
 
-def _subagents(session: Path) -> tuple[Path, ...]:
+def _subagents(session: Path, beside: dict[str, list[Path]] | None) -> tuple[Path, ...]:
+    """A Claude Code session's sub-agent logs: in ``<session>/subagents/`` or beside it.
+
+    ``beside`` maps a session id to the ``agent-*.jsonl`` files of the session's folder
+    that carry it (``None``: look them up).
+    """
     folder = session.parent / session.stem / "subagents"
-    return tuple(sorted(folder.glob("agent-*.jsonl"))) if folder.is_dir() else ()
+    inside = tuple(sorted(folder.glob("agent-*.jsonl"))) if folder.is_dir() else ()
+    if session.name.startswith("agent-"):
+        return inside
+    if beside is None:
+        return inside + tuple(claude_code.sibling_agents(session))
+    return inside + tuple(beside.get(session.stem, ()))
+
+
+def _agents_beside(folder: Path, names: set[str]) -> dict[str, list[Path]]:
+    """Claude Code 2.0 sub-agent logs in ``folder`` whose session file is there too, by id."""
+    out: dict[str, list[Path]] = {}
+    for name in sorted(names):
+        if name.startswith("agent-") and name.endswith(".jsonl"):
+            session_id = claude_code.session_id_of(folder / name)
+            if session_id and f"{session_id}.jsonl" in names:
+                out.setdefault(session_id, []).append(folder / name)
+    return out
 
 
 def find_units(paths: list[Path]) -> list[Unit]:
@@ -184,32 +212,58 @@ def walk(paths: list[Path]) -> tuple[list[Unit], list[Skipped]]:
                 continue
             folders.add((info.st_dev, info.st_ino))
             dirs[:] = sorted(d for d in dirs if d not in _SKIP_DIRS)
+            if opencode.is_storage(here):  # one session store: a unit, not its files
+                members = tuple(sorted(p for p in here.rglob("*.json") if p.is_file()))
+                units.setdefault(here, Unit(here, members, shown(root.name)))
+                dirs[:] = []
+                continue
             names = set(files)
             cline, used = _cline_units(here, names, root)
             for unit in cline:
                 if admit(unit.path):
                     units.setdefault(unit.path, unit)
+            beside = _agents_beside(here, names)
+            used |= {agent.name for agents in beside.values() for agent in agents}
             for name in sorted(names - used):
                 path = here / name
                 if path.suffix.lower() in _SKIP_SUFFIXES or name.startswith("."):
                     continue
+                if name.endswith(".meta.json") and "agent-" in name:
+                    continue  # a Claude Code sub-agent's description, not a transcript
+                if name.endswith((".db-wal", ".db-shm")):
+                    continue  # a SQLite database's journal: read with the database
                 if admit(path):
-                    _add_file(units, path, root, names)
+                    _add_file(units, path, root, names, beside)
     for unit in units.values():
         skipped.pop(unit.path, None)
     ordered = sorted(units.values(), key=lambda u: str(u.path))
     return ordered, sorted(skipped.values(), key=lambda s: str(s.path))
 
 
-def _add_file(units: dict[Path, Unit], path: Path, root: Path, siblings: set[str]) -> None:
-    if path.parent.name == "subagents" and path.name.startswith("agent-"):
-        owner = path.parent.parent.with_suffix(".jsonl")
-        if owner.is_file():
-            return  # read with its session
+def _add_file(
+    units: dict[Path, Unit],
+    path: Path,
+    root: Path,
+    siblings: set[str],
+    beside: dict[str, list[Path]] | None = None,
+) -> None:
+    in_subagents = path.parent.name == "subagents" and path.name.startswith("agent-")
+    if in_subagents and claude_code.session_of_agent(path) is not None:
+        return  # read with its session
+    if path.suffix == ".json" and gemini_json.session_of_subagent(path) is not None:
+        return  # a Gemini CLI sub-agent's chat: read with its session
     if path.name.endswith(_CLINE_HISTORY) and not siblings:
         ui = path.with_name(path.name[: -len(_CLINE_HISTORY)] + _CLINE_UI)
         if ui.is_file():
             units.setdefault(path, Unit(path, (path, ui), _project(path, root)))
             return
-    members = (path, *_subagents(path)) if path.suffix == ".jsonl" else (path,)
+    if path.suffix == ".jsonl":
+        members = (path, *_subagents(path, beside))
+    elif path.suffix == ".db":
+        wal = path.with_name(f"{path.name}-wal")
+        members = (path, wal) if wal.is_file() else (path,)
+    elif path.suffix == ".json" and path.parent.name == "chats":
+        members = (path, *gemini_json.subagent_chats(path))
+    else:
+        members = (path,)
     units.setdefault(path, Unit(path, members, _project(path, root)))

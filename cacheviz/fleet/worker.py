@@ -24,6 +24,7 @@ from cacheviz.analysis import Analysis, analyze
 from cacheviz.errors import CacheVizError, CacheVizWarning, UnknownFormatError
 from cacheviz.fleet.walk import Unit, shown
 from cacheviz.formats import READERS, detect
+from cacheviz.formats.replays import REPLAYED
 from cacheviz.model import OPAQUE, Session
 from cacheviz.pricing import PriceBook
 
@@ -43,6 +44,7 @@ class UnitResult:
     calls: pl.DataFrame | None = None
     drifts: pl.DataFrame | None = None
     misses: pl.DataFrame | None = None
+    replays: int = 0  # responses the loader dropped as replays of others
 
 
 def content_hash(members: tuple[Path, ...]) -> str:
@@ -108,7 +110,10 @@ def run_unit(unit: Unit, known_hash: str | None = None, prices: str | None = Non
         for w in caught
         if issubclass(w.category, CacheVizWarning)
     ]
-    return UnitResult(shown(unit.path), "ok", digest, fmt, None, notes, calls, drifts, misses)
+    replays = session.ignored.get(REPLAYED, 0)
+    return UnitResult(
+        shown(unit.path), "ok", digest, fmt, None, notes, calls, drifts, misses, replays
+    )
 
 
 def _book(prices: str | None) -> PriceBook:

@@ -26,15 +26,20 @@ from cacheviz.formats import (
     cline,
     cline_ui,
     codex,
+    copilot_cli,
     gemini_cli,
+    gemini_json,
     inspect_log,
+    mitm,
     native,
     openai_log,
+    opencode,
     openhands,
     otel,
     swe_agent,
     whale_usage,
 )
+from cacheviz.formats._folders import session_file
 from cacheviz.formats._lines import describe_lines
 from cacheviz.model import Session, SkippedLine
 from cacheviz.usage import UsageError, lenient_usage
@@ -45,12 +50,16 @@ READERS: dict[str, ModuleType] = {
         openai_log,
         native,
         claude_trace,
+        mitm,
         claude_code,
         codex,
+        gemini_json,  # before gemini_cli: a one-line chat JSON opens like a JSONL header
         gemini_cli,
         inspect_log,
         cline,
         openhands,
+        opencode,
+        copilot_cli,
         swe_agent,
         aider,
         whale_usage,  # usage-only readers (USAGE_ONLY = True)
@@ -118,6 +127,13 @@ def detect(path: Path) -> str:
     for name, module in READERS.items():
         if _claims(module, path, head):
             return name
+    if claude_code.agent_metadata(path, head):
+        agent = path.name.removesuffix(".meta.json")
+        msg = (
+            "a Claude Code sub-agent's metadata (agentType, description), not a transcript; "
+            f"load {agent}.jsonl beside it, or the session it belongs to"
+        )
+        raise UnknownFormatError(msg, path=path)
     line, column, problem = _first_line_problem(path) if head else (None, None, None)
     hint = (
         f"Supported: {supported_formats()}. Force one with --format NAME (format='NAME' in Python)"
@@ -236,8 +252,10 @@ def load(path: str | Path, format: str | None = None, *, errors: str = "raise") 
     Parameters
     ----------
     path
-        The transcript file (or folder, for formats stored as folders); ``"-"`` reads
-        standard input. Pipes are read once, in full, before detection.
+        The transcript file, or a folder: a Claude Code session or project folder (its
+        session, the newest), a Cline task folder, or a format stored as a folder (the
+        CLI accepts the same); ``"-"`` reads standard input. Pipes are read once, in
+        full, before detection.
     format
         A reader name (see :data:`READERS`); auto-detected when ``None``.
     errors
@@ -281,6 +299,10 @@ def load(path: str | Path, format: str | None = None, *, errors: str = "raise") 
         else:
             msg = "no such file; check the path"
         raise TranscriptError(msg, path=path)
+    if path.is_dir() and format is None:
+        path, note, chosen = session_file(path)
+        if chosen:
+            warnings.warn(f"cacheviz: {note}", CacheVizWarning, stacklevel=2)
     if format is None:
         format = detect(path)  # noqa: A001
     elif format not in READERS:

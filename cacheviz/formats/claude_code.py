@@ -8,45 +8,151 @@ whose usage is the last line's (streamed records repeat the input and cache coun
 grow the output count). A repeated ``message.id`` whose input or cache counts differ is
 not the same response streamed on: the first is kept and a warning names both lines.
 Each call's ``meta["response_id"]`` is the message id (``meta["request_id"]`` the
-request id), for de-duplication across files. ``isSidechain`` records (a Task sub-agent inlined) and
-the files of ``<session>/subagents/agent-*.jsonl`` beside the session file are separate
-threads. The log holds the conversation only: requests are rebuilt with an unlogged
-prefix (system prompt + tools) sized from the first call's reported usage.
+request id), for de-duplication across files. ``isSidechain`` records (a Task sub-agent
+inlined) and sub-agent files are separate threads: ``<session>/subagents/agent-*.jsonl``
+(Claude Code 2.1) and ``agent-<id>.jsonl`` files beside the session whose records carry
+its ``sessionId`` (Claude Code 2.0). A forked sub-agent (``agent-acompact-*``,
+``agent-aside_question-*``) first replays its parent's responses: each response counts
+once (:func:`~cacheviz.formats.replays.flag_replays`, the rule ``scan`` uses), and the
+fork's own calls start from its parent's unlogged prefix and messages. The log holds the
+conversation only: requests are rebuilt with an unlogged prefix (system prompt + tools)
+sized from the first call's reported usage.
+
+Detection is by structure: any Claude Code record (a message, or a ``summary``,
+``queue-operation``, ``progress``, ``last-prompt``, ... record) among the first lines
+that parse, wherever it sits.
 """
 
 from __future__ import annotations
 
+import functools
 import json
 import warnings
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+import polars as pl
+
 from cacheviz._jsonspan import json_type
 from cacheviz.errors import CacheVizWarning, TranscriptError
-from cacheviz.formats._conversation import Thread
+from cacheviz.formats._conversation import UNLOGGED_LABEL, Thread
 from cacheviz.formats._lines import LineReader, order_by_time
 from cacheviz.formats._time import parse_ts
+from cacheviz.formats.replays import REPEAT, REPLAYED, flag_replays
 from cacheviz.model import Call, Session, Usage
 from cacheviz.segment import BlockStore
 from cacheviz.usage import normalize_usage
 
 NAME = "claude-code"
-DESCRIPTION = "Claude Code session JSONL (~/.claude/projects/*/<session>.jsonl, with subagents/)"
+DESCRIPTION = (
+    "Claude Code session JSONL (~/.claude/projects/*/<session>.jsonl, with its sub-agents)"
+)
 _MESSAGE_TYPES = ("user", "assistant")
-_DETECT_LINES = 20
+_DETECT_LINES = 400  # lines of the head that detection looks at
+_SESSION_TYPES = frozenset(  # records carrying `sessionId` (and, but the last four, `uuid`)
+    {"user", "assistant", "system", "attachment", "progress"}
+    | {"queue-operation", "last-prompt", "permission-mode", "custom-title"}
+)
+
+
+def is_record(record: Any) -> bool:
+    """Whether one parsed line is a Claude Code record (message or bookkeeping).
+
+    Message-like records carry ``sessionId`` and ``uuid``; ``queue-operation``,
+    ``last-prompt``, ``permission-mode`` and ``custom-title`` carry ``sessionId``;
+    ``summary`` records carry ``leafUuid``; ``file-history-snapshot`` records a
+    ``messageId`` and a ``snapshot``.
+    """
+    if not isinstance(record, dict):
+        return False
+    kind = record.get("type")
+    if kind == "summary":
+        return "leafUuid" in record and "summary" in record
+    if kind == "file-history-snapshot":
+        return "messageId" in record and "snapshot" in record
+    if "sessionId" not in record:
+        return False
+    if "uuid" in record:
+        return kind in _SESSION_TYPES or "message" in record
+    return kind in _SESSION_TYPES and kind not in _MESSAGE_TYPES
 
 
 def detect(path: Path, head: bytes) -> bool:
-    """Whether ``head`` looks like a Claude Code session log."""
+    """Whether ``head`` holds a Claude Code record among its first lines that parse."""
     for line in head.splitlines()[:_DETECT_LINES]:
+        if not line.strip():
+            continue
         try:
             record = json.loads(line)
         except (ValueError, RecursionError):  # total: any input is a yes or a no
             continue
-        if isinstance(record, dict) and "sessionId" in record and "uuid" in record:
-            return record.get("type") in _MESSAGE_TYPES or "message" in record
+        if is_record(record):
+            return True
     return False
+
+
+def agent_metadata(path: Path, head: bytes) -> bool:
+    """Whether ``path`` is a sub-agent's ``agent-<id>.meta.json`` (not a transcript)."""
+    if not path.name.endswith(".meta.json"):
+        return False
+    try:
+        value = json.loads(head)
+    except (ValueError, RecursionError):
+        return False
+    return isinstance(value, dict) and "agentType" in value
+
+
+def session_id_of(path: Path, lines: int = 50) -> str | None:
+    """The ``sessionId`` of the first records of ``path`` that carry one (``None``: none).
+
+    Remembered per file version (size, mtime): a project folder's sub-agent logs are
+    looked at once per process, not once per session beside them.
+    """
+    try:
+        stat = path.stat()
+    except OSError:
+        return None
+    return _session_id(str(path), stat.st_size, stat.st_mtime_ns, lines)
+
+
+@functools.lru_cache(maxsize=65536)
+def _session_id(path: str, size: int, mtime_ns: int, lines: int) -> str | None:
+    del size, mtime_ns  # part of the cache key only
+    try:
+        with open(path, "rb") as handle:  # noqa: PTH123 - a cached function of the path text
+            for _, raw in zip(range(lines), handle, strict=False):
+                try:
+                    record = json.loads(raw)
+                except (ValueError, RecursionError):
+                    continue
+                if isinstance(record, dict) and isinstance(record.get("sessionId"), str):
+                    return record["sessionId"]
+    except OSError:
+        return None
+    return None
+
+
+def sibling_agents(session: Path) -> list[Path]:
+    """Claude Code 2.0 sub-agent logs of ``session``: ``agent-*.jsonl`` beside it, same id."""
+    if session.name.startswith("agent-"):
+        return []
+    own = session_id_of(session) or session.stem
+    return [
+        agent
+        for agent in sorted(session.parent.glob("agent-*.jsonl"))
+        if agent != session and agent.is_file() and session_id_of(agent) == own
+    ]
+
+
+def session_of_agent(agent: Path) -> Path | None:
+    """The session file a Claude Code sub-agent log belongs to, when it is there."""
+    if agent.parent.name == "subagents":
+        owner = agent.parent.parent.with_suffix(".jsonl")
+        return owner if owner.is_file() else None
+    session_id = session_id_of(agent)
+    owner = agent.parent / f"{session_id}.jsonl"
+    return owner if session_id and owner.is_file() and owner != agent else None
 
 
 def _blocks_of(content: Any) -> list[Any]:
@@ -74,10 +180,13 @@ class _SessionFile:
         self.agents: set[str] = set()  # sub-agent ids the session refers to
 
     def _note_agent(self, record: dict[str, Any]) -> None:
-        """Remember a sub-agent the session names (its file should sit in subagents/)."""
+        """Remember a sub-agent the session names (its file should sit in subagents/).
+
+        A sidechain record's own ``agentId`` names the agent whose file this is.
+        """
         result = record.get("toolUseResult")
         for value in (
-            record.get("agentId"),
+            None if record.get("isSidechain") else record.get("agentId"),
             result.get("agentId") if isinstance(result, dict) else None,
         ):
             if isinstance(value, str) and value and self.thread is None:
@@ -200,6 +309,13 @@ def _same_input(first: Usage | None, later: Usage | None) -> bool:
     )
 
 
+def _more_complete(later: Usage | None, first: Usage | None) -> bool:
+    """Whether ``later`` is the same response's usage with more output counted."""
+    if later is None or first is None or not _same_input(first, later):
+        return later is not None and first is None
+    return (later.output_tokens or 0) > (first.output_tokens or 0)
+
+
 def _refuse_other_format(lineno: int, record: dict[str, Any]) -> None:
     """Raise for a line of another transcript format: mixed formats are not merged."""
     from cacheviz.formats import READERS
@@ -257,18 +373,21 @@ def _agent_problem(agent: Path) -> str | None:
 
 
 def read(path: Path, *, errors: str = "raise") -> Session:
-    """Read a Claude Code session (and its ``subagents/`` folder when it sits beside it).
+    """Read a Claude Code session with its sub-agents (``subagents/`` or sibling files).
 
     A sub-agent file that is empty, a folder or a broken link is an error naming it
     (with ``errors="skip"``: skipped and named in the warning). A sub-agent the session
-    refers to whose file is missing is named in a warning.
+    refers to whose file is missing is named in a warning. A response logged by both
+    the session and a forked sub-agent counts once.
     """
     store = BlockStore()
     main = _read_file(path, store, None, errors)
     calls: list[Call] = list(main.calls)  # type: ignore[attr-defined]
     folder = path.parent / path.stem / "subagents"
+    agents = sorted(folder.glob("agent-*.jsonl")) if folder.is_dir() else []
+    agents += sibling_agents(path)
     found: set[str] = set()
-    for agent in sorted(folder.glob("agent-*.jsonl")) if folder.is_dir() else []:
+    for agent in agents:
         agent_id = agent.stem.removeprefix("agent-")
         found.add(agent_id)
         problem = _agent_problem(agent)
@@ -285,6 +404,8 @@ def read(path: Path, *, errors: str = "raise") -> Session:
                 raise
             main.fail(None, f"sub-agent log {exc}")
             continue
+        for call in sub.calls:  # type: ignore[attr-defined]
+            call.parent_hint = "main"
         calls += sub.calls  # type: ignore[attr-defined]
         main.skipped += [type(s)(s.line, f"{agent.name}: {s.reason}") for s in sub.skipped]
         main.usage_nulled += [
@@ -292,15 +413,78 @@ def read(path: Path, *, errors: str = "raise") -> Session:
         ]
         for kind, count in sub.ignored.items():
             main.ignored[kind] = main.ignored.get(kind, 0) + count
+    calls, replayed = drop_replays(calls)
+    if replayed:
+        main.ignored[REPLAYED] = replayed
     missing = sorted(main.agents - found)  # type: ignore[attr-defined]
     if missing:
         shown = ", ".join(missing[:20]) + (
             f" and {len(missing) - 20} more" if len(missing) > 20 else ""
         )
         warnings.warn(
-            f"{path}: the session refers to sub-agent(s) {shown} but {folder} holds no "
-            "agent-<id>.jsonl for them; their calls are not counted",
+            f"{path}: the session refers to sub-agent(s) {shown} but neither {folder} nor "
+            f"{path.parent} holds an agent-<id>.jsonl for them; their calls are not counted",
             CacheVizWarning,
             stacklevel=3,
         )
     return main.session(NAME, order_by_time(calls), store)
+
+
+def drop_replays(calls: list[Call]) -> tuple[list[Call], int]:
+    """Keep one call per response id; a fork's own calls start from its parent's prefix.
+
+    The call kept is the parent's, with the most complete usage of the copies (Claude
+    Code logs a streamed response's early output count; a fork replays its final one).
+    A thread that replays another's responses is a fork of it: its calls' unlogged
+    prefix (system prompt and tools, which a fork shares to reuse the cache) becomes the
+    parent's, and its parent is that thread. Returns the calls kept and how many were
+    replays.
+    """
+    if len(calls) < 2:
+        return calls, 0
+    frame = pl.DataFrame(
+        {
+            "provider": [c.provider for c in calls],
+            "response_id": [c.meta.get("response_id") for c in calls],
+            "ts": [c.ts.timestamp() if c.ts is not None else None for c in calls],
+            "path": [""] * len(calls),
+            "parent_thread": [c.parent_hint for c in calls],
+            "index": list(range(len(calls))),
+        },
+        schema={
+            "provider": pl.String,
+            "response_id": pl.String,
+            "ts": pl.Float64,
+            "path": pl.String,
+            "parent_thread": pl.String,
+            "index": pl.Int64,
+        },
+    )
+    flagged = flag_replays(frame)
+    repeats = flagged.filter(pl.col(REPEAT))
+    if not repeats.height:
+        return calls, 0
+    first: dict[tuple[str, str], Call] = {}
+    for index in flagged.filter(~pl.col(REPEAT))["index"]:
+        call = calls[index]
+        if call.meta.get("response_id") is not None:
+            first[(call.provider, call.meta["response_id"])] = call
+    parent_of: dict[str | None, Call] = {}
+    for index in repeats["index"]:
+        copy = calls[index]
+        kept = first[(copy.provider, copy.meta["response_id"])]
+        if _more_complete(copy.usage, kept.usage):
+            kept.usage = copy.usage  # a fork replays the final record of a streamed response
+        if kept.thread_hint != copy.thread_hint:
+            parent_of.setdefault(copy.thread_hint, kept)
+    dropped = set(repeats["index"].to_list())
+    out = [c for i, c in enumerate(calls) if i not in dropped]
+    for call in out:
+        parent = parent_of.get(call.thread_hint)
+        if parent is None or not call.blocks or not parent.blocks:
+            continue
+        call.parent_hint = parent.thread_hint
+        if call.blocks[0].label == UNLOGGED_LABEL and parent.blocks[0].label == UNLOGGED_LABEL:
+            call.blocks[0] = parent.blocks[0]
+            call.hashes[0] = parent.blocks[0].hash
+    return out, len(dropped)

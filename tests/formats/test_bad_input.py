@@ -299,7 +299,8 @@ def _with_subagents(tmp_path):
     path = _write(tmp_path, _claude_code(turns=2))
     folder = tmp_path / path.stem / "subagents"
     folder.mkdir(parents=True)
-    (folder / "agent-good.jsonl").write_text("\n".join(_claude_code(turns=2)) + "\n")
+    own = [line.replace('"msg_', '"msg_sub_') for line in _claude_code(turns=2)]  # its own calls
+    (folder / "agent-good.jsonl").write_text("\n".join(own) + "\n")
     return path, folder
 
 
@@ -329,7 +330,10 @@ def test_a_missing_subagent_file_the_session_names_is_reported(tmp_path):
     record["toolUseResult"] = {"agentId": "f00d", "status": "completed"}
     lines[2] = json.dumps(record)
     path = _write(tmp_path, lines)
-    with pytest.warns(CacheVizWarning, match=r"sub-agent\(s\) f00d but .*subagents holds no"):
+    with pytest.warns(
+        CacheVizWarning,
+        match=r"sub-agent\(s\) f00d but neither .*subagents nor .* holds an agent-<id>",
+    ):
         cacheviz.load(path)
 
 

@@ -15,8 +15,8 @@ import cacheviz
 
 def _all(root):
     for path in sorted(root.rglob("*")):
-        if path.is_file() and path.name != "README.md":
-            yield path
+        if path.is_file() and path.name != "README.md" and not path.name.endswith(".meta.json"):
+            yield path  # a Claude Code sub-agent's .meta.json is a description, no transcript
 
 
 def test_every_real_transcript_is_diagnosed(realdata):

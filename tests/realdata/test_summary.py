@@ -20,7 +20,11 @@ EXPECTED_FORMAT = {
 
 
 def test_every_real_file_is_summarized(realdata, capsys):
-    paths = sorted(p for p in realdata.rglob("*") if p.is_file() and p.name != "README.md")
+    paths = sorted(
+        p
+        for p in realdata.rglob("*")
+        if p.is_file() and p.name != "README.md" and not p.name.endswith(".meta.json")
+    )
     paths.append(realdata / "cline_task")
     assert {p.relative_to(realdata).parts[0] for p in paths} == set(EXPECTED_FORMAT)
     for path in paths:
@@ -32,6 +36,12 @@ def test_every_real_file_is_summarized(realdata, capsys):
         assert doc["calls"], path
         assert cli.main(["summary", str(path)]) == 0
         assert capsys.readouterr().out.splitlines()[-1].startswith("total: ")
+
+
+def test_a_sub_agent_metadata_file_is_not_a_transcript(realdata, capsys):
+    (meta,) = realdata.rglob("*agent-*.meta.json")
+    assert cli.main(["summary", str(meta)]) != 0
+    assert "sub-agent's metadata" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize("folder", sorted(EXPECTED_FORMAT))

@@ -1,0 +1,284 @@
+"""GitHub Copilot CLI sessions (``~/.copilot/session-state/<id>/events.jsonl``).
+
+One typed event per line, ``{type, data, id, timestamp, parentId}``: ``session.start``
+(``selectedModel``), ``session.model_change`` (``newModel``), ``user.message``
+(``transformedContent`` is what was sent: the prompt with Copilot's datetime and
+reminders), ``assistant.turn_start`` ... ``assistant.message`` (``content``,
+``toolRequests``, ``outputTokens``) ... ``assistant.turn_end``, ``tool.execution_complete``
+(``result.content``), ``session.compaction_complete`` (``summaryContent``,
+``compactionTokensUsed``) and ``session.shutdown`` (``modelMetrics``).
+
+Each ``assistant.message`` is one API call (a turn that ended in an error wrote none and
+billed nothing). Copilot logs **no per-call input or cache usage**: its usage is a
+session figure, per model, in each ``session.shutdown``'s ``modelMetrics`` (a resumed
+session writes one per run; they are added up). It is kept as
+``Session.reported_totals`` (``inputTokens`` inclusive of ``cacheReadTokens`` and
+``cacheWriteTokens``) and never spread over calls; a message's own ``outputTokens`` is
+in ``meta["output_tokens"]``. The summary request of a compaction is a call of its own
+(thread ``compaction``) with the usage Copilot logged for it, after which the
+conversation restarts from the summary.
+
+Requests are rebuilt (system prompt and tool schemas are not logged) as one thread of
+user messages, assistant text and tool calls, and tool results.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from cacheviz._jsonspan import json_type
+from cacheviz.formats._conversation import Thread
+from cacheviz.formats._lines import LineReader
+from cacheviz.formats._time import parse_ts
+from cacheviz.model import Call, Session, Usage
+from cacheviz.segment import BlockStore
+from cacheviz.usage import normalize_usage
+
+NAME = "copilot-cli"
+DESCRIPTION = "GitHub Copilot CLI events (~/.copilot/session-state/<id>/events.jsonl)"
+_DETECT_LINES = 20
+_EVENT_PREFIXES = ("session.", "user.", "assistant.", "tool.", "subagent.", "hook.")
+_USAGE_FIELDS = ("inputTokens", "outputTokens", "cacheReadTokens", "cacheWriteTokens")
+
+
+def detect(path: Path, head: bytes) -> bool:
+    """Whether ``head`` holds Copilot CLI events (a ``session.start`` or typed events)."""
+    typed = 0
+    for line in head.splitlines()[:_DETECT_LINES]:
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line)
+        except (ValueError, RecursionError):
+            continue
+        if not isinstance(record, dict) or not isinstance(record.get("data"), dict):
+            return False
+        kind = record.get("type")
+        if kind == "session.start" and record["data"].get("producer", "copilot-agent"):
+            return "sessionId" in record["data"]
+        if isinstance(kind, str) and kind.startswith(_EVENT_PREFIXES) and "timestamp" in record:
+            typed += 1
+    return typed >= 2
+
+
+def _text(value: Any, field: str) -> str:
+    if value is None:
+        return ""
+    if not isinstance(value, str):
+        msg = f"field `{field}` is {json_type(value)}; expected text"
+        raise ValueError(msg)
+    return value
+
+
+def _count(value: Any, field: str) -> int | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        msg = f"field `{field}` is {json_type(value)}; expected a whole number of tokens"
+        raise ValueError(msg)
+    return value
+
+
+class _Events:
+    """The state of reading one events file."""
+
+    def __init__(self, reader: LineReader, store: BlockStore) -> None:
+        self.reader = reader
+        self.store = store
+        self.thread = Thread(store, "main")
+        self.model: str | None = None
+        self.results: list[dict[str, Any]] = []  # tool results not yet sent back
+        self.last_ts: Any = None
+        self.calls: list[Call] = []
+        self.metrics: dict[str, int] = {}
+        self.shutdowns = 0
+
+    def add(self, lineno: int, record: Any) -> None:
+        if not isinstance(record, dict):
+            msg = f"the line is {json_type(record)}; expected a Copilot CLI event object"
+            raise ValueError(msg)
+        kind, data = record.get("type"), record.get("data")
+        if not isinstance(kind, str):
+            msg = f"field `type` is {json_type(kind)}; expected the event type"
+            raise ValueError(msg)
+        if not isinstance(data, dict):
+            msg = f"field `data` is {json_type(data)}; expected an object"
+            raise ValueError(msg)
+        ts = parse_ts(record.get("timestamp"), "timestamp")
+        handler = _HANDLERS.get(kind)
+        if handler is None:
+            self.reader.ignore(f"{kind} event")
+        else:
+            handler(self, lineno, data, ts)
+        self.last_ts = ts or self.last_ts
+
+    def _flush_results(self) -> None:
+        if self.results:
+            self.thread.append({"role": "user", "content": self.results})
+            self.results = []
+
+    def start(self, lineno: int, data: dict[str, Any], ts: Any) -> None:
+        if isinstance(data.get("selectedModel"), str):
+            self.model = data["selectedModel"]
+        self.reader.ignore("session start or resume event")
+
+    def model_change(self, lineno: int, data: dict[str, Any], ts: Any) -> None:
+        if isinstance(data.get("newModel"), str):
+            self.model = data["newModel"]
+        self.reader.ignore("session.model_change event")
+
+    def user(self, lineno: int, data: dict[str, Any], ts: Any) -> None:
+        self._flush_results()
+        sent = data.get("transformedContent")
+        text = _text(sent if sent is not None else data.get("content"), "data.content")
+        self.thread.append({"role": "user", "content": [{"type": "text", "text": text}]})
+
+    def message(self, lineno: int, data: dict[str, Any], ts: Any) -> None:
+        model = data.get("model") if isinstance(data.get("model"), str) else self.model
+        if not model:
+            msg = "no model: neither `data.model` nor an earlier session.start names one"
+            raise ValueError(msg)
+        self._flush_results()
+        meta: dict[str, Any] = {}
+        if isinstance(data.get("messageId"), str):
+            meta["message_id"] = data["messageId"]
+        output = _count(data.get("outputTokens"), "data.outputTokens")
+        if output is not None:
+            meta["output_tokens"] = output
+        call = self.thread.call(
+            model=model, provider=_provider(model), ts=self.last_ts or ts, usage=None, meta=meta
+        )
+        call.line = lineno
+        self.calls.append(call)
+        content: list[dict[str, Any]] = []
+        text = _text(data.get("content"), "data.content")
+        if text:
+            content.append({"type": "text", "text": text})
+        requests = data.get("toolRequests") or []
+        if not isinstance(requests, list):
+            msg = f"field `data.toolRequests` is {json_type(requests)}; expected a list"
+            raise ValueError(msg)
+        for i, request in enumerate(requests):
+            if not isinstance(request, dict):
+                msg = f"field `data.toolRequests[{i}]` is {json_type(request)}; expected an object"
+                raise ValueError(msg)
+            content.append(
+                {
+                    "type": "tool_use",
+                    "id": str(request.get("toolCallId")),
+                    "name": str(request.get("name")),
+                    "input": request.get("arguments") or {},
+                }
+            )
+        self.thread.append({"role": "assistant", "content": content})
+
+    def tool_done(self, lineno: int, data: dict[str, Any], ts: Any) -> None:
+        result = data.get("result")
+        output = result.get("content") if isinstance(result, dict) else result
+        self.results.append(
+            {
+                "type": "tool_result",
+                "tool_use_id": str(data.get("toolCallId")),
+                "content": output if isinstance(output, str) else json.dumps(output),
+            }
+        )
+
+    def compaction(self, lineno: int, data: dict[str, Any], ts: Any) -> None:
+        used = data.get("compactionTokensUsed")
+        if isinstance(used, dict) and self.model:
+            usage = normalize_usage(
+                {
+                    k: v
+                    for k, v in {
+                        "prompt_tokens": used.get("input"),
+                        "completion_tokens": used.get("output"),
+                        "prompt_tokens_details": {"cached_tokens": used.get("cachedInput")},
+                    }.items()
+                    if v is not None
+                }
+            )
+            self._flush_results()
+            side = Thread(self.store, "compaction")
+            side.messages = list(self.thread.messages)
+            meta = (
+                {"request_id": data["requestId"]} if isinstance(data.get("requestId"), str) else {}
+            )
+            call = side.call(
+                model=self.model,
+                provider=_provider(self.model),
+                ts=self.last_ts or ts,
+                usage=usage,
+                meta=meta,
+            )
+            call.line = lineno
+            call.parent_hint = "main"
+            self.calls.append(call)
+        summary = _text(data.get("summaryContent"), "data.summaryContent")
+        if summary:
+            self.results = []
+            self.thread.replace([{"role": "user", "content": [{"type": "text", "text": summary}]}])
+        self.reader.ignore("session.compaction_complete event")
+
+    def shutdown(self, lineno: int, data: dict[str, Any], ts: Any) -> None:
+        metrics = data.get("modelMetrics")
+        if not isinstance(metrics, dict):
+            msg = f"field `data.modelMetrics` is {json_type(metrics)}; expected an object"
+            raise ValueError(msg)
+        for model, entry in metrics.items():
+            usage = entry.get("usage") if isinstance(entry, dict) else None
+            if not isinstance(usage, dict):
+                continue
+            for key in _USAGE_FIELDS:
+                value = _count(usage.get(key), f"data.modelMetrics.{model}.usage.{key}")
+                if value is not None:
+                    self.metrics[key] = self.metrics.get(key, 0) + value
+        self.shutdowns += 1
+        self.reader.ignore("session.shutdown event")
+
+    def totals(self) -> Usage | None:
+        if not self.metrics:
+            return None
+        return Usage(
+            input_tokens=self.metrics.get("inputTokens"),
+            cache_read_tokens=self.metrics.get("cacheReadTokens"),
+            cache_write_tokens=self.metrics.get("cacheWriteTokens"),
+            output_tokens=self.metrics.get("outputTokens"),
+        )
+
+
+_HANDLERS = {
+    "session.start": _Events.start,
+    "session.resume": _Events.start,
+    "session.model_change": _Events.model_change,
+    "user.message": _Events.user,
+    "assistant.message": _Events.message,
+    "tool.execution_complete": _Events.tool_done,
+    "session.compaction_complete": _Events.compaction,
+    "session.shutdown": _Events.shutdown,
+}
+
+
+def _provider(model: str) -> str:
+    """The vendor whose cache rules apply to a Copilot model (Copilot routes to them)."""
+    name = model.lower()
+    if name.startswith("claude"):
+        return "anthropic"
+    if name.startswith(("gpt", "o1", "o3", "o4")):
+        return "openai"
+    if name.startswith("gemini"):
+        return "google"
+    return "github-copilot"
+
+
+def read(path: Path, *, errors: str = "raise") -> Session:
+    """Read a Copilot CLI events file: one call per assistant message."""
+    store = BlockStore()
+    reader = LineReader(path, errors=errors)
+    reader.rebuilds = True
+    state = _Events(reader, store)
+    reader.each_record(state.add, "expected one Copilot CLI event per line")
+    session = reader.session(NAME, state.calls, store)
+    session.reported_totals = state.totals()
+    return session
