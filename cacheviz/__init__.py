@@ -3,12 +3,17 @@
 >>> import cacheviz
 >>> analysis = cacheviz.load("sample_sessions/compaction.jsonl").analyze()  # doctest: +SKIP
 >>> analysis.drifts  # doctest: +SKIP
+
+``import cacheviz`` is cheap: the public names below load their modules (polars, the
+analysis, the readers, the scanner) on first use, so ``cacheviz --version`` and the
+commands that need none of them start fast.
 """
 
 from __future__ import annotations
 
+import importlib
+
 from cacheviz import _moved
-from cacheviz.analysis import Analysis, analyze
 from cacheviz.errors import (
     CacheVizError,
     CacheVizWarning,
@@ -16,14 +21,46 @@ from cacheviz.errors import (
     TranscriptError,
     UnknownFormatError,
 )
-from cacheviz.fleet import ScanResult, scan
-from cacheviz.formats import load
-from cacheviz.model import Session
-from cacheviz.recording import Recorder, record
+
+TYPE_CHECKING = False  # not typing's: importing typing costs start-up (cacheviz --version)
+if TYPE_CHECKING:
+    from typing import Any
+
+    from cacheviz.analysis import Analysis, analyze
+    from cacheviz.fleet import ScanResult, scan
+    from cacheviz.formats import load
+    from cacheviz.model import Session
+    from cacheviz.recording import Recorder, record
 
 __version__ = "0.1.0"
 
 _moved.install()
+
+_LAZY: dict[str, str] = {
+    "Analysis": "cacheviz.analysis",
+    "analyze": "cacheviz.analysis",
+    "ScanResult": "cacheviz.fleet",
+    "scan": "cacheviz.fleet",
+    "load": "cacheviz.formats",
+    "Session": "cacheviz.model",
+    "Recorder": "cacheviz.recording",
+    "record": "cacheviz.recording",
+}
+"""Public name → the module that defines it, imported when the name is first used."""
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        msg = f"module 'cacheviz' has no attribute {name!r}"
+        raise AttributeError(msg)
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value  # later uses skip this hook
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_LAZY})
 
 
 def inspect(source=None, *, live=None, **kwargs):  # noqa: ANN001, ANN003, ANN201 - see cacheviz.ui.widget.inspect

@@ -62,6 +62,7 @@ CALLS: dict[str, PolarsDataType] = {
     "log_head_hash": _STR,  # Whale: messages except the last 8
     "log_tail_hash": _STR,  # Whale: the last 8 messages
     **REPORTED_USAGE,
+    "hit_ratio": pl.Float64,  # reported cache read / reported inclusive input (null: either not)
 }
 
 SEGMENTS: dict[str, PolarsDataType] = {
@@ -163,6 +164,28 @@ CAUSES = (
 )
 
 MISS_CAUSES = ("ttl_expired", "below_minimum", "no_breakpoint", "provider_side")
+
+
+def hit_ratio(cache_read: int | None, inclusive_input: int | None) -> float | None:
+    """The share of a request's input read from the cache, token-weighted.
+
+    ``cache_read / inclusive_input`` where both were reported (and the input is not 0);
+    ``None`` otherwise (not reported is never 0). Sums of both give a range's ratio.
+
+    >>> hit_ratio(900, 1000), hit_ratio(None, 1000), hit_ratio(0, 0)
+    (0.9, None, None)
+    """
+    if cache_read is None or not inclusive_input:
+        return None
+    return cache_read / inclusive_input
+
+
+def hit_ratio_expr(cache_read: str, inclusive_input: str, alias: str = "hit_ratio") -> pl.Expr:
+    """:func:`hit_ratio` over a group: sums over the rows where both are reported."""
+    both = pl.col(cache_read).is_not_null() & pl.col(inclusive_input).is_not_null()
+    read = pl.when(both).then(pl.col(cache_read)).sum()
+    total = pl.when(both).then(pl.col(inclusive_input)).sum()
+    return pl.when(total > 0).then(read / total).alias(alias)
 
 
 def clean(text: Any) -> Any:

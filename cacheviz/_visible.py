@@ -9,7 +9,10 @@ string, so ``--json`` output stays parseable and means the same.
 from __future__ import annotations
 
 import re
-from typing import Any
+
+TYPE_CHECKING = False  # not typing's: importing typing costs start-up (cacheviz --version)
+if TYPE_CHECKING:
+    from typing import Any
 
 # C0 controls (but tab and newline), DEL, C1 controls, and the bidi marks and overrides
 _UNSAFE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
@@ -35,11 +38,18 @@ def visible(text: str, *, keep_cr: bool = False) -> str:
 
 
 def visible_all(value: Any) -> Any:
-    """:func:`visible` applied to every string inside a JSON-like value."""
+    """:func:`visible` applied to every string inside a JSON-like value (each distinct once)."""
+    return _visible_all(value, {})
+
+
+def _visible_all(value: Any, done: dict[str, str]) -> Any:
     if isinstance(value, str):
-        return visible(value)
+        out = done.get(value)
+        if out is None:
+            out = done[value] = visible(value)
+        return out
     if isinstance(value, (list, tuple)):
-        return [visible_all(v) for v in value]
+        return [_visible_all(v, done) for v in value]
     if isinstance(value, dict):
-        return {visible_all(k): visible_all(v) for k, v in value.items()}
+        return {_visible_all(k, done): _visible_all(v, done) for k, v in value.items()}
     return value

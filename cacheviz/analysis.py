@@ -162,6 +162,7 @@ class Analysis:
                         )
                     },
                     "reported": reported,
+                    "hit_ratio": row["hit_ratio"],
                     "billed_usd": row["billed_usd"],
                     "simulated_usd": row["simulated_usd"],
                     "ideal_usd": row["ideal_usd"],
@@ -453,6 +454,9 @@ def _add_call(
     }
     for column, field in _USAGE_FIELDS.items():
         values[column] = None if call.usage is None else getattr(call.usage, field)
+    values["hit_ratio"] = _schema.hit_ratio(
+        values["reported_cache_read_tokens"], values["reported_input_tokens"]
+    )
     for column, value in values.items():
         cols[column].append(value)
 

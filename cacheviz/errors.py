@@ -22,7 +22,9 @@ Every message is one line: where (file:line or field), what was wrong, what to d
 
 from __future__ import annotations
 
-from pathlib import Path
+TYPE_CHECKING = False  # not typing's: errors.py is on the start-up path
+if TYPE_CHECKING:
+    from pathlib import Path
 
 
 class CacheVizError(Exception):

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import difflib
 import json
+import re
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from functools import cache
@@ -228,6 +229,44 @@ def _known_models(provider: str, extra: list[dict[str, Any]]) -> list[str]:
 def known_models(provider: str) -> list[str]:
     """Every model the bundled price data (genai-prices and the overlay) prices for ``provider``."""
     return _known_models(provider, [])
+
+
+# version numbers in a model name: one or two digits (not a size such as 120b, not a date)
+_NUMBERS = re.compile(r"(?<![\d.])\d{1,2}(?:\.\d+)?(?![\d.]|[bkmBKM])")
+
+
+def recency(model: str) -> tuple[tuple[float, ...], str]:
+    """A sort key putting newer model names first: their version numbers, descending.
+
+    The version numbers in the name, in order (``claude-opus-4-5`` → 4, 5;
+    ``gpt-5.6-terra`` → 5.6; sizes such as ``120b`` and dates are not versions); a name
+    without one sorts last. Price data carries no release dates, so
+    the version in the name stands for them.
+
+    >>> sorted(["claude-2", "claude-opus-4-5", "claude-sonnet-5", "claude-3-haiku"], key=recency)
+    ['claude-sonnet-5', 'claude-opus-4-5', 'claude-3-haiku', 'claude-2']
+    """
+    found = [-float(n) for n in _NUMBERS.findall(model.split("/")[-1])[:3]]
+    if not found:
+        return (float("inf"),), model
+    return tuple(found + [0.0] * (3 - len(found))), model
+
+
+def retired_models(provider: str) -> set[str]:
+    """Models the vendor no longer serves: genai-prices' ``deprecated`` plus the overlay's."""
+    names: set[str] = set()
+    try:
+        from genai_prices import data_snapshot
+
+        for item in data_snapshot.get_snapshot().providers:
+            if item.id == provider:
+                names |= {m.id for m in item.models if m.deprecated}
+    except Exception:
+        pass
+    for entry in _overlay().get("retired", []):
+        if entry.get("provider") == provider:
+            names |= set(entry.get("model", []))
+    return names
 
 
 class PriceBook:

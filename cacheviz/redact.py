@@ -98,6 +98,29 @@ def _patterns() -> tuple[tuple[re.Pattern[str], int | str], ...]:
     return tuple(compiled)
 
 
+_SHORT = 256  # characters: below this, one combined search rules a text out first
+
+
+@functools.cache
+def _any_secret() -> re.Pattern[str]:
+    """Every pattern as one alternation: it matches somewhere iff one of them does.
+
+    On a short text (labels, names, parts: most of the distinct strings of a report) one
+    search is much cheaper than one per pattern; on a long one the patterns' own literal
+    prefixes make the separate searches faster, so it is used on short texts only.
+    """
+    scoped = []
+    for pattern, _ in _patterns():
+        flags = "".join(
+            letter
+            for flag, letter in ((re.IGNORECASE, "i"), (re.DOTALL, "s"), (re.VERBOSE, "x"))
+            if pattern.flags & flag
+        )
+        scoped.append(f"(?{flags}:{pattern.pattern})" if flags else f"(?:{pattern.pattern})")
+    # the group names repeat nothing: only ``value`` is named, once
+    return re.compile("|".join(scoped))
+
+
 def enabled() -> bool:
     """Whether redaction is on (it is, unless turned off with :func:`redaction`)."""
     return _ENABLED.get()
@@ -123,6 +146,8 @@ def redaction(*, enabled: bool) -> Iterator[None]:
 def secret_spans(text: str) -> list[tuple[int, int]]:
     """The ``(start, end)`` character spans of every secret in ``text``, merged, sorted."""
     if not text or not _ENABLED.get():
+        return []
+    if len(text) <= _SHORT and _any_secret().search(text) is None:
         return []
     spans = []
     for pattern, group in _patterns():
@@ -205,13 +230,24 @@ def redact_cut(text: str, limit: int, start: int = 0, *, mark: str = "…") -> s
 
 
 def redact_all(value: Any) -> Any:
-    """Redact every string inside a JSON-like value (keys too), recursively."""
+    """Redact every string inside a JSON-like value (keys too), recursively.
+
+    Each distinct string is redacted once (a report repeats the same labels, parts and
+    hashes across thousands of calls): the result is the same as redacting each.
+    """
     if not _ENABLED.get():
         return value
+    return _redact_all(value, {})
+
+
+def _redact_all(value: Any, done: dict[str, str]) -> Any:
     if isinstance(value, str):
-        return redact(value)
+        out = done.get(value)
+        if out is None:
+            out = done[value] = redact(value)
+        return out
     if isinstance(value, (list, tuple)):
-        return [redact_all(v) for v in value]
+        return [_redact_all(v, done) for v in value]
     if isinstance(value, dict):
-        return {redact_all(k): redact_all(v) for k, v in value.items()}
+        return {_redact_all(k, done): _redact_all(v, done) for k, v in value.items()}
     return value

@@ -64,20 +64,22 @@ def segments_frame(
     )
     encodings = info["encoding"].unique().to_list()
     part_codes = {part: code for code, part in enumerate(PARTS)}
+    # each distinct hash as a small integer: comparisons and groups on it, not on strings
+    hash_codes: dict[str, int] = {}
     blocks = pl.DataFrame(
         {
-            "block": range(len(table)),
             "part": [b.part for b in table],
             "position": [b.position for b in table],
             # (part, position) as one integer, for cheap joins and windows
             "slot": [part_codes[b.part] << 32 | b.position for b in table],
             "label": [_schema.clean(b.label) for b in table],
             "hash": [b.hash for b in table],
+            "hash_code": [hash_codes.setdefault(b.hash, len(hash_codes)) for b in table],
             "bytes": [len(contents[b.hash].raw) for b in table],
             "opaque": [contents[b.hash].kind == OPAQUE for b in table],
             **{f"tokens:{name}": [lengths[name].get(b.hash) for b in table] for name in encodings},
         },
-        schema_overrides={"block": pl.Int64, "position": pl.Int64, "slot": pl.Int64},
+        schema_overrides={"position": pl.Int64, "slot": pl.Int64, "hash_code": pl.Int64},
     )
     tokens = pl.col(f"tokens:{encodings[0]}") if encodings else pl.lit(None, pl.Int64)
     for name in encodings[1:]:
@@ -88,33 +90,34 @@ def segments_frame(
     for call in session.calls:
         block_ids.extend(map(_BLOCK_ID, call.blocks))
         row_calls.extend(repeat(call.index, len(call.blocks)))
-    rows = pl.DataFrame(
-        {
-            "call": pl.Series(row_calls, dtype=pl.Int64),
-            "block": pl.Series(block_ids, dtype=pl.Int64),
-        }
+    block = pl.Series("block", block_ids, dtype=pl.Int64)
+    rows = pl.DataFrame({"call": pl.Series(row_calls, dtype=pl.Int64), "block": block})
+    # a block's attributes by its row in the table (block ids are 0..n-1): a gather
+    rows = rows.with_columns(blocks[block])
+    if info["call"].to_list() == list(range(info.height)):  # calls by index: a gather too
+        rows = rows.with_columns(info.drop("call")[rows["call"]])
+    else:
+        rows = rows.join(info, on="call", how="left", maintain_order="left")
+    threads = {name: code for code, name in enumerate(info["thread"].unique().to_list())}
+    seg = rows.with_columns(tokens=tokens).with_columns(
+        token_offset=pl.col("tokens").cum_sum().over("call") - pl.col("tokens"),
+        thread_code=pl.col("thread").replace_strict(threads, return_dtype=pl.Int64),
     )
-    seg = (
-        rows.join(blocks, on="block", how="left", maintain_order="left")
-        .join(info, on="call", how="left", maintain_order="left")
-        .with_columns(tokens=tokens)
-        .with_columns(token_offset=pl.col("tokens").cum_sum().over("call") - pl.col("tokens"))
-    )
+    # the block the previous call of the thread had at the same (part, position)
     before = seg.select(
         pl.col("call").alias("prev_call"), "slot", pl.col("block").alias("prev_block")
     )
     seg = seg.join(before, on=["prev_call", "slot"], how="left", maintain_order="left")
-    prev_hash = pl.col("prev_block").replace_strict(
-        blocks["block"], blocks["hash"], default=None, return_dtype=pl.String
-    )
+    prev_code = blocks["hash_code"].gather(seg["prev_block"]).alias("prev_code")
+    seg = seg.with_columns(prev_code)
     inside = pl.col("token_offset") + pl.col("tokens") <= pl.col("prefix_tokens")
-    same_place = pl.col("hash").n_unique().over(["thread", "slot"]) == 1
+    same_place = pl.col("hash_code").n_unique().over(["thread_code", "slot"]) == 1
     seg = seg.with_columns(
         status=pl.when(inside)
         .then(pl.lit("same"))
         .when(pl.col("prev_block").is_null())
         .then(pl.lit("new"))
-        .when(prev_hash == pl.col("hash"))
+        .when(pl.col("prev_code") == pl.col("hash_code"))
         .then(pl.lit("invalidated"))
         .otherwise(pl.lit("changed")),
         stability=pl.when(same_place).then(pl.lit("immutable")).otherwise(pl.lit("dynamic")),

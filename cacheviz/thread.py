@@ -47,6 +47,7 @@ JOIN_SHARE = 0.5  # share of the earlier call's message tokens this call must ke
 EDIT_SHARE = 0.5  # share of a message's tokens an edit in place keeps (prefix + suffix)
 _FRAMING = 3  # tokens a rendered message spends on its start, role and end
 MAX_CANDIDATES = 64  # most recent threads compared with each call
+CONVERSATION_CALLS = 3  # calls a found thread needs, besides the main one, to be a sub-agent
 ROOT = "main"  # a transcript's own main thread (``thread_hint``): never a sub-thread
 
 TokensOf = Callable[[int, str], array]
@@ -184,7 +185,90 @@ def assign_threads(
     first_parent: dict[str, str | None] = {}
     for name, parent in zip(names, parents, strict=True):
         first_parent.setdefault(name, parent)
-    return names, [first_parent[name] for name in names]
+    hinted = {n for n, call in zip(names, calls, strict=True) if call.thread_hint is not None}
+    logged = {n for n, call in zip(names, calls, strict=True) if call.parent_hint is not None}
+    weights = [offsets[i][-1] for i in range(len(calls))]
+    renamed, tree = name_threads(calls, names, first_parent, hinted, logged, weights)
+    return [renamed[n] for n in names], [tree[renamed[n]] for n in names]
+
+
+def name_threads(
+    calls: Sequence[Call],
+    names: Sequence[str],
+    parents: dict[str, str | None],
+    hinted: set[str],
+    logged: set[str],
+    weights: Sequence[int],
+) -> tuple[dict[str, str], dict[str, str | None]]:
+    """Names that say what each found thread is, and a tree with the main one at its root.
+
+    The main conversation is the found (unhinted) thread that sent the most tokens among
+    those with at least half the calls of the longest one (so a few short side calls in
+    a row don't outrank it): it is named ``main`` and has no parent. Another found
+    thread with at least :data:`CONVERSATION_CALLS` calls of the main thread's model is
+    a ``sub-agent <model>`` when it runs while the main one does, and a later part of
+    the main conversation (``main #2``: after a compaction, say) when it does not; any
+    other is a ``side call <model>``. A name is numbered (``#2``) only when it repeats.
+    A found thread whose parent was guessed hangs under the guessed parent only when that
+    one is the larger; else under the main thread. Threads the transcript names (hinted)
+    keep their names and their logged parents.
+
+    Returns
+    -------
+    tuple of dict
+        Old name to new name, and new name to parent (new names).
+    """
+    sizes: dict[str, int] = {}
+    spans: dict[str, list[int]] = {}
+    models: dict[str, str] = {}
+    tokens: dict[str, int] = {}
+    for i, (name, call) in enumerate(zip(names, calls, strict=True)):
+        sizes[name] = sizes.get(name, 0) + 1
+        tokens[name] = tokens.get(name, 0) + weights[i]
+        spans.setdefault(name, [i, i])[1] = i
+        models.setdefault(name, call.model)
+    found = [n for n in sizes if n not in hinted]
+    if not found:
+        return {n: n for n in sizes}, dict(parents)
+    longest = max(sizes[n] for n in found)
+    main = max(
+        (n for n in found if 2 * sizes[n] >= longest),
+        key=lambda n: (tokens[n], sizes[n], -spans[n][0]),
+    )
+    taken = set(hinted)
+    renamed = {n: n for n in hinted}
+    renamed[main] = "main" if "main" not in taken else main
+    taken.add(renamed[main])
+    for name in found:
+        if name == main:
+            continue
+        start, end = spans[name]
+        overlaps = start <= spans[main][1] and end >= spans[main][0]
+        conversation = sizes[name] >= CONVERSATION_CALLS and models[name] == models[main]
+        if conversation and not overlaps:
+            base = renamed[main]  # the main conversation again, e.g. after a compaction
+        elif conversation:
+            base = f"sub-agent {models[name]}"
+        else:
+            base = f"side call {models[name]}"
+        label, count = base, 1
+        while label in taken:
+            count += 1
+            label = f"{base} #{count}"
+        renamed[name] = label
+        taken.add(label)
+    tree: dict[str, str | None] = {}
+    for name in sizes:
+        parent = parents.get(name)
+        if name == main:
+            tree[renamed[name]] = None
+        elif name in hinted or name in logged:
+            tree[renamed[name]] = None if parent is None else renamed.get(parent, parent)
+        elif parent is not None and parent != main and sizes.get(parent, 0) > sizes[name]:
+            tree[renamed[name]] = renamed[parent]
+        else:
+            tree[renamed[name]] = renamed[main]
+    return renamed, tree
 
 
 def _side_call(earlier: Call, call: Call) -> bool:

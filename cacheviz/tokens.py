@@ -90,28 +90,46 @@ class TokenCache:
         return len(self._tokens)
 
     def ensure(self, hashes: Iterable[str]) -> None:
-        """Tokenize every hash not seen yet, in one batch."""
+        """Tokenize every hash not seen yet, in batches of about ``_BATCH_CHARS``.
+
+        A batch's texts and token lists (Python ints, ~9 bytes per token) exist only
+        while it is encoded; what is kept is each block's ``array("i")`` (4 bytes per
+        token), so peak memory follows the batch, not the session.
+        """
         contents = self.contents
         missing = [h for h in dict.fromkeys(hashes) if h not in self._tokens]
         for digest in [h for h in missing if self.contents[h].kind == OPAQUE]:
             self._tokens[digest] = array("i")  # sized later by set_unlogged()
-            missing.remove(digest)
+        missing = [h for h in missing if h not in self._tokens]
         if not missing:
             return
         enc = get_encoding(self.encoding)
-        rendered = [render_text(contents[h]) for h in missing]
-        texts = [text for _, text in rendered]
-        if sum(map(len, texts)) > _BATCH_CHARS:
-            encoded = enc.encode_ordinary_batch(texts, num_threads=min(4, os.cpu_count() or 1))
+        batch: list[tuple[str, str | None, str]] = []
+        size = 0
+        for digest in missing:
+            role, text = render_text(contents[digest])
+            batch.append((digest, role, text))
+            size += len(text)
+            if size >= _BATCH_CHARS:
+                self._encode(enc, batch, size)
+                batch, size = [], 0
+        if batch:
+            self._encode(enc, batch, size)
+
+    def _encode(self, enc: object, batch: list[tuple[str, str | None, str]], size: int) -> None:
+        texts = [text for _, _, text in batch]
+        if size >= _BATCH_CHARS and len(texts) > 1:
+            threads = min(4, os.cpu_count() or 1)
+            encoded = enc.encode_ordinary_batch(texts, num_threads=threads)  # type: ignore[attr-defined]
         else:  # a thread pool costs more than it saves on little text
-            encoded = [enc.encode_ordinary(text) for text in texts]
-        for digest, (role, _), ids in zip(missing, rendered, encoded, strict=True):
+            encoded = [enc.encode_ordinary(text) for text in texts]  # type: ignore[attr-defined]
+        for (digest, role, _), ids in zip(batch, encoded, strict=True):
             if role is None:
                 self._tokens[digest] = array("i", ids)
             else:
                 role_ids = self._roles.get(role)
                 if role_ids is None:
-                    role_ids = self._roles[role] = enc.encode_ordinary(role)
+                    role_ids = self._roles[role] = enc.encode_ordinary(role)  # type: ignore[attr-defined]
                 tokens = array("i", [MESSAGE_START, *role_ids])
                 tokens.extend(ids)
                 tokens.append(MESSAGE_END)

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from cacheviz.check._context import Context, Finding
 from cacheviz.check._rules import RULES, SEVERITIES, Rule
+from cacheviz.check.breakpoint_rules import uncached_history
 from cacheviz.check.content_rules import (
     prefix_variants,
     subagent_misaligned,
@@ -37,6 +38,7 @@ _PASSES: tuple[Callable[[Context], list[Finding]], ...] = (
     drift_findings,
     subagent_misaligned,
     prefix_variants,
+    uncached_history,
     ttl_gaps,
 )
 _FAILING = frozenset({"error", "warning"})

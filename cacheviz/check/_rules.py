@@ -159,6 +159,22 @@ RULES: dict[str, Rule] = {
             "boundary (a message at the start of the conversation, or the end).",
         ),
         Rule(
+            "uncached_history",
+            "warning",
+            "No cache breakpoint covers the growing history",
+            "Provider caching rules (providers.md: Anthropic 'cache writes happen only at "
+            "your breakpoint', OpenAI GPT-5.6+ explicit mode 'with no breakpoint, nothing is "
+            "cached'); KV-cache guide: the trajectory is the part that grows",
+            "The provider writes the cache only at the request's breakpoints: everything "
+            "after the last one, the conversation that grows with every call, is "
+            "re-processed at the full input price each time although the previous call "
+            "already sent it.",
+            "Put a breakpoint on the latest message of every request (Anthropic: "
+            "`cache_control` on the last content block, or the top-level automatic "
+            "`cache_control`; OpenAI GPT-5.6+: `prompt_cache_breakpoint` on the last message, "
+            "or implicit mode), keeping one on the end of system and tools.",
+        ),
+        Rule(
             "ttl_gaps",
             "warning",
             "Idle gaps longer than the cache TTL make the prefix be written again",

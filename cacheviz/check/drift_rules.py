@@ -99,6 +99,10 @@ def classify(ctx: Context, drift: dict[str, Any]) -> str | None:
         return "thinking_config"
     if _is_env_stripped(ctx, drift):
         return "env_details_stripped"
+    if _is_profile(ctx, drift):
+        # volatile user state early in the prefix, whichever message carries it (e.g. a
+        # profile injected as the first block of the first user message)
+        return "dynamic_profile"
     return "history_rewrite"
 
 

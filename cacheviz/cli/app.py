@@ -8,68 +8,153 @@ stderr saying where and what to do), 1 on an unexpected internal error or when
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
-import warnings
-from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, TextIO
 
-from cacheviz import providers
 from cacheviz._visible import visible
-from cacheviz.analysis import Analysis
+from cacheviz.cli.table import Column, ratio, render, width_of, wrap_line
 from cacheviz.errors import CacheVizError, CacheVizWarning, SimulationError
-from cacheviz.formats import READERS, _folders, load
-from cacheviz.formats._lines import PROGRESS
-from cacheviz.thread import THREAD_MODES
+
+TYPE_CHECKING = False  # not typing's: importing typing costs start-up (cacheviz --version)
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+    from typing import Any, TextIO
+
+    from cacheviz.analysis import Analysis
+
+# What the parser offers, without importing the readers, polars or the analysis to parse
+# the arguments (``cacheviz --version`` answers in ~35 ms of imports);
+# tests/cli/test_startup.py checks each against its registry.
+
+
+class _Formats:
+    """The ``--format`` choices: the reader names, looked up only when checked.
+
+    argparse tests a value with ``in`` and lists the choices in its error and in help;
+    with a ``metavar`` it does not iterate them to build the parser.
+    """
+
+    @staticmethod
+    def _names() -> list[str]:
+        from cacheviz.formats import READERS
+
+        return sorted(READERS)
+
+    def __contains__(self, value: object) -> bool:
+        return value in self._names()
+
+    def __iter__(self):  # noqa: ANN204 - an iterator of names
+        return iter(self._names())
+
+    def __len__(self) -> int:
+        return len(self._names())
+
+
+FORMATS = _Formats()
+"""``sorted(cacheviz.formats.READERS)``, imported when ``--format`` is given."""
+THREAD_MODES = ("auto", "model+prefix", "model", "single")
+"""``cacheviz.thread.THREAD_MODES``."""
+
+
+BREAKPOINT_STRATEGIES = {
+    "recorded": "the request's own cache_control breakpoints (default)",
+    "auto": "end of tools, end of system, the last two messages",
+    "kilocode": "the first two system blocks and the last two messages (KiloCode)",
+    "none": "no breakpoint: nothing is cached",
+}
+THREAD_HELP = {
+    "auto": "the transcript's own threads, else by which conversation a call continues",
+    "model+prefix": "one thread per model and system + tools (any change starts one)",
+    "model": "one thread per model",
+    "single": "every call in one thread",
+}
+JSON_HELP = {
+    "summary": "print the calls as JSON (docs/format.md)",
+    "simulate": "print the simulation as JSON",
+    "compare": "print the comparison as JSON",
+    "check": "print the findings as JSON",
+}
+
+
+def _formatter(prog: str) -> argparse.HelpFormatter:
+    """Help with the option and what it does on one line."""
+    return argparse.HelpFormatter(prog, max_help_position=30)
 
 
 def _input_options() -> argparse.ArgumentParser:
     """Options every command that reads a transcript shares."""
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("path", help="transcript file or folder (format auto-detected)")
-    common.add_argument("--json", action="store_true", help="print the JSON document")
-    common.add_argument("--format", choices=sorted(READERS), help="force the transcript format")
+    common.add_argument(
+        "--format",
+        choices=FORMATS,
+        metavar="NAME",
+        help="read as this format (names: cacheviz formats)",
+    )
     common.add_argument(
         "--errors",
         choices=("raise", "skip"),
         default="raise",
-        help="stop at the first bad line (default) or skip bad lines and report how many",
+        help="stop at the first bad line, or skip and count",
     )
-    common.add_argument("--thread", choices=THREAD_MODES, default="auto", help="how to group calls")
-    common.add_argument("--encoding", help="force a tiktoken encoding (e.g. cl100k_base)")
+    common.add_argument(
+        "--thread",
+        choices=THREAD_MODES,
+        default="auto",
+        metavar="MODE",
+        help="group calls into threads (modes: cacheviz formats)",
+    )
+    common.add_argument("--encoding", help="count tokens with this tiktoken encoding")
     return common
+
+
+def _add_json(parser: argparse.ArgumentParser, command: str) -> None:
+    parser.add_argument("--json", action="store_true", help=JSON_HELP[command])
 
 
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="cacheviz", description="Inspect the prompt caching of an LLM agent session."
+        prog="cacheviz",
+        description="Inspect the prompt caching of an LLM agent session.",
+        epilog="`cacheviz formats` lists the formats, --thread modes and --breakpoints strategies.",
+        formatter_class=_formatter,
     )
     parser.add_argument("--version", action="version", version=f"cacheviz {_version()}")
-    commands = parser.add_subparsers(dest="command", required=True)
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     common = _input_options()
     summary = commands.add_parser(
         "summary",
         parents=[common],
-        help="per-call tokens, common prefix, new tokens, drifts, misses and billed cost",
+        formatter_class=_formatter,
+        help="per-call tokens, common prefix, drifts, misses and billed cost",
     )
+    _add_json(summary, "summary")
     summary.add_argument(
         "--all-drifts", action="store_true", help="also list the costless (folded) drifts"
     )
+    summary.add_argument("--csv", metavar="PATH", help="also write the calls table as CSV")
+    summary.add_argument("--parquet", metavar="PATH", help="also write the calls table as Parquet")
+    summary.add_argument(
+        "--follow",
+        action="store_true",
+        help="print each call as the file grows (Ctrl-C stops)",
+    )
     simulate = commands.add_parser(
-        "simulate", parents=[common], help="replay the session under a provider's caching rules"
+        "simulate",
+        parents=[common],
+        formatter_class=_formatter,
+        help="replay the session under a provider's caching rules",
     )
-    simulate.add_argument(
-        "--provider",
-        help=f"{', '.join(providers.ids())} (default: the recorded provider)",
-    )
+    _add_json(simulate, "simulate")
+    simulate.add_argument("--provider", help="whose rules to replay (default: the recorded one)")
     simulate.add_argument("--model", help="price and simulate every call as this model")
     simulate.add_argument("--ttl", choices=("5m", "1h"), help="override the breakpoints' TTL")
     simulate.add_argument(
         "--breakpoints",
-        choices=("recorded", "auto", "kilocode", "none"),
-        help="Anthropic: the request's own breakpoints, or a what-if strategy",
+        choices=tuple(BREAKPOINT_STRATEGIES),
+        metavar="HOW",
+        help="Anthropic what-if: recorded, auto, kilocode, none",
     )
     simulate.add_argument("--prices", help="a price file (cacheviz JSON or LiteLLM's)")
     simulate.add_argument(
@@ -77,31 +162,42 @@ def _parser() -> argparse.ArgumentParser:
         action="append",
         default=[],
         metavar="NAME=VALUE",
-        help="any other simulator parameter (repeatable), e.g. retention=24h",
+        help="another simulator rule, e.g. retention=24h (repeat)",
     )
     compare = commands.add_parser(
-        "compare", parents=[common], help="the session's cost under several providers"
+        "compare",
+        parents=[common],
+        formatter_class=_formatter,
+        help="the session's cost under several providers",
     )
+    _add_json(compare, "compare")
     compare.add_argument(
         "--targets",
-        help="comma-separated provider:model, e.g. anthropic:claude-sonnet-4-5,openai:gpt-5 "
-        "(default: the recorded models and one comparable model per major provider)",
+        metavar="P:M,...",
+        help="provider:model,... (default: recorded + one each)",
     )
     compare.add_argument("--prices", help="a price file (cacheviz JSON or LiteLLM's)")
     compare.add_argument("--ttl", choices=("5m", "1h"), help="TTL for simulators that take one")
     report = commands.add_parser(
-        "report", parents=[common], help="write a self-contained HTML report (opens offline)"
+        "report",
+        parents=[common],
+        formatter_class=_formatter,
+        help="write a self-contained HTML report (opens offline)",
     )
-    report.add_argument("-o", "--output", help="the .html file to write (default: <input>.html)")
+    report.add_argument(
+        "-o", "--output", metavar="FILE", help="the .html to write (default: <input>.html)"
+    )
     report.add_argument("--provider", help="the provider whose costs the report shows")
     report.add_argument("--model", help="price every call as this model")
     report.add_argument(
         "--no-redact",
         action="store_true",
-        help="keep secrets in the report (local debugging only; never share the file)",
+        help="keep secrets in the report (never share it)",
     )
     _check_parser(commands, common)
-    commands.add_parser("formats", help="list the transcript formats cacheviz reads")
+    commands.add_parser(
+        "formats", help="list the formats, --thread modes and --breakpoints strategies"
+    )
     from cacheviz.cli.scan import add_parser as add_scan
 
     add_scan(commands)
@@ -112,13 +208,17 @@ def _parser() -> argparse.ArgumentParser:
 def _add_proxy_command(commands: Any) -> None:
     """``cacheviz proxy``: record an agent's calls (docs/recording.md)."""
     proxy = commands.add_parser(
-        "proxy", help="a local reverse proxy that records every provider call to a log"
+        "proxy",
+        formatter_class=_formatter,
+        help="a local reverse proxy that records every provider call to a log",
     )
     proxy.add_argument("--upstream", required=True, help="e.g. https://api.anthropic.com")
     proxy.add_argument("--port", type=int, default=8787, help="port to listen on (8787)")
     proxy.add_argument("--host", default="127.0.0.1", help="address to bind (127.0.0.1)")
-    proxy.add_argument("-o", "--output", required=True, help="the request log to append to")
-    proxy.add_argument("--thread", help="a thread hint written as meta.thread on every line")
+    proxy.add_argument(
+        "-o", "--output", metavar="FILE", required=True, help="the request log to append to"
+    )
+    proxy.add_argument("--thread", metavar="NAME", help="write meta.thread NAME on every line")
     proxy.add_argument(
         "--connect-timeout",
         type=float,
@@ -142,8 +242,10 @@ def _check_parser(commands: Any, common: argparse.ArgumentParser) -> None:
     check = commands.add_parser(
         "check",
         parents=[common],
-        help="lint the session against the cache layout rules (exit 1 on findings)",
+        formatter_class=_formatter,
+        help="lint against the cache layout rules (exit 1 on findings)",
     )
+    _add_json(check, "check")
     check.add_argument("--sarif", metavar="FILE", help="also write SARIF 2.1.0 (code scanning)")
     check.add_argument("--junit", metavar="FILE", help="also write JUnit XML")
     check.add_argument(
@@ -166,10 +268,11 @@ def _run_check(args: argparse.Namespace, analysis: Analysis) -> int:
     if args.json:
         _dump(result.to_dict())
         return result.exit_status
+    width = width_of(sys.stdout)
     for finding in result.findings:
         cost = "" if finding.cost_usd is None else f", costs ${finding.cost_usd:,.4f}"
-        print(f"{finding.severity}: {finding.rule} (calls {finding.calls}{cost})")
-        print(f"  {finding.message}")
+        print(wrap_line(f"{finding.severity}: {finding.rule} (calls {finding.calls}{cost})", width))
+        print(wrap_line(f"  {finding.message}", width))
     failing = sum(f.severity != "info" for f in result.findings)
     print(f"{args.path}: {len(result.findings)} finding(s), {failing} warning(s)/error(s)")
     return result.exit_status
@@ -212,80 +315,129 @@ def _usd(value: float | None) -> str:
     return "-" if value is None else f"${value:,.4f}"
 
 
+SUMMARY_COLUMNS = (
+    Column("#"),
+    Column("thread", "<", shrink=12),
+    Column("tokens"),
+    Column("prefix", drop=5),
+    Column("new", drop=6),
+    Column("hit", drop=3),
+    Column("rep.in", drop=9),
+    Column("rep.read", drop=7),
+    Column("rep.write", drop=8),
+    Column("billed", drop=2),
+    Column("drift / miss", "<"),
+)
+
+
+def call_row(call: dict[str, Any], *, all_drifts: bool = False) -> list[str]:
+    """The cells of one call of ``summary``'s table (see :data:`SUMMARY_COLUMNS`)."""
+    reported = call["reported"] or {}
+    marker = ""
+    d = call["drift"]
+    if d is not None and (all_drifts or d["material"] is not False):
+        cost = "" if d["cost_usd"] is None else f", {_usd(d['cost_usd'])}"
+        marker = f"✗ {d['cause']} at {d['part']}/{d['label']} (−{d['tokens_lost']:,} tok{cost})"
+    if call["miss"] is not None:
+        m = call["miss"]
+        marker += f"{'; ' if marker else ''}◌ miss: {m['cause']} (−{m['tokens']:,} tok read)"
+    return [
+        str(call["index"]),
+        call["thread"],
+        f"{call['input_tokens']:,}",
+        f"{call['prefix_tokens']:,}",
+        f"{call['new_tokens']:,}",
+        ratio(call.get("hit_ratio")),
+        _fmt(reported.get("input_tokens")),
+        _fmt(reported.get("cache_read_tokens")),
+        _fmt(reported.get("cache_write_tokens")),
+        _usd(call["billed_usd"]),
+        marker,
+    ]
+
+
 def _print_table(doc: dict[str, Any], out: TextIO, *, all_drifts: bool = False) -> None:
     calls = doc["calls"]
-    width = max([6, *(len(c["thread"]) for c in calls)])
-    header = (
-        f"{'#':>4}  {'thread':<{width}} {'tokens':>9} {'prefix':>9} {'new':>8}  "
-        f"{'rep.in':>8} {'rep.read':>8} {'rep.write':>9} {'billed':>9}  drift / miss"
-    )
-    out.write(f"{doc['path']}  ({doc['format']}, {len(calls)} calls)\n{header}\n")
+    width = width_of(out)
+
+    def line(text: str) -> None:
+        out.write(wrap_line(text, width, indent=6) + "\n")
+
+    line(f"{doc['path']}  ({doc['format']}, {len(calls)} calls)")
+    rows = [call_row(call, all_drifts=all_drifts) for call in calls]
+    for text in render(SUMMARY_COLUMNS, rows, width):
+        out.write(text + "\n")
     totals = {"input": 0, "prefix": 0, "new": 0}
     shown, folded, misses = [], [], []
     for call in calls:
         totals["input"] += call["input_tokens"]
         totals["prefix"] += call["prefix_tokens"]
         totals["new"] += call["new_tokens"]
-        reported = call["reported"] or {}
-        marker = ""
         d = call["drift"]
         if d is not None and (all_drifts or d["material"] is not False):
             shown.append(call)
-            cost = "" if d["cost_usd"] is None else f", {_usd(d['cost_usd'])}"
-            marker = f"✗ {d['cause']} at {d['part']}/{d['label']} (−{d['tokens_lost']:,} tok{cost})"
         elif d is not None:
             folded.append(call)
         if call["miss"] is not None:
             misses.append(call)
-            m = call["miss"]
-            marker += f"{'; ' if marker else ''}◌ miss: {m['cause']} (−{m['tokens']:,} tok read)"
-        out.write(
-            f"{call['index']:>4}  {call['thread']:<{width}} {call['input_tokens']:>9,} "
-            f"{call['prefix_tokens']:>9,} {call['new_tokens']:>8,}  "
-            f"{_fmt(reported.get('input_tokens')):>8} {_fmt(reported.get('cache_read_tokens')):>8} "
-            f"{_fmt(reported.get('cache_write_tokens')):>9} {_usd(call['billed_usd']):>9}  "
-            f"{marker}\n"
-        )
     if shown:
-        out.write("drifts (what each break cost: as sent minus had the prefix been kept):\n")
+        line("drifts (what each break cost: as sent minus had the prefix been kept):")
         for call in shown:
             d = call["drift"]
-            out.write(f"{call['index']:>4}  {d['cause']} [{_usd(d['cost_usd'])}]: {d['detail']}\n")
+            line(f"{call['index']:>4}  {d['cause']} [{_usd(d['cost_usd'])}]: {d['detail']}")
     if folded:
-        out.write(
+        line(
             f"+{len(folded)} costless drift(s) folded (below the cacheable minimum, or nothing "
-            "cached to lose; --all-drifts lists them)\n"
+            "cached to lose; --all-drifts lists them)"
         )
     if misses:
-        out.write("misses (the provider read less than the common prefix offered):\n")
+        line("misses (the provider read less than the common prefix offered):")
         for call in misses:
             m = call["miss"]
-            out.write(f"{call['index']:>4}  {m['cause']} [{_usd(m['cost_usd'])}]: {m['detail']}\n")
+            line(f"{call['index']:>4}  {m['cause']} [{_usd(m['cost_usd'])}]: {m['detail']}")
+    line(_total_line(doc, totals, len(shown), folded, misses))
+
+
+def _total_line(
+    doc: dict[str, Any], totals: dict[str, int], drifts: int, folded: list, misses: list
+) -> str:
+    calls = doc["calls"]
     share = totals["prefix"] / totals["input"] if totals["input"] else 0.0
-    out.write(
+    text = (
         f"total: {totals['input']:,} tokens, {totals['prefix']:,} in a common prefix "
-        f"({share:.1%}), {totals['new']:,} new; {len(shown)} drift(s)"
+        f"({share:.1%}), {totals['new']:,} new; {drifts} drift(s)"
     )
     if folded:
-        out.write(f" (+{len(folded)} costless)")
+        text += f" (+{len(folded)} costless)"
     if misses:
-        out.write(f", {len(misses)} miss(es)")
+        text += f", {len(misses)} miss(es)"
+    reported = [c["reported"] for c in calls if c["reported"]]
+    both = [
+        r for r in reported if r["input_tokens"] is not None and r["cache_read_tokens"] is not None
+    ]
+    if both:
+        from cacheviz._schema import hit_ratio  # _schema imports polars: not at start-up
+
+        hit = hit_ratio(
+            sum(r["cache_read_tokens"] for r in both), sum(r["input_tokens"] for r in both)
+        )
+        text += f"; hit ratio {ratio(hit)} of the reported input"
     if doc.get("billed_usd") is not None:
-        out.write(f"; billed {_usd(doc['billed_usd'])} (reported usage at dated prices)")
+        text += f"; billed {_usd(doc['billed_usd'])} (reported usage at dated prices)"
     if doc.get("unpriced_models"):
-        out.write(f"; no price for {', '.join(doc['unpriced_models'])}")
+        text += f"; no price for {', '.join(doc['unpriced_models'])}"
     if any(c["reconstructed"] for c in calls):
-        out.write("; requests rebuilt from the log, not the bytes sent")
+        text += "; requests rebuilt from the log, not the bytes sent"
     if any(c["unlogged_tokens"] is not None for c in calls):
-        out.write(" (unlogged system + tools sized from reported usage)")
+        text += " (unlogged system + tools sized from reported usage)"
     if not all(c["tokens_exact"] for c in calls):
-        out.write("; counts approximate (model tokenizer not public, o200k_base used)")
+        text += "; counts approximate (model tokenizer not public, o200k_base used)"
     if doc["skipped_lines"]:
-        out.write(f"; {doc['skipped_lines']} bad line(s) skipped")
+        text += f"; {doc['skipped_lines']} bad line(s) skipped"
     if doc["ignored_records"]:
         ignored = ", ".join(f"{n} {kind}" for kind, n in sorted(doc["ignored_records"].items()))
-        out.write(f"; not API calls: {ignored}")
-    out.write("\n")
+        text += f"; not API calls: {ignored}"
+    return text
 
 
 class _Progress:
@@ -313,6 +465,8 @@ def session_file(path: Path) -> tuple[Path, str | None]:
 
     See :func:`cacheviz.formats._folders.session_file` (``load`` reads folders alike).
     """
+    from cacheviz.formats import _folders
+
     resolved = _folders.session_file(path)
     return resolved.path, resolved.note
 
@@ -325,6 +479,9 @@ def _input(args: argparse.Namespace) -> Path:
 
 
 def _load(args: argparse.Namespace) -> Analysis:
+    from cacheviz.formats import load
+    from cacheviz.formats._lines import PROGRESS
+
     args.path = str(_input(args))
     token = None
     if sys.stderr.isatty() and Path(args.path).is_file():
@@ -341,30 +498,59 @@ def _money(value: float | None) -> str:
     return "-" if value is None else f"${value:,.4f}"
 
 
-def _print_simulation(doc: dict[str, Any], out: TextIO) -> None:
+SIMULATION_COLUMNS = (
+    Column("#"),
+    Column("model", "<", shrink=14),
+    Column("input"),
+    Column("read", drop=4),
+    Column("write", drop=5),
+    Column("uncached", drop=7),
+    Column("output", drop=8),
+    Column("cost"),
+    Column("billed", drop=2),
+    Column("rep.read", drop=3),
+    Column("rep.write", drop=6),
+    Column("verdict", "<"),
+)
+
+
+def _print_simulation(
+    doc: dict[str, Any], out: TextIO, billed: list[float | None] | None = None
+) -> None:
+    """The simulated calls, each with what the provider billed for it beside its cost."""
+    width = width_of(out)
     out.write(f"{doc['provider']} ({doc['model'] or 'recorded models'})\n")
-    out.write(
-        f"{'#':>4}  {'model':<26} {'input':>9} {'read':>9} {'write':>8} {'uncached':>9} "
-        f"{'output':>7} {'cost':>10}  {'rep.read':>8} {'rep.write':>9}  verdict\n"
-    )
+    rows = []
+    billed = billed or [None] * len(doc["calls"])
     for call in doc["calls"]:
         reported = call["reported"] or {}
-        out.write(
-            f"{call['index']:>4}  {call['model'][:26]:<26} {call['input_tokens']:>9,} "
-            f"{call['cache_read_tokens']:>9,} {call['cache_write_tokens']:>8,} "
-            f"{call['uncached_tokens']:>9,} {_fmt(call['output_tokens']):>7} "
-            f"{_money(call['cost_usd']):>10}  {_fmt(reported.get('cache_read_tokens')):>8} "
-            f"{_fmt(reported.get('cache_write_tokens')):>9}  {call['verdict']}\n"
+        rows.append(
+            [
+                str(call["index"]),
+                call["model"],
+                f"{call['input_tokens']:,}",
+                f"{call['cache_read_tokens']:,}",
+                f"{call['cache_write_tokens']:,}",
+                f"{call['uncached_tokens']:,}",
+                _fmt(call["output_tokens"]),
+                _money(call["cost_usd"]),
+                _money(billed[call["index"]]),
+                _fmt(reported.get("cache_read_tokens")),
+                _fmt(reported.get("cache_write_tokens")),
+                call["verdict"],
+            ]
         )
-    out.write(f"total: {_money(doc['total_cost_usd'])}; ideal (new tokens only): ")
-    out.write(f"{_money(doc['ideal_cost_usd'])}")
+    for text in render(SIMULATION_COLUMNS, rows, width):
+        out.write(text + "\n")
+    total = f"total: {_money(doc['total_cost_usd'])}; ideal (new tokens only): "
+    total += f"{_money(doc['ideal_cost_usd'])}"
     if doc["score"] is not None:
-        out.write(f"; matches the reported hits on {doc['score']:.0%} of calls")
+        total += f"; matches the reported hits on {doc['score']:.0%} of calls"
     if doc["token_scale"] is not None:
-        out.write(f"; provider tokens / cacheviz tokens = {doc['token_scale']:.3f}")
-    out.write("\n")
+        total += f"; provider tokens / cacheviz tokens = {doc['token_scale']:.3f}"
+    out.write(wrap_line(total, width) + "\n")
     if doc["price_source"]:
-        out.write(f"prices: {doc['price_source']}\n")
+        out.write(wrap_line(f"prices: {doc['price_source']}", width) + "\n")
 
 
 def _print_compare(frame: Any, out: TextIO) -> None:
@@ -381,9 +567,12 @@ def _print_compare(frame: Any, out: TextIO) -> None:
 
 def _refuse_overwriting_input(args: argparse.Namespace) -> None:
     """Refuse an output path that resolves to the input (or a file read with it)."""
-    output = getattr(args, "output", None)
-    if output is None or args.path == "-":
-        return
+    for output in (getattr(args, name, None) for name in ("output", "csv", "parquet")):
+        if output is not None and args.path != "-":
+            _refuse(args, output)
+
+
+def _refuse(args: argparse.Namespace, output: str) -> None:
     target = Path(output).resolve()
     source = Path(args.path).resolve()
     # a folder's files, and a Claude Code session's sub-agent logs, are inputs too
@@ -397,17 +586,31 @@ def _refuse_overwriting_input(args: argparse.Namespace) -> None:
     if same:
         msg = (
             f"{output}: the output would overwrite the transcript being read ({args.path}); "
-            "choose another -o path"
+            "choose another output path"
         )
         raise CacheVizError(msg)
 
 
 def _run(args: argparse.Namespace) -> int:
     _refuse_overwriting_input(args)
+    if args.command == "summary" and args.follow:
+        from cacheviz.cli.follow import follow
+
+        follow(
+            args.path,
+            sys.stdout,
+            columns=SUMMARY_COLUMNS,
+            row_of=lambda call: call_row(call, all_drifts=args.all_drifts),
+            fmt=args.format,
+            thread=args.thread,
+            encoding=args.encoding,
+        )
+        return 0
     analysis = _load(args)
     if args.command == "check":
         return _run_check(args, analysis)
     if args.command == "summary":
+        _export(analysis, args)
         doc = analysis.summary()
         if args.json:
             _dump(doc)
@@ -419,7 +622,7 @@ def _run(args: argparse.Namespace) -> int:
         if args.json:
             _dump(result.to_dict())
         else:
-            _print_simulation(result.to_dict(), sys.stdout)
+            _print_simulation(result.to_dict(), sys.stdout, analysis.calls["billed_usd"].to_list())
     elif args.command == "report":
         from cacheviz.redact import redaction
         from cacheviz.ui.report import write_report
@@ -454,8 +657,29 @@ def _run(args: argparse.Namespace) -> int:
     return 0
 
 
+def _export(analysis: Analysis, args: argparse.Namespace) -> None:
+    """``summary --csv`` / ``--parquet``: the calls frame (docs/format.md), as is."""
+    for target, kind in ((args.csv, "csv"), (args.parquet, "parquet")):
+        if target is None:
+            continue
+        try:
+            if kind == "csv":
+                analysis.calls.write_csv(target)
+            else:
+                analysis.calls.write_parquet(target)
+        except OSError as exc:
+            msg = (
+                f"{target}: can't write the {kind} file ({exc.strerror or exc}); "
+                "check that the folder exists and is writable"
+            )
+            raise CacheVizError(msg) from None
+        print(f"cacheviz: wrote {analysis.calls.height} calls to {target}", file=sys.stderr)
+
+
 def _recorded_provider(analysis: Analysis) -> str:
     """The provider the session was recorded with, when one simulator covers it."""
+    from cacheviz import providers
+
     recorded = analysis.calls["provider"].unique().to_list()
     if len(recorded) == 1 and providers.known(recorded[0]) is not None:
         return str(providers.known(recorded[0]))
@@ -467,6 +691,8 @@ def _recorded_provider(analysis: Analysis) -> str:
 
 
 def _dump(doc: dict[str, Any]) -> None:
+    import json
+
     json.dump(doc, sys.stdout, ensure_ascii=False, indent=1, default=str)
     sys.stdout.write("\n")
 
@@ -488,9 +714,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             read_timeout=args.read_timeout,
         )
     if args.command == "formats":
-        width = max(map(len, READERS)) + 1
-        for name, module in READERS.items():
-            print(f"{name:<{width}} {module.DESCRIPTION}")
+        _print_formats(sys.stdout)
         return 0
     stdout, stderr = sys.stdout, sys.stderr
     sys.stdout, sys.stderr = _Visible(stdout), _Visible(stderr, keep_cr=True)
@@ -501,6 +725,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return run_scan(args)
         finally:
             sys.stdout, sys.stderr = stdout, stderr
+    import warnings
+
     try:
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always", CacheVizWarning)
@@ -526,6 +752,8 @@ def _error(args: argparse.Namespace, message: str) -> int:
     """Print the one-line error; ``check`` still writes its SARIF / JUnit files. Exit 2."""
     print(f"cacheviz: error: {message}", file=sys.stderr)
     if args.command == "check" and (args.sarif or args.junit):
+        import json
+
         from cacheviz import __version__
         from cacheviz.check.output import failed_junit, failed_sarif
 
@@ -538,6 +766,25 @@ def _error(args: argparse.Namespace, message: str) -> int:
         except OSError as exc:
             print(f"cacheviz: error: can't write the report file: {exc}", file=sys.stderr)
     return 2
+
+
+def _print_formats(out: TextIO) -> None:
+    """``cacheviz formats``: the choices of --format, --thread and --breakpoints."""
+    from cacheviz import providers
+    from cacheviz.formats import READERS
+
+    out.write("formats (--format NAME; detected from the file when not given):\n")
+    width = max(14, *map(len, READERS))
+    for name, module in READERS.items():
+        out.write(f"  {name:<{width}} {module.DESCRIPTION}\n")
+    out.write("\nthread modes (--thread MODE):\n")
+    for name, text in THREAD_HELP.items():
+        out.write(f"  {name:<14} {text}\n")
+    out.write("\nproviders (simulate --provider, compare --targets provider:model):\n")
+    out.write(f"  {', '.join(providers.ids())}\n")
+    out.write("\nbreakpoint strategies (simulate --breakpoints HOW, Anthropic):\n")
+    for name, text in BREAKPOINT_STRATEGIES.items():
+        out.write(f"  {name:<14} {text}\n")
 
 
 class _Visible:

@@ -7,27 +7,34 @@ import json
 import sys
 import warnings
 from pathlib import Path
-from typing import Any, TextIO
 
-import polars as pl
-
+from cacheviz.cli.table import Column, ratio, render, width_of, wrap_line
 from cacheviz.errors import CacheVizError, CacheVizWarning
-from cacheviz.fleet.result import ScanResult
-from cacheviz.fleet.rollup import BY
-from cacheviz.fleet.scanner import scan
+
+TYPE_CHECKING = False  # not typing's: importing typing costs start-up (cacheviz --version)
+if TYPE_CHECKING:
+    from typing import Any, TextIO
+
+    from cacheviz.fleet.result import ScanResult
 
 _TOP = 10
+BY = ("day", "week", "month", "session", "project", "model")
+"""``cacheviz.fleet.rollup.BY``, spelled here so that parsing arguments imports no polars."""
+_LONG_KEYS = ("session", "project")  # shown last and wrapped, never cut
 
 
 def add_parser(commands: Any) -> None:
     """Add the ``scan`` subcommand to the ``cacheviz`` parser."""
     parser = commands.add_parser(
         "scan",
-        help="analyse every session in folders: billed cost, waste, cache busters",
+        help="every session in folders: billed cost, waste, cache busters",
+        formatter_class=lambda prog: argparse.HelpFormatter(prog, max_help_position=30),
         description="With no PATH, scans the default locations of the agents cacheviz reads.",
     )
     parser.add_argument("paths", nargs="*", metavar="PATH", help="folders or files to scan")
-    parser.add_argument("--by", choices=BY, default="day", help="rollup table (default: day)")
+    parser.add_argument(
+        "--by", choices=BY, default="day", metavar="KEY", help=f"rollup by {', '.join(BY)} (day)"
+    )
     parser.add_argument(
         "--since", help="first day (YYYY-MM-DD or YYYYMMDD) or time (YYYY-MM-DDTHH:MM), in --tz"
     )
@@ -60,6 +67,8 @@ def _positive(text: str) -> int:
 
 def run(args: argparse.Namespace) -> int:
     """Run ``cacheviz scan``; return the exit status."""
+    from cacheviz.fleet.scanner import scan
+
     paths = [Path(p) for p in args.paths] or None
     for path in paths or []:
         if not path.exists():
@@ -95,6 +104,8 @@ def run(args: argparse.Namespace) -> int:
         _print(result, doc, sys.stdout)
     for row in result.failed.iter_rows(named=True):
         print(f"cacheviz: failed: {row['error']}", file=sys.stderr)
+    import polars as pl
+
     passed = result.files.filter(pl.col("status").is_in(["skipped", "duplicate"]))
     for row in passed.head(_TOP).iter_rows(named=True):
         print(f"cacheviz: {row['status']}: {row['path']}: {row['error']}", file=sys.stderr)
@@ -116,53 +127,96 @@ def _count(value: int | None) -> str:
     return "-" if value is None else f"{value:,}"
 
 
-def _key(value: str | None, width: int) -> str:
-    """A rollup key that fits: the end of a long path, '(no time)' for a missing day."""
-    text = "(no time)" if value is None else str(value)
-    return text if len(text) <= width else "…" + text[-(width - 1) :]
+def session_name(session: str) -> str:
+    """A session as the table shows it: its file name (and ``#id``), never cut."""
+    path, sep, ident = session.partition("#")
+    return Path(path).name + sep + ident
+
+
+def _key(value: str | None, by: str) -> str:
+    """A rollup key: '(no time)' for a missing day, a session by its file name."""
+    if value is None:
+        return "(no time)" if by in ("day", "week", "month") else "(none)"
+    return session_name(value) if by == "session" else str(value)
+
+
+def _rollup_columns(by: str) -> tuple[Column, ...]:
+    """Periods and models first; long keys (sessions, projects) last, wrapped, never cut."""
+    return (
+        *((Column(by, "<"),) if by not in _LONG_KEYS else ()),
+        Column("sessions", drop=5),
+        Column("calls", drop=2),
+        Column("hit", drop=3),
+        Column("input", drop=6),
+        Column("cache read", drop=8),
+        Column("cache write", drop=9),
+        Column("output", drop=7),
+        Column("billed"),
+        Column("ideal", drop=4),
+        *((Column(by, "<"),) if by in _LONG_KEYS else ()),
+    )
+
+
+def _rollup_row(key: str, row: dict[str, Any], by: str) -> list[str]:
+    cells = [
+        str(row["sessions"]),
+        f"{row['calls']:,}",
+        ratio(row.get("hit_ratio")),
+        _count(row["input_tokens"]),
+        _count(row["cache_read_tokens"]),
+        _count(row["cache_write_tokens"]),
+        _count(row["output_tokens"]),
+        _money(row["billed_usd"]),
+        _money(row["ideal_usd"]),
+    ]
+    return [*cells, key] if by in _LONG_KEYS else [key, *cells]
+
+
+_BUSTER_COLUMNS = (
+    Column("kind", "<"),
+    Column("cause", "<"),
+    Column("count (material)", drop=3),
+    Column("sessions", drop=2),
+    Column("tokens lost", drop=1),
+    Column("cost"),
+    Column("where", "<"),
+)
 
 
 def _print(result: ScanResult, doc: dict[str, Any], out: TextIO) -> None:
+    width = width_of(out)
     if result.locations is not None:
         for loc in result.locations:
+            # a path is for copying: never wrapped
             out.write(f"{'found' if loc.found else 'absent':<7} {loc.agent:<12} {loc.path}\n")
     totals = doc["totals"]
-    out.write(
+    summary = (
         f"{totals['files']} files, {totals['sessions']} sessions, {totals['calls']:,} calls "
         f"({doc['duplicates_dropped']} duplicates dropped); {totals['unknown_files']} unknown "
-        f"files skipped, {totals['failed_files']} failed\n"
+        f"files skipped, {totals['failed_files']} failed"
     )
+    out.write(wrap_line(summary, width) + "\n\n")
     by = doc["by"]
-    width = 12 if by in ("day", "week", "month") else 40
-    out.write(
-        f"\n{by:<{width}} {'sessions':>8} {'calls':>7} {'input':>13} {'cache read':>13} "
-        f"{'cache write':>12} {'output':>10} {'billed':>10} {'ideal':>10}\n"
-    )
-    for row in doc["rollup"]:
-        out.write(
-            f"{_key(row[by], width):<{width}} {row['sessions']:>8} {row['calls']:>7} "
-            f"{_count(row['input_tokens']):>13} {_count(row['cache_read_tokens']):>13} "
-            f"{_count(row['cache_write_tokens']):>12} {_count(row['output_tokens']):>10} "
-            f"{_money(row['billed_usd']):>10} {_money(row['ideal_usd']):>10}\n"
-        )
-    out.write(
-        f"{'total':<{width}} {totals['sessions']:>8} {totals['calls']:>7} "
-        f"{_count(totals['input_tokens']):>13} {_count(totals['cache_read_tokens']):>13} "
-        f"{_count(totals['cache_write_tokens']):>12} {_count(totals['output_tokens']):>10} "
-        f"{_money(totals['billed_usd']):>10} {_money(totals['ideal_usd']):>10}\n"
-    )
+    rows = [_rollup_row(_key(row[by], by), row, by) for row in doc["rollup"]]
+    rows.append(_rollup_row("total", totals, by))
+    for text in render(_rollup_columns(by), rows, width, wrap=by in _LONG_KEYS):
+        out.write(text + "\n")
     if totals["unpriced_calls"]:
-        out.write(f"({totals['unpriced_calls']} calls with usage but no price: not in billed)\n")
+        note = f"({totals['unpriced_calls']} calls with usage but no price: not in billed)"
+        out.write(wrap_line(note, width) + "\n")
     if doc["busters"]:
-        out.write(
-            "\ncache busters (kind, cause, where: count (material) in sessions, tokens lost, "
-            "cost)\n"
-        )
-        for row in doc["busters"][:_TOP]:
-            where = "/".join(x for x in (row["part"], row["label"]) if x) or "-"
-            count = f"{row['drifts']} ({row['material']})"
-            out.write(
-                f"  {row['kind']:<5} {row['cause']:<20} {where[:28]:<28} {count:>12} in "
-                f"{row['sessions']:>4} sessions  {_count(row['tokens']):>12} tok  "
-                f"{_money(row['cost_usd'])}\n"
-            )
+        out.write("\ncache busters (drifts and misses by cause and place, costliest first)\n")
+        busters = [
+            [
+                row["kind"],
+                row["cause"],
+                f"{row['drifts']} ({row['material']})",
+                str(row["sessions"]),
+                _count(row["tokens"]),
+                _money(row["cost_usd"]),
+                "/".join(x for x in (row["part"], row["label"]) if x) or "-",
+            ]
+            for row in doc["busters"][:_TOP]
+        ]
+        for text in render(_BUSTER_COLUMNS, busters, width):
+            out.write(text + "\n")

@@ -14,6 +14,8 @@ from typing import TYPE_CHECKING, Any
 
 import polars as pl
 
+from cacheviz import _schema
+
 if TYPE_CHECKING:
     from cacheviz.fleet.result import ScanResult
 
@@ -51,6 +53,7 @@ def _amounts() -> list[pl.Expr]:
         pl.col("session").n_unique().alias("sessions"),
         pl.len().alias("calls"),
         *(_sum(source, name) for name, source in _TOKENS.items()),
+        _schema.hit_ratio_expr("reported_cache_read_tokens", "reported_input_tokens"),
         *_money(),
     ]
 
@@ -258,6 +261,7 @@ def totals(result: ScanResult) -> dict[str, Any]:
         "sessions": calls["session"].n_unique() if calls.height else 0,
         "calls": calls.height,
         **{name: row.get(name) for name in _TOKENS},
+        "hit_ratio": row.get("hit_ratio"),
         "billed_usd": billed,
         "ideal_usd": ideal,
         "waste_usd": None if billed is None or ideal is None else billed - ideal,
@@ -296,6 +300,7 @@ def document(result: ScanResult, *, by: str | None = None, **options: Any) -> di
             "project",
             "usage_only",
             "calls",
+            "hit_ratio",
             "billed_usd",
             "ideal_usd",
             "waste_usd",

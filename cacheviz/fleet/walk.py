@@ -22,6 +22,9 @@ _CLINE_UI = "ui_messages.json"
 _CLINE_METADATA = "task_metadata.json"
 _SKIP_DIRS = frozenset({".git", "node_modules", "__pycache__", ".venv"})
 _SKIP_SUFFIXES = frozenset({".parquet", ".html", ".png", ".jpg", ".gif", ".pdf", ".zip", ".gz"})
+# SQLite's companions of a database (claude-tap's traces.sqlite3): read with it
+_SQLITE_WAL, _SQLITE_SHM, _WRITE_LOCK = "-wal", "-shm", ".write.lock"
+_CXV_SESSION = ".cxvsession"  # a cx-viewer (Log Store V2) session folder
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,7 +92,23 @@ def default_locations(home: Path | None = None) -> list[Location]:
         Location("whale", home / ".whale" / "usage.jsonl"),
         Location("whale", home / ".whale" / "usage"),
     ]
+    out += [Location("claude-tap", _claude_tap_store(home))]
+    ccv = os.environ.get("CCV_LOG_DIR", "").strip()
+    out += [Location("cc-viewer", Path(ccv))] if ccv else []
+    out += [Location("cc-viewer", base / "cc-viewer") for base in claude]
+    cxv = os.environ.get("CXV_LOG_DIR", "").strip()
+    out += [Location("cx-viewer", Path(cxv) if cxv else codex / "cx-viewer")]
     return out
+
+
+def _claude_tap_store(home: Path) -> Path:
+    """claude-tap's ``traces.sqlite3``: ``$CLOUDTAP_DB``, else under ``$XDG_DATA_HOME``."""
+    override = os.environ.get("CLOUDTAP_DB", "").strip()
+    if override:
+        return Path(override).expanduser()
+    xdg = os.environ.get("XDG_DATA_HOME", "").strip()
+    data = Path(xdg).expanduser() if xdg else home / ".local" / "share"
+    return data / "claude-tap" / "traces.sqlite3"
 
 
 def _project(path: Path, root: Path) -> str:
@@ -212,6 +231,10 @@ def walk(paths: list[Path]) -> tuple[list[Unit], list[Skipped]]:
                 continue
             folders.add((info.st_dev, info.st_ino))
             dirs[:] = sorted(d for d in dirs if d not in _SKIP_DIRS)
+            if here.name.endswith(_CXV_SESSION) and "manifest.json" in files:
+                dirs[:] = []  # a cx-viewer session archive is read whole, as one unit
+                units.setdefault(here, Unit(here, _archive_members(here), _project(here, root)))
+                continue
             if opencode.is_storage(here):  # one session store: a unit, not its files
                 members = tuple(sorted(p for p in here.rglob("*.json") if p.is_file()))
                 units.setdefault(here, Unit(here, members, shown(root.name)))
@@ -240,6 +263,20 @@ def walk(paths: list[Path]) -> tuple[list[Unit], list[Skipped]]:
     return ordered, sorted(skipped.values(), key=lambda s: str(s.path))
 
 
+def _archive_members(folder: Path) -> tuple[Path, ...]:
+    """The files that say when a cx-viewer session archive changed (its objects follow)."""
+    names = [folder / "manifest.json", folder / "timeline.jsonl"]
+    return tuple(p for p in names if p.is_file()) + tuple(sorted(folder.glob("threads/*/*.jsonl")))
+
+
+def _sqlite_companion(path: Path) -> bool:
+    """A ``-wal`` / ``-shm`` / ``.write.lock`` file beside its database (not a unit)."""
+    for suffix in (_SQLITE_WAL, _SQLITE_SHM, _WRITE_LOCK):
+        if path.name.endswith(suffix) and path.with_name(path.name[: -len(suffix)]).is_file():
+            return True
+    return False
+
+
 def _add_file(
     units: dict[Path, Unit],
     path: Path,
@@ -247,6 +284,8 @@ def _add_file(
     siblings: set[str],
     beside: dict[str, list[Path]] | None = None,
 ) -> None:
+    if _sqlite_companion(path):
+        return
     in_subagents = path.parent.name == "subagents" and path.name.startswith("agent-")
     if in_subagents and claude_code.session_of_agent(path) is not None:
         return  # read with its session
@@ -265,5 +304,6 @@ def _add_file(
     elif path.suffix == ".json" and path.parent.name == "chats":
         members = (path, *gemini_json.subagent_chats(path))
     else:
-        members = (path,)
+        wal = path.with_name(path.name + _SQLITE_WAL)  # claude-tap's traces.sqlite3
+        members = (path, wal) if wal.is_file() else (path,)
     units.setdefault(path, Unit(path, members, _project(path, root)))

@@ -21,7 +21,9 @@ from typing import Any
 from cacheviz.errors import CacheVizWarning, TranscriptError, UnknownFormatError
 from cacheviz.formats import (
     aider,
+    cc_viewer,
     claude_code,
+    claude_tap,
     claude_trace,
     cline,
     cline_ui,
@@ -50,6 +52,8 @@ READERS: dict[str, ModuleType] = {
         openai_log,
         native,
         claude_trace,
+        claude_tap,
+        cc_viewer,
         mitm,
         claude_code,
         codex,

@@ -42,6 +42,11 @@ _MODEL_PROVIDERS = (
 )
 
 
+# the provider of a call the openai SDK sent to a host that is not a known vendor's (a
+# gateway, a local server): the API family it speaks, not who serves the model
+OPENAI_COMPATIBLE = "openai-compatible"
+
+
 def provider_for(model: str) -> str:
     """Guess the provider from a model name (``unknown`` when nothing fits)."""
     lowered = model.lower()
@@ -116,6 +121,13 @@ def call_from_body(
     if not isinstance(model, str) or not model:
         msg = "no model: set `model` on the line or in the request body"
         raise ValueError(msg)
+    if provider == OPENAI_COMPATIBLE:
+        # the rules follow the model (a gateway serving gpt-5 or claude); the recorded
+        # API family stays in meta
+        guess = provider_for(model)
+        meta = {**(meta or {}), "recorded_provider": OPENAI_COMPATIBLE}
+        meta.setdefault("api_family", "openai")
+        provider = guess if guess != "unknown" else OPENAI_COMPATIBLE
     provider = provider or provider_for(model)
     api = api or infer_api(provider, {m.key for m in body.members})
     if api not in APIS:

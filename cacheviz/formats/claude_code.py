@@ -372,6 +372,27 @@ def _agent_problem(agent: Path) -> str | None:
     return None
 
 
+def _agent_thread(agent: Path, agent_id: str, named: set[str]) -> str:
+    """``sub-agent <type>`` (from ``agent-<id>.meta.json``'s ``agentType``), else by id.
+
+    Numbered (``#2``) only when two sub-agents of the session share a type.
+    """
+    kind = agent_id
+    try:
+        meta = json.loads(agent.with_suffix(".meta.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        meta = None
+    if isinstance(meta, dict) and isinstance(meta.get("agentType"), str) and meta["agentType"]:
+        kind = meta["agentType"]
+    base = name = f"sub-agent {kind}"
+    count = 1
+    while name in named:
+        count += 1
+        name = f"{base} #{count}"
+    named.add(name)
+    return name
+
+
 def read(path: Path, *, errors: str = "raise") -> Session:
     """Read a Claude Code session with its sub-agents (``subagents/`` or sibling files).
 
@@ -387,15 +408,17 @@ def read(path: Path, *, errors: str = "raise") -> Session:
     agents = sorted(folder.glob("agent-*.jsonl")) if folder.is_dir() else []
     agents += sibling_agents(path)
     found: set[str] = set()
+    named: set[str] = set()
     for agent in agents:
         agent_id = agent.stem.removeprefix("agent-")
         found.add(agent_id)
+        thread = _agent_thread(agent, agent_id, named)
         problem = _agent_problem(agent)
         if problem is not None:
             main.fail(None, f"sub-agent log {agent} is {problem}")
             continue
         try:
-            sub = _read_file(agent, store, f"subagent:{agent_id}", errors)
+            sub = _read_file(agent, store, thread, errors)
         except OSError as exc:
             main.fail(None, f"sub-agent log {agent} can't be read ({exc.strerror})")
             continue

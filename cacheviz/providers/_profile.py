@@ -20,6 +20,10 @@ def _no_minimum(model: str) -> int:
     return 0
 
 
+def _not_only_breakpoints(call: Call) -> bool:
+    return False
+
+
 @dataclass(frozen=True, slots=True)
 class LongerTTL:
     """A longer cache lifetime a request can ask for, and what it changes."""
@@ -28,6 +32,16 @@ class LongerTTL:
     """The simulator rules that replay the session with it (``{"ttl": "1h"}``)."""
     advice: str
     """How a user asks for it, in the provider's words (``cache_control ttl '1h'``)."""
+
+
+@dataclass(frozen=True, slots=True)
+class HistoryFix:
+    """The what-if that caches a growing history (``cacheviz check``'s ``uncached_history``)."""
+
+    rules: Mapping[str, Any]
+    """The simulator rules that put a breakpoint on the latest message."""
+    advice: str
+    """What the fix is, in the provider's words."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,6 +84,11 @@ class ProviderProfile:
     rule_choices
         The choices of the simulator rules a user can pick in a control (``ttl``,
         ``breakpoints``), first the default.
+    only_at_breakpoints
+        Whether the provider writes a call's cache only at the breakpoints its request
+        set (Anthropic always; OpenAI GPT-5.6+ in explicit mode).
+    history_fix
+        The simulated fix when no breakpoint covers the growing history.
     """
 
     id: str
@@ -90,6 +109,8 @@ class ProviderProfile:
     rule_choices: Mapping[str, tuple[str, ...]] = field(
         default_factory=lambda: MappingProxyType({})
     )
+    only_at_breakpoints: Callable[[Call], bool] = _not_only_breakpoints
+    history_fix: HistoryFix | None = None
 
     def ttl_seconds(self, name: str | None) -> int | None:
         """Seconds of a named TTL (``"1h"``); ``None`` when the provider has no such TTL."""

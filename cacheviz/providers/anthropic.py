@@ -29,7 +29,7 @@ from dataclasses import dataclass
 
 from cacheviz.providers._base import Breakpoint, CallResult, SimCall
 from cacheviz.providers._cache import EntryStore
-from cacheviz.providers._profile import LongerTTL, ProviderProfile
+from cacheviz.providers._profile import HistoryFix, LongerTTL, ProviderProfile
 
 STRATEGIES = ("recorded", "auto", "kilocode", "none")
 TTLS = {"5m": 300, "1h": 3600}
@@ -214,4 +214,7 @@ PROFILE = ProviderProfile(
     reference_model="claude-sonnet-4-5",
     api="messages",
     rule_choices={"ttl": tuple(TTLS), "breakpoints": STRATEGIES},
+    # "cache writes happen only at your breakpoint" (providers.md §1.1)
+    only_at_breakpoints=lambda call: True,
+    history_fix=HistoryFix({"breakpoints": "auto"}, "breakpoints on the last messages"),
 )

@@ -74,9 +74,10 @@ from cacheviz._seq import common_prefix
 from cacheviz.prefix import differing_block_common
 from cacheviz.providers._base import CallResult, SimCall
 from cacheviz.providers._cache import Entry, EntryStore
-from cacheviz.providers._profile import LongerTTL, ProviderProfile
+from cacheviz.providers._profile import HistoryFix, LongerTTL, ProviderProfile
 
 GENERATIONS = ("classic", "breakpoint")
+MODES = ("implicit", "explicit")
 RETENTIONS = ("in_memory", "24h")
 GRANULARITY = 128
 GPT55_GRANULARITY = 2048  # gpt-5.5 / 5.5-pro: implicit breakpoints every 2,048 tokens
@@ -124,6 +125,13 @@ def generation_for(model: str) -> str:
     """
     version = model_version(model)
     return "breakpoint" if version is not None and version >= (5, 6) else "classic"
+
+
+def request_mode(params: dict[str, object]) -> str:
+    """A GPT-5.6+ request's caching mode: ``prompt_cache_options.mode``, else ``implicit``."""
+    options = params.get("prompt_cache_options")
+    mode = options.get("mode") if isinstance(options, dict) else None
+    return "explicit" if mode == "explicit" else "implicit"
 
 
 def granularity_for(model: str) -> int:
@@ -222,6 +230,9 @@ class OpenAISimulator:
         GPT-5.6+ earlier eligible message endings looked up.
     max_compared
         Classic: stored prompts compared token by token per request.
+    mode
+        GPT-5.6+: ``implicit`` or ``explicit`` for every request; ``None`` follows each
+        request's ``prompt_cache_options.mode`` (``implicit`` when absent).
     """
 
     retention: str | None = None
@@ -234,6 +245,7 @@ class OpenAISimulator:
     max_writes: int = MAX_WRITES
     message_lookback: int = MESSAGE_LOOKBACK
     max_compared: int = MAX_COMPARED
+    mode: str | None = None
     provider: str = "openai"
 
     def __post_init__(self) -> None:
@@ -244,6 +256,9 @@ class OpenAISimulator:
                 raise ValueError(msg)
         if self.generation is not None and self.generation not in GENERATIONS:
             msg = f"generation={self.generation!r}; expected classic, breakpoint or None"
+            raise ValueError(msg)
+        if self.mode is not None and self.mode not in MODES:
+            msg = f"mode={self.mode!r}; expected implicit, explicit or None"
             raise ValueError(msg)
         if self.granularity is not None and self.granularity < 1:
             raise ValueError("granularity must be at least 1")
@@ -302,8 +317,7 @@ class OpenAISimulator:
         explicit = sorted({b.block for b in call.breakpoints if 0 <= b.block < n})
         candidates = set(explicit[:EXPLICIT_FIRST])
         candidates.update(explicit[max(0, len(explicit) - EXPLICIT_LATEST) :])
-        options = call.params.get("prompt_cache_options")
-        mode = options.get("mode") if isinstance(options, dict) else None
+        mode = self.mode or request_mode(call.params)
         implicit = None
         if mode != "explicit":
             start = next((i for i, part in enumerate(call.parts) if part == "messages"), n)
@@ -406,4 +420,11 @@ PROFILE = ProviderProfile(
     ),
     min_tokens=_min_tokens,
     reference_model="gpt-5",
+    # GPT-5.6+ explicit mode: "with no breakpoint, nothing is cached" (providers.md §2.1)
+    only_at_breakpoints=lambda call: (
+        generation_for(call.model) == "breakpoint" and request_mode(call.params) == "explicit"
+    ),
+    history_fix=HistoryFix(
+        {"mode": "implicit"}, "implicit mode (a breakpoint at the latest message)"
+    ),
 )

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from cacheviz.errors import CacheVizWarning, RecordingPathError
+from cacheviz.formats._body import OPENAI_COMPATIBLE
 from cacheviz.redact import redact, redact_all
 
 # path suffix -> (provider when the path says it, api)
@@ -594,6 +595,7 @@ class Exchange:
 
 
 __all__ = [
+    "OPENAI_COMPATIBLE",
     "Exchange",
     "LogWriter",
     "RecordingPathError",

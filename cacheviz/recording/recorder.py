@@ -22,7 +22,14 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, TypeVar
 
-from cacheviz.recording.log import Exchange, LogWriter, Redactor, check_log_path
+from cacheviz.recording.log import (
+    OPENAI_COMPATIBLE,
+    Exchange,
+    LogWriter,
+    Redactor,
+    check_log_path,
+    route,
+)
 from cacheviz.redact import redact
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -150,16 +157,25 @@ class Recorder:
             body = request.content
         except Exception:
             return None
-        return Exchange.begin(
+        url = request.url
+        meta = self.meta
+        found = route(request.method, url.path, url.host)
+        compatible = found is not None and found[0] is None
+        if compatible:  # the openai SDK pointed at a gateway or a local server
+            meta = {**(meta or {}), "base_url": base_url(url), "api_family": "openai"}
+        exchange = Exchange.begin(
             [self.writer],
             method=request.method,
-            path=request.url.path,
-            host=request.url.host,
+            path=url.path,
+            host=url.host,
             body=body,
             redactor=self.redactor,
-            meta=self.meta,
+            meta=meta,
             defer=True,  # parsed and redacted in the recording worker, not before sending
         )
+        if exchange is not None and compatible:
+            exchange.provider = OPENAI_COMPATIBLE
+        return exchange
 
 
 def record(
@@ -202,6 +218,22 @@ def record(
     >>> rec.analyze().calls  # doctest: +SKIP
     """
     return Recorder(path, thread=thread, meta=meta, redact=redact)
+
+
+def base_url(url: Any) -> str:
+    """The base URL a client was given: the request URL without the API's route.
+
+    >>> import httpx2
+    >>> base_url(httpx2.URL("http://127.0.0.1:8000/v1/chat/completions?x=1"))
+    'http://127.0.0.1:8000/v1'
+    """
+    path = url.path.rstrip("/")
+    for suffix in ("/chat/completions", "/responses"):
+        if path.endswith(suffix):
+            path = path[: -len(suffix)]
+            break
+    port = f":{url.port}" if url.port else ""
+    return f"{url.scheme}://{url.host}{port}{path}"
 
 
 def _redactor(option: bool | Redactor) -> Redactor | None:

@@ -306,7 +306,8 @@ class Agent:
         return self.dialect.assistant_text(self.prose.paragraph(2))
 
 
-Request = tuple[str, Dialect, dict[str, Any], dict[str, Any]]  # (ts, dialect, body, meta)
+# (ts, dialect, body, meta); a meta "usage" is the usage the response reported
+Request = tuple[str, Dialect, dict[str, Any], dict[str, Any]]
 
 
 def _base(seed: int, dialect: Dialect) -> tuple[Agent, list[str], list[dict[str, Any]]]:
@@ -497,8 +498,79 @@ def side_calls() -> Iterator[Request]:
             yield ts, haiku, probe, {}
         if 3 <= index <= 6:
             body = ANTHROPIC.request(sub_system, tools, sub.history)
-            yield ts, ANTHROPIC, body, {"thread": "subagent:explore"}
+            yield ts, ANTHROPIC, body, {"thread": "sub-agent explore"}
             sub.history.extend(sub.tool_round())
+
+
+def _estimate(value: Any) -> int:
+    """Tokens as the generator bills them: a JSON character count over 4 (not cacheviz's)."""
+    return len(json.dumps(value, ensure_ascii=False)) // 4
+
+
+def _billed(
+    body: dict[str, Any], previous: tuple[int, datetime] | None, now: datetime, output: int
+) -> tuple[dict[str, Any], int]:
+    """Anthropic usage of an append-only request whose breakpoint is its latest message.
+
+    The previous request's whole prompt was written at its breakpoint, so it is read
+    back when it is at least 1,024 tokens and at most 5 minutes old; the rest up to the
+    breakpoint is written; a few framing tokens come after it.
+    """
+    total = sum(_estimate(body.get(key, [])) for key in ("tools", "system", "messages"))
+    read = 0
+    if previous is not None:
+        size, at = previous
+        if size >= 1024 and (now - at).total_seconds() <= 300:
+            read = size
+    uncached = 3
+    write = max(0, total - read - uncached) if total >= 1024 else 0
+    usage = {
+        "input_tokens": total - read - write,
+        "cache_creation_input_tokens": write,
+        "cache_read_input_tokens": read,
+        "cache_creation": {"ephemeral_5m_input_tokens": write, "ephemeral_1h_input_tokens": 0},
+        "output_tokens": output,
+    }
+    return usage, total
+
+
+def reported_usage() -> Iterator[Request]:
+    """A session as the provider billed it: usage on every call, one long pause.
+
+    An append-only Anthropic agent (breakpoints at the end of system and on the latest
+    message) with a Haiku title call; the user steps away for 8 minutes before the third
+    turn, past the 5-minute TTL, so that call writes the whole prefix again. The usage is
+    the generator's own (:func:`_billed`, tokens counted as JSON characters / 4), as a
+    provider would report it: not derived from cacheviz.
+    """
+    agent, system, tools = _base(12, ANTHROPIC)
+    # project conventions: a prefix well above the 1,024-token minimum from the first call
+    system = [system[0], "Project conventions. " + Prose(1001).paragraph(40), system[1]]
+    haiku = Dialect("messages", "anthropic", "claude-haiku-4-5")
+    previous: tuple[int, datetime] | None = None
+    for turn, steps in enumerate([3, 4, 3, 4]):
+        if turn == 2:
+            agent.clock += timedelta(minutes=8)  # the user steps away
+        agent.history.append(ANTHROPIC.user(agent.user_turn()))
+        for step in range(steps):
+            ts = agent.tick()
+            body = ANTHROPIC.request(system, tools, agent.history)
+            output = agent.prose.rng.randint(80, 600)
+            usage, total = _billed(body, previous, agent.clock, output)
+            previous = (total, agent.clock)
+            yield ts, ANTHROPIC, body, {"usage": usage}
+            if turn == 0 and step == 0:
+                title = haiku.request(
+                    ["Write a 5-word title for the conversation."],
+                    [],
+                    [haiku.user(agent.history[0]["content"][0]["text"])],
+                )
+                side, _ = _billed(title, None, agent.clock, 12)
+                yield ts, haiku, title, {"usage": side}
+            if step < steps - 1:
+                agent.history.extend(agent.tool_round())
+            else:
+                agent.history.append(agent.answer())
 
 
 SAMPLES: dict[str, Callable[[], Iterator[Request]]] = {
@@ -514,16 +586,27 @@ SAMPLES: dict[str, Callable[[], Iterator[Request]]] = {
         unpinned_memory,
         compaction,
         side_calls,
+        reported_usage,
     )
 }
 
 
 def render_sample(name: str) -> str:
     """The text of one sample file."""
-    lines = [
-        record_line(body, provider=d.provider, model=d.model, api=d.api, ts=ts, meta=meta)
-        for ts, d, body, meta in SAMPLES[name]()
-    ]
+    lines = []
+    for ts, d, body, meta in SAMPLES[name]():
+        extra = {k: v for k, v in meta.items() if k != "usage"}  # usage is the response's
+        lines.append(
+            record_line(
+                body,
+                provider=d.provider,
+                model=d.model,
+                api=d.api,
+                ts=ts,
+                meta=extra or None,
+                usage=meta.get("usage"),
+            )
+        )
     return "\n".join(lines) + "\n"
 
 

@@ -23,6 +23,7 @@ if TYPE_CHECKING:
 TOP = 50
 INSPECTORS = 20  # sessions of the fleet report that get their own inspector report
 _CHART_W, _CHART_H, _PAD = 760, 220, 40
+_TICKS = 4  # y-axis labels above 0
 _CSS = """
 body{font:14px system-ui,sans-serif;margin:24px;color:#222}
 table{border-collapse:collapse;margin:8px 0 24px}
@@ -47,6 +48,15 @@ def _count(value: int | None) -> str:
     return "–" if value is None else f"{value:,}"
 
 
+def _plain(value: Any) -> Any:
+    """A text cell: a missing value is a dash, never the literal ``None``."""
+    return "–" if value is None else value
+
+
+def _ratio(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:.0%}"
+
+
 def _short(session: str) -> str:
     """A session's folder and file name (the full path is in the Parquet tables)."""
     path = Path(session)
@@ -61,6 +71,7 @@ def fleet_data(result: ScanResult, *, tz: str = "UTC", top: int = TOP) -> dict[s
         "format",
         "project",
         "calls",
+        "hit_ratio",
         "billed_usd",
         "ideal_usd",
         "waste_usd",
@@ -114,7 +125,15 @@ def daily_chart(days: list[dict[str, Any]]) -> str:
             parts.append(
                 f"<text x='{x:.1f}' y='{_CHART_H - 12}' font-size='10'>{_text(day['day'])}</text>"
             )
-    parts.append(f"<text x='4' y='{_PAD - 8}' font-size='11'>{_money(peak)}</text>")
+    for step in range(_TICKS + 1):  # a labelled y axis: 0 to the peak, with grid lines
+        value = peak * step / _TICKS
+        y = _PAD + inner_h - inner_h * step / _TICKS
+        parts.append(
+            f"<line x1='{_PAD}' x2='{_CHART_W - _PAD}' y1='{y:.1f}' y2='{y:.1f}' "
+            f"stroke='#eee'/><text x='{_PAD - 4}' y='{y + 4:.1f}' font-size='10' "
+            f"text-anchor='end'>{_money(value)}</text>"
+        )
+    parts.append(f"<text x='4' y='{_PAD - 16}' font-size='11'>USD per day</text>")
     legend_x = _CHART_W - 170
     parts.append(
         f"<rect class='billed' x='{legend_x}' y='8' width='10' height='10'/>"
@@ -137,7 +156,7 @@ def _table(
         for i, (_, key, shown) in enumerate(columns):
             value = row.get(key)
             css = " class='text'" if shown is None else ""
-            text = _text(value if shown is None else shown(value))
+            text = _text((shown or _plain)(value))
             link = (links or {}).get(row.get("session", "")) if i == 0 else None
             if link is not None:
                 text = f"<a href='{_text(link)}'>{text}</a>"
@@ -151,6 +170,7 @@ _SESSION_COLUMNS = [
     ("format", "format", None),
     ("project", "project", None),
     ("calls", "calls", _count),
+    ("hit", "hit_ratio", _ratio),
     ("billed", "billed_usd", _money),
     ("ideal", "ideal_usd", _money),
     ("waste", "waste_usd", _money),

@@ -25,12 +25,12 @@ import polars as pl
 from cacheviz._visible import visible, visible_all
 from cacheviz.errors import CacheVizError
 from cacheviz.redact import redact, redact_all
+from cacheviz.static import STATIC, bundle
 from cacheviz.ui import state, views
 
 if TYPE_CHECKING:
     from cacheviz.analysis import Analysis
 
-STATIC = Path(__file__).parent.parent / "static"
 _CSP = (
     "default-src 'none'; script-src '{script}'; style-src 'unsafe-inline'; "
     "img-src data:; font-src data:; base-uri 'none'; form-action 'none'"
@@ -97,9 +97,7 @@ def report_data(
         **{name: base64.b64encode(views.ipc(frame)).decode() for name, frame in tables.items()},
         "meta": visible_all(redact_all(shown.meta)),
         # every call's detail and content, gzip-compressed (the page inflates it on load)
-        "details_gz": base64.b64encode(
-            gzip.compress(embed_json(visible_all(details)).encode(), 6)
-        ).decode(),
+        "details_gz": base64.b64encode(gzip.compress(embed_json(details).encode(), 6)).decode(),
         "selected_call": views.opening_call(analysis),
     }
 
@@ -112,13 +110,20 @@ def read_details(data: dict[str, Any]) -> dict[str, Any]:
     return json.loads(gzip.decompress(base64.b64decode(data["details_gz"])))
 
 
+def _shown(text: str) -> str:
+    """A string as the report shows it: redacted, control and bidi characters escaped."""
+    return visible(redact(text))
+
+
 def report_details(analysis: Analysis, simulation: Any) -> dict[str, Any]:
     """The detail of every call: its drift detail, what it sent, its segments.
 
-    Segment texts are stored once (``texts``); text fields are redacted.
+    Segment texts are stored once (``texts``); every string is redacted and its control
+    and bidi characters escaped. The content lists (most of the document) are built
+    that way, each distinct string once; the rest is walked by ``redact_all``.
     """
     texts: dict[str, str] = {}
-    contents = views.all_contents(analysis, texts, TEXT_CHARS)
+    contents = views.all_contents(analysis, texts, TEXT_CHARS, finish=_shown)
     drifts = {
         call: views.drift_detail(analysis, call, simulation=simulation, content=False)
         for call in analysis.drifts["call"].to_list()
@@ -128,9 +133,11 @@ def report_details(analysis: Analysis, simulation: Any) -> dict[str, Any]:
         detail = drifts.get(call)
         if detail is None:
             detail = {"call": call, "drift": False, "miss": views._miss_of(analysis, call)}
-        detail["content"] = contents.get(call, {"sent": [], "context": []})
         calls[str(call)] = detail
-    return {"calls": redact_all(calls), "texts": texts}
+    calls = visible_all(redact_all(calls))
+    for call in range(analysis.calls.height):
+        calls[str(call)]["content"] = contents.get(call, {"sent": [], "context": []})
+    return {"calls": calls, "texts": visible_all(texts)}
 
 
 def write_report(
@@ -148,13 +155,13 @@ def write_report(
     CacheVizError
         When the front end was not built (``static/report.js`` is missing).
     """
-    script = STATIC / "report.js"
-    if not script.is_file():
-        msg = f"{script} is missing; build the front end with `make widgets`"
+    script = bundle("report.js")
+    if script is None:
+        msg = f"{STATIC} lacks report.js or plotly.js; build the front end with `make widgets`"
         raise CacheVizError(msg)
     data = report_data(analysis, provider=provider, model=model, targets=targets)
     title = html.escape(f"cacheviz: {data['meta']['path'] or 'session'}")
-    code = inline_script(script.read_text("utf-8"))
+    code = inline_script(script)
     csp = content_security_policy(code)
     document = (
         '<!doctype html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n'

@@ -74,7 +74,7 @@ def model_choices(analysis: Analysis, provider: str) -> tuple[list[tuple[str, st
     comparable model, else the closest priced one.
     """
     recorded = analysis.calls["model"].unique(maintain_order=True).to_list()
-    models = views.priced_models(provider)
+    models = views.priced_models(provider, retired=recorded)  # retired: only the session's
     options = [("recorded models", ""), *[(m, m) for m in models]]
     same = provider in analysis.calls["provider"].unique().to_list()
     if provider in providers.self_hosted() or (same and all(m in models for m in recorded)):

@@ -15,6 +15,7 @@ import polars as pl
 from cacheviz import providers
 from cacheviz._schema import CAUSES, MISS_CAUSES, clean
 from cacheviz._seq import common_prefix
+from cacheviz.model import OPAQUE
 from cacheviz.redact import (
     MARGIN,
     REDACTED,
@@ -28,6 +29,8 @@ from cacheviz.segment import render_text
 from cacheviz.tokens import MESSAGE_END, MESSAGE_START, UNLOGGED, UNLOGGED_ID
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from cacheviz.analysis import Analysis
     from cacheviz.simulate import Simulation
 
@@ -107,6 +110,8 @@ def timeline(analysis: Analysis, ttl_seconds: float | str | None = "recorded") -
         .fill_null(value=False)
         .alias("idle_gap"),
         pl.col("reported_cache_read_tokens").cast(pl.Int32).alias("reported_read"),
+        # reported cache read / reported inclusive input; null (n/a) when not reported
+        pl.col("hit_ratio").cast(pl.Float64),
         miss_cause.is_not_null().alias("miss"),
         miss_cause.replace_strict(
             list(MISS_CAUSES), range(len(MISS_CAUSES)), default=-1, return_dtype=pl.Int32
@@ -218,16 +223,23 @@ def _costs(simulation: Simulation | None, n_calls: int) -> pl.DataFrame:
     )
 
 
-def priced_models(provider: str) -> list[str]:
-    """The models of ``provider``'s own families that have a price (the model picker)."""
+def priced_models(provider: str, *, retired: bool | list[str] = False) -> list[str]:
+    """The models of ``provider``'s own families that have a price (the model picker).
+
+    Newest first (:func:`cacheviz.pricing.recency`). Retired models are left out unless
+    ``retired`` is True, or is a list of the ones to keep (the session's own models).
+    """
     from cacheviz import pricing
 
     found = providers.find(provider)
     if found is None or found.self_hosted:
         return []
     models = pricing.known_models(provider)
-    own = [m for m in models if found.owns_model(m)]
-    return own or models
+    own = [m for m in models if found.owns_model(m)] or models
+    if retired is not True:
+        gone = pricing.retired_models(provider) - set(retired or [])
+        own = [m for m in own if m not in gone]
+    return sorted(own, key=pricing.recency)
 
 
 def closest_model(recorded: list[str], models: list[str]) -> str | None:
@@ -493,6 +505,11 @@ def _detail(
         "input_tokens": row["input_tokens"],
         "prefix_tokens": row["prefix_tokens"],
         "new_tokens": row["new_tokens"],
+        # beside every simulated cost: what the provider billed for this call (null: no
+        # usage reported or no price) and the session's own provider's simulation
+        "billed_usd": row["billed_usd"],
+        "simulated_usd": row["simulated_usd"],
+        "hit_ratio": row["hit_ratio"],
     }
     if content:
         base.update(_segments_of(analysis, call))
@@ -647,6 +664,117 @@ def _role(analysis: Analysis, digest: str | None) -> str | None:
         return None
 
 
+_CONTENT_COLUMNS = ("call", "opaque", "part", "status", "label", "tokens", "hash")
+
+
+def _shown(rows: pl.DataFrame) -> pl.DataFrame:
+    """The rows the content browser lists: unlogged, context (tools, system), or sent."""
+    return rows.filter(
+        pl.col("opaque").fill_null(False)
+        | pl.col("part").is_in(["tools", "system"]).fill_null(False)
+        | pl.col("status").ne_missing("same")
+    ).select(_CONTENT_COLUMNS)
+
+
+class _Browser:
+    """Builds :func:`content_of` documents, each distinct block's role and text made once."""
+
+    def __init__(
+        self,
+        analysis: Analysis,
+        texts: dict[str, str] | None,
+        limit: int,
+        finish: Callable[[str], str] | None = None,
+    ) -> None:
+        self.analysis = analysis
+        self.texts = texts
+        self.limit = limit
+        self._roles: dict[str | None, str | None] = {}
+        self._labels: dict[str | None, str] = {}
+        self._own_texts: dict[str | None, str] = {}
+        self._finished: dict[str, str] = {}
+        self.finish = finish
+
+    def _done(self, text: str) -> str:
+        """``finish(text)``, each distinct text once (the identity without ``finish``)."""
+        if self.finish is None:
+            return text
+        out = self._finished.get(text)
+        if out is None:
+            out = self._finished[text] = self.finish(text)
+        return out
+
+    @staticmethod
+    def empty() -> dict[str, Any]:
+        return {"sent": [], "sent_more": 0, "context": [], "context_more": 0, "unlogged_tokens": 0}
+
+    def add(self, doc: dict[str, Any], row: tuple[Any, ...]) -> None:
+        """Add one segment row (``_CONTENT_COLUMNS`` order) to a call's document."""
+        _, opaque, part, status, label, tokens, digest = row
+        if opaque:
+            doc["unlogged_tokens"] += tokens or 0
+            return
+        is_context = part in ("tools", "system")
+        is_sent = status != "same"
+        if not (is_context or is_sent):
+            return
+        shown = self._labels.get(label)
+        if shown is None:
+            shown = self._labels[label] = self._done(clean(label))
+        done = self._done
+        item: dict[str, Any] = {
+            "label": shown,
+            "part": done(part),
+            "tokens": tokens,
+            "status": done(status),
+        }
+        if part == "messages":
+            if digest not in self._roles:
+                self._render(digest)
+            role = self._roles[digest]
+            if role:
+                item["role"] = role
+        if self.texts is None:
+            text = self._own_texts.get(digest)
+            if text is None:
+                text = segment_text(self.analysis, digest, self.limit)
+                text = self._own_texts[digest] = done(text)
+            item["text"] = text
+        else:
+            item["hash"] = done(digest) if digest is not None else digest
+            if digest not in self.texts:
+                self.texts[digest] = segment_text(self.analysis, digest, self.limit)
+        if is_sent:
+            doc["sent_more"] += 1
+            if len(doc["sent"]) < MAX_SENT:
+                doc["sent"].append(item)
+                doc["sent_more"] -= 1
+        elif is_context:
+            doc["context_more"] += 1
+            if len(doc["context"]) < MAX_CONTEXT:
+                doc["context"].append(item)
+                doc["context_more"] -= 1
+
+    def _render(self, digest: str | None) -> None:
+        """A message block's role, and its text when the text is stored: one rendering.
+
+        The same as :func:`_role` and :func:`segment_text`, which would each render it.
+        """
+        content = self.analysis.session.contents.get(digest) if digest is not None else None
+        if content is None or content.kind in ("tool", "system", OPAQUE):
+            role = _role(self.analysis, digest)
+            self._roles[digest] = self._done(role) if role else role
+            return
+        try:
+            role, text = render_text(content)
+        except Exception:
+            self._roles[digest] = None  # as _role; segment_text renders again and raises
+            return
+        self._roles[digest] = self._done(role) if role else role
+        if self.texts is not None and digest not in self.texts:
+            self.texts[digest] = redact_text(clean(text), self.limit)
+
+
 def content_of(
     analysis: Analysis,
     rows: pl.DataFrame,
@@ -662,48 +790,11 @@ def content_of(
     unlogged prefix. Each item carries its text, or with ``texts`` a ``hash`` whose text
     is stored once in ``texts`` (the report shares them between calls).
     """
-    sent: list[dict[str, Any]] = []
-    context: list[dict[str, Any]] = []
-    unlogged = 0
-    n_sent = n_context = 0
-    for seg in rows.iter_rows(named=True):
-        if seg["opaque"]:
-            unlogged += seg["tokens"] or 0
-            continue
-        is_context = seg["part"] in ("tools", "system")
-        is_sent = seg["status"] != "same"
-        if not (is_context or is_sent):
-            continue
-        item: dict[str, Any] = {
-            "label": clean(seg["label"]),
-            "part": seg["part"],
-            "tokens": seg["tokens"],
-            "status": seg["status"],
-        }
-        role = _role(analysis, seg["hash"]) if seg["part"] == "messages" else None
-        if role:
-            item["role"] = role
-        if texts is None:
-            item["text"] = segment_text(analysis, seg["hash"], limit)
-        else:
-            item["hash"] = seg["hash"]
-            if seg["hash"] not in texts:
-                texts[seg["hash"]] = segment_text(analysis, seg["hash"], limit)
-        if is_sent:
-            n_sent += 1
-            if len(sent) < MAX_SENT:
-                sent.append(item)
-        elif is_context:
-            n_context += 1
-            if len(context) < MAX_CONTEXT:
-                context.append(item)
-    return {
-        "sent": sent,
-        "sent_more": n_sent - len(sent),
-        "context": context,
-        "context_more": n_context - len(context),
-        "unlogged_tokens": unlogged,
-    }
+    browser = _Browser(analysis, texts, limit)
+    doc = browser.empty()
+    for row in _shown(rows).iter_rows():
+        browser.add(doc, row)
+    return doc
 
 
 def call_content(analysis: Analysis, call: int) -> dict[str, Any]:
@@ -713,12 +804,27 @@ def call_content(analysis: Analysis, call: int) -> dict[str, Any]:
 
 
 def all_contents(
-    analysis: Analysis, texts: dict[str, str], limit: int
+    analysis: Analysis,
+    texts: dict[str, str],
+    limit: int,
+    *,
+    finish: Callable[[str], str] | None = None,
 ) -> dict[int, dict[str, Any]]:
-    """:func:`content_of` for every call, texts stored once in ``texts``."""
-    out: dict[int, dict[str, Any]] = {}
-    for (call,), rows in analysis.segments.partition_by("call", as_dict=True).items():
-        out[int(call)] = content_of(analysis, rows, texts=texts, limit=limit)
+    """:func:`content_of` for every call, texts stored once in ``texts``.
+
+    Only the rows the browser lists are read from polars (a call re-sends its whole
+    prefix as ``same`` rows, which it skips), and each distinct block is rendered,
+    cleaned and redacted once however many calls send it. ``finish`` is applied to
+    every string of every item (each distinct string once): the report passes its
+    redact-then-escape, so that it need not walk the documents again.
+    """
+    segments = analysis.segments
+    browser = _Browser(analysis, texts, limit, finish)
+    out: dict[int, dict[str, Any]] = {
+        int(call): browser.empty() for call in segments["call"].unique(maintain_order=True)
+    }
+    for row in _shown(segments).iter_rows():
+        browser.add(out[int(row[0])], row)
     return out
 
 

@@ -29,6 +29,7 @@ import polars as pl
 import traitlets
 
 from cacheviz import providers
+from cacheviz.static import bundle
 from cacheviz.ui import state, views
 
 if TYPE_CHECKING:
@@ -36,7 +37,6 @@ if TYPE_CHECKING:
     from cacheviz.simulate import Simulation
 
 _LOG = logging.getLogger(__name__)
-STATIC = Path(__file__).parent.parent / "static"
 _MISSING_BUNDLE = """
 export default { render({ el }) {
   el.textContent = "cacheviz: the inspector's front end is not built (static/inspector.js). "
@@ -45,10 +45,9 @@ export default { render({ el }) {
 """
 
 
-def _bundle() -> Path | str:
-    """The built front end, or a module that says how to build it."""
-    path = STATIC / "inspector.js"
-    return path if path.is_file() else _MISSING_BUNDLE
+def _bundle() -> str:
+    """The built front end (plotly and the inspector), or a module that says how to build it."""
+    return bundle("inspector.js") or _MISSING_BUNDLE
 
 
 class Inspector(anywidget.AnyWidget):

@@ -91,6 +91,46 @@ def test_inspector_renders_selects_and_resimulates(lab, page, make_payload_sessi
         "() => /self-hosted/.test(document.querySelector('.cacheviz-providers').textContent)"
     )
 
+    # issue 20 item 4: a control change shows that a re-simulation runs, then its result
+    provider.select_option("anthropic")
+    page.wait_for_function(
+        "() => /re-simulated in .*: anthropic/.test("
+        "document.querySelector('.cacheviz-header__status').textContent)"
+    )
+    page.evaluate(
+        """() => {
+          const status = document.querySelector('.cacheviz-header__status');
+          window.__statusSeen = [];
+          new MutationObserver(() => window.__statusSeen.push(
+            [status.className, status.textContent])).observe(
+            status, { childList: true, characterData: true, subtree: true, attributes: true });
+        }"""
+    )
+    page.locator(".widget-dropdown", has_text="breakpoints").locator("select").select_option("auto")
+    page.wait_for_function(
+        "() => window.__statusSeen.some(([c]) => c.includes('--done'))"
+        " && window.__statusSeen.some(([c]) => c.includes('--busy'))"
+    )
+    seen = page.evaluate("() => window.__statusSeen")
+    busy = [text for cls, text in seen if "--busy" in cls]
+    done = [text for cls, text in seen if "--done" in cls]
+    assert busy[0].startswith("simulating… "), seen  # with a spinner and its seconds
+    assert re.match(
+        r"re-simulated in \d+\.\d s: anthropic \$[\d.]+ \((unchanged|was .*)\)$", done[-1]
+    ), seen
+    assert not [cls for cls, _ in seen if "--error" in cls], seen
+
+    # issue 20 item 2: searching a call number selects it; Python sends its detail
+    root.locator("input[type=search]").fill("#2")
+    page.wait_for_function(
+        "() => document.querySelector('.cacheviz-header__selection').textContent"
+        " === 'selected: call 2'"
+    )
+    body = root.locator(".cacheviz-detail .cacheviz-panel__body")
+    body.locator(".cacheviz-detail__facts").first.wait_for()  # the detail Python computed
+    assert "Loading" not in body.text_content()
+    assert "claude-sonnet-4-5" in body.text_content()  # its model, from the detail dict
+
     # nothing executed, nothing injected, nothing fetched from the network
     assert page.dialogs == []
     assert root.locator("img, script, iframe, object, embed").count() == 0

@@ -247,6 +247,22 @@ def test_dynamic_profile_balance_in_the_system_prompt(tmp_path, api):
 
 
 @pytest.mark.parametrize("api", APIS)
+def test_dynamic_profile_in_the_first_user_message(tmp_path, api):
+    # the same anti-pattern with the profile injected as the first block of the first
+    # user message, rewritten before every call (issue 20, item 14): named for what it is
+    def messages(call, history):
+        profile = f"User profile: plan Pro, balance ${25 - 0.37 * call:.2f}, credits {90 - call}"
+        first = history[0]
+        return [(first[0], f"{profile}\n{first[1]}"), *history[1:]]
+
+    result = run(tmp_path, agent(api, messages=messages))
+    assert rules_of(result) == {"dynamic_profile"}
+    finding = result.findings[0]
+    assert finding.severity == "error" and finding.calls == list(range(1, 9))
+    assert "balance" in finding.message and "history_rewrite" not in finding.message
+
+
+@pytest.mark.parametrize("api", APIS)
 def test_profile_fetched_with_a_tool_is_clean(tmp_path, api):
     # guide fix: fetch user state on demand (a tool result appended at the end)
     specs = [*TOOLS, ("get_profile", "Fetch the user's balance and quota.", {"user": "string"})]

@@ -156,8 +156,8 @@ def test_formats_lists_every_reader(capsys):
     from cacheviz.formats import READERS
 
     assert cli.main(["formats"]) == 0
-    out = capsys.readouterr().out.splitlines()
-    assert [line.split()[0] for line in out] == list(READERS)
+    formats = capsys.readouterr().out.split("\n\n")[0].splitlines()[1:]
+    assert [line.split()[0] for line in formats] == list(READERS)
 
 
 # ---- issue 10: CLI ergonomics --------------------------------------------------------

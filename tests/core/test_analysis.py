@@ -282,12 +282,13 @@ def test_threads_keep_a_drifting_thread_together_and_side_calls_apart(write_log,
     path = write_log(bodies)
     auto = cacheviz.load(path).analyze()
     assert auto.calls["thread"].to_list() == [
-        "claude-sonnet-4-5",
-        "claude-haiku-4-5",
-        "claude-sonnet-4-5",
-        "claude-haiku-4-5#2",
-        "claude-sonnet-4-5",
+        "main",
+        "side call claude-haiku-4-5",
+        "main",
+        "side call claude-haiku-4-5 #2",
+        "main",
     ]
+    assert auto.calls["parent_thread"].to_list() == [None, "main", None, "main", None]
     assert auto.calls["drift"].to_list() == [False, False, True, False, True]
     strict = cacheviz.load(path).analyze(thread="model+prefix")
     assert strict.calls["thread"].n_unique() == 4  # both Haiku calls have no tools/system
@@ -313,13 +314,7 @@ def test_explicit_threads_are_never_mixed(analyze, anthropic_body):
             _line(main[2]),
         ]
     )
-    assert a.calls["thread"].to_list() == [
-        "claude-sonnet-4-5",
-        "agent-1",
-        "claude-sonnet-4-5",
-        "agent-2",
-        "claude-sonnet-4-5",
-    ]
+    assert a.calls["thread"].to_list() == ["main", "agent-1", "main", "agent-2", "main"]
     assert not a.calls["drift"].any()
 
 
@@ -414,3 +409,24 @@ def test_a_string_turned_text_block_is_serialization_only(analyze):
     )
     assert (d["cause"], d["label"]) == ("serialization_only", "user#0")
     assert "once as a string and once as a text block" in d["detail"]
+
+
+def test_the_main_conversation_is_the_root_even_after_side_calls(analyze, anthropic_body):
+    # a raw Claude Code capture: Haiku side calls (one of them a short conversation of
+    # its own) come first, then the main Sonnet conversation (issue 20, item 3)
+    quota = anthropic_body([{"role": "user", "content": "quota"}], model="claude-haiku-4-5")
+    topic = [
+        anthropic_body(_msgs(n)[:n], model="claude-haiku-4-5", system=[]) for n in (1, 3, 5, 7)
+    ]
+    main = [anthropic_body(_msgs(n), system=SYSTEM, tools=TOOLS) for n in (1, 3, 5)]
+    a = analyze([_line(quota), *map(_line, topic), *map(_line, main), _line(quota)])
+    threads = a.calls["thread"].to_list()
+    parents = dict(zip(threads, a.calls["parent_thread"].to_list(), strict=True))
+    assert threads[5:8] == ["main"] * 3  # fewer calls, but the conversation that matters
+    assert parents["main"] is None
+    assert all(parents[t] == "main" for t in set(threads) - {"main"})
+    # the quota probe sent twice is one side call; the topic conversation another
+    assert {t for t in threads if t != "main"} == {
+        "side call claude-haiku-4-5",
+        "side call claude-haiku-4-5 #2",
+    }

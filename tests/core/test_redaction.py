@@ -272,3 +272,19 @@ def test_the_csp_allows_only_the_inlined_script_by_hash(planted, tmp_path):
     digest = base64.b64encode(hashlib.sha256(code.encode()).digest()).decode()
     assert f"script-src 'sha256-{digest}'" in csp
     assert content_security_policy("x") != content_security_policy("y")
+
+
+def test_the_short_text_prefilter_finds_every_secret(monkeypatch):
+    """One combined search rules short texts out: it misses nothing the patterns find."""
+    from cacheviz import redact as module
+
+    texts = [_in_context(kind) for kind in SECRETS]
+    texts += [secret for secret in SECRETS.values() if len(secret) <= module._SHORT]
+    texts += ["user#12", "tools[3] read_file", "password: short", "Bearer x", "xoxb-1-2"]
+    texts += [f"AWS key {SECRETS['aws-secret-access-key']!r}", "ghp_" + "a" * 36]
+    short = [t for t in texts if len(t) <= module._SHORT]
+    assert len(short) > 20
+    with_filter = [module.secret_spans(t) for t in short]
+    monkeypatch.setattr(module, "_SHORT", -1)
+    assert with_filter == [module.secret_spans(t) for t in short]
+    assert sum(bool(spans) for spans in with_filter) >= len(SECRETS) - 2

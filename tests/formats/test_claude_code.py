@@ -190,7 +190,7 @@ def test_subagent_files_beside_the_session_are_threads(session_file):
         "main",
         "main",
         "sidechain:s1",
-        "subagent:a1b2",
+        "sub-agent a1b2",
     ]
 
 
@@ -296,3 +296,32 @@ def test_real_sessions(realdata, name, calls, sidechain_calls):
     else:
         assert sidechains > 0
         assert frame.filter(pl.col("thread") == "main").height + sidechains == count
+
+
+def test_subagent_threads_are_named_by_their_type(session_file):
+    folder = session_file.parent / session_file.stem / "subagents"
+    folder.mkdir(parents=True)
+    records = [
+        _user("y1", None, "explore the repo", "2026-01-01T10:00:06Z"),
+        _assistant(
+            "y2",
+            "y1",
+            "msg_y",
+            {"type": "text", "text": "done"},
+            _usage(0, 8000),
+            "2026-01-01T10:00:07Z",
+        ),
+    ]
+    for agent in ("a1", "b2", "c3"):
+        lines = [
+            json.dumps({**r, "message": {**r["message"], "id": f"{agent}-{r['uuid']}"}})
+            if r["type"] == "assistant"
+            else json.dumps(r)
+            for r in records
+        ]
+        (folder / f"agent-{agent}.jsonl").write_text("\n".join(lines) + "\n")
+    for agent in ("a1", "b2"):
+        meta = {"agentType": "Explore", "description": "look around"}
+        (folder / f"agent-{agent}.meta.json").write_text(json.dumps(meta))
+    hints = {c.thread_hint for c in cacheviz.load(session_file).calls}
+    assert {"sub-agent Explore", "sub-agent Explore #2", "sub-agent c3"} <= hints

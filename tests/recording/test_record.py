@@ -373,3 +373,43 @@ def test_a_stream_read_after_the_block_is_still_recorded(fake, tmp_path):
     assert text == TEXT
     [line] = _lines(log)
     assert line["response"]["usage"] == EXPECTED_USAGE["messages"]
+
+
+@pytest.mark.parametrize("kind", ["chat.completions", "responses"])
+def test_openai_sdk_at_another_base_url_records_the_api_family(kind, fake, tmp_path):
+    # a gateway or a local server (here 127.0.0.1): not api.openai.com (issue 20, item 15)
+    import cacheviz
+
+    log = tmp_path / "run.jsonl"
+    with record(log):
+        _call(kind, fake, stream=False)
+    [line] = _lines(log)
+    assert line["provider"] == "openai-compatible"
+    assert line["meta"] == {"base_url": f"{fake.url}/v1", "api_family": "openai"}
+    [call] = cacheviz.load(log).calls
+    assert call.provider == "openai"  # gpt-4o: the analysis picks OpenAI's rules by model
+    assert call.meta["recorded_provider"] == "openai-compatible"
+    analysis = cacheviz.load(log).analyze()
+    assert analysis.calls["provider"].to_list() == ["openai"]
+    assert analysis.simulate("openai").total_cost_usd is not None
+
+
+def test_an_unknown_model_behind_a_compatible_server_keeps_the_family(tmp_path):
+    import cacheviz
+    from cacheviz.formats.native import record_line
+
+    body = {"model": "qwen3-coder-30b", "messages": [{"role": "user", "content": "hi"}]}
+    log = tmp_path / "local.jsonl"
+    meta = {"base_url": "http://localhost:8000/v1", "api_family": "openai"}
+    log.write_text(
+        record_line(
+            body,
+            provider="openai-compatible",
+            model=body["model"],
+            api="chat.completions",
+            meta=meta,
+        )
+        + "\n"
+    )
+    [call] = cacheviz.load(log).calls
+    assert call.provider == "openai-compatible" and call.meta["base_url"].endswith("/v1")

@@ -377,7 +377,7 @@ def test_a_dask_local_cluster_gives_the_same_rows_as_a_local_run(tmp_path):
     with (
         warnings.catch_warnings(),
         distributed.LocalCluster(
-            n_workers=1, threads_per_worker=2, processes=True, dashboard_address=None
+            n_workers=1, threads_per_worker=2, processes=True, dashboard_address=":0"
         ) as cluster,
         distributed.Client(cluster) as client,
     ):

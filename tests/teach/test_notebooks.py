@@ -62,3 +62,45 @@ def test_notebook_executes_headless_in_a_kernel(path):
         assert "solution: hit ratio" in text and "LAB-DONE" in text
     if path.name.startswith("03-"):
         assert "billed" in text and "ideal" in text and "POST-MORTEM-DONE" in text
+
+
+def _run_cells(path: Path, replace: dict[str, str] | None = None) -> dict:
+    """Exec a notebook's code cells (a cell starting with a key of ``replace`` swapped)."""
+    notebook = json.loads(path.read_text())
+    namespace: dict = {}
+    cwd = Path.cwd()
+    os.chdir(path.parent)
+    try:
+        for cell in (c for c in notebook["cells"] if c["cell_type"] == "code"):
+            source = "".join(cell["source"])
+            for start, instead in (replace or {}).items():
+                if source.startswith(start):
+                    source = instead
+            exec(compile(source, f"{path.name}:{cell['id']}", "exec"), namespace)
+    finally:
+        os.chdir(cwd)
+    return namespace
+
+
+def test_lab_playground_prints_plain_text_and_names_the_missing_breakpoint(capsys):
+    lab = next(p for p in NOTEBOOKS if p.name.startswith("02-"))
+    _run_cells(lab)
+    out = capsys.readouterr().out
+    assert "<b>" not in out
+    fixed, off = [line for line in out.splitlines() if line.startswith("hit ratio")][-2:]
+    assert "check: none" in fixed or "uncached_history" not in fixed
+    assert "uncached_history" in off and "hit ratio 0%" in off
+
+
+def test_post_mortem_opens_on_a_session_with_a_bill_and_nulls_unreported_threads(capsys):
+    post = next(p for p in NOTEBOOKS if p.name.startswith("03-"))
+    namespace = _run_cells(post)
+    assert namespace["chosen"].name == "reported_usage.jsonl"
+    assert namespace["bill"] is not None and namespace["bill"] > 0
+    assert namespace["per_thread"]["billed_usd"].null_count() == 0
+    sample = NOTEBOOKS[0].parent.parent / "sample_sessions" / "append_only.jsonl"
+    namespace = _run_cells(
+        post, {"from pathlib import Path": f"from pathlib import Path\nPATH = {str(sample)!r}"}
+    )
+    assert namespace["per_thread"]["billed_usd"].to_list() == [None]  # not 0.0
+    assert "POST-MORTEM-DONE" in capsys.readouterr().out

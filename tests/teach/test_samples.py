@@ -32,6 +32,8 @@ EXPECTED = {
     "compaction": (set(), None, None),
     # side calls and the sub-agent are separate threads; each is append-only
     "side_calls": (set(), None, None),
+    # append-only with reported usage; the pause before call 8 is a miss, not a drift
+    "reported_usage": (set(), None, None),
 }
 
 
@@ -57,3 +59,29 @@ def test_summary_json_reports_exactly_the_drifts_of_the_layout(name, capsys):
     for call in doc["calls"]:
         if call["drift"] is not None:
             assert (call["drift"]["cause"], call["drift"]["part"]) == (cause, part)
+
+
+def test_the_usage_sample_has_a_bill_and_one_ttl_miss():
+    import cacheviz
+
+    analysis = cacheviz.load(SAMPLE_DIR / "reported_usage.jsonl").analyze()
+    assert analysis.calls["reported_input_tokens"].null_count() == 0
+    assert analysis.billed_usd is not None and analysis.billed_usd > 0.05
+    assert analysis.misses["call"].to_list() == [8]
+    assert analysis.misses["cause"].to_list() == ["ttl_expired"]
+    assert set(analysis.calls["thread"]) == {"main", "side call claude-haiku-4-5"}
+
+
+def test_thread_names_say_what_each_thread_is():
+    import cacheviz
+
+    side = cacheviz.load(SAMPLE_DIR / "side_calls.jsonl").analyze().calls
+    tree = dict(side.select("thread", "parent_thread").unique().iter_rows())
+    assert tree == {
+        "main": None,
+        "side call claude-haiku-4-5": "main",
+        "side call claude-haiku-4-5 #2": "main",
+        "sub-agent explore": "main",
+    }
+    compaction = cacheviz.load(SAMPLE_DIR / "compaction.jsonl").analyze().calls
+    assert compaction["thread"].unique(maintain_order=True).to_list() == ["main", "main #2"]

@@ -42,6 +42,7 @@ def test_tables_are_arrow_and_text_free(analysis):
         "tokens_lost",
         "idle_gap",
         "reported_read",
+        "hit_ratio",
         "miss",
         "miss_cause",
         "miss_tokens",
@@ -232,3 +233,27 @@ def test_billed_cost_and_sub_agents_travel_to_the_front_end():
     side = next(name for name in meta["threads"] if name.startswith("sidechain"))
     assert meta["threads"][parents[side]] == "main"
     assert meta["reported"]["hit_ratio"] is not None
+
+
+def test_per_call_billed_and_hit_ratio_travel_for_filters_and_the_detail():
+    # issue 20, items 1, 5 and 11: the front end sums the shown calls' billed cost from
+    # the costs table, shows billed beside simulated in the call detail, and the
+    # per-request hit ratio in the timeline tooltip (null: n/a)
+    analysis = cacheviz.load(SAMPLES / "reported_usage.jsonl").analyze()
+    widget = Inspector(analysis)
+    costs = _table(widget._costs)
+    assert costs["billed_usd"].null_count() == 0
+    main = analysis.calls.filter(pl.col("thread") == "main")["index"].to_list()
+    shown = costs.filter(pl.col("call").is_in(main))["billed_usd"].sum()
+    expected = analysis.calls.filter(pl.col("thread") == "main")["billed_usd"].sum()
+    assert shown == pytest.approx(expected) and 0 < shown < analysis.billed_usd
+    timeline = _table(widget._timeline)
+    assert timeline["hit_ratio"].to_list() == analysis.calls["hit_ratio"].to_list()
+    assert timeline["hit_ratio"][0] == 0.0 and timeline["hit_ratio"][3] > 0.8
+    widget.selected_call = 8
+    detail = widget._detail
+    assert detail["billed_usd"] == pytest.approx(analysis.calls["billed_usd"][8])
+    assert detail["simulated_usd"] == pytest.approx(analysis.calls["simulated_usd"][8])
+    assert detail["hit_ratio"] == 0.0  # the TTL miss: nothing read
+    empty = Inspector(cacheviz.load(SAMPLES / "append_only.jsonl").analyze())
+    assert _table(empty._timeline)["hit_ratio"].null_count() == empty.meta["n_calls"]

@@ -1,21 +1,26 @@
 // @ts-check
 /**
- * The inspector's views, drawn into an element and kept in step with a model: the
- * anywidget model in a notebook (`inspector.js`), an in-memory one in the HTML report
- * (`report-app.js`). Only `inspector.js` is the widget entry: anywidget warns about named
- * exports there, so they live here.
+ * The inspector, drawn into an element and kept in step with a model: the anywidget model
+ * in a notebook (`inspector.js`), an in-memory one in the HTML report (`report-app.js`).
+ * Only `inspector.js` is the widget entry: anywidget warns about named exports there, so
+ * they live here.
+ *
+ * This module only composes: it decodes the synced tables into one shared state, mounts
+ * the header and one module per view (`views/overview.js`, `timeline.js`, `shape.js`,
+ * `detail.js`, `costs.js`, each owning its panel, figure and events), and wires the
+ * shared selection, filter and window between them.
  */
 import { errorText } from "./lib/arrow.js";
-import { appendRows, decodeCosts, decodeShape, decodeTimeline, filterRows, stepCall, threadNames } from "./lib/data.js";
-import { DETAIL_MAX, callTicks, clampWindow, overviewFigure, positionsOf, windowFromSelection, windowShape, windowShowing, centerWindow } from "./lib/window.js";
+import { appendRows, decodeCosts, decodeShape, decodeTimeline, filterRows, searchedCall, threadNames } from "./lib/data.js";
+import { DETAIL_MAX, callTicks, clampWindow, positionsOf, windowShowing } from "./lib/window.js";
 import { h } from "./lib/dom.js";
 import * as plot from "./lib/plot.js";
-import { STATUS_HELP, STATUS_NAMES } from "./lib/constants.js";
-import { formatDuration, plural } from "./lib/format.js";
-import { costFigure, foldedDrifts, hasCosts, selectionShapes, shapeFigure, timelineFigure } from "./lib/traces.js";
-import { renderDetail } from "./views/detail.js";
+import { createCosts } from "./views/costs.js";
+import { createDetail } from "./views/detail.js";
 import { createHeader } from "./views/header.js";
-import { compareTable, targetFacts } from "./views/providers.js";
+import { createOverview } from "./views/overview.js";
+import { createShape } from "./views/shape.js";
+import { createTimeline } from "./views/timeline.js";
 import { CSS } from "./views/styles.js";
 
 /**
@@ -129,19 +134,20 @@ function mount(model, el, hint) {
   /** @type {Array<[string, (...args: any[]) => void]>} */
   const listeners = [];
 
-  // ---- UI state (never synced) and decoded data --------------------------------------
+  // ---- shared state (never synced) and decoded data -----------------------------------
+  /** @type {import("./views/panel.js").ViewState} */
   const state = {
     thread: -1,
     cause: "",
     search: "",
     showCostless: false,
-    /** @type {import("./lib/window.js").Window} */ window: { start: 0, end: 0 },
-    /** @type {Map<number, number>} */ positions: new Map(),
-    /** @type {import("./lib/data.js").Timeline | null} */ timeline: null,
-    /** @type {import("./lib/data.js").Shape | null} */ shape: null,
-    /** @type {import("./lib/data.js").Costs | null} */ costs: null,
-    /** @type {number[]} */ rows: [],
-    /** @type {Record<string, string>} */ errors: {},
+    window: { start: 0, end: 0 },
+    positions: new Map(),
+    timeline: null,
+    shape: null,
+    costs: null,
+    rows: [],
+    errors: {},
   };
   const meta = () => /** @type {import("./lib/data.js").Meta} */ (model.get("meta") ?? {});
   const selected = () => {
@@ -152,6 +158,44 @@ function mount(model, el, hint) {
     if (!Number.isInteger(call) || call === selected()) return;
     model.set("selected_call", call);
     model.save_changes();
+  };
+  /** Position of the selected call among the shown rows, or -1. */
+  const selectedPosition = () => state.positions.get(selected()) ?? -1;
+  const revision = () => `thread:${state.thread}:${state.cause}:${state.search}:${state.window.start}:${state.window.end}`;
+  function theme() {
+    const view = doc.defaultView;
+    const computed = view?.getComputedStyle ? view.getComputedStyle(root) : null;
+    return {
+      color: computed?.color || "#222",
+      grid: "rgba(128,128,128,0.22)",
+      font: computed?.fontFamily || "sans-serif",
+    };
+  }
+
+  /** @type {import("./views/panel.js").ViewContext} */
+  const ctx = {
+    doc,
+    state,
+    meta,
+    selected,
+    select,
+    selectedPosition,
+    windowRows: () => state.rows.slice(state.window.start, state.window.end),
+    figureOptions: () => ({
+      theme: theme(),
+      selected: selectedPosition(),
+      revision: revision(),
+      offset: state.window.start,
+      ticks: state.timeline ? callTicks(state.timeline, state.rows, state.window) : {},
+      showCostless: state.showCostless,
+    }),
+    theme,
+    revision,
+    setWindow(window) {
+      state.window = clampWindow(window, state.rows.length);
+      drawAll();
+    },
+    detail: () => model.get("_detail"),
   };
 
   // ---- DOM --------------------------------------------------------------------------
@@ -170,7 +214,7 @@ function mount(model, el, hint) {
     },
     onCostless(show) {
       state.showCostless = show;
-      guarded(timelinePanel, "the timeline", drawTimeline);
+      views.timeline.draw();
     },
     onClear() {
       if (selected() !== -1) {
@@ -180,58 +224,23 @@ function mount(model, el, hint) {
     },
   });
   const dataError = h(doc, "div", { className: "cacheviz-panel__error", attrs: { role: "alert" } });
-
-  const overviewPanel = panel(doc, "Overview", "every shown call, binned; drag across it to choose the calls drawn below, click to centre");
-  overviewPanel.section.classList.add("cacheviz-overview");
-  const timelinePanel = panel(doc, "Timeline", "matched prefix vs new tokens per call; × drift, ▲ idle gap");
-  const shapePanel = panel(doc, "Cache shape", "segments of each request along the token axis");
-  shapePanel.section.classList.add("cacheviz-shape");
-  shapePanel.note.replaceChildren(
-    ...STATUS_NAMES.flatMap((name, s) => [
-      h(doc, "span", { text: name, title: STATUS_HELP[s] }),
-      s < STATUS_NAMES.length - 1 ? " · " : "",
-    ]),
-    " (hover a status for what it means)",
-  );
-  const detailPanel = panel(doc, "Call detail", "", false);
-  const nav = h(doc, "div", { className: "cacheviz-detail__nav" });
-  detailPanel.head.append(nav);
-  detailPanel.section.classList.add("cacheviz-detail");
-  const providersPanel = panel(doc, "Providers", "");
-  providersPanel.section.classList.add("cacheviz-providers");
-  const targetBox = h(doc, "div");
-  const compareBox = h(doc, "div");
-  providersPanel.empty.before(targetBox);
-  providersPanel.body.after(compareBox);
-
+  const views = {
+    overview: createOverview(ctx),
+    timeline: createTimeline(ctx),
+    shape: createShape(ctx),
+    detail: createDetail(ctx),
+    costs: createCosts(ctx),
+  };
+  /** In page order; the detail views draw after the overview moved the window. */
+  const all = [views.overview, views.timeline, views.shape, views.detail, views.costs];
+  const charts = all.filter((v) => v.chart);
   const root = h(doc, "div", { className: "cacheviz-inspector" }, [
     styleElement(doc),
     header.el,
     dataError,
-    overviewPanel.section,
-    timelinePanel.section,
-    shapePanel.section,
-    detailPanel.section,
-    providersPanel.section,
+    ...all.map((v) => v.panel.section),
   ]);
   el.appendChild(root);
-
-  const navButtons = [
-    navButton(doc, "◀ drift", "previous drift or miss", () => stepCall(requireTimeline(), state.rows, selected(), -1, true)),
-    navButton(doc, "◀ call", "previous call", () => stepCall(requireTimeline(), state.rows, selected(), -1, false)),
-    navButton(doc, "call ▶", "next call", () => stepCall(requireTimeline(), state.rows, selected(), 1, false)),
-    navButton(doc, "drift ▶", "next drift or miss", () => stepCall(requireTimeline(), state.rows, selected(), 1, true)),
-  ];
-  nav.append(...navButtons.map((b) => b.button));
-  for (const b of navButtons) {
-    b.button.addEventListener("click", () => {
-      const call = state.timeline ? b.target() : null;
-      if (call !== null) select(call);
-    });
-  }
-  function requireTimeline() {
-    return /** @type {import("./lib/data.js").Timeline} */ (state.timeline);
-  }
 
   // ---- data ---------------------------------------------------------------------------
   /**
@@ -260,7 +269,7 @@ function mount(model, el, hint) {
     const names = threadNames(meta());
     if (state.thread >= names.length) state.thread = -1;
     const filter = { thread: state.thread, cause: state.cause, search: state.search };
-    const before = state.rows ? state.rows.length : 0;
+    const before = state.rows.length;
     state.rows = state.timeline ? filterRows(state.timeline, meta(), filter) : [];
     state.positions = state.timeline ? positionsOf(state.timeline, state.rows) : new Map();
     const pos = state.positions.get(selected());
@@ -273,135 +282,25 @@ function mount(model, el, hint) {
     const kept = clampWindow(base, n);
     state.window = pos === undefined ? kept : windowShowing(kept, pos, state.rows.length);
   }
-  /** A filter changed: a call it hides is no longer selected; the window starts over. */
+  /**
+   * A filter changed: the window starts over; a search for a call number ("#5") selects
+   * that call (what the user means); a call the filter hides is no longer selected.
+   */
   function refilter() {
     state.window = { start: 0, end: 0 };
     updateRows();
-    if (selected() >= 0 && !state.positions.has(selected())) {
+    const searched = searchedCall(state.search);
+    if (searched !== null && state.positions.has(searched)) {
+      state.window = windowShowing(state.window, /** @type {number} */ (state.positions.get(searched)), state.rows.length);
+      select(searched);
+    } else if (selected() >= 0 && !state.positions.has(selected())) {
       model.set("selected_call", -1);
       model.save_changes();
     }
     drawAll();
   }
-  /** The rows the detail views draw. */
-  function windowRows() {
-    return state.rows.slice(state.window.start, state.window.end);
-  }
-  /** Position of the selected call among the shown rows, or -1. */
-  function selectedPosition() {
-    const pos = state.positions.get(selected());
-    return pos === undefined ? -1 : pos;
-  }
-  function figureOptions() {
-    return {
-      theme: theme(),
-      selected: selectedPosition(),
-      revision: revision(),
-      offset: state.window.start,
-      ticks: state.timeline ? callTicks(state.timeline, state.rows, state.window) : {},
-      showCostless: state.showCostless,
-    };
-  }
-  /** @param {import("./lib/window.js").Window} window */
-  function setWindow(window) {
-    state.window = clampWindow(window, state.rows.length);
-    drawAll();
-  }
-  /** @param {any} point */
-  const callOf = (point) => {
-    const c = Number(point?.customdata);
-    return Number.isInteger(c) ? c : null;
-  };
-  function theme() {
-    const view = doc.defaultView;
-    const computed = view?.getComputedStyle ? view.getComputedStyle(root) : null;
-    return {
-      color: computed?.color || "#222",
-      grid: "rgba(128,128,128,0.22)",
-      font: computed?.fontFamily || "sans-serif",
-    };
-  }
-  const revision = () => `thread:${state.thread}:${state.cause}:${state.search}:${state.window.start}:${state.window.end}`;
 
-  // ---- views ----------------------------------------------------------------------------
-  function drawOverview() {
-    const t = state.timeline;
-    if (!t || state.rows.length <= DETAIL_MAX) {
-      overviewPanel.section.hidden = true;
-      return;
-    }
-    overviewPanel.section.hidden = false;
-    const { start, end } = state.window;
-    overviewPanel.note.textContent =
-      `${state.rows.length.toLocaleString("en-US")} calls, binned; the views below draw calls ` +
-      `${t.call[state.rows[start]]}–${t.call[state.rows[end - 1]]} (${end - start}); drag across the overview to choose, click to centre`;
-    const fig = overviewFigure(t, state.rows, state.window, { theme: theme(), revision: revision() });
-    overviewPanel.empty.textContent = "";
-    overviewPanel.plot.hidden = false;
-    plot
-      .draw(overviewPanel.plot, fig, (point) => setWindow(centerWindow(state.window, Number(point.x), state.rows.length)), 0, {
-        plotly_selected: (/** @type {any} */ event) => {
-          const w = windowFromSelection(event, state.rows.length);
-          if (w) setWindow(w);
-        },
-      })
-      .catch((err) => viewError(overviewPanel, "the overview", err));
-  }
-  function drawTimeline() {
-    const t = state.timeline;
-    if (!t || t.n === 0) return emptyPlot(timelinePanel, "No calls to show.");
-    if (!state.rows.length) return emptyPlot(timelinePanel, "No call matches the filter.");
-    const fig = timelineFigure(t, windowRows(), meta(), figureOptions());
-    const idle = formatDuration(meta().ttl_seconds ?? null);
-    const folded = state.showCostless ? 0 : foldedDrifts(t, state.rows);
-    const foldNote = folded ? ` (+${plural(folded, "costless drift")} folded: tick “costless drifts” to show)` : "";
-    timelinePanel.note.textContent = `matched prefix vs new tokens per call; dotted: cache read the provider reported; × drift${foldNote}, ▼ miss, ▲ idle > ${idle}; click a call`;
-    drawInto(timelinePanel, fig, (point) => select(callOf(point) ?? -1), 0);
-  }
-  function drawShape() {
-    const t = state.timeline;
-    if (!t || t.n === 0 || !state.shape) return emptyPlot(shapePanel, state.shape ? "No calls to show." : "No shape data.");
-    if (!state.rows.length) return emptyPlot(shapePanel, "No call matches the filter.");
-    const rows = windowRows();
-    const fig = shapeFigure(state.shape, t, rows, figureOptions());
-    const posToCall = (/** @type {number} */ y) => {
-      const r = state.rows[Math.round(y)];
-      return r === undefined ? -1 : Number(t.call[r]);
-    };
-    drawInto(shapePanel, fig, (point) => select(posToCall(Number(point.y))), 1);
-  }
-  function drawCosts() {
-    const m = meta();
-    const t = state.timeline;
-    const filtered = state.thread >= 0 || state.cause !== "" || state.search !== "";
-    targetBox.replaceChildren(targetFacts(doc, m, filtered && t && state.costs ? { costs: state.costs, timeline: t, rows: state.rows } : null));
-    compareBox.replaceChildren(compareTable(doc, m));
-    if (!t || !state.costs || state.costs.n === 0 || !m.target) {
-      return emptyPlot(providersPanel, m.notice ? String(m.notice) : m.target ? "No per-call costs." : "No provider target is simulated.");
-    }
-    const rows = windowRows();
-    if (!hasCosts(state.costs, t, rows)) {
-      return emptyPlot(providersPanel, noCostMessage(m));
-    }
-    const fig = costFigure(state.costs, t, rows, figureOptions());
-    drawInto(providersPanel, fig, (point) => select(callOf(point) ?? -1), 2);
-  }
-  function drawDetail() {
-    try {
-      renderDetail(doc, detailPanel.body, {
-        selected: selected(),
-        detail: model.get("_detail") ?? null,
-        timeline: state.timeline,
-        costs: state.costs,
-        meta: meta(),
-      });
-      detailPanel.error.textContent = "";
-    } catch (err) {
-      viewError(detailPanel, "the drift detail", err);
-    }
-    const t = state.timeline;
-    for (const b of navButtons) b.button.disabled = !t || b.target() === null;
-  }
+  // ---- drawing ------------------------------------------------------------------------
   function drawHeader() {
     try {
       header.update({
@@ -417,45 +316,20 @@ function mount(model, el, hint) {
     } catch (err) {
       console.error("cacheviz inspector: header", err);
     }
-    header.setStatus(String(model.get("status") ?? ""));
+    showStatus();
+  }
+  /** The `status` trait in the header; the inspector is dimmed while a re-simulation runs. */
+  function showStatus() {
+    const busy = header.setStatus(String(model.get("status") ?? ""), meta());
+    root.classList.toggle("cacheviz-inspector--busy", busy);
   }
   function drawAll() {
     drawHeader();
-    guarded(overviewPanel, "the overview", drawOverview);
-    guarded(timelinePanel, "the timeline", drawTimeline);
-    guarded(shapePanel, "the cache shape map", drawShape);
-    guarded(providersPanel, "the provider costs", drawCosts);
-    drawDetail();
-  }
-
-  /** @param {PanelParts} p @param {string} what @param {() => void} fn */
-  function guarded(p, what, fn) {
-    try {
-      p.error.textContent = "";
-      fn();
-    } catch (err) {
-      viewError(p, what, err);
-    }
-  }
-  /**
-   * @param {PanelParts} p
-   * @param {import("./lib/traces.js").Figure} fig
-   * @param {(point: any) => void} onClick
-   * @param {number} stagger first draw: paint the charts above first (see plot.draw)
-   */
-  function drawInto(p, fig, onClick, stagger) {
-    p.empty.textContent = "";
-    p.plot.hidden = false;
-    plot.draw(p.plot, fig, onClick, stagger).catch((err) => viewError(p, "a chart", err));
-  }
-  /** @param {PanelParts} p @param {string} message */
-  function emptyPlot(p, message) {
-    p.empty.textContent = message;
-    p.plot.hidden = true;
+    // the detail panel draws last (as it always has): its buttons read the charts' rows
+    for (const v of [views.overview, views.timeline, views.shape, views.costs, views.detail]) v.draw();
   }
   function updateSelection() {
-    const call = selected();
-    header.setSelection(call);
+    header.setSelection(selected());
     const pos = selectedPosition();
     if (pos >= 0 && (pos < state.window.start || pos >= state.window.end)) {
       // selected from Python, the nav buttons or the report: bring it into the window
@@ -463,13 +337,7 @@ function mount(model, el, hint) {
       drawAll();
       return;
     }
-    for (const [p, along] of /** @type {const} */ ([[timelinePanel, "x"], [shapePanel, "y"], [providersPanel, "x"]])) {
-      if (!p.plot.hidden) plot.setShapes(p.plot, selectionShapes(pos, along)).catch((err) => viewError(p, "the selection", err));
-    }
-    if (!overviewPanel.section.hidden && !overviewPanel.plot.hidden) {
-      plot.setShapes(overviewPanel.plot, [windowShape(state.window)]).catch(() => undefined);
-    }
-    drawDetail();
+    for (const v of [views.timeline, views.shape, views.costs, views.overview, views.detail]) v.showSelection(pos);
   }
 
   // ---- model events ------------------------------------------------------------------
@@ -495,14 +363,14 @@ function mount(model, el, hint) {
   on("change:_shape", () => {
     state.shape = load("_shape", decodeShape);
     showDataErrors();
-    guarded(shapePanel, "the cache shape map", drawShape);
+    views.shape.draw();
   });
   on("change:_costs", () => {
     state.costs = load("_costs", decodeCosts);
     showDataErrors();
     drawHeader();
-    guarded(providersPanel, "the provider costs", drawCosts);
-    drawDetail();
+    views.costs.draw();
+    views.detail.draw();
   });
   on("change:meta", () => {
     updateRows();
@@ -513,31 +381,26 @@ function mount(model, el, hint) {
   // then sets the new meta, which redraws
   on("msg:custom", (/** @type {any} */ msg, /** @type {DataView[]} */ buffers) => {
     if (msg?.type !== "append") return;
-    appendTables(buffers);
-  });
-  /** @param {DataView[]} buffers */
-  function appendTables(buffers) {
     if (state.timeline) state.timeline = appendRows(state.timeline, decodeTimeline(buffers[0]));
     if (state.shape) state.shape = appendRows(state.shape, decodeShape(buffers[1]));
     if (state.costs) state.costs = appendRows(state.costs, decodeCosts(buffers[2]));
-  }
+  });
   on("change:selected_call", updateSelection);
-  on("change:_detail", drawDetail);
-  on("change:status", () => header.setStatus(String(model.get("status") ?? "")));
+  on("change:_detail", views.detail.draw);
+  on("change:status", showStatus);
 
   // ---- first render ------------------------------------------------------------------
   state.timeline = load("_timeline", decodeTimeline);
   state.shape = load("_shape", decodeShape);
   state.costs = load("_costs", decodeCosts);
-  for (const [table, trait, decode] of /** @type {const} */ ([
-    ["timeline", "_timeline", decodeTimeline],
-    ["shape", "_shape", decodeShape],
-    ["costs", "_costs", decodeCosts],
-  ])) {
-    for (const more of APPENDED.get(model.get(trait)) ?? []) {
-      const rows = /** @type {any} */ (state[table]);
-      if (rows) state[table] = appendRows(rows, /** @type {any} */ (decode)(more));
-    }
+  for (const more of APPENDED.get(model.get("_timeline")) ?? []) {
+    if (state.timeline) state.timeline = appendRows(state.timeline, decodeTimeline(more));
+  }
+  for (const more of APPENDED.get(model.get("_shape")) ?? []) {
+    if (state.shape) state.shape = appendRows(state.shape, decodeShape(more));
+  }
+  for (const more of APPENDED.get(model.get("_costs")) ?? []) {
+    if (state.costs) state.costs = appendRows(state.costs, decodeCosts(more));
   }
   showDataErrors();
   updateRows();
@@ -557,9 +420,7 @@ function mount(model, el, hint) {
       pending = true;
       view.requestAnimationFrame(() => {
         pending = false;
-        for (const p of [overviewPanel, timelinePanel, shapePanel, providersPanel]) {
-          if (!p.plot.hidden) plot.resize(p.plot).catch(() => undefined);
-        }
+        for (const v of charts) if (!v.panel.plot.hidden) plot.resize(v.panel.plot).catch(() => undefined);
       });
     });
     observer.observe(root);
@@ -567,10 +428,11 @@ function mount(model, el, hint) {
 
   return () => {
     observer?.disconnect();
+    header.dispose();
     if (typeof model.off === "function") for (const [event, fn] of listeners) model.off(event, fn);
-    for (const p of [overviewPanel, timelinePanel, shapePanel, providersPanel]) {
+    for (const v of charts) {
       try {
-        plot.purge(p.plot);
+        plot.purge(v.panel.plot);
       } catch {
         // already gone
       }
@@ -578,70 +440,3 @@ function mount(model, el, hint) {
     root.remove();
   };
 }
-
-/**
- * @typedef {{ section: HTMLElement, head: HTMLElement, note: HTMLElement, error: HTMLElement,
- *   empty: HTMLElement, plot: HTMLElement, body: HTMLElement }} PanelParts
- */
-
-/**
- * A titled panel with an error line, an empty-state line, a plot and a body.
- *
- * @param {Document} doc
- * @param {string} title
- * @param {string} note
- * @param {boolean} [withPlot=true]
- * @returns {PanelParts}
- */
-function panel(doc, title, note, withPlot = true) {
-  const noteEl = h(doc, "span", { className: "cacheviz-panel__note", text: note });
-  const head = h(doc, "div", { className: "cacheviz-panel__head" }, [
-    h(doc, "h3", { className: "cacheviz-panel__title", text: title }),
-    noteEl,
-  ]);
-  const error = h(doc, "div", { className: "cacheviz-panel__error", attrs: { role: "alert" } });
-  const empty = h(doc, "div", { className: "cacheviz-panel__empty" });
-  const plotEl = h(doc, "div", { className: "cacheviz-panel__plot" });
-  plotEl.hidden = !withPlot;
-  const body = h(doc, "div", { className: "cacheviz-panel__body" });
-  const section = h(doc, "section", { className: "cacheviz-panel" }, [head, error, empty, plotEl, body]);
-  return { section, head, note: noteEl, error, empty, plot: plotEl, body };
-}
-
-/**
- * Why the cost chart is empty, naming the models and what to do.
- *
- * @param {import("./lib/data.js").Meta} meta
- */
-export function noCostMessage(meta) {
-  const target = meta.target;
-  const provider = target ? String(target.provider) : "the target";
-  if (provider === "vllm" || provider === "sglang") {
-    return `${provider} is a self-hosted engine: it has no prices, so there is no cost to chart. The table above shows the prefill tokens its prefix cache would save.`;
-  }
-  const models = meta.unpriced_models?.length ? meta.unpriced_models.join(", ") : target?.model ? String(target.model) : "the recorded models";
-  const pick = meta.models?.length ? ` Pick a priced ${provider} model (e.g. ${meta.models.slice(0, 3).join(", ")}).` : " Pick a model with a price.";
-  return `No ${provider} price for ${models}, so no cost to chart.${pick}`;
-}
-
-/**
- * @param {PanelParts} p
- * @param {string} what
- * @param {unknown} err
- */
-function viewError(p, what, err) {
-  console.error(`cacheviz inspector: could not draw ${what}`, err);
-  p.error.textContent = `Could not draw ${what}: ${errorText(err)}. Details are in the browser console.`;
-}
-
-/**
- * @param {Document} doc
- * @param {string} text
- * @param {string} title
- * @param {() => number | null} target
- */
-function navButton(doc, text, title, target) {
-  const button = h(doc, "button", { className: "cacheviz-button", text, title, attrs: { type: "button" } });
-  return { button, target };
-}
-

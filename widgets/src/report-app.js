@@ -9,8 +9,8 @@
 import { render, showFatal } from "./render.js";
 import { reportModel } from "./lib/memory-model.js";
 
-export const DATA_ID = "cacheviz-data";
-export const ROOT_ID = "cacheviz-root";
+const DATA_ID = "cacheviz-data";
+const ROOT_ID = "cacheviz-root";
 const HINT = "The report file may be truncated or written by another cacheviz version; write it again with `cacheviz report`.";
 
 /**

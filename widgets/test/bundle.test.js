@@ -3,7 +3,7 @@ import { describe, expect, it } from "vitest";
 
 // `npm run build` writes these; the checks are skipped when they have not been built yet.
 const STATIC = new URL("../../cacheviz/static/", import.meta.url);
-const bundles = ["inspector.js", "report.js"].map((name) => ({ name, url: new URL(name, STATIC) }));
+const bundles = ["inspector.js", "report.js", "plotly.js"].map((name) => ({ name, url: new URL(name, STATIC) }));
 
 /** Each match of `pattern` with a little context (never the whole bundle in a failure). */
 function matches(code, pattern, allowed = () => false) {
@@ -34,6 +34,21 @@ describe.each(bundles)("the built $name", ({ name, url }) => {
   it.skipIf(!built)("can be inlined in a <script> element as it is", () => {
     expect(matches(code, /<\/script/i)).toEqual([]);
     expect(matches(code, /<!--/)).toEqual([]);
+  });
+
+  it.skipIf(!built)(name === "plotly.js" ? "holds plotly, once per page" : "leaves plotly to plotly.js", () => {
+    // plotly's version module (`version="4.1.1"`), the one line every copy of plotly has
+    const plotlyVersion = JSON.parse(readFileSync(new URL("../node_modules/plotly.js-basic-dist-min/package.json", import.meta.url), "utf8")).version;
+    const copies = matches(code, new RegExp(`version=${JSON.stringify(plotlyVersion).replace(/\./g, "\\.")}`)).length;
+    if (name === "plotly.js") {
+      expect(copies).toBe(1);
+      // evaluated only when no earlier plotly.js on the page did
+      expect(code).toContain("globalThis.__cachevizPlotly||(globalThis.__cachevizPlotly=");
+    } else {
+      expect(code.length).toBeLessThan(200_000);
+      expect(copies).toBe(0);
+      expect(code).toContain("globalThis.__cachevizPlotly");
+    }
   });
 
   it.skipIf(!built)(name === "inspector.js" ? "is an ES module with a default export" : "is a plain script (IIFE)", () => {

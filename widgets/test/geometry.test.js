@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { cumulativeSum, plotHeight, prefixLine, prefixTicks, statusBars } from "../src/lib/geometry.js";
+import { cumulativeSum, plotHeight, statusBars } from "../src/lib/geometry.js";
 
 describe("cumulativeSum", () => {
   it("adds up and carries over missing values", () => {
@@ -31,29 +31,6 @@ describe("statusBars", () => {
   it("keeps only visible calls", () => {
     const { bars } = statusBars(shape, (call) => call === 1, 5);
     expect(bars.flatMap((b) => b.y)).toEqual([1, 1, 1]);
-  });
-});
-
-const timeline = {
-  call: [0, 1, 2, 3, 4],
-  prefix: [0, 10, 0, 20, 5],
-  thread: [0, 0, 1, 0, 1],
-};
-
-describe("prefixLine", () => {
-  it("draws each thread in call order, separated by a gap", () => {
-    expect(prefixLine(timeline, [0, 1, 2, 3, 4])).toEqual({
-      x: [0, 1, 3, null, 2, 4],
-      y: [0, 10, 20, null, 0, 5],
-    });
-  });
-});
-
-describe("prefixTicks", () => {
-  it("ticks each bar at its prefix and joins consecutive calls of one thread", () => {
-    const { x, y } = prefixTicks(timeline, [0, 1, 2], 0.4);
-    expect(x).toEqual([0, 0, 0, 10, 10, 10, null, 0, 0, null]);
-    expect(y).toEqual([-0.4, 0.4, 0.5, 0.5, 0.6, 1.4, null, 1.6, 2.4, null]);
   });
 });
 

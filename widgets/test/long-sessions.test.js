@@ -10,13 +10,16 @@ vi.mock("../src/lib/plot.js", () => ({
 }));
 
 import * as plot from "../src/lib/plot.js";
-import { render, noCostMessage } from "../src/render.js";
+import { render } from "../src/render.js";
 import { createMemoryModel } from "../src/lib/memory-model.js";
 import { decodeCosts, decodeShape, decodeTimeline, filterRows, threadTree, visibleRows } from "../src/lib/data.js";
 import { plural, usdTicks } from "../src/lib/format.js";
-import { costFigure, foldUnlogged, foldedDrifts, prefixSteps, shapeFigure, shapeHeight, timelineFigure, SHAPE_ROW_PX } from "../src/lib/traces.js";
+import { costFigure, noCostMessage } from "../src/views/costs.js";
+import { SHAPE_ROW_PX, foldUnlogged, shapeFigure, shapeHeight } from "../src/views/shape.js";
+import { foldedDrifts, prefixSteps, timelineFigure } from "../src/views/timeline.js";
 import { statusBars } from "../src/lib/geometry.js";
-import { DEFAULT_WINDOW, DETAIL_MAX, binRows, clampWindow, overviewFigure, windowFromSelection } from "../src/lib/window.js";
+import { DEFAULT_WINDOW, DETAIL_MAX, clampWindow } from "../src/lib/window.js";
+import { binRows, overviewFigure, windowFromSelection } from "../src/views/overview.js";
 import { dataView, makeSession } from "./fixtures/session.js";
 import { float64, int32, tableFromArrays, tableToIPC } from "@uwdata/flechette";
 

@@ -32,7 +32,7 @@ function widgetModel(session, extra = {}) {
 }
 
 /** Elements that markup in the data could have smuggled in (Plotly is mocked: no SVG). */
-const SMUGGLED = "img, script, svg, iframe, a, object, embed";
+const SMUGGLED = "img, script, svg:not(.cacheviz-info), iframe, a, object, embed"; // the ⓘ icons are our own SVG
 
 let el;
 let errors;
@@ -42,6 +42,7 @@ beforeEach(() => {
   errors = vi.spyOn(console, "error").mockImplementation(() => {});
   vi.mocked(plot.draw).mockClear();
   vi.mocked(plot.setShapes).mockClear();
+  vi.mocked(plot.purge).mockClear();
 });
 afterEach(() => {
   el.remove();
@@ -125,6 +126,35 @@ describe("render", () => {
     expect(model.get("selected_call")).toBe(7);
   });
 
+  it("selects the call a search names (#5), and keeps a text search a filter", async () => {
+    vi.useFakeTimers();
+    try {
+      const session = makeSession({ calls: 40, threads: 2 });
+      const model = widgetModel(session);
+      render({ model, el });
+      const search = el.querySelector(".cacheviz-header input[type=search]");
+      search.value = "#5";
+      search.dispatchEvent(new Event("input"));
+      await vi.advanceTimersByTimeAsync(200);
+      expect(model.set).toHaveBeenCalledWith("selected_call", 5);
+      expect(model.save_changes).toHaveBeenCalledTimes(1);
+      expect(el.querySelector(".cacheviz-header__selection").textContent).toBe("selected: call 5");
+      expect(el.querySelector(".cacheviz-detail .cacheviz-panel__body").textContent).toContain("Loading the detail of call 5");
+      // a number no shown call has: nothing selected (the filter hides the old selection)
+      search.value = "#999";
+      search.dispatchEvent(new Event("input"));
+      await vi.advanceTimersByTimeAsync(200);
+      expect(model.get("selected_call")).toBe(-1);
+      // a text search filters and selects nothing
+      search.value = "user";
+      search.dispatchEvent(new Event("input"));
+      await vi.advanceTimersByTimeAsync(200);
+      expect(model.get("selected_call")).toBe(-1);
+    } finally {
+      vi.useRealTimers();
+    }
+  });
+
   it("follows selected_call and _detail set from Python", () => {
     const session = makeSession({ calls: 40 });
     const model = widgetModel(session);
@@ -187,12 +217,53 @@ describe("render", () => {
     render({ model, el });
     const status = el.querySelector(".cacheviz-header__status");
     model.set("status", "simulating…");
-    expect(status.textContent).toBe("simulating…");
+    expect(status.textContent).toMatch(/^simulating… \d\.\d s$/);
     expect(status.classList.contains("cacheviz-header__status--error")).toBe(false);
     model.set("status", "openai: unknown model 'x'");
+    expect(status.textContent).toBe("openai: unknown model 'x'");
     expect(status.classList.contains("cacheviz-header__status--error")).toBe(true);
     model.set("status", "");
     expect(status.textContent).toBe("");
+  });
+
+  it("shows that a re-simulation runs, how long, and then its result", async () => {
+    vi.useFakeTimers();
+    try {
+      const session = makeSession({ calls: 10 });
+      const model = widgetModel(session);
+      const cleanup = render({ model, el });
+      const root = el.querySelector(".cacheviz-inspector");
+      const status = el.querySelector(".cacheviz-header__status");
+      const was = session.meta.target;
+      model.set("status", "simulating…");
+      expect(status.classList.contains("cacheviz-header__status--busy")).toBe(true);
+      expect(root.classList.contains("cacheviz-inspector--busy")).toBe(true);
+      expect(el.querySelector(".cacheviz-header").getAttribute("aria-busy")).toBe("true");
+      await vi.advanceTimersByTimeAsync(3000);
+      expect(status.textContent).toMatch(/^simulating… 3\.\d s$/);
+      // Python sends the new numbers, then clears the status
+      model.set("meta", { ...session.meta, target: { ...was, provider: "openai", model: "gpt-5", total_cost_usd: 0.5 } });
+      expect(status.classList.contains("cacheviz-header__status--busy")).toBe(true); // still running
+      model.set("status", "");
+      expect(status.classList.contains("cacheviz-header__status--busy")).toBe(false);
+      expect(status.classList.contains("cacheviz-header__status--done")).toBe(true);
+      expect(root.classList.contains("cacheviz-inspector--busy")).toBe(false);
+      expect(status.textContent).toMatch(/^re-simulated in 3\.\d s: openai:gpt-5 \$0\.5 \(was anthropic:claude-sonnet-4-5 \$\d/);
+      // a redraw keeps the result; the next run replaces it, and its error is shown as such
+      model.set("selected_call", 2);
+      expect(status.textContent).toContain("re-simulated");
+      model.set("status", "simulating…");
+      model.set("status", "openai: no such model");
+      expect(status.textContent).toBe("openai: no such model");
+      expect(status.classList.contains("cacheviz-header__status--error")).toBe(true);
+      const timers = vi.getTimerCount(); // others' (e.g. the detail's scrolling), not the status'
+      model.set("status", "simulating…");
+      expect(vi.getTimerCount()).toBe(timers + 1);
+      cleanup(); // stops the progress timer
+      expect(vi.getTimerCount()).toBe(timers);
+    } finally {
+      vi.useRealTimers();
+    }
   });
 
   it("redraws when Python replaces the data", () => {

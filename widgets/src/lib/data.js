@@ -183,6 +183,17 @@ export function threadTree(names, parents) {
  */
 
 /**
+ * The call a search names ("12" or "#12"), or null when it searches text.
+ *
+ * @param {string | null | undefined} search
+ * @returns {number | null}
+ */
+export function searchedCall(search) {
+  const query = (search ?? "").trim();
+  return /^#?\d+$/.test(query) ? Number(query.replace("#", "")) : null;
+}
+
+/**
  * Rows matching a filter, in call order. `cause` is "" (any), "drift", "miss", or a drift
  * cause name; `search` matches a call number ("12" or "#12") or the drift's segment label.
  *
@@ -197,7 +208,7 @@ export function filterRows(timeline, meta, filter) {
   const cause = filter.cause ?? "";
   const query = (filter.search ?? "").trim().toLowerCase();
   if (!cause && !query) return base;
-  const callQuery = /^#?\d+$/.test(query) ? Number(query.replace("#", "")) : null;
+  const callQuery = searchedCall(query);
   return base.filter((r) => {
     if (cause === "drift" && !timeline.drift[r]) return false;
     if (cause === "miss" && !timeline.miss[r]) return false;
@@ -274,7 +285,7 @@ export function appendRows(rows, more) {
  * @param {ArrayLike<number>} calls
  * @returns {Map<number, number>}
  */
-export function indexBy(calls) {
+function indexBy(calls) {
   const map = new Map();
   for (let i = 0; i < calls.length; i++) map.set(Number(calls[i]), i);
   return map;

@@ -69,9 +69,45 @@ export function facts(doc, className, pairs) {
     { className },
     pairs.map(([label, value, help]) =>
       h(doc, "div", { className: `${className.split(" ")[0]}-item`, ...(help ? { title: help } : {}) }, [
-        h(doc, "dt", { text: help ? `${label} ⓘ` : label }),
+        help ? h(doc, "dt", {}, [`${label} `, infoIcon(doc)]) : h(doc, "dt", { text: label }),
         typeof value === "string" ? h(doc, "dd", { text: value }) : h(doc, "dd", {}, [value]),
       ]),
     ),
   );
+}
+
+const SVG = "http://www.w3.org/2000/svg";
+
+/**
+ * The "hover for an explanation" mark: a circled i drawn as inline SVG, so it shows
+ * whatever fonts the page has (the ⓘ character renders as an empty box in fonts without
+ * it). Decorative: the explanation is the enclosing element's `title`.
+ *
+ * @param {Document} doc
+ * @returns {SVGSVGElement}
+ */
+export function infoIcon(doc) {
+  const svg = /** @type {SVGSVGElement} */ (doc.createElementNS(SVG, "svg"));
+  for (const [name, value] of Object.entries({
+    class: "cacheviz-info",
+    viewBox: "0 0 16 16",
+    width: "0.9em",
+    height: "0.9em",
+    "aria-hidden": "true",
+    focusable: "false",
+  })) {
+    svg.setAttribute(name, value);
+  }
+  const circle = doc.createElementNS(SVG, "circle");
+  for (const [name, value] of Object.entries({ cx: "8", cy: "8", r: "7", fill: "none", stroke: "currentColor", "stroke-width": "1.5" })) {
+    circle.setAttribute(name, value);
+  }
+  const dot = doc.createElementNS(SVG, "circle");
+  for (const [name, value] of Object.entries({ cx: "8", cy: "4.6", r: "1.1", fill: "currentColor" })) dot.setAttribute(name, value);
+  const stem = doc.createElementNS(SVG, "rect");
+  for (const [name, value] of Object.entries({ x: "7", y: "6.8", width: "2", height: "5.6", rx: "0.6", fill: "currentColor" })) {
+    stem.setAttribute(name, value);
+  }
+  svg.append(circle, dot, stem);
+  return svg;
 }

@@ -1,5 +1,5 @@
 // @ts-check
-/** Run geometry, prefix lines and cumulative sums: plain arrays ready for bar/scatter traces. */
+/** Run geometry, plot heights and cumulative sums: plain arrays ready for bar/scatter traces. */
 import { isNumber } from "./format.js";
 
 /**
@@ -58,79 +58,6 @@ export function statusBars(shape, visible, nStatuses, fallback = 3) {
     if (end > maxEnd) maxEnd = end;
   }
   return { bars, maxEnd };
-}
-
-/**
- * The common-prefix line of the timeline: per thread, its calls' prefix in call order,
- * threads separated by a gap (null), so one trace draws every thread's line.
- *
- * @param {{ call: ArrayLike<number>, prefix: ArrayLike<number>, thread: ArrayLike<number> }} timeline
- * @param {number[]} rows visible rows in call order
- * @returns {{ x: (number | null)[], y: (number | null)[] }}
- */
-export function prefixLine(timeline, rows) {
-  /** @type {Map<number, number[]>} */
-  const byThread = new Map();
-  for (const r of rows) {
-    const l = Number(timeline.thread[r]);
-    let list = byThread.get(l);
-    if (!list) byThread.set(l, (list = []));
-    list.push(r);
-  }
-  /** @type {(number | null)[]} */
-  const x = [];
-  /** @type {(number | null)[]} */
-  const y = [];
-  for (const list of byThread.values()) {
-    if (x.length) {
-      x.push(null);
-      y.push(null);
-    }
-    for (const r of list) {
-      x.push(timeline.call[r]);
-      y.push(timeline.prefix[r]);
-    }
-  }
-  return { x, y };
-}
-
-/**
- * The common-prefix line of the shape map (calls down the y axis): a tick across each
- * call's bar at its prefix end, joined to the next call's tick when that call is the
- * next row of the same thread (so interleaved threads are not cross-linked).
- *
- * @param {{ call: ArrayLike<number>, prefix: ArrayLike<number>, thread: ArrayLike<number> }} timeline
- * @param {number[]} rows visible rows in call order
- * @param {number} [half=0.45] half the bar thickness, in call units
- * @returns {{ x: (number | null)[], y: (number | null)[] }}
- */
-export function prefixTicks(timeline, rows, half = 0.45) {
-  /** @type {(number | null)[]} */
-  const x = [];
-  /** @type {(number | null)[]} */
-  const y = [];
-  for (let k = 0; k < rows.length; k++) {
-    const r = rows[k];
-    const c = Number(timeline.call[r]);
-    const p = Number(timeline.prefix[r]);
-    x.push(p, p);
-    y.push(c - half, c + half);
-    const next = k + 1 < rows.length ? rows[k + 1] : -1;
-    const joined =
-      next >= 0 &&
-      Number(timeline.thread[next]) === Number(timeline.thread[r]) &&
-      Number(timeline.call[next]) === c + 1;
-    if (joined) {
-      // riser at the boundary between the two bars
-      const q = Number(timeline.prefix[next]);
-      x.push(p, q);
-      y.push(c + 0.5, c + 0.5);
-    } else {
-      x.push(null);
-      y.push(null);
-    }
-  }
-  return { x, y };
 }
 
 /**

@@ -87,7 +87,7 @@ export async function inflateJson(text) {
  * @param {Record<string, any>} detail
  * @param {Record<string, string>} texts
  */
-export function withTexts(detail, texts) {
+function withTexts(detail, texts) {
   const content = detail.content;
   if (!content || typeof content !== "object") return detail;
   const fill = (/** @type {any[]} */ items) =>

@@ -1,9 +1,11 @@
 // @ts-check
 /** The drift detail of the selected call: both sides of the first differing segment, token chips, cost. */
-import { nameAt, threadNames } from "../lib/data.js";
+import { nameAt, stepCall, threadNames } from "../lib/data.js";
 import { facts, h } from "../lib/dom.js";
 import { splitDiff, truncate, visibleToken } from "../lib/escape.js";
 import { formatNumber, formatShare, formatTime, formatTokens, formatUsd, humanizeKey, isNumber } from "../lib/format.js";
+import { detailMarkdown } from "../lib/markdown.js";
+import { panel, viewError } from "./panel.js";
 
 /**
  * @typedef {import("../lib/data.js").Meta} Meta
@@ -35,7 +37,7 @@ const SUMMARY_KEYS = new Set(["thread", "input_tokens", "prefix_tokens", "new_to
  * @param {HTMLElement} body
  * @param {DetailState} state
  */
-export function renderDetail(doc, body, state) {
+function renderDetail(doc, body, state) {
   const { selected, timeline } = state;
   if (!(selected >= 0)) {
     body.replaceChildren(
@@ -150,7 +152,7 @@ function driftParts(doc, d, meta) {
  * @param {Chips | null} chips
  * @returns {HTMLElement | null}
  */
-export function chipRows(doc, chips) {
+function chipRows(doc, chips) {
   if (!chips) return null;
   const before = chips.before ?? [];
   const prev = chips.prev_after ?? [];
@@ -234,7 +236,7 @@ export function sides(doc, prev, current) {
  * @param {boolean} haveSummary the timeline already shows the token numbers
  * @returns {[string, string][]}
  */
-export function extraFacts(detail, haveSummary) {
+function extraFacts(detail, haveSummary) {
   /** @type {[string, string][]} */
   const out = [];
   for (const [key, value] of Object.entries(detail)) {
@@ -249,7 +251,7 @@ export function extraFacts(detail, haveSummary) {
  * @param {unknown} value
  * @returns {string}
  */
-export function displayValue(value) {
+function displayValue(value) {
   if (typeof value === "number") return Number.isInteger(value) ? formatTokens(value) : formatNumber(value, 6);
   if (typeof value === "boolean") return value ? "yes" : "no";
   if (typeof value === "string") return truncate(value, 500);
@@ -367,7 +369,7 @@ function contentItem(doc, item) {
  * @param {Document} doc
  * @param {Record<string, any>} miss
  */
-export function missPart(doc, miss) {
+function missPart(doc, miss) {
   /** @type {[string, string | Node][]} */
   const pairs = [
     ["miss", h(doc, "span", { className: "cacheviz-detail__cause", text: miss.cause ? String(miss.cause) : "unknown" })],
@@ -380,4 +382,100 @@ export function missPart(doc, miss) {
     facts(doc, "cacheviz-detail__facts", pairs),
     miss.detail ? h(doc, "p", { className: "cacheviz-detail__note", text: String(miss.detail) }) : "",
   ]);
+}
+
+/**
+ * The call detail panel, with buttons that step to the previous/next call or drift
+ * among the shown calls.
+ *
+ * @param {import("./panel.js").ViewContext} ctx
+ * @returns {import("./panel.js").View}
+ */
+export function createDetail(ctx) {
+  const { state, doc } = ctx;
+  const p = panel(doc, "Call detail", "", false);
+  const nav = h(doc, "div", { className: "cacheviz-detail__nav" });
+  p.head.append(nav);
+  p.section.classList.add("cacheviz-detail");
+  /** @param {1 | -1} step @param {boolean} driftsOnly */
+  const stepper = (step, driftsOnly) => () =>
+    state.timeline ? stepCall(state.timeline, state.rows, ctx.selected(), step, driftsOnly) : null;
+  const buttons = /** @type {const} */ ([
+    ["◀ drift", "previous drift or miss", stepper(-1, true)],
+    ["◀ call", "previous call", stepper(-1, false)],
+    ["call ▶", "next call", stepper(1, false)],
+    ["drift ▶", "next drift or miss", stepper(1, true)],
+  ]).map(([text, title, target]) => {
+    const button = h(doc, "button", { className: "cacheviz-button", text, title, attrs: { type: "button" } });
+    button.addEventListener("click", () => {
+      const call = target();
+      if (call !== null) ctx.select(call);
+    });
+    return { button, target };
+  });
+  nav.append(...buttons.map((b) => b.button));
+
+  // "copy as markdown": the selected drift or miss, for a bug report
+  const copy = h(doc, "button", {
+    className: "cacheviz-button cacheviz-detail__copy",
+    text: "copy as markdown",
+    title: "Copy this call's drift or miss as Markdown (for a bug report or an issue)",
+    attrs: { type: "button" },
+  });
+  const copied = h(doc, "span", { className: "cacheviz-detail__copied", attrs: { role: "status", "aria-live": "polite" } });
+  const copyBox = h(doc, "div", { className: "cacheviz-detail__copybox" });
+  nav.append(copy, copied);
+  p.body.before(copyBox);
+  /** The Markdown of the shown detail, or null (no drift or miss, or not loaded yet). */
+  const markdown = () => {
+    const detail = ctx.detail();
+    return detail && detail.call === ctx.selected() ? detailMarkdown(detail, ctx.meta()) : null;
+  };
+  copy.addEventListener("click", () => {
+    const text = markdown();
+    if (text === null) return;
+    const clipboard = doc.defaultView?.navigator?.clipboard;
+    const fallback = () => {
+      // no clipboard access (an insecure page, a denied permission): show it selected
+      const area = /** @type {HTMLTextAreaElement} */ (
+        h(doc, "textarea", { className: "cacheviz-detail__markdown", attrs: { readonly: "", rows: "8", "aria-label": "the call as Markdown" } })
+      );
+      area.value = text;
+      copyBox.replaceChildren(area);
+      area.select();
+      copied.textContent = "the browser did not allow copying: the Markdown is selected below (Ctrl+C / ⌘C)";
+    };
+    if (!clipboard?.writeText) return fallback();
+    clipboard.writeText(text).then(() => {
+      copyBox.replaceChildren();
+      copied.textContent = `copied call ${ctx.selected()} as Markdown`;
+    }, fallback);
+  });
+
+  /** @type {number | null} */
+  let drawnFor = null;
+  function draw() {
+    try {
+      renderDetail(doc, p.body, {
+        selected: ctx.selected(),
+        detail: ctx.detail() ?? null,
+        timeline: state.timeline,
+        costs: state.costs,
+        meta: ctx.meta(),
+      });
+      p.error.textContent = "";
+    } catch (err) {
+      viewError(p, "the drift detail", err);
+    }
+    for (const b of buttons) b.button.disabled = !state.timeline || b.target() === null;
+    copy.disabled = markdown() === null;
+    if (drawnFor !== ctx.selected()) {
+      // another call: what was copied was the previous one's
+      copied.textContent = "";
+      copyBox.replaceChildren();
+      drawnFor = ctx.selected();
+    }
+  }
+
+  return { panel: p, chart: false, draw, showSelection: draw };
 }

@@ -160,14 +160,61 @@ export function createHeader(doc, actions) {
     clear.disabled = state.selected < 0;
   }
 
+  // a re-simulation (status "simulating…") shows a spinner and the seconds it has run;
+  // when it ends, its result (the new simulated cost, and the one before) or its error
+  /** @type {number | null} */
+  let busySince = null;
+  /** @type {Meta["target"]} */
+  let before = null;
+  let done = "";
+  let shown = "";
+  /** @type {any} */
+  let ticker = null;
+  const view = doc.defaultView;
+  const now = () => (view?.performance ?? performance).now();
+
+  function paint() {
+    const busy = busySince !== null;
+    const error = !busy && shown !== "";
+    status.textContent = busy ? `${shown} ${formatSeconds((now() - /** @type {number} */ (busySince)) / 1000)}` : error ? shown : done;
+    status.classList.toggle("cacheviz-header__status--busy", busy);
+    status.classList.toggle("cacheviz-header__status--error", error);
+    status.classList.toggle("cacheviz-header__status--done", !busy && !error && done !== "");
+    el.setAttribute("aria-busy", busy ? "true" : "false");
+  }
+
   /**
+   * Show the widget's `status`: a message ending in "…" is work in progress, "" is done,
+   * anything else is an error. Idempotent: called on every redraw with the same text.
+   *
    * @param {string} message
+   * @param {Meta} [meta] the current meta (its target is the simulation's result)
+   * @returns {boolean} whether work is in progress
    */
-  function setStatus(message) {
+  function setStatus(message, meta) {
     const text = message ?? "";
-    status.textContent = text;
-    const busy = text === "" || /(…|\.\.\.)\s*$/.test(text);
-    status.classList.toggle("cacheviz-header__status--error", !busy);
+    const busy = /(…|\.\.\.)\s*$/.test(text);
+    if (busy && busySince === null) {
+      busySince = now();
+      before = meta?.target ?? null;
+      done = "";
+      ticker = view ? view.setInterval(paint, 1000) : null;
+    } else if (!busy && busySince !== null) {
+      const seconds = (now() - busySince) / 1000;
+      busySince = null;
+      if (ticker !== null) view?.clearInterval(ticker);
+      ticker = null;
+      done = text === "" ? resultText(seconds, before, meta?.target ?? null) : "";
+    }
+    shown = text;
+    paint();
+    return busy;
+  }
+
+  /** Stop the progress timer (the view is going away). */
+  function dispose() {
+    if (ticker !== null) view?.clearInterval(ticker);
+    ticker = null;
   }
 
   /** @param {number} selected */
@@ -176,7 +223,33 @@ export function createHeader(doc, actions) {
     clear.disabled = selected < 0;
   }
 
-  return { el, update, setStatus, setSelection };
+  return { el, update, setStatus, setSelection, dispose };
+}
+
+/** @param {number} seconds */
+function formatSeconds(seconds) {
+  return seconds < 10 ? `${seconds.toFixed(1)} s` : `${Math.round(seconds)} s`;
+}
+
+/** @param {NonNullable<Meta["target"]>} t */
+function targetName(t) {
+  return t.model ? `${t.provider}:${t.model}` : String(t.provider);
+}
+
+/**
+ * What a finished re-simulation changed, in one line.
+ *
+ * @param {number} seconds
+ * @param {Meta["target"]} before
+ * @param {Meta["target"]} after
+ */
+export function resultText(seconds, before, after) {
+  const took = `re-simulated in ${formatSeconds(seconds)}`;
+  if (!after) return `${took}: no provider target`;
+  const now = `${targetName(after)} ${formatUsd(after.total_cost_usd)}`;
+  if (!before) return `${took}: ${now}`;
+  const was = `${targetName(before)} ${formatUsd(before.total_cost_usd)}`;
+  return `${took}: ${now} (${was === now ? "unchanged" : `was ${was}`})`;
 }
 
 /**

@@ -94,6 +94,6 @@ export function compareTable(doc, meta) {
  * @param {string} provider
  * @param {string | null | undefined} model
  */
-export function targetKey(provider, model) {
+function targetKey(provider, model) {
   return model ? `${provider}:${model}` : String(provider);
 }

@@ -56,6 +56,23 @@ export const CSS = `
   font-style: normal; color: #a40000; background: #fdecea; border-radius: 4px; padding: 2px 8px;
 }
 .cacheviz-inspector .cacheviz-header__status:empty { display: none; }
+.cacheviz-inspector .cacheviz-header__status--busy { font-style: normal; color: var(--cv-fg); }
+.cacheviz-inspector .cacheviz-header__status--busy::before {
+  content: ""; display: inline-block; width: 0.9em; height: 0.9em; margin-right: 0.4em; vertical-align: -0.1em;
+  border: 2px solid currentColor; border-right-color: transparent; border-radius: 50%;
+  animation: cacheviz-spin 0.8s linear infinite;
+}
+@keyframes cacheviz-spin { to { transform: rotate(360deg); } }
+@media (prefers-reduced-motion: reduce) { .cacheviz-inspector .cacheviz-header__status--busy::before { animation: none; } }
+.cacheviz-inspector .cacheviz-header__status--done {
+  font-style: normal; color: #1e5b1e; background: #eaf5ea; border-radius: 4px; padding: 2px 8px;
+}
+/* while a re-simulation runs, the numbers it will replace are dimmed */
+.cacheviz-inspector.cacheviz-inspector--busy .cacheviz-header__totals,
+.cacheviz-inspector.cacheviz-inspector--busy .cacheviz-providers { opacity: 0.55; transition: opacity 0.2s; }
+.cacheviz-inspector .cacheviz-detail__copied { font-size: 12px; color: var(--cv-fg-muted); }
+.cacheviz-inspector .cacheviz-detail__markdown { width: 100%; font-family: var(--cv-mono); font-size: 12px; margin: 4px 0; }
+.cacheviz-inspector .cacheviz-info { vertical-align: -0.1em; margin-left: 0.1em; color: var(--cv-fg-muted); }
 .cacheviz-inspector .cacheviz-button {
   font: inherit; font-size: 12px; padding: 1px 8px; border-radius: 4px; cursor: pointer;
   border: 1px solid var(--cv-border); background: var(--cv-bg-alt); color: var(--cv-fg);

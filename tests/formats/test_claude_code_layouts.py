@@ -150,7 +150,7 @@ def test_sibling_sub_agents_of_claude_code_2_0_are_loaded(bestlove_session):
     calls = session.analyze().calls
     assert _frame_sums(calls) == expected
     assert expected["calls"] == 244
-    assert calls.filter(pl.col("thread").str.starts_with("subagent:")).height == 16
+    assert calls.filter(pl.col("thread").str.starts_with("sub-agent ")).height == 16
     assert calls.filter(pl.col("thread") == "main")["parent_thread"].null_count() == 228
     # the scan reads the agents with their session, not as sessions of their own
     result = cacheviz.scan([bestlove_session.parent], cache=False)

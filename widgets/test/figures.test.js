@@ -1,14 +1,12 @@
-import { describe, expect, it } from "vitest";
+import { describe, expect, it, vi } from "vitest";
+
+// the figures are plain data; the view modules that own them also draw (Plotly needs a DOM)
+vi.mock("../src/lib/plot.js", () => ({}));
 import { decodeCosts, decodeShape, decodeTimeline, visibleRows } from "../src/lib/data.js";
-import {
-  MAX_DRIFT_LABELS,
-  callHover,
-  costFigure,
-  runHover,
-  selectionShapes,
-  shapeFigure,
-  timelineFigure,
-} from "../src/lib/traces.js";
+import { costFigure } from "../src/views/costs.js";
+import { runHover, shapeFigure } from "../src/views/shape.js";
+import { MAX_DRIFT_LABELS, callHover, timelineFigure } from "../src/views/timeline.js";
+import { selectionShapes } from "../src/lib/figure.js";
 import { PAYLOADS, dataView, makeSession } from "./fixtures/session.js";
 
 /** Every string anywhere in a figure. */

@@ -1,0 +1,98 @@
+"""Benchmark: ``cacheviz report`` against the load + analyze it starts from, one process.
+
+    python bench/bench_report.py                       # 600 and 2,000 calls
+    python bench/bench_report.py --calls 600 --out /tmp/cacheviz-bench
+
+Generates long sessions with ``bench_analysis.generate`` (outside the repository: the
+2,000-call log is over a gigabyte), then in one fresh process per log:
+
+* ``analyze``: ``cacheviz.load(path).analyze()``, best of ``--repeat``;
+* ``report``: ``write_report`` of that analysis with redaction on (what ``cacheviz
+  report`` does after loading), once, its imports included (as in the CLI).
+
+Printed: both times and ``report / analyze`` (the budget, <= 1.5x) and
+``(analyze + report) / analyze`` (the whole command against the analysis alone), in
+wall-clock and in CPU time (steadier on a shared machine). Machines here are noisy: only
+ratios within one run are quoted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+
+CHILD = r"""
+import json, sys, time
+path, repeat, html = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+import cacheviz
+best = cpu = float("inf")
+for _ in range(repeat):
+    start, start_cpu = time.perf_counter(), time.process_time()
+    analysis = cacheviz.load(path).analyze()
+    best = min(best, time.perf_counter() - start)
+    cpu = min(cpu, time.process_time() - start_cpu)
+start, start_cpu = time.perf_counter(), time.process_time()
+from cacheviz.redact import redaction
+from cacheviz.ui.report import write_report
+with redaction(enabled=True):
+    write_report(analysis, html)
+report = time.perf_counter() - start
+report_cpu = time.process_time() - start_cpu
+print(json.dumps({"calls": analysis.calls.height, "analyze_s": best, "report_s": report,
+                  "analyze_cpu_s": cpu, "report_cpu_s": report_cpu}))
+"""
+
+
+def measure(path: Path, repeat: int, root: Path) -> dict[str, float]:
+    """Times of one log in a fresh process of the checkout ``root``."""
+    html = path.with_suffix(".html")
+    env = {**os.environ, "PYTHONPATH": str(root)}
+    out = subprocess.run(
+        [sys.executable, "-c", CHILD, str(path), str(repeat), str(html)],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=root,  # ``python -c`` puts the working folder first on sys.path
+        check=True,
+    ).stdout
+    row = json.loads(out.strip().splitlines()[-1])
+    row["bytes"] = path.stat().st_size
+    row["report_ratio"] = row["report_s"] / row["analyze_s"]
+    row["command_ratio"] = (row["analyze_s"] + row["report_s"]) / row["analyze_s"]
+    row["cpu_ratio"] = row["report_cpu_s"] / row["analyze_cpu_s"]
+    return row
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--calls", type=int, nargs="*", default=[600, 2000])
+    parser.add_argument("--out", type=Path, default=Path("/tmp/cacheviz-bench"))
+    parser.add_argument("--repeat", type=int, default=2, help="runs of analyze (min kept)")
+    parser.add_argument("--root", type=Path, default=ROOT, help="the checkout to time")
+    args = parser.parse_args()
+    sys.path.insert(0, str(HERE))
+    from bench_analysis import generate
+
+    args.out.mkdir(parents=True, exist_ok=True)
+    for calls in args.calls:
+        path = args.out / f"long_session_{calls}.jsonl"
+        if not path.exists():
+            generate(path, calls)
+        row = measure(path, args.repeat, args.root.resolve())
+        print(
+            f"{calls} calls, {row['bytes'] / 1e6:,.0f} MB: analyze {row['analyze_s']:.2f} s, "
+            f"report {row['report_s']:.2f} s = {row['report_ratio']:.2f}x "
+            f"(whole command {row['command_ratio']:.2f}x the analysis); CPU time "
+            f"{row['analyze_cpu_s']:.2f} s vs {row['report_cpu_s']:.2f} s = {row['cpu_ratio']:.2f}x"
+        )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,149 @@
+"""Tables and lines that fit the terminal: columns dropped by priority, the last one wrapped.
+
+The width is ``COLUMNS`` when set, else the terminal's when the output is one, else
+unlimited (a pipe or a file gets every column on one line). ``--json`` is for machines;
+this is for people.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import textwrap
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TextIO
+
+_EMPTY = frozenset({"", "-", "n/a"})
+MIN_WRAP = 30  # narrowest the wrapped last column gets before more columns are dropped
+
+
+def width_of(out: TextIO) -> int | None:
+    """Characters per line for ``out``: ``COLUMNS``, the terminal's, or ``None`` (no limit)."""
+    env = os.environ.get("COLUMNS", "")
+    if env.isdigit() and int(env) > 0:
+        return int(env)
+    isatty = getattr(out, "isatty", None)
+    if isatty is not None and isatty():
+        return shutil.get_terminal_size().columns
+    return None
+
+
+@dataclass(frozen=True, slots=True)
+class Column:
+    """One column: its header, alignment, and when it goes (``drop``: higher goes first).
+
+    ``drop=0`` columns are always kept; ``shrink`` lets a text column be cut (with ``…``
+    at its end) down to that many characters before any column is dropped.
+    """
+
+    header: str
+    align: str = ">"
+    drop: int = 0
+    shrink: int | None = None
+
+
+def _cut(text: str, width: int) -> str:
+    return text if len(text) <= width else text[: max(0, width - 1)] + "…"
+
+
+def fit_columns(
+    columns: Sequence[Column],
+    rows: Sequence[Sequence[str]],
+    width: int | None,
+    *,
+    wrap: bool = True,
+) -> tuple[list[int], list[int]]:
+    """Which columns to show (their indexes) and their widths.
+
+    With ``wrap``, the last column takes what is left (at least :data:`MIN_WRAP`) and
+    wraps; columns are shrunk, then dropped by ``drop`` until the rest fits.
+    """
+    natural = [max([len(c.header), *(len(r[i]) for r in rows)]) for i, c in enumerate(columns)]
+    shown = list(range(len(columns)))
+    sizes = list(natural)
+    if width is None:
+        return shown, sizes
+    last = len(columns) - 1 if wrap else None
+
+    def used() -> int:
+        fixed = [i for i in shown if i != last]
+        total = sum(sizes[i] for i in fixed) + max(0, len(shown) - 1)
+        if last is not None:
+            total += min(natural[last], MIN_WRAP) + 1  # two spaces before the last one
+        return total
+
+    droppable = [i for i, c in enumerate(columns) if c.drop > 0 and i != last]
+    # columns with nothing in them ("-", "n/a") go first, then text is cut, then by ``drop``
+    for i in sorted(droppable, key=lambda i: -columns[i].drop):
+        if used() > width and all(r[i] in _EMPTY for r in rows):
+            shown.remove(i)
+    for i, column in enumerate(columns):
+        if used() > width and column.shrink is not None:
+            sizes[i] = max(column.shrink, min(sizes[i], sizes[i] - (used() - width)))
+    for i in sorted((i for i in droppable if i in shown), key=lambda i: -columns[i].drop):
+        if used() <= width:
+            break
+        shown.remove(i)
+    if last is not None:
+        rest = width - (used() - min(natural[last], MIN_WRAP))
+        sizes[last] = max(MIN_WRAP, min(natural[last], rest)) if rest > 0 else natural[last]
+    return shown, sizes
+
+
+def format_row(
+    columns: Sequence[Column],
+    shown: Sequence[int],
+    sizes: Sequence[int],
+    row: Sequence[str],
+    *,
+    wrap: bool = True,
+) -> list[str]:
+    """One row laid out by :func:`fit_columns`: one line, or more when the last one wraps."""
+    last = len(columns) - 1 if wrap else None
+    cells = []
+    indent = 0
+    tail: list[str] = [""]
+    for i in shown:
+        if i == last:
+            tail = textwrap.wrap(row[i], sizes[i], break_on_hyphens=False) or [""]
+            break
+        cells.append(f"{_cut(row[i], sizes[i]):{columns[i].align}{sizes[i]}}")
+    head = " ".join(cells)
+    if last is not None and last in shown:
+        head += "  "
+        indent = len(head)
+    return [(head + tail[0]).rstrip(), *(" " * indent + more for more in tail[1:])]
+
+
+def render(
+    columns: Sequence[Column],
+    rows: Sequence[Sequence[str]],
+    width: int | None,
+    *,
+    wrap: bool = True,
+) -> list[str]:
+    """The header and the rows as lines that fit ``width`` (see :func:`fit_columns`)."""
+    shown, sizes = fit_columns(columns, rows, width, wrap=wrap)
+    lines = []
+    for row in [[c.header for c in columns], *rows]:
+        lines.extend(format_row(columns, shown, sizes, row, wrap=wrap))
+    return lines
+
+
+def wrap_line(text: str, width: int | None, indent: int = 4) -> str:
+    """``text`` wrapped to ``width`` with a hanging indent (unchanged without a width)."""
+    if width is None or len(text) <= width:
+        return text
+    return textwrap.fill(
+        text,
+        width,
+        subsequent_indent=" " * indent,
+        break_on_hyphens=False,
+        break_long_words=True,
+    )
+
+
+def ratio(value: float | None) -> str:
+    """A hit ratio as a percentage, ``n/a`` when nothing was reported."""
+    return "n/a" if value is None else f"{value:.0%}"

@@ -1,0 +1,141 @@
+"""``summary --follow`` (a log being written, like tail -f) and ``--csv`` / ``--parquet``."""
+
+from __future__ import annotations
+
+import io
+import threading
+import time
+from pathlib import Path
+
+import polars as pl
+import pytest
+
+from cacheviz import _schema
+from cacheviz.cli import app
+from cacheviz.cli.follow import follow
+
+SAMPLES = Path(__file__).resolve().parents[2] / "sample_sessions"
+
+
+def _writer(path: Path, lines: list[str], done: threading.Event, pause: float) -> None:
+    with path.open("a", encoding="utf-8") as out:
+        for line in lines:
+            half = len(line) // 2
+            out.write(line[:half])  # a line lands in two writes: the half waits
+            out.flush()
+            time.sleep(pause)
+            out.write(line[half:] + "\n")
+            out.flush()
+            time.sleep(pause)
+    time.sleep(pause * 4)
+    done.set()
+
+
+def test_follow_prints_each_call_as_it_lands(tmp_path, monkeypatch):
+    monkeypatch.setenv("COLUMNS", "100")
+    lines = (SAMPLES / "environment_details.jsonl").read_text().splitlines()
+    path = tmp_path / "live.jsonl"  # not there yet: follow waits for it
+    done = threading.Event()
+    writer = threading.Thread(target=_writer, args=(path, lines, done, 0.05))
+    out = io.StringIO()
+    writer.start()
+    deadline = time.monotonic() + 120
+
+    def stop() -> bool:  # the writer is done and every call printed (or time is up)
+        rows = [r for r in out.getvalue().splitlines()[1:] if r[:4].strip().isdigit()]
+        return (done.is_set() and len(rows) == len(lines)) or time.monotonic() > deadline
+
+    printed = follow(
+        path, out, columns=app.SUMMARY_COLUMNS, row_of=app.call_row, poll=0.02, stop=stop
+    )
+    writer.join()
+    assert printed == len(lines) == 10
+    rows = out.getvalue().splitlines()
+    assert rows[0].split()[:3] == ["#", "thread", "tokens"]
+    indexes = [int(r.split()[0]) for r in rows[1:] if r[:4].strip().isdigit()]
+    assert indexes == list(range(10))  # each once, in order
+    assert sum("env_details_stripped" in r for r in rows) == 3
+    assert max(map(len, rows)) <= 100
+
+
+def test_follow_stops_cleanly_on_ctrl_c(tmp_path, capsys):
+    path = tmp_path / "s.jsonl"
+    path.write_text((SAMPLES / "append_only.jsonl").read_text())
+
+    def interrupt() -> bool:
+        raise KeyboardInterrupt
+
+    out = io.StringIO()
+    assert follow(path, out, columns=app.SUMMARY_COLUMNS, row_of=app.call_row, stop=interrupt)
+    assert "stopped after" in capsys.readouterr().err
+
+
+def test_summary_follow_option_reaches_the_follower(tmp_path, monkeypatch):
+    seen = {}
+
+    def fake(path, out, **options):
+        seen.update(options, path=path)
+        return 0
+
+    monkeypatch.setattr("cacheviz.cli.follow.follow", fake)
+    target = tmp_path / "x.jsonl"
+    assert app.main(["summary", "--follow", str(target), "--thread", "single"]) == 0
+    assert seen["path"] == str(target) and seen["thread"] == "single"
+
+
+@pytest.mark.parametrize("kind", ["csv", "parquet"])
+def test_summary_exports_the_calls_table(tmp_path, capsys, kind):
+    target = tmp_path / f"calls.{kind}"
+    sample = SAMPLES / "environment_details.jsonl"
+    assert app.main(["summary", str(sample), f"--{kind}", str(target)]) == 0
+    assert "wrote 10 calls" in capsys.readouterr().err
+    frame = pl.read_csv(target) if kind == "csv" else pl.read_parquet(target)
+    assert frame.columns == list(_schema.CALLS)
+    assert frame.height == 10 and frame["index"].to_list() == list(range(10))
+    if kind == "parquet":
+        assert dict(frame.schema) == dict(_schema.CALLS)
+
+
+def test_export_refuses_to_overwrite_the_input(tmp_path, capsys):
+    path = tmp_path / "s.jsonl"
+    path.write_text((SAMPLES / "append_only.jsonl").read_text())
+    assert app.main(["summary", str(path), "--csv", str(path)]) == 2
+    assert "would overwrite the transcript" in capsys.readouterr().err
+    assert path.read_text() == (SAMPLES / "append_only.jsonl").read_text()
+
+
+def test_export_to_a_missing_folder_is_one_line(tmp_path, capsys):
+    sample = SAMPLES / "append_only.jsonl"
+    assert app.main(["summary", str(sample), "--csv", str(tmp_path / "no" / "x.csv")]) == 2
+    (line,) = capsys.readouterr().err.splitlines()
+    assert line.startswith("cacheviz: error: ") and "can't write the csv file" in line
+
+
+def test_ctrl_c_ends_the_command_cleanly(tmp_path):
+    import os
+    import signal
+    import subprocess
+    import sys
+
+    path = tmp_path / "s.jsonl"
+    path.write_text((SAMPLES / "append_only.jsonl").read_text())
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2]), "COLUMNS": "100"}
+    process = subprocess.Popen(
+        [sys.executable, "-m", "cacheviz", "summary", "--follow", str(path)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+        # a terminal's Ctrl-C: SIGINT with its default disposition (a background shell
+        # would have it ignored)
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    )
+    deadline = time.monotonic() + 120
+    lines = []
+    while len(lines) < 13 and time.monotonic() < deadline:  # header + 12 calls
+        lines.append(process.stdout.readline())
+    process.send_signal(signal.SIGINT)
+    _, err = process.communicate(timeout=60)
+    assert process.returncode == 0
+    assert "Traceback" not in err and "stopped after 12 call(s)" in err
+    assert [int(line.split()[0]) for line in lines[1:]] == list(range(12))

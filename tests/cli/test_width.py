@@ -1,0 +1,170 @@
+"""The CLI's tables fit the terminal (COLUMNS) and carry a per-call hit ratio (issue 20, 8 and 11)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+
+from cacheviz.cli import app
+from cacheviz.cli.table import Column, render
+from cacheviz.formats.native import record_line
+
+SAMPLES = Path(__file__).resolve().parents[2] / "sample_sessions"
+WIDTHS = [80, 100]
+
+
+def with_usage(path: Path, calls: int = 6) -> Path:
+    """An Anthropic log with reported usage on every call but the last."""
+    clock = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)
+    system = [
+        {
+            "type": "text",
+            "text": "You are a careful agent. " + "Keep the prefix stable. " * 300,
+            "cache_control": {"type": "ephemeral"},
+        }
+    ]
+    history: list[dict] = []
+    lines = []
+    for i in range(calls):
+        history.append({"role": "user", "content": [{"type": "text", "text": f"step {i} " * 40}]})
+        request = {"model": "claude-sonnet-4-5", "max_tokens": 256, "system": system}
+        request["messages"] = [dict(m) for m in history]
+        usage = None
+        if i < calls - 1:
+            read = 0 if i == 0 else 1500 + 40 * i
+            usage = {
+                "input_tokens": 200,
+                "cache_read_input_tokens": read,
+                "cache_creation_input_tokens": 1600 if i == 0 else 90,
+                "output_tokens": 20,
+            }
+        clock += timedelta(seconds=30)
+        lines.append(
+            record_line(
+                request,
+                provider="anthropic",
+                model="claude-sonnet-4-5",
+                api="messages",
+                ts=clock.isoformat().replace("+00:00", "Z"),
+                usage=usage,
+            )
+        )
+        history.append({"role": "assistant", "content": [{"type": "text", "text": "ok"}]})
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path
+
+
+def _run(capsys, monkeypatch, width: int, *argv: str) -> list[str]:
+    monkeypatch.setenv("COLUMNS", str(width))
+    assert app.main(list(argv)) == 0
+    return capsys.readouterr().out.splitlines()
+
+
+@pytest.mark.parametrize("width", WIDTHS)
+def test_summary_fits_the_width(capsys, monkeypatch, width):
+    out = _run(capsys, monkeypatch, width, "summary", str(SAMPLES / "environment_details.jsonl"))
+    assert max(map(len, out)) <= width
+    # every call has its row, and the drift markers are wrapped, not cut
+    rows = [line for line in out[2:] if line[:1].isdigit()]
+    assert [int(r.split()[0]) for r in rows] == list(range(10))
+    text = " ".join(line.strip() for line in out)
+    assert text.count("✗ env_details_stripped at messages/user#") == 3
+    assert "−335 tok, $0.0043" in text
+
+
+@pytest.mark.parametrize("width", WIDTHS)
+def test_simulate_fits_the_width(capsys, monkeypatch, width, tmp_path):
+    path = with_usage(tmp_path / "usage.jsonl")
+    out = _run(capsys, monkeypatch, width, "simulate", str(path), "--provider", "anthropic")
+    assert max(map(len, out)) <= width
+    header = out[1].split()
+    assert header[:3] == ["#", "model", "input"] and "cost" in header and header[-1] == "verdict"
+    assert sum(line.rstrip().endswith(("match", "not_reported")) for line in out) == 6
+
+
+def test_unlimited_without_a_terminal_or_columns(capsys, monkeypatch):
+    monkeypatch.delenv("COLUMNS", raising=False)
+    assert app.main(["summary", str(SAMPLES / "environment_details.jsonl")]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert "rep.write" in out[1]  # a pipe gets every column
+    assert any(len(line) > 100 for line in out)
+
+
+def _long_names(tmp_path: Path) -> Path:
+    folder = tmp_path / "fleet"
+    folder.mkdir()
+    for i, name in enumerate(("append_only", "compaction")):
+        target = folder / f"7ef4b236-d946-48a6-a856-e45b02af7be{i}-{name}-session.jsonl"
+        shutil.copy(SAMPLES / f"{name}.jsonl", target)
+    with_usage(folder / "0c1d2e3f-aaaa-bbbb-cccc-dddddddddddd-with-usage.jsonl")
+    return folder
+
+
+@pytest.mark.parametrize("width", WIDTHS)
+def test_scan_fits_the_width_and_keeps_session_ids_whole(capsys, monkeypatch, width, tmp_path):
+    folder = _long_names(tmp_path)
+    monkeypatch.setenv("CACHEVIZ_CACHE_DIR", str(tmp_path / "cache"))
+    out = _run(capsys, monkeypatch, width, "scan", str(folder), "--by", "session")
+    assert max(map(len, out)) <= width
+    table = out[out.index("") + 1 :]
+    header = table[0].split()
+    assert header[-1] == "session" and "hit" in header and "billed" in header
+    joined = "".join(line.strip() for line in table)
+    for path in folder.iterdir():
+        assert path.name in joined  # wrapped, never cut
+    assert "…" not in joined
+
+
+def test_scan_day_table_has_the_hit_ratio(capsys, monkeypatch, tmp_path):
+    folder = _long_names(tmp_path)
+    monkeypatch.setenv("CACHEVIZ_CACHE_DIR", str(tmp_path / "cache"))
+    out = _run(capsys, monkeypatch, 100, "scan", str(folder), "--json")
+    doc = json.loads("\n".join(out))
+    with_hits = [s for s in doc["sessions"] if s["hit_ratio"] is not None]
+    assert len(with_hits) == 1 and doc["totals"]["hit_ratio"] == with_hits[0]["hit_ratio"]
+    reads = 1540 + 1580 + 1620 + 1660
+    inputs = 5 * 200 + 1600 + 4 * 90 + reads
+    assert with_hits[0]["hit_ratio"] == pytest.approx(reads / inputs)
+
+
+def test_summary_hit_ratio_per_call(capsys, monkeypatch, tmp_path):
+    path = with_usage(tmp_path / "usage.jsonl")
+    doc = json.loads("\n".join(_run(capsys, monkeypatch, 100, "summary", str(path), "--json")))
+    ratios = [c["hit_ratio"] for c in doc["calls"]]
+    assert ratios[0] == 0.0 and ratios[-1] is None  # nothing reported: null, not 0
+    assert ratios[1] == pytest.approx(1540 / (200 + 1540 + 90))
+    out = _run(capsys, monkeypatch, 100, "summary", str(path))
+    header = out[1].split()
+    cells = {int(line.split()[0]): line.split() for line in out[2:8]}
+    at = header.index("hit")
+    assert cells[1][at] == "84%" and cells[5][at] == "n/a"
+    total = " ".join(
+        line.strip() for line in out[out.index(next(x for x in out if x.startswith("total"))) :]
+    )
+    reads = 1540 + 1580 + 1620 + 1660
+    share = reads / (5 * 200 + 1600 + 4 * 90 + reads)
+    assert f"hit ratio {share:.0%} of the reported input" in total
+
+
+def test_render_drops_by_priority_and_wraps_the_last_column():
+    columns = [Column("a"), Column("b", drop=1), Column("c", drop=2), Column("note", "<")]
+    rows = [["1", "22", "333", "a long note " * 6]]
+    lines = render(columns, rows, 37)
+    assert lines[0].split() == ["a", "b", "note"]  # c goes first, b stays
+    assert all(len(line) <= 37 for line in lines) and len(lines) > 2
+    assert render(columns, rows, None)[0].split() == ["a", "b", "c", "note"]
+
+
+def test_simulate_shows_the_billed_cost_beside_the_simulated_one(capsys, monkeypatch):
+    sample = SAMPLES / "reported_usage.jsonl"
+    out = _run(capsys, monkeypatch, 100, "simulate", str(sample), "--provider", "anthropic")
+    header = out[1].split()
+    assert header.index("billed") == header.index("cost") + 1
+    doc = json.loads("\n".join(_run(capsys, monkeypatch, 100, "summary", str(sample), "--json")))
+    billed = [f"${c['billed_usd']:,.4f}" for c in doc["calls"]]
+    cells = [line.split()[header.index("billed")] for line in out[2 : 2 + len(billed)]]
+    assert cells == billed

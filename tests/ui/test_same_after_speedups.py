@@ -1,0 +1,147 @@
+"""Speed-ups lose nothing: the fast paths give what the straightforward ones gave.
+
+The content browser is built from the rows it lists, each distinct block redacted once
+(issue 19); here it is checked against the row-by-row walk it replaced, on every
+sample and on a session with secrets and control characters. Timings are in bench/.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+import pytest
+
+import cacheviz
+from cacheviz._schema import clean
+from cacheviz._visible import visible, visible_all
+from cacheviz.redact import redact, redact_all
+from cacheviz.ui import views
+from cacheviz.ui.report import TEXT_CHARS
+
+SAMPLES = sorted((Path(__file__).resolve().parents[2] / "sample_sessions").glob("*.jsonl"))
+SECRET = "sk-ant-api03-ThisIsNotARealKey0123456789"
+
+
+def _walked(analysis: Any, rows: pl.DataFrame, texts: dict[str, str], limit: int) -> dict:
+    """The content browser as it was: every row of the call, one by one."""
+    sent: list[dict[str, Any]] = []
+    context: list[dict[str, Any]] = []
+    unlogged = n_sent = n_context = 0
+    for seg in rows.iter_rows(named=True):
+        if seg["opaque"]:
+            unlogged += seg["tokens"] or 0
+            continue
+        is_context = seg["part"] in ("tools", "system")
+        is_sent = seg["status"] != "same"
+        if not (is_context or is_sent):
+            continue
+        item: dict[str, Any] = {
+            "label": clean(seg["label"]),
+            "part": seg["part"],
+            "tokens": seg["tokens"],
+            "status": seg["status"],
+        }
+        role = views._role(analysis, seg["hash"]) if seg["part"] == "messages" else None
+        if role:
+            item["role"] = role
+        item["hash"] = seg["hash"]
+        if seg["hash"] not in texts:
+            texts[seg["hash"]] = views.segment_text(analysis, seg["hash"], limit)
+        if is_sent:
+            n_sent += 1
+            if len(sent) < views.MAX_SENT:
+                sent.append(item)
+        else:
+            n_context += 1
+            if len(context) < views.MAX_CONTEXT:
+                context.append(item)
+    return {
+        "sent": sent,
+        "sent_more": n_sent - len(sent),
+        "context": context,
+        "context_more": n_context - len(context),
+        "unlogged_tokens": unlogged,
+    }
+
+
+def _check(analysis: Any) -> None:
+    old_texts: dict[str, str] = {}
+    old = {
+        int(call): _walked(analysis, rows, old_texts, TEXT_CHARS)
+        for (call,), rows in analysis.segments.partition_by("call", as_dict=True).items()
+    }
+    texts: dict[str, str] = {}
+    assert views.all_contents(analysis, texts, TEXT_CHARS) == old
+    assert texts == old_texts
+    # the report's: every string redacted then escaped, as redact_all + visible_all did
+    shown: dict[str, str] = {}
+    finished = views.all_contents(
+        analysis, shown, TEXT_CHARS, finish=lambda text: visible(redact(text))
+    )
+    assert finished == visible_all(redact_all(old))
+    assert shown == old_texts
+    for call in range(min(analysis.calls.height, 3)):
+        rows = analysis.segments.filter(pl.col("call") == call)
+        assert views.call_content(analysis, call) == views.content_of(analysis, rows)
+
+
+@pytest.mark.parametrize("path", SAMPLES, ids=[p.stem for p in SAMPLES])
+def test_content_browser_is_the_row_walk_on_samples(path: Path) -> None:
+    _check(cacheviz.load(path).analyze())
+
+
+def test_content_browser_redacts_and_escapes_like_the_walk(write_log, anthropic_body) -> None:
+    system = [{"type": "text", "text": f"tools \u202e reversed, key {SECRET} " * 40}]
+    calls = []
+    history: list[dict[str, Any]] = []
+    for i in range(6):
+        history.append({"role": "user", "content": f"step {i} password={SECRET}\x1b[31m"})
+        calls.append(anthropic_body(list(history), system=system))
+        history.append({"role": "assistant", "content": f"done {i}"})
+    analysis = cacheviz.load(write_log(calls)).analyze()
+    _check(analysis)
+    texts: dict[str, str] = {}
+    views.all_contents(analysis, texts, TEXT_CHARS, finish=lambda t: visible(redact(t)))
+    assert texts
+    assert not any(SECRET in text for text in texts.values())
+
+
+def test_redact_all_once_per_distinct_string_is_redact_of_each() -> None:
+    value = {
+        "a": [SECRET, "plain", SECRET, ("Bearer abcdefghijklmnopqrstuv", 3)],
+        SECRET: {"b": "plain", "c": None, "d": 1.5},
+    }
+    expected = {
+        "a": [
+            redact(SECRET),
+            "plain",
+            redact(SECRET),
+            [redact("Bearer abcdefghijklmnopqrstuv"), 3],
+        ],
+        redact(SECRET): {"b": "plain", "c": None, "d": 1.5},
+    }
+    assert redact_all(value) == expected
+    assert SECRET not in str(redact_all(value))
+    assert visible_all(["\x1b", "\x1b", {"\u202e": "x"}]) == [
+        visible("\x1b"),
+        visible("\x1b"),
+        {visible("\u202e"): "x"},
+    ]
+
+
+def test_tokens_in_small_batches_are_the_tokens_of_one_batch(monkeypatch) -> None:
+    """Tokenizing in bounded batches (for memory) gives every block the same tokens."""
+    from cacheviz import tokens
+
+    path = SAMPLES[0]
+    whole = cacheviz.load(path).analyze()
+    monkeypatch.setattr(tokens, "_BATCH_CHARS", 200)  # many batches, some of one block
+    batched = cacheviz.load(path).analyze()
+    for name, cache in whole.token_caches.items():
+        other = batched.token_caches[name]
+        assert len(cache) == len(other) > 10
+        for digest in whole.session.contents:
+            assert cache[digest] == other[digest]
+    assert whole.summary() == batched.summary()
