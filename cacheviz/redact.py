@@ -116,9 +116,12 @@ def _any_secret() -> re.Pattern[str]:
             for flag, letter in ((re.IGNORECASE, "i"), (re.DOTALL, "s"), (re.VERBOSE, "x"))
             if pattern.flags & flag
         )
-        scoped.append(f"(?{flags}:{pattern.pattern})" if flags else f"(?:{pattern.pattern})")
-    # the group names repeat nothing: only ``value`` is named, once
+        text = _NAMED_GROUP.sub("(?:", pattern.pattern)  # a name may appear once only
+        scoped.append(f"(?{flags}:{text})" if flags else f"(?:{text})")
     return re.compile("|".join(scoped))
+
+
+_NAMED_GROUP = re.compile(r"\(\?P<\w+>")
 
 
 def enabled() -> bool:

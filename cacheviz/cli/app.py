@@ -231,7 +231,7 @@ def _add_proxy_command(commands: Any) -> None:
         type=float,
         default=300.0,
         metavar="S",
-        help="seconds of silence allowed from the upstream or a caller sending (300)",
+        help="seconds of silence allowed (300)",
     )
     proxy.add_argument(
         "--no-redact", action="store_true", help="keep secrets in bodies (default: redacted)"

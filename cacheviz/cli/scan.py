@@ -35,20 +35,14 @@ def add_parser(commands: Any) -> None:
     parser.add_argument(
         "--by", choices=BY, default="day", metavar="KEY", help=f"rollup by {', '.join(BY)} (day)"
     )
-    parser.add_argument(
-        "--since", help="first day (YYYY-MM-DD or YYYYMMDD) or time (YYYY-MM-DDTHH:MM), in --tz"
-    )
-    parser.add_argument(
-        "--until", help="last day (YYYY-MM-DD or YYYYMMDD) or time (YYYY-MM-DDTHH:MM), in --tz"
-    )
+    parser.add_argument("--since", help="first day YYYY-MM-DD, or time YYYY-MM-DDTHH:MM (in --tz)")
+    parser.add_argument("--until", help="last day YYYY-MM-DD, or time YYYY-MM-DDTHH:MM (in --tz)")
     parser.add_argument("--tz", default="UTC", help="time zone of days (IANA name; default UTC)")
     parser.add_argument("--json", action="store_true", help="print the JSON document")
     parser.add_argument("--parquet", metavar="DIR", help="also write the tables as Parquet")
     parser.add_argument("--report", metavar="HTML", help="also write the fleet view as HTML")
     parser.add_argument("--prices", help="a price file (cacheviz JSON or LiteLLM's)")
-    parser.add_argument(
-        "--jobs", type=_positive, help="worker processes, 1 or more (default: every core)"
-    )
+    parser.add_argument("--jobs", type=_positive, help="worker processes, 1 or more (every core)")
     parser.add_argument("--no-cache", action="store_true", help="don't read or write the cache")
     parser.add_argument("--strict", action="store_true", help="exit 2 when any file fails")
 
