@@ -321,6 +321,8 @@ def meta(
         target = {
             "provider": simulation.provider,
             "model": simulation.model,
+            # a self-hosted engine (vllm, sglang) has no prices: nothing is billed or priced
+            "self_hosted": providers.profile(simulation.provider).self_hosted,
             "price_source": simulation.price_source,
             "total_cost_usd": simulation.total_cost_usd,
             "ideal_cost_usd": simulation.ideal_cost_usd,

@@ -108,3 +108,13 @@ def test_a_failed_simulation_is_a_status_not_an_exception(write_log, anthropic_b
     shown = state.build(analysis, state.Target("anthropic", "no-such-model-xyz"))
     assert shown.simulation is not None  # unpriced="skip": simulated, not priced
     assert "no price" in shown.status
+
+
+def test_the_target_says_whether_it_is_self_hosted(write_log, anthropic_body):
+    # the front end words the empty cost chart from this flag, not from provider names
+    analysis = _session(write_log, anthropic_body)
+    assert state.build(analysis).meta["target"]["self_hosted"] is False
+    for engine in providers.self_hosted():
+        meta = state.build(analysis, state.Target(engine), with_compare=False).meta
+        assert meta["target"]["provider"] == engine
+        assert meta["target"]["self_hosted"] is True

@@ -231,7 +231,7 @@ describe("defect 7: a provider without a price", () => {
     expect(noCostMessage({ target: { provider: "openai", model: "x" }, unpriced_models: ["claude-sonnet-4"], models: ["gpt-5", "gpt-5-mini"] })).toMatch(
       /No openai price for claude-sonnet-4.*gpt-5, gpt-5-mini/,
     );
-    expect(noCostMessage({ target: { provider: "vllm" } })).toMatch(/self-hosted/);
+    expect(noCostMessage({ target: { provider: "vllm", self_hosted: true } })).toMatch(/self-hosted/);
   });
 
   it("shows the message instead of an empty chart", () => {

@@ -20,6 +20,7 @@ import { isNumber } from "./format.js";
  * @property {ArrayLike<number>} tokensLost
  * @property {ArrayLike<boolean>} idleGap
  * @property {ArrayLike<number | null>} reportedRead cache read the provider reported (null: not reported)
+ * @property {ArrayLike<number | null>} hitRatio reported cache read ÷ reported input, token-weighted (null: not reported)
  * @property {ArrayLike<boolean>} miss the provider read less than its rules predict
  * @property {ArrayLike<number>} missCause index into meta.miss_causes, -1 for none
  * @property {ArrayLike<number | null>} missTokens expected − reported cache read
@@ -85,6 +86,7 @@ import { isNumber } from "./format.js";
  * @property {number | null} [token_scale]
  * @property {number | null} [hit_ratio] simulated cache read ÷ input
  * @property {string | null} [warning] e.g. priced under another vendor's tokenizer
+ * @property {boolean} [self_hosted] a self-hosted engine (vllm, sglang): no prices, no bill
  *
  * @typedef {object} CompareRow
  * @property {string} target
@@ -106,7 +108,7 @@ export function decodeTimeline(value) {
     ["call", "input_tokens", "prefix_tokens", "new_tokens"],
     {
       ts_ms: null, thread: 0, drift: false, cause: -1, label: null, tokens_lost: 0, idle_gap: false,
-      reported_read: null, miss: false, miss_cause: -1, miss_tokens: null, material: null,
+      reported_read: null, hit_ratio: null, miss: false, miss_cause: -1, miss_tokens: null, material: null,
     },
   );
   // without the `material` column (older data), a drift is material when it lost tokens
@@ -125,6 +127,7 @@ export function decodeTimeline(value) {
     tokensLost: c.tokens_lost,
     idleGap: c.idle_gap,
     reportedRead: c.reported_read,
+    hitRatio: c.hit_ratio,
     miss: c.miss,
     missCause: c.miss_cause,
     missTokens: c.miss_tokens,

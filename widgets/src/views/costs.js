@@ -193,7 +193,7 @@ export function costFigure(costs, t, rows, options = {}) {
 export function noCostMessage(meta) {
   const target = meta.target;
   const provider = target ? String(target.provider) : "the target";
-  if (provider === "vllm" || provider === "sglang") {
+  if (target?.self_hosted) {
     return `${provider} is a self-hosted engine: it has no prices, so there is no cost to chart. The table above shows the prefill tokens its prefix cache would save.`;
   }
   const models = meta.unpriced_models?.length ? meta.unpriced_models.join(", ") : target?.model ? String(target.model) : "the recorded models";

@@ -3,7 +3,7 @@
 import { nameAt, stepCall, threadNames } from "../lib/data.js";
 import { facts, h } from "../lib/dom.js";
 import { splitDiff, truncate, visibleToken } from "../lib/escape.js";
-import { formatNumber, formatShare, formatTime, formatTokens, formatUsd, humanizeKey, isNumber } from "../lib/format.js";
+import { formatNumber, formatPercent, formatShare, formatTime, formatTokens, formatUsd, humanizeKey, isNumber } from "../lib/format.js";
 import { detailMarkdown } from "../lib/markdown.js";
 import { panel, viewError } from "./panel.js";
 
@@ -28,7 +28,7 @@ const KNOWN = new Set([
 ]);
 
 /** Keys the call summary shows when the timeline has the call. */
-const SUMMARY_KEYS = new Set(["thread", "input_tokens", "prefix_tokens", "new_tokens"]);
+const SUMMARY_KEYS = new Set(["thread", "input_tokens", "prefix_tokens", "new_tokens", "billed_usd", "simulated_usd", "hit_ratio"]);
 
 /**
  * Rebuild the detail body for the current selection.
@@ -104,11 +104,20 @@ function summary(doc, state, row) {
     ["common prefix", `${formatTokens(t.prefix[row])} (${formatShare(t.prefix[row], t.input[row])})`],
     ["new", formatTokens(t.fresh[row])],
   );
+  const hit = t.hitRatio[row];
+  pairs.push(["hit rate (reported)", isNumber(hit) ? formatPercent(hit, 1) : "n/a"]);
   const costs = state.costs;
   const i = costs?.rowOf.get(Number(t.call[row]));
   if (costs && i !== undefined) {
+    const target = state.meta.target;
+    const under = target ? ` (${target.model ? `${target.provider}:${target.model}` : target.provider})` : "";
+    // the provider's bill for this call beside the simulated cost (null: no usage or no price)
+    const billed = costs.billed[i];
+    const reported = isNumber(t.reportedRead[row]) || isNumber(hit);
+    const why = reported ? "the model has no price" : "no usage reported";
     pairs.push(
-      ["cost", formatUsd(costs.cost[i])],
+      [`simulated cost${under}`, formatUsd(costs.cost[i])],
+      ["billed", isNumber(billed) ? formatUsd(billed) : `— (${why})`],
       ["ideal", formatUsd(costs.ideal[i])],
       ["read / write / uncached", `${formatTokens(costs.read[i])} / ${formatTokens(costs.write[i])} / ${formatTokens(costs.uncached[i])}`],
     );
@@ -242,16 +251,19 @@ function extraFacts(detail, haveSummary) {
   for (const [key, value] of Object.entries(detail)) {
     if (value === null || value === undefined) continue;
     if (KNOWN.has(key) && !(SUMMARY_KEYS.has(key) && !haveSummary)) continue;
-    out.push([humanizeKey(key), displayValue(value)]);
+    out.push([humanizeKey(key), displayValue(value, key)]);
   }
   return out;
 }
 
 /**
  * @param {unknown} value
+ * @param {string} [key] the detail's key (`*_usd` are dollars, `hit_ratio` a share)
  * @returns {string}
  */
-function displayValue(value) {
+function displayValue(value, key = "") {
+  if (key.endsWith("_usd") && isNumber(value)) return formatUsd(value);
+  if (key === "hit_ratio" && isNumber(value)) return formatPercent(value, 1);
   if (typeof value === "number") return Number.isInteger(value) ? formatTokens(value) : formatNumber(value, 6);
   if (typeof value === "boolean") return value ? "yes" : "no";
   if (typeof value === "string") return truncate(value, 500);

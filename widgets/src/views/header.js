@@ -94,12 +94,16 @@ export function createHeader(doc, actions) {
     let billed = isNumber(meta.billed_usd) ? meta.billed_usd : null;
     let cost = target ? target.total_cost_usd : null;
     let ideal = target ? target.ideal_cost_usd : null;
-    if (filtered && state.costs && timeline) {
-      ({ cost, ideal, billed } = sumCosts(state.costs, timeline, state.rows, billed !== null));
+    const shown = filtered && state.costs !== null && timeline !== null;
+    if (shown) {
+      // a filter is on: the bill of the shown calls, from each call's billed cost
+      ({ cost, ideal, billed } = sumCosts(/** @type {Costs} */ (state.costs), timeline, state.rows));
     }
     if (billed !== null || meta.billed_usd !== undefined) {
+      const label = shown ? "billed (of the shown calls)" : "billed";
       const note = meta.billed_unpriced_models?.length ? ` (without ${meta.billed_unpriced_models.join(", ")}: unpriced)` : "";
-      pairs.push(["billed", `${formatUsd(billed)}${billed === null ? " (no usage reported)" : note}`, HELP.billed]);
+      const none = shown && !state.rows.length ? " (no call shown)" : " (no usage reported)";
+      pairs.push([label, `${formatUsd(billed)}${billed === null ? none : note}`, HELP.billed]);
     }
     if (target) {
       const name = target.model ? `${target.provider}:${target.model}` : String(target.provider);

@@ -22,15 +22,18 @@ export function targetFacts(doc, meta, shown = null) {
   }
   let total = t.total_cost_usd;
   let ideal = t.ideal_cost_usd;
-  if (shown) ({ cost: total, ideal } = sumCosts(shown.costs, shown.timeline, shown.rows, false));
+  let billed = isNumber(meta.billed_usd) ? meta.billed_usd : null;
+  if (shown) ({ cost: total, ideal, billed } = sumCosts(shown.costs, shown.timeline, shown.rows));
   const scope = shown ? ` (${plural(shown.rows.length, "shown call")})` : "";
   /** @type {Array<[string, string] | [string, string, string]>} */
   const pairs = [
     ["provider", String(t.provider)],
     ["model", t.model ? String(t.model) : "as recorded"],
     [`simulated cost${scope}`, formatUsd(total), HELP.simulated],
-    [`ideal${scope}`, formatUsd(ideal), HELP.ideal],
   ];
+  // beside the simulated cost: what the provider billed for the same calls
+  if (billed !== null) pairs.push([`billed${scope}`, formatUsd(billed), HELP.billed]);
+  pairs.push([`ideal${scope}`, formatUsd(ideal), HELP.ideal]);
   if (isNumber(total) && isNumber(ideal) && ideal > 0) {
     pairs.push(["cost / ideal", `${formatNumber(total / ideal, 2)}×`]);
   }

@@ -7,7 +7,7 @@
 import { COLORS } from "../lib/constants.js";
 import { nameAt, threadNames } from "../lib/data.js";
 import { DEFAULT_THEME, axis, baseLayout, safe, selectionShapes } from "../lib/figure.js";
-import { formatDuration, formatShare, formatTime, formatTokens, isNumber, plural } from "../lib/format.js";
+import { formatDuration, formatPercent, formatShare, formatTime, formatTokens, isNumber, plural } from "../lib/format.js";
 import { callOf, drawInto, emptyPlot, guarded, moveShapes, panel } from "./panel.js";
 
 /**
@@ -45,6 +45,9 @@ export function callHover(t, r, meta) {
     lines.push(`<b>drift</b>: ${safe(cause)}${where} · ${formatTokens(t.tokensLost[r])} tokens lost${costless}`);
   }
   if (isNumber(t.reportedRead[r])) lines.push(`reported cache read ${formatTokens(t.reportedRead[r])}`);
+  // the provider's own hit rate for this request: cache read ÷ input, in its tokens
+  const hit = t.hitRatio[r];
+  lines.push(`hit rate (reported) ${isNumber(hit) ? formatPercent(hit, 1) : "n/a"}`);
   if (t.miss[r]) {
     const cause = t.missCause[r] >= 0 ? nameAt(meta.miss_causes, t.missCause[r]) : "miss";
     lines.push(`<b>miss</b>: ${safe(cause)} · ${formatTokens(t.missTokens[r])} tokens not read`);

@@ -158,7 +158,7 @@ describe("views/costs.js", () => {
     const view = createCosts(ctx);
     view.draw();
     expect(view.panel.empty.textContent).toBe("No provider target is simulated.");
-    expect(noCostMessage({ ...meta, target: { provider: "vllm" } })).toContain("self-hosted");
+    expect(noCostMessage({ ...meta, target: { provider: "vllm", self_hosted: true } })).toContain("self-hosted");
     expect(noCostMessage({ target: { provider: "openai", model: "gpt-x" }, models: ["gpt-5", "gpt-4o"] })).toBe(
       "No openai price for gpt-x, so no cost to chart. Pick a priced openai model (e.g. gpt-5, gpt-4o).",
     );
