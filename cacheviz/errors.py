@@ -107,5 +107,9 @@ class PortBusyError(CacheVizError, OSError):
     """The port is taken; the message says which and what to do."""
 
 
+class RecordingPathError(CacheVizError, ValueError):
+    """The request log path is a folder, a device, or can't be written; the message says which."""
+
+
 class CacheVizDeprecationWarning(CacheVizWarning, DeprecationWarning):
     """A name or import path moved; the message gives the new one."""

@@ -54,6 +54,14 @@ _OWN = (
     r"xox[abposr]-[A-Za-z0-9\-]{10,}",  # Slack (any shape)
     r"(?:r|s)k_(?:live|test)_[0-9a-zA-Z]{16,}",  # Stripe (current keys are longer)
     r"(?:A3T[A-Z0-9]|ABIA|ACCA|AKIA|ASIA)[0-9A-Z]{16}",  # AWS access key id
+    r"hf_[A-Za-z0-9]{30,}",  # Hugging Face access token
+    r"npm_[A-Za-z0-9]{36}",  # npm access token, bare (detect-secrets wants an .npmrc line)
+    # AWS secret access key after its name, however it is written: ``aws configure set
+    # aws_secret_access_key KEY``, ``aws_secret_access_key = KEY``, ``SecretAccessKey: KEY``
+    r"(?i:secret_?access_?key)\\?[\"']?(?:\s*[:=]\s*|\s+)\\?[\"']?"
+    r"(?P<value>[A-Za-z0-9/+]{40})(?![A-Za-z0-9/+])",
+    # URL userinfo: the password of scheme://user:password@host (the user may be empty)
+    r"[A-Za-z][A-Za-z0-9+.\-]*://[^\s/@:\"'<>]*:(?P<value>[^\s/@\"'<>]+)(?=@)",
     # a PEM private key: the whole block, or to the end of its base64 when cut short
     r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY-----"
     r"(?:.*?-----END [A-Z0-9 ]*PRIVATE KEY-----|(?:[A-Za-z0-9+/=\s]|\\[nr])*)",
@@ -108,9 +116,12 @@ def _any_secret() -> re.Pattern[str]:
             for flag, letter in ((re.IGNORECASE, "i"), (re.DOTALL, "s"), (re.VERBOSE, "x"))
             if pattern.flags & flag
         )
-        scoped.append(f"(?{flags}:{pattern.pattern})" if flags else f"(?:{pattern.pattern})")
-    # the group names repeat nothing: only ``value`` is named, once
+        text = _NAMED_GROUP.sub("(?:", pattern.pattern)  # a name may appear once only
+        scoped.append(f"(?{flags}:{text})" if flags else f"(?:{text})")
     return re.compile("|".join(scoped))
+
+
+_NAMED_GROUP = re.compile(r"\(\?P<\w+>")
 
 
 def enabled() -> bool:
@@ -195,6 +206,30 @@ def redact_slice(text: str, start: int, end: int) -> str:
         position = max(position, span_end)
     out.append(text[position:end])
     return "".join(out)
+
+
+def redact_cut(text: str, limit: int, start: int = 0, *, mark: str = "…") -> str:
+    """The one way a text is shortened for display: redacted whole, then cut.
+
+    ``text[start:start + limit]`` with ``mark`` where text was cut off (before, after).
+    A secret that crosses a cut shows as ``[REDACTED]``, never as a piece; every
+    surface that quotes a piece of transcript text (``check``'s messages, SARIF, JUnit,
+    the drift detail, the diagnosis) goes through here or :func:`redact_slice`.
+
+    Examples
+    --------
+    >>> redact_cut("key sk-ant-api03-AbCdEfGhIjKlMnOp and more", 10)
+    'key [REDACTED]…'
+    >>> redact_cut("short", 10)
+    'short'
+    """
+    start = max(0, start)
+    if start == 0 and len(text) <= limit:
+        return redact(text)
+    end = start + limit
+    cut = end < len(text)
+    piece = redact_slice(text, start, end - len(mark) if cut else end)
+    return f"{mark if start else ''}{piece}{mark if cut else ''}"
 
 
 def redact_all(value: Any) -> Any:

@@ -88,11 +88,16 @@ def check(
     rules
         Rule ids to run (default: all of :data:`RULES`).
     allow
-        Rule ids whose findings are left out.
+        Rule ids whose findings are left out (one id alone may be given as a string).
 
     Returns
     -------
     CheckResult
+
+    Raises
+    ------
+    ValueError
+        For a rule id in ``rules`` or ``allow`` that is not one of :data:`RULES`.
     """
     from cacheviz.analysis import Analysis
     from cacheviz.formats import load
@@ -104,15 +109,23 @@ def check(
     analysis = source if isinstance(source, Analysis) else source.analyze()
     if path is None and analysis.session.path is not None:
         path = str(analysis.session.path)
-    selected = set(RULES if rules is None else rules) - set(allow)
-    unknown = selected - set(RULES)
-    if unknown:
-        msg = f"unknown rule(s) {', '.join(sorted(unknown))}; expected some of {', '.join(RULES)}"
-        raise ValueError(msg)
+    chosen = _rule_ids(RULES if rules is None else rules, "rules")
+    allowed = _rule_ids(allow, "allow")
+    selected = chosen - allowed
     ctx = Context(analysis)
     findings = [f for run in _PASSES for f in run(ctx) if f.rule in selected]
     findings.sort(key=lambda f: (_ORDER[f.severity], min(f.calls, default=0), f.rule))
     return CheckResult(findings, path, sorted(selected, key=list(RULES).index))
+
+
+def _rule_ids(ids: Iterable[str] | str, option: str) -> set[str]:
+    """Rule ids as a set (one id alone is one rule, not its letters); unknown ids raise."""
+    found = {ids} if isinstance(ids, str) else set(ids)
+    unknown = sorted(str(i) for i in found - set(RULES))
+    if unknown:
+        msg = f"{option}: unknown rule(s) {', '.join(unknown)}; expected some of {', '.join(RULES)}"
+        raise ValueError(msg)
+    return found
 
 
 __all__ = ["RULES", "CheckResult", "Finding", "Rule", "check"]

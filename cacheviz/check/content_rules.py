@@ -180,8 +180,7 @@ def _around(old: str, new: str) -> str:
     """``'…old…' → '…new…'`` around the first differing character."""
     at = common_prefix(old, new)
     start = max(0, at - 20)
-    lead = "…" if start else ""
-    return f"{lead + snip(old[start:], 50)!r} → {lead + snip(new[start:], 50)!r}"
+    return f"{snip(old, 50, start)!r} → {snip(new, 50, start)!r}"
 
 
 def _tool_diff(parent: list[tuple[str, str]], child: list[tuple[str, str]]) -> list[str]:

@@ -14,6 +14,7 @@ from typing import Any
 from cacheviz._seq import common_prefix
 from cacheviz.check._context import Context, Finding
 from cacheviz.check._rules import RULES
+from cacheviz.redact import redact_cut
 
 # user state: words that name a balance, a quota, a counter of the user's own
 _PROFILE = re.compile(
@@ -41,10 +42,10 @@ def call_list(calls: list[int]) -> str:
     return ", ".join(out)
 
 
-def snip(text: str, limit: int = _SNIP) -> str:
-    """One line of at most ``limit`` characters."""
-    text = " ".join(text.split())
-    return text if len(text) <= limit else text[: limit - 1] + "…"
+def snip(text: str, limit: int = _SNIP, start: int = 0) -> str:
+    """One line of about ``limit`` characters from ``start``, secrets redacted before the cut."""
+    text = text[:start] + " ".join(text[start:].split())
+    return redact_cut(text, limit, start)
 
 
 def changed_line(ctx: Context, drift: dict[str, Any]) -> str | None:

@@ -220,6 +220,20 @@ def _add_proxy_command(commands: Any) -> None:
     )
     proxy.add_argument("--thread", metavar="NAME", help="write meta.thread NAME on every line")
     proxy.add_argument(
+        "--connect-timeout",
+        type=float,
+        default=10.0,
+        metavar="S",
+        help="seconds to reach the upstream (10)",
+    )
+    proxy.add_argument(
+        "--read-timeout",
+        type=float,
+        default=300.0,
+        metavar="S",
+        help="seconds of silence allowed (300)",
+    )
+    proxy.add_argument(
         "--no-redact", action="store_true", help="keep secrets in bodies (default: redacted)"
     )
 
@@ -730,6 +744,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             args.host,
             thread=args.thread,
             redact=not args.no_redact,
+            connect_timeout=args.connect_timeout,
+            read_timeout=args.read_timeout,
         )
     if args.command == "formats":
         _print_formats(sys.stdout)
@@ -755,18 +771,35 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BrokenPipeError:
         raise  # the reader went away (`| head`): run() exits quietly
     except CacheVizError as exc:
-        print(f"cacheviz: error: {exc}", file=sys.stderr)
-        return 2
+        return _error(args, str(exc))
     except OSError as exc:  # name the file the error is about, not always the input
         where = exc.filename if exc.filename is not None else args.path
-        print(f"cacheviz: error: {where}: {exc.strerror or exc}", file=sys.stderr)
-        return 2
+        return _error(args, f"{where}: {exc.strerror or exc}")
     except ValueError as exc:
-        print(f"cacheviz: error: {args.path}: {exc}", file=sys.stderr)
-        return 2
+        return _error(args, f"{args.path}: {exc}")
     finally:
         sys.stdout, sys.stderr = stdout, stderr
     return status
+
+
+def _error(args: argparse.Namespace, message: str) -> int:
+    """Print the one-line error; ``check`` still writes its SARIF / JUnit files. Exit 2."""
+    print(f"cacheviz: error: {message}", file=sys.stderr)
+    if args.command == "check" and (args.sarif or args.junit):
+        import json
+
+        from cacheviz import __version__
+        from cacheviz.check.output import failed_junit, failed_sarif
+
+        try:
+            if args.sarif:
+                doc = failed_sarif(message, args.path, __version__)
+                Path(args.sarif).write_text(json.dumps(doc, indent=1) + "\n", encoding="utf-8")
+            if args.junit:
+                Path(args.junit).write_text(failed_junit(message, args.path), encoding="utf-8")
+        except OSError as exc:
+            print(f"cacheviz: error: can't write the report file: {exc}", file=sys.stderr)
+    return 2
 
 
 def _print_formats(out: TextIO) -> None:

@@ -35,16 +35,28 @@ def add_parser(commands: Any) -> None:
     parser.add_argument(
         "--by", choices=BY, default="day", metavar="KEY", help=f"rollup by {', '.join(BY)} (day)"
     )
-    parser.add_argument("--since", help="first day, YYYY-MM-DD or YYYYMMDD (in --tz)")
-    parser.add_argument("--until", help="last day, YYYY-MM-DD or YYYYMMDD (in --tz)")
+    parser.add_argument("--since", help="first day YYYY-MM-DD, or time YYYY-MM-DDTHH:MM (in --tz)")
+    parser.add_argument("--until", help="last day YYYY-MM-DD, or time YYYY-MM-DDTHH:MM (in --tz)")
     parser.add_argument("--tz", default="UTC", help="time zone of days (IANA name; default UTC)")
     parser.add_argument("--json", action="store_true", help="print the JSON document")
     parser.add_argument("--parquet", metavar="DIR", help="also write the tables as Parquet")
     parser.add_argument("--report", metavar="HTML", help="also write the fleet view as HTML")
     parser.add_argument("--prices", help="a price file (cacheviz JSON or LiteLLM's)")
-    parser.add_argument("--jobs", type=int, help="worker processes (default: every core)")
+    parser.add_argument("--jobs", type=_positive, help="worker processes, 1 or more (every core)")
     parser.add_argument("--no-cache", action="store_true", help="don't read or write the cache")
     parser.add_argument("--strict", action="store_true", help="exit 2 when any file fails")
+
+
+def _positive(text: str) -> int:
+    """``--jobs``: a whole number of 1 or more (argparse turns the error into exit 2)."""
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        msg = f"{text!r}: expected a whole number of worker processes, 1 or more"
+        raise argparse.ArgumentTypeError(msg)
+    return value
 
 
 def run(args: argparse.Namespace) -> int:
@@ -86,6 +98,13 @@ def run(args: argparse.Namespace) -> int:
         _print(result, doc, sys.stdout)
     for row in result.failed.iter_rows(named=True):
         print(f"cacheviz: failed: {row['error']}", file=sys.stderr)
+    import polars as pl
+
+    passed = result.files.filter(pl.col("status").is_in(["skipped", "duplicate"]))
+    for row in passed.head(_TOP).iter_rows(named=True):
+        print(f"cacheviz: {row['status']}: {row['path']}: {row['error']}", file=sys.stderr)
+    if passed.height > _TOP:
+        print(f"cacheviz: and {passed.height - _TOP} more skipped", file=sys.stderr)
     notes = [w for ws in result.files["warnings"].to_list() for w in ws or []]
     for note in notes[:_TOP]:
         print(f"cacheviz: warning: {note}", file=sys.stderr)

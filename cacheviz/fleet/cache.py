@@ -4,13 +4,17 @@ Four tables (``manifest``, ``calls``, ``drifts``, ``misses``) in one folder per 
 version (and per user price file, whose costs differ). A unit is reused when its files
 have the size and mtime recorded in the manifest; when they changed but still hash to
 the recorded content hash (a ``touch``, a copy) the rows are reused too; otherwise the
-unit is analysed again. Tables are rewritten whole and swapped in atomically, so a
-crashed or concurrent scan leaves a consistent cache (the last writer wins).
+unit is analysed again. Tables are rewritten whole, each through a temporary file
+renamed into place, and ``checksums.json`` records each table's rows and BLAKE2b
+digest. On reading, a table that is unreadable, of another schema, or that does not
+match its checksum (truncated, edited, or two scans' writes interleaved) makes the cache
+cold: every unit is analysed again and the cache rewritten, never read as empty.
 """
 
 from __future__ import annotations
 
 import hashlib
+import io
 import json
 import os
 import tempfile
@@ -19,7 +23,7 @@ from pathlib import Path
 import polars as pl
 
 from cacheviz import _schema
-from cacheviz.fleet.walk import Unit
+from cacheviz.fleet.walk import Unit, shown
 
 CACHE_VERSION = 5  # bump when what the cached tables hold changes
 TABLES = ("calls", "drifts", "misses")
@@ -55,7 +59,7 @@ def signature(unit: Unit) -> str:
     parts = []
     for member in unit.members:
         stat = member.stat()
-        parts.append([str(member), stat.st_size, stat.st_mtime_ns])
+        parts.append([shown(member), stat.st_size, stat.st_mtime_ns])
     return json.dumps(parts, separators=(",", ":"))
 
 
@@ -70,24 +74,49 @@ class ScanCache:
             digest = hashlib.blake2b(prices.read_bytes(), digest_size=8).hexdigest()
             name += f"-prices-{digest}"
         self.folder = folder / name
-        self.manifest = self._read("manifest", MANIFEST)
-        self.tables = {name: self._read(name, SCHEMAS[name]) for name in TABLES}
+        self.damaged: list[str] = []  # tables found damaged (the cache was read cold)
+        sums = self._checksums()
+        schemas = {"manifest": MANIFEST, **SCHEMAS}
+        frames = {n: self._read(n, schema, sums.get(n)) for n, schema in schemas.items()}
+        if self.damaged:  # a table lost: nothing cached can be trusted to be whole
+            frames = {n: pl.DataFrame(schema=schema) for n, schema in schemas.items()}
+        self.manifest = frames["manifest"]
+        self.tables = {name: frames[name] for name in TABLES}
         self._by_path = {row["path"]: row for row in self.manifest.iter_rows(named=True)}
 
-    def _read(self, name: str, schema: dict[str, pl.DataType]) -> pl.DataFrame:
+    def _checksums(self) -> dict[str, dict[str, object]]:
+        try:
+            data = json.loads((self.folder / _CHECKSUMS).read_text(encoding="utf-8"))
+        except (FileNotFoundError, NotADirectoryError):  # no cache yet (or can't be one)
+            return {}
+        except (OSError, ValueError):
+            self.damaged.append(_CHECKSUMS)
+            return {}
+        return data if isinstance(data, dict) else {}
+
+    def _read(
+        self, name: str, schema: dict[str, pl.DataType], expected: dict[str, object] | None
+    ) -> pl.DataFrame:
         path = self.folder / f"{name}.parquet"
-        if path.is_file():
-            try:
-                frame = pl.read_parquet(path)
-                if dict(frame.schema) == dict(schema):
-                    return frame
-            except (OSError, pl.exceptions.PolarsError):
-                pass  # a damaged cache is a cold cache
-        return pl.DataFrame(schema=schema)
+        if not path.is_file():
+            if expected is not None:  # a table the checksums list is gone
+                self.damaged.append(name)
+            return pl.DataFrame(schema=schema)
+        try:
+            data = path.read_bytes()
+            if expected is None or expected.get("blake2b") != _digest(data):
+                raise ValueError(name)
+            frame = pl.read_parquet(data)
+            if dict(frame.schema) != dict(schema) or frame.height != expected.get("rows"):
+                raise ValueError(name)
+        except (OSError, ValueError, pl.exceptions.PolarsError):
+            self.damaged.append(name)
+            return pl.DataFrame(schema=schema)
+        return frame
 
     def entry(self, path: Path) -> dict[str, object] | None:
         """The manifest row of ``path``, if any."""
-        return self._by_path.get(str(path))
+        return self._by_path.get(shown(path))
 
     def rows(self, paths: set[str]) -> dict[str, pl.DataFrame]:
         """The cached rows of ``paths``, per table."""
@@ -108,8 +137,30 @@ class ScanCache:
         for name in TABLES:
             old = self.tables[name].filter(~pl.col("path").is_in(changed))
             merged[name] = pl.concat([old, tables[name]])
+        sums: dict[str, dict[str, object]] = {}
         for name, frame in merged.items():
-            handle, temp = tempfile.mkstemp(dir=self.folder, suffix=".parquet.tmp")
-            os.close(handle)
-            frame.write_parquet(temp)
-            Path(temp).replace(self.folder / f"{name}.parquet")
+            buffer = io.BytesIO()
+            frame.write_parquet(buffer)
+            data = buffer.getvalue()
+            sums[name] = {"rows": frame.height, "blake2b": _digest(data)}
+            _replace(self.folder / f"{name}.parquet", data)
+        _replace(self.folder / _CHECKSUMS, json.dumps(sums, indent=1).encode())
+
+
+_CHECKSUMS = "checksums.json"
+
+
+def _digest(data: bytes) -> str:
+    return hashlib.blake2b(data, digest_size=16).hexdigest()
+
+
+def _replace(target: Path, data: bytes) -> None:
+    """Write ``data`` to a temporary file beside ``target``, then rename it over ``target``."""
+    handle, temp = tempfile.mkstemp(dir=target.parent, suffix=".tmp")
+    try:
+        with os.fdopen(handle, "wb") as out:
+            out.write(data)
+        Path(temp).replace(target)
+    except BaseException:
+        Path(temp).unlink(missing_ok=True)
+        raise

@@ -14,7 +14,7 @@ from multiprocessing import get_context
 from typing import Any
 
 from cacheviz.errors import CacheVizWarning
-from cacheviz.fleet.walk import Unit
+from cacheviz.fleet.walk import Unit, shown
 from cacheviz.fleet.worker import UnitResult, run_batch, run_unit
 
 POOL_BYTES = 8 << 20  # less work than this is analysed in this process (spawning costs ~1 s)
@@ -49,15 +49,19 @@ def execute(
         if executor is None:
             try:
                 return _on_pool(todo, None, workers, update, prices)
-            except BrokenProcessPool:
-                warnings.warn(
-                    "the worker processes could not start (a script that calls "
-                    "cacheviz.scan must do so under `if __name__ == '__main__':`); "
-                    "scanning in this process",
-                    CacheVizWarning,
-                    stacklevel=3,
-                )
-                return serial()
+            except _Broken as broken:
+                if not broken.done and not _pool_starts():
+                    warnings.warn(
+                        "the worker processes could not start (a script that calls "
+                        "cacheviz.scan must do so under `if __name__ == '__main__':`); "
+                        "scanning in this process",
+                        CacheVizWarning,
+                        stacklevel=3,
+                    )
+                    todo = broken.left
+                    return serial()
+                rest = _isolated(broken.left, update, prices)
+                return sorted(broken.done + rest, key=lambda r: r.path)
         return _on_pool(todo, executor, workers, update, prices)
     finally:
         if bar is not None:
@@ -73,7 +77,7 @@ def _on_pool(
 ) -> list[UnitResult]:
     """Run the units in batches on ``executor`` (default: a spawned process pool)."""
     own = executor is None
-    pool = executor or ProcessPoolExecutor(workers, mp_context=get_context("spawn"))
+    pool = executor or _spawned(workers)
     size = max(1, min(_MAX_BATCH, math.ceil(len(todo) / (workers * _BATCHES_PER_WORKER))))
     try:
         with _one_thread_each(own):  # workers start while submitting
@@ -87,14 +91,84 @@ def _on_pool(
                 for i in range(0, len(todo), size)
             ]
         results = []
-        for future in as_completed(futures):
-            batch = future.result()
-            results += batch
-            update(len(batch))
+        taken = set()
+        try:
+            for future in as_completed(futures):
+                batch = future.result()
+                taken.add(future)
+                results += batch
+                update(len(batch))
+        except BrokenProcessPool:
+            if not own:
+                raise
+            left = []
+            for start, future in zip(range(0, len(todo), size), futures, strict=True):
+                if future in taken:
+                    continue
+                if future.done() and future.exception() is None:
+                    results += future.result()
+                else:
+                    left += todo[start : start + size]
+            raise _Broken(results, left) from None
     finally:
         if own:
             pool.shutdown()
     return sorted(results, key=lambda r: r.path)
+
+
+class _Broken(Exception):  # noqa: N818 - control flow, never leaves this module
+    """The pool broke: ``done`` results came back, ``left`` units did not."""
+
+    def __init__(self, done: list[UnitResult], left: list[tuple[Unit, str | None]]) -> None:
+        super().__init__(f"{len(left)} unit(s) left")
+        self.done, self.left = done, left
+
+
+def _spawned(workers: int) -> ProcessPoolExecutor:
+    return ProcessPoolExecutor(workers, mp_context=get_context("spawn"))
+
+
+def _pool_starts() -> bool:
+    """Whether a worker process can start at all (not so from an unguarded script)."""
+    probe = _spawned(1)
+    try:
+        probe.submit(os.getpid).result()
+    except BrokenProcessPool:
+        return False
+    finally:
+        probe.shutdown()
+    return True
+
+
+def _isolated(
+    todo: list[tuple[Unit, str | None]], update: Callable[[int], Any], prices: str | None
+) -> list[UnitResult]:
+    """Run the units a broken pool left, one at a time in a worker of their own.
+
+    A worker was killed (out of memory, a signal): the unit that kills its worker again
+    is marked failed, naming its file; every other unit is analysed as usual.
+    """
+    results: list[UnitResult] = []
+    pool: ProcessPoolExecutor | None = None
+    try:
+        with _one_thread_each(active=True):
+            for unit, known in todo:
+                pool = pool or _spawned(1)
+                try:
+                    results += pool.submit(run_batch, [unit], [known], prices).result()
+                except BrokenProcessPool:
+                    pool.shutdown(wait=False)
+                    pool = None
+                    error = (
+                        f"{shown(unit.path)}: the worker process reading it died (killed by "
+                        "the system, e.g. out of memory); the other files were scanned"
+                    )
+                    results.append(UnitResult(shown(unit.path), "failed", "", error=error))
+                update(1)
+    finally:
+        if pool is not None:
+            pool.shutdown()
+    return results
 
 
 @contextmanager

@@ -9,7 +9,7 @@ whole one.
 from __future__ import annotations
 
 import re
-from datetime import date
+from datetime import date, datetime, time
 from typing import TYPE_CHECKING, Any
 
 import polars as pl
@@ -145,13 +145,37 @@ def projects(calls: pl.DataFrame) -> pl.DataFrame:
 def _day(text: str, option: str) -> date:
     cleaned = text.replace("-", "")
     try:
+        if len(cleaned) != 8 or not cleaned.isdigit():
+            raise ValueError(text)
         return date(int(cleaned[:4]), int(cleaned[4:6]), int(cleaned[6:8]))
     except ValueError:
-        msg = f"{option} {text!r}: expected a date as YYYY-MM-DD or YYYYMMDD"
+        msg = (
+            f"{option} {text!r}: expected a date as YYYY-MM-DD or YYYYMMDD, "
+            "or a time as YYYY-MM-DDTHH:MM"
+        )
         raise ValueError(msg) from None
 
 
+def _bound(text: str, option: str) -> date | datetime:
+    """A ``--since`` / ``--until`` value: a day, or a time of day (``T`` or a space)."""
+    for sep in ("T", " "):
+        if sep in text.strip():
+            day, _, clock = text.strip().partition(sep)
+            try:
+                moment = datetime.fromisoformat(f"{_day(day, option).isoformat()}T{clock}")
+            except ValueError:
+                moment = None
+            if moment is None or moment.tzinfo is not None:
+                msg = f"{option} {text!r}: expected a time as YYYY-MM-DDTHH:MM[:SS] (in --tz)"
+                raise ValueError(msg) from None
+            return moment
+    return _day(text, option)
+
+
 def _localized(calls: pl.DataFrame, tz: str) -> pl.DataFrame:
+    if not tz.strip():
+        msg = "--tz '': expected an IANA time zone name such as UTC or Europe/Paris"
+        raise ValueError(msg)
     try:
         local = pl.col("ts").dt.convert_time_zone(tz)
         return calls.with_columns(local.dt.date().alias("_date"), local.alias("_local"))
@@ -163,15 +187,35 @@ def _localized(calls: pl.DataFrame, tz: str) -> pl.DataFrame:
 def between(
     calls: pl.DataFrame, *, tz: str = "UTC", since: str | None = None, until: str | None = None
 ) -> pl.DataFrame:
-    """The calls made from day ``since`` to day ``until`` (inclusive, in ``tz``).
+    """The calls made from ``since`` to ``until`` (inclusive, in ``tz``).
 
-    Calls without a time are kept only when neither bound is given.
+    Each bound is a day (the whole day counts) or a time of day. Calls without a time
+    are kept only when neither bound is given.
+
+    Raises
+    ------
+    ValueError
+        For a bound that is not a day or time, ``since`` after ``until``, or an unknown
+        time zone.
     """
     frame = _localized(calls, tz)
-    if since is not None:
-        frame = frame.filter(pl.col("_date") >= _day(since, "--since"))
-    if until is not None:
-        frame = frame.filter(pl.col("_date") <= _day(until, "--until"))
+    low = None if since is None else _bound(since, "--since")
+    high = None if until is None else _bound(until, "--until")
+    if low is not None and high is not None:
+        start = low if isinstance(low, datetime) else datetime.combine(low, time.min)
+        end = high if isinstance(high, datetime) else datetime.combine(high, time.max)
+        if start > end:
+            msg = f"--since {since!r} is after --until {until!r}; swap them"
+            raise ValueError(msg)
+    for bound, after in ((low, True), (high, False)):
+        if bound is None:
+            continue
+        if isinstance(bound, datetime):
+            moment = pl.lit(bound).dt.replace_time_zone(tz)
+            column = pl.col("_local")
+        else:
+            moment, column = pl.lit(bound), pl.col("_date")
+        frame = frame.filter(column >= moment if after else column <= moment)
     return frame.drop("_date", "_local")
 
 

@@ -23,7 +23,7 @@ from cacheviz.errors import CacheVizWarning
 from cacheviz.fleet import pool
 from cacheviz.fleet.cache import MANIFEST, TABLES, ScanCache, default_dir, signature
 from cacheviz.fleet.result import ScanResult
-from cacheviz.fleet.walk import Unit, default_locations, find_units
+from cacheviz.fleet.walk import Skipped, Unit, default_locations, shown, walk
 from cacheviz.fleet.worker import UnitResult
 from cacheviz.formats.replays import REPEAT, flag_replays
 from cacheviz.pricing import PriceBook
@@ -73,6 +73,9 @@ def scan(
     >>> result = scan(["sample_sessions"], cache=False)  # doctest: +SKIP
     >>> result.rollup("day")  # doctest: +SKIP
     """
+    if jobs is not None and (not isinstance(jobs, int) or jobs < 1):
+        msg = f"jobs={jobs!r}: expected a whole number of worker processes, 1 or more"
+        raise ValueError(msg)
     if prices is not None:
         PriceBook(prices)  # a bad price file is one error now, not one per session
     locations = None
@@ -81,16 +84,23 @@ def scan(
         roots = [loc.path for loc in locations if loc.found]
     else:
         roots = [Path(paths)] if isinstance(paths, (str, Path)) else [Path(p) for p in paths]
-    units = find_units(roots)
+    units, passed_over = walk(roots)
     store = None
     if cache is not False:
         folder = default_dir() if cache is True else Path(cache)
         store = ScanCache(folder, None if prices is None else Path(prices))
+        if store.damaged:
+            warnings.warn(
+                f"the scan cache in {store.folder} was damaged ({', '.join(store.damaged)}); "
+                "every session is analysed again and the cache rewritten",
+                CacheVizWarning,
+                stacklevel=2,
+            )
     signatures: dict[str, str] = {}
     hits: set[str] = set()
     todo: list[tuple[Unit, str | None]] = []
     for unit in units:
-        key = str(unit.path)
+        key = shown(unit.path)
         try:
             signatures[key] = signature(unit)
         except OSError:
@@ -130,10 +140,70 @@ def scan(
         files = pl.concat([touched, manifest])
     else:
         files = manifest
+    files, tables = _same_content(files, tables)
     calls, drifts, misses, dropped = _dedupe(tables["calls"], tables["drifts"], tables["misses"])
-    dropped += int(files["replays"].fill_null(0).sum())  # dropped by the loaders already
-    files = files.select("path", "status", "format", "error", "warnings").sort("path")
+    counted = files.filter(pl.col("status") != "duplicate")
+    dropped += int(counted["replays"].fill_null(0).sum())  # dropped by the loaders already
+    files = pl.concat([files.select(*_FILE_COLUMNS), _passed_over(passed_over)])
+    files = files.sort("path")
     return ScanResult(calls, drifts, misses, files, dropped, locations)
+
+
+_FILE_COLUMNS = ("path", "status", "format", "error", "warnings")
+
+
+def _passed_over(skipped: list[Skipped]) -> pl.DataFrame:
+    """The files not read (not regular files, a second path to one file), as file rows."""
+    return pl.DataFrame(
+        {
+            "path": [shown(s.path) for s in skipped],
+            "status": [s.status for s in skipped],
+            "format": [None] * len(skipped),
+            "error": [s.reason for s in skipped],
+            "warnings": [[] for _ in skipped],
+        },
+        schema={k: MANIFEST[k] for k in _FILE_COLUMNS},
+    )
+
+
+def _same_content(
+    files: pl.DataFrame, tables: dict[str, pl.DataFrame]
+) -> tuple[pl.DataFrame, dict[str, pl.DataFrame]]:
+    """Count a session once when several files hold the same bytes (a copy, a backup).
+
+    The first path (in sorted order) keeps its rows; the others become ``duplicate``
+    file rows that name it. Formats with response ids were de-duplicated by id anyway;
+    this covers those without.
+    """
+    ordered = files.sort("path")
+    first: dict[str, str] = {}
+    repeats: dict[str, str] = {}
+    for path, status, digest in ordered.select("path", "status", "content_hash").iter_rows():
+        if status != "ok" or not digest:
+            continue
+        if digest in first:
+            repeats[path] = first[digest]
+        else:
+            first[digest] = path
+    if not repeats:
+        return files, tables
+    marked = files.with_columns(
+        pl.when(pl.col("path").is_in(list(repeats)))
+        .then(pl.lit("duplicate"))
+        .otherwise(pl.col("status"))
+        .alias("status"),
+        pl.when(pl.col("path").is_in(list(repeats)))
+        .then(pl.col("path").replace_strict(repeats, default=None, return_dtype=pl.String))
+        .otherwise(pl.col("error"))
+        .alias("error"),
+    ).with_columns(
+        pl.when(pl.col("status") == "duplicate")
+        .then(pl.lit("the same content as ") + pl.col("error"))
+        .otherwise(pl.col("error"))
+        .alias("error")
+    )
+    kept = {n: t.filter(~pl.col("path").is_in(list(repeats))) for n, t in tables.items()}
+    return marked, kept
 
 
 def _empty(name: str) -> pl.DataFrame:

@@ -11,6 +11,7 @@ by file name only; the format of each is detected later, by content, in the work
 from __future__ import annotations
 
 import os
+import stat
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -33,6 +34,24 @@ class Unit:
     path: Path
     members: tuple[Path, ...]
     project: str
+
+
+@dataclass(frozen=True, slots=True)
+class Skipped:
+    """A file the scan does not read, and why (``status``: ``skipped`` or ``duplicate``)."""
+
+    path: Path
+    status: str
+    reason: str
+
+
+def shown(text: str | Path) -> str:
+    r"""``text`` as valid UTF-8: bytes of a non-UTF-8 file name are escaped (``\udcff``).
+
+    File names are bytes; Python keeps undecodable ones as lone surrogates, which no
+    table, terminal or JSON document takes.
+    """
+    return str(text).encode("utf-8", "backslashreplace").decode("utf-8")
 
 
 @dataclass(frozen=True, slots=True)
@@ -106,8 +125,8 @@ def _project(path: Path, root: Path) -> str:
     if parent.name == "subagents":
         parent = parent.parent.parent
     if parent == root.parent or parent.name == "":
-        return root.name
-    return parent.name
+        return shown(root.name)
+    return shown(parent.name)
 
 
 def _cline_units(folder: Path, names: set[str], root: Path) -> tuple[list[Unit], set[str]]:
@@ -126,7 +145,7 @@ def _cline_units(folder: Path, names: set[str], root: Path) -> tuple[list[Unit],
         used.update(members)
         task = folder / name
         project = folder.parent.name if prefix == "" else folder.name
-        units.append(Unit(task, tuple(folder / m for m in members), project or root.name))
+        units.append(Unit(task, tuple(folder / m for m in members), shown(project or root.name)))
     return units, used
 
 
@@ -160,30 +179,72 @@ def find_units(paths: list[Path]) -> list[Unit]:
     """Every unit under ``paths`` (files are units themselves), in a stable order.
 
     Hidden-tool folders (``.git``, ``node_modules``) and obvious non-transcripts
-    (Parquet, HTML, images, archives) are not visited.
+    (Parquet, HTML, images, archives) are not visited. See :func:`walk`.
+    """
+    return walk(paths)[0]
+
+
+def walk(paths: list[Path]) -> tuple[list[Unit], list[Skipped]]:
+    """The units under ``paths`` and the files passed over, with the reason.
+
+    Symlinked folders are followed (a folder reached twice, a loop included, is walked
+    once). A file is read once however many paths reach it (same device and inode);
+    only regular files are read: a FIFO, a device or a broken link is listed as skipped.
     """
     units: dict[Path, Unit] = {}
+    skipped: dict[Path, Skipped] = {}
+    seen: dict[tuple[int, int], Path] = {}
+    folders: set[tuple[int, int]] = set()
+
+    def admit(path: Path) -> bool:
+        try:
+            info = path.stat()
+        except OSError as exc:
+            reason = "a broken symlink" if path.is_symlink() else (exc.strerror or str(exc))
+            skipped.setdefault(path, Skipped(path, "skipped", f"can't read it: {reason}"))
+            return False
+        if not stat.S_ISREG(info.st_mode):
+            skipped.setdefault(path, Skipped(path, "skipped", "not a regular file; not read"))
+            return False
+        first = seen.setdefault((info.st_dev, info.st_ino), path)
+        if first != path:
+            reason = f"the same file as {shown(first)}"
+            skipped.setdefault(path, Skipped(path, "duplicate", reason))
+            return False
+        return True
+
     for root in paths:
         root = root.expanduser()
-        if root.is_file():
-            _add_file(units, root, root.parent, set())
+        if not root.is_dir():
+            if (root.exists() or root.is_symlink()) and admit(root):
+                _add_file(units, root, root.parent, set())
             continue
-        for folder, dirs, files in os.walk(root):
-            dirs[:] = sorted(d for d in dirs if d not in _SKIP_DIRS)
+        for folder, dirs, files in os.walk(root, followlinks=True):
             here = Path(folder)
+            try:
+                info = here.stat()
+            except OSError:
+                dirs[:] = []
+                continue
+            if (info.st_dev, info.st_ino) in folders:
+                dirs[:] = []  # reached before (a loop, or a second path to it)
+                continue
+            folders.add((info.st_dev, info.st_ino))
+            dirs[:] = sorted(d for d in dirs if d not in _SKIP_DIRS)
             if here.name.endswith(_CXV_SESSION) and "manifest.json" in files:
                 dirs[:] = []  # a cx-viewer session archive is read whole, as one unit
                 units.setdefault(here, Unit(here, _archive_members(here), _project(here, root)))
                 continue
             if opencode.is_storage(here):  # one session store: a unit, not its files
                 members = tuple(sorted(p for p in here.rglob("*.json") if p.is_file()))
-                units.setdefault(here, Unit(here, members, root.name))
+                units.setdefault(here, Unit(here, members, shown(root.name)))
                 dirs[:] = []
                 continue
             names = set(files)
             cline, used = _cline_units(here, names, root)
             for unit in cline:
-                units.setdefault(unit.path, unit)
+                if admit(unit.path):
+                    units.setdefault(unit.path, unit)
             beside = _agents_beside(here, names)
             used |= {agent.name for agents in beside.values() for agent in agents}
             for name in sorted(names - used):
@@ -194,8 +255,12 @@ def find_units(paths: list[Path]) -> list[Unit]:
                     continue  # a Claude Code sub-agent's description, not a transcript
                 if name.endswith((".db-wal", ".db-shm")):
                     continue  # a SQLite database's journal: read with the database
-                _add_file(units, path, root, names, beside)
-    return sorted(units.values(), key=lambda u: str(u.path))
+                if admit(path):
+                    _add_file(units, path, root, names, beside)
+    for unit in units.values():
+        skipped.pop(unit.path, None)
+    ordered = sorted(units.values(), key=lambda u: str(u.path))
+    return ordered, sorted(skipped.values(), key=lambda s: str(s.path))
 
 
 def _archive_members(folder: Path) -> tuple[Path, ...]:

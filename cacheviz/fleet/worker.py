@@ -9,6 +9,7 @@ de-duplication across files happens afterwards (:mod:`cacheviz.fleet.scanner`).
 from __future__ import annotations
 
 import hashlib
+import os
 import re
 import warnings
 from dataclasses import dataclass, field, replace
@@ -21,7 +22,7 @@ import polars as pl
 from cacheviz import _schema
 from cacheviz.analysis import Analysis, analyze
 from cacheviz.errors import CacheVizError, CacheVizWarning, UnknownFormatError
-from cacheviz.fleet.walk import Unit
+from cacheviz.fleet.walk import Unit, shown
 from cacheviz.formats import READERS, detect
 from cacheviz.formats.replays import REPLAYED
 from cacheviz.model import OPAQUE, Session
@@ -50,7 +51,8 @@ def content_hash(members: tuple[Path, ...]) -> str:
     """BLAKE2b over the bytes of every member file (names included), hex."""
     digest = hashlib.blake2b(digest_size=16)
     for path in members:
-        digest.update(path.name.encode("utf-8", "surrogateescape") + b"\0")
+        if path != members[0]:  # a copy of a session under another name is the same session
+            digest.update(os.fsencode(path.name) + b"\0")
         with path.open("rb") as handle:
             while chunk := handle.read(_HASH_CHUNK):
                 digest.update(chunk)
@@ -73,15 +75,17 @@ def run_unit(unit: Unit, known_hash: str | None = None, prices: str | None = Non
     try:
         digest = content_hash(unit.members)
     except OSError as exc:
-        return UnitResult(str(unit.path), "failed", "", error=f"{unit.path}: {exc.strerror}")
+        return UnitResult(
+            shown(unit.path), "failed", "", error=f"{shown(unit.path)}: {exc.strerror}"
+        )
     if known_hash is not None and digest == known_hash:
-        return UnitResult(str(unit.path), "unchanged", digest)
+        return UnitResult(shown(unit.path), "unchanged", digest)
     try:
         fmt = detect(unit.path)
     except UnknownFormatError:
-        return UnitResult(str(unit.path), "unknown", digest)
+        return UnitResult(shown(unit.path), "unknown", digest)
     except (CacheVizError, OSError, ValueError) as exc:
-        return UnitResult(str(unit.path), "failed", digest, error=_one_line(exc, unit.path))
+        return UnitResult(shown(unit.path), "failed", digest, error=_one_line(exc, unit.path))
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", CacheVizWarning)
         try:
@@ -92,18 +96,23 @@ def run_unit(unit: Unit, known_hash: str | None = None, prices: str | None = Non
             calls, drifts, misses = _rows(unit, fmt, session, analysis)
         except (CacheVizError, OSError, ValueError, RecursionError) as exc:
             return UnitResult(
-                str(unit.path), "failed", digest, format=fmt, error=_one_line(exc, unit.path)
+                shown(unit.path), "failed", digest, format=fmt, error=_one_line(exc, unit.path)
             )
         except Exception as exc:  # a bug must not stop a scan of thousands of files
             text = (str(exc).splitlines() or [""])[0]
-            error = f"{unit.path}: internal error ({type(exc).__name__}: {text}); please report it"
-            return UnitResult(str(unit.path), "failed", digest, format=fmt, error=error)
+            error = (
+                f"{shown(unit.path)}: internal error ({type(exc).__name__}: {text}); "
+                "please report it"
+            )
+            return UnitResult(shown(unit.path), "failed", digest, format=fmt, error=error)
     notes = [
-        str(w.message).splitlines()[0] for w in caught if issubclass(w.category, CacheVizWarning)
+        shown(str(w.message).splitlines()[0])
+        for w in caught
+        if issubclass(w.category, CacheVizWarning)
     ]
     replays = session.ignored.get(REPLAYED, 0)
     return UnitResult(
-        str(unit.path), "ok", digest, fmt, None, notes, calls, drifts, misses, replays
+        shown(unit.path), "ok", digest, fmt, None, notes, calls, drifts, misses, replays
     )
 
 
@@ -146,7 +155,8 @@ def _codex_project(path: Path) -> str | None:
 
 def _one_line(exc: BaseException, path: Path) -> str:
     text = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-    return text if str(path) in text else f"{path}: {text}"
+    text = text.replace(" (or pass --errors skip / errors='skip')", "")  # scan has no such option
+    return shown(text if str(path) in text else f"{path}: {text}")
 
 
 def _rows(
@@ -155,7 +165,7 @@ def _rows(
     frame = analysis.calls
     calls = session.calls  # row i of the calls frame is session.calls[i]
     opaque = {h for h, c in session.contents.items() if c.kind == OPAQUE}
-    path = str(unit.path)
+    path = shown(unit.path)
     metas = [c.meta for c in calls]
     logged = [not any(h in opaque for h in c.hashes[: c.message_start]) for c in calls]
     extra: dict[str, list[Any]] = {

@@ -184,6 +184,16 @@ def _first_line_problem(path: Path) -> tuple[int | None, int | None, str | None]
         if "digits" in str(exc):
             return lineno, None, f"a number longer than {_MAX_DIGITS:,} digits"
         return lineno, None, f"not valid JSON ({exc})"
+    if isinstance(value, dict) and "resourceSpans" in value:
+        return (
+            lineno,
+            None,
+            (
+                "an OTLP trace export, but no span has GenAI attributes (gen_ai.*, llm.*, "
+                "openinference.span.kind) in its first megabyte: no LLM call cacheviz "
+                "reads; export the spans of your LLM instrumentation"
+            ),
+        )
     if isinstance(value, dict):
         keys = ", ".join(sorted(map(str, value))[:8]) or "none"
         return lineno, None, f"the first record's keys ({keys}) match no known format"

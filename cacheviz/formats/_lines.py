@@ -38,6 +38,9 @@ class LineReader:
         # Set by readers that rebuild each request from the lines before it: a skipped
         # line changes the later calls, and the warning names them.
         self.rebuilds = False
+        self.torn: SkippedLine | None = None  # an incomplete last line, skipped
+        self._open_line: int | None = None  # the last line, when no newline ends it
+        self._open_text = ""
 
     @contextmanager
     def usage_policy(self) -> Iterator[Callable[[int | None], None]]:
@@ -83,6 +86,7 @@ class LineReader:
             end = data.find(b"\n", start)
             if end < 0:
                 end = size
+                self._open_line = lineno
             first = data[start : start + 1]
             line_start, start = start, end + 1
             if not first or (first in b" \t\r" and data[line_start:end].isspace()):
@@ -94,12 +98,21 @@ class LineReader:
                     lineno, f"not valid UTF-8 at byte {exc.start + 1}; re-save the file as UTF-8"
                 )
                 continue
+            if lineno == self._open_line:
+                self._open_text = text
             yield lineno, text
         if progress is not None:
             progress(size, size)
 
     def fail(self, lineno: int | None, reason: str) -> None:
-        """Raise for a bad line, or record it when skipping."""
+        """Raise for a bad line, or record it when skipping.
+
+        The last line, when no newline ends it and it does not parse, is a line being
+        written (or cut by a full disk): it is skipped with a note under either policy.
+        """
+        if lineno is not None and lineno == self._open_line and _cut_short(self._open_text):
+            self.torn = SkippedLine(lineno, f"incomplete last line, not counted ({reason})")
+            return
         if self.errors == "raise":
             msg = f"{reason} (or pass --errors skip / errors='skip')"
             raise TranscriptError(msg, path=self.path, line=lineno)
@@ -146,6 +159,13 @@ class LineReader:
 
     def session(self, fmt: str, calls: list[Call], store: BlockStore) -> Session:
         """Order the calls by request time, number them, and build the session."""
+        if self.torn is not None:
+            warnings.warn(
+                f"{self.path}: line {self.torn.line} is incomplete (no newline ends it: the "
+                "file is being written, or was cut); skipped, the complete lines are counted",
+                CacheVizWarning,
+                stacklevel=3,
+            )
         if not calls:
             detail = f" ({len(self.skipped)} bad lines skipped)" if self.skipped else ""
             msg = f"no API call could be read{detail}"
@@ -167,9 +187,19 @@ class LineReader:
                 CacheVizWarning,
                 stacklevel=3,
             )
-        return Session(
-            self.path, fmt, ordered, store.contents, store.blocks, self.skipped, self.ignored
-        )
+        skipped = [*self.skipped, *([self.torn] if self.torn is not None else [])]
+        return Session(self.path, fmt, ordered, store.contents, store.blocks, skipped, self.ignored)
+
+
+def _cut_short(text: str) -> bool:
+    """Whether ``text`` is JSON that ends early (a line still being written, or cut)."""
+    try:
+        json.loads(text)
+    except json.JSONDecodeError as exc:
+        return exc.msg.startswith("Unterminated") or exc.pos >= len(text.rstrip())
+    except (ValueError, RecursionError):
+        return False
+    return False
 
 
 def describe_lines(lines: list[SkippedLine]) -> str:

@@ -23,11 +23,13 @@ not in a trace). Token counts in these conventions include cached tokens.
 from __future__ import annotations
 
 import json
+import warnings
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from cacheviz._jsonspan import ObjectScan
+from cacheviz.errors import CacheVizWarning
 from cacheviz.formats._body import call_from_request, provider_for
 from cacheviz.formats._lines import LineReader, load_json_document
 from cacheviz.formats._time import parse_ts
@@ -67,27 +69,49 @@ def detect(path: Path, head: bytes) -> bool:
     return spans and any(marker in head for marker in _MARKERS)
 
 
-def _otlp_value(value: Any) -> Any:
+_MAX_DEPTH = 64  # nested arrayValue / kvlistValue levels read; deeper values are skipped
+_SKIP = object()  # an attribute value that can't be read (the key is left out, and named)
+
+
+def _otlp_value(value: Any, key: str, skipped: list[str], depth: int = 0) -> Any:
     if not isinstance(value, dict):
         return value
-    for key in ("stringValue", "boolValue", "doubleValue"):
-        if key in value:
-            return value[key]
+    for name in ("stringValue", "boolValue", "doubleValue"):
+        if name in value:
+            return value[name]
     if "intValue" in value:
-        return int(value["intValue"])
+        try:
+            return int(value["intValue"])
+        except (TypeError, ValueError):
+            text = str(value["intValue"])
+            shown = f"{len(text):,} digits" if len(text) > 40 else repr(text)
+            skipped.append(f"`{key}` (intValue {shown})")
+            return _SKIP
+    if depth >= _MAX_DEPTH and ("arrayValue" in value or "kvlistValue" in value):
+        skipped.append(f"`{key}` (nested deeper than {_MAX_DEPTH} levels)")
+        return _SKIP
     if "arrayValue" in value:
-        return [_otlp_value(v) for v in (value["arrayValue"] or {}).get("values", [])]
+        items = (value["arrayValue"] or {}).get("values", [])
+        out = [_otlp_value(v, key, skipped, depth + 1) for v in items]
+        return [v for v in out if v is not _SKIP]
     if "kvlistValue" in value:
-        return _otlp_attributes((value["kvlistValue"] or {}).get("values", []))
+        items = (value["kvlistValue"] or {}).get("values", [])
+        return _otlp_attributes(items, skipped, f"{key}.", depth + 1)
     return None
 
 
-def _otlp_attributes(items: Any) -> dict[str, Any]:
+def _otlp_attributes(
+    items: Any, skipped: list[str], prefix: str = "", depth: int = 0
+) -> dict[str, Any]:
     if not isinstance(items, list):
         return {}
-    return {
-        i["key"]: _otlp_value(i.get("value")) for i in items if isinstance(i, dict) and "key" in i
-    }
+    out = {}
+    for item in items:
+        if isinstance(item, dict) and "key" in item:
+            value = _otlp_value(item.get("value"), f"{prefix}{item['key']}", skipped, depth)
+            if value is not _SKIP:
+                out[item["key"]] = value
+    return out
 
 
 def _flatten(value: Any, prefix: str, out: dict[str, Any]) -> dict[str, Any]:
@@ -103,10 +127,14 @@ def _flatten(value: Any, prefix: str, out: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def _spans(record: Any) -> list[dict[str, Any]]:
-    """The spans of one JSON record, each as ``{"attributes": flat dict, "start": ...}``."""
+def _spans(record: Any, skipped: list[str]) -> list[dict[str, Any]]:
+    """The spans of one JSON record, each as ``{"attributes": flat dict, "start": ...}``.
+
+    Attribute values that can't be read (an ``intValue`` past Python's digit limit, a
+    value nested past :data:`_MAX_DEPTH`) are left out and named in ``skipped``.
+    """
     if isinstance(record, list):
-        return [s for r in record for s in _spans(r)]
+        return [s for r in record for s in _spans(r, skipped)]
     if not isinstance(record, dict):
         msg = "not a JSON object"
         raise ValueError(msg)
@@ -117,7 +145,7 @@ def _spans(record: Any) -> list[dict[str, Any]]:
                 resource.get("scopeSpans") or resource.get("instrumentationLibrarySpans") or []
             ):
                 for span in scope.get("spans") or []:
-                    attributes = _otlp_attributes(span.get("attributes"))
+                    attributes = _otlp_attributes(span.get("attributes"), skipped)
                     start = span.get("startTimeUnixNano")
                     spans.append(
                         {"attributes": attributes, "start": start, "name": span.get("name")}
@@ -128,7 +156,7 @@ def _spans(record: Any) -> list[dict[str, Any]]:
         raise ValueError(msg)
     attributes = record["attributes"]
     if not isinstance(attributes, dict):
-        attributes = _otlp_attributes(attributes)
+        attributes = _otlp_attributes(attributes, skipped)
     start = record.get("start_time", record.get("startTimeUnixNano", record.get("startTime")))
     return [
         {"attributes": _flatten(attributes, "", {}), "start": start, "name": record.get("name")}
@@ -394,9 +422,10 @@ def read(path: Path, *, errors: str = "raise") -> Session:
     store = BlockStore()
     refs: list[ObjectScan] = []
     calls: list[Call] = []
+    skipped: list[str] = []
 
     def add(lineno: int, record: Any) -> None:
-        for span in _spans(record):
+        for span in _spans(record, skipped):
             attributes = span["attributes"]
             found = _request(attributes)
             if found is None:
@@ -426,6 +455,15 @@ def read(path: Path, *, errors: str = "raise") -> Session:
             add(1, document)
         except ValueError as exc:
             reader.fail(None, f"{exc}; {_EXPECTED}")
+    if skipped:
+        shown = "; ".join(skipped[:5]) + (
+            f"; and {len(skipped) - 5} more" if len(skipped) > 5 else ""
+        )
+        warnings.warn(
+            f"{path}: skipped {len(skipped)} span attribute value(s) that can't be read: {shown}",
+            CacheVizWarning,
+            stacklevel=2,
+        )
     return reader.session(NAME, calls, store)
 
 
@@ -442,6 +480,8 @@ def _jsonl(path: Path) -> bool:
             if line.strip():
                 try:
                     json.loads(line)
+                except RecursionError:
+                    return True  # one value per line; each_record names the line
                 except ValueError:
                     return False
                 return True

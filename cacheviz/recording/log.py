@@ -23,7 +23,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from cacheviz.errors import CacheVizWarning
+from cacheviz.errors import CacheVizWarning, RecordingPathError
 from cacheviz.formats._body import OPENAI_COMPATIBLE
 from cacheviz.redact import redact, redact_all
 
@@ -49,6 +49,50 @@ _TERMINAL_EVENTS = (
     '"response.failed"',
 )
 Redactor = Callable[[str], str]
+
+
+def check_log_path(path: str | Path, *, create: bool = False, folder: bool = True) -> Path:
+    """``path`` if a request log can be appended there: a regular file, or a new one.
+
+    With ``create=True`` the file is opened for appending once (and made if new), so an
+    unwritable place fails now, not after the first call. ``folder=False`` lets a
+    missing folder pass (writing then warns, as a full disk does).
+
+    Raises
+    ------
+    RecordingPathError
+        For a folder, a device or FIFO (``/dev/full``, ``/dev/zero``), a missing
+        folder, or no permission; the message says which.
+    """
+    import stat
+
+    target = Path(path)
+    try:
+        info = target.stat()
+    except FileNotFoundError:
+        info = None
+    except OSError as exc:
+        msg = f"{target}: can't use it as the request log ({exc.strerror or exc})"
+        raise RecordingPathError(msg) from None
+    if info is not None and stat.S_ISDIR(info.st_mode):
+        example = target / "calls.jsonl"
+        msg = f"{target}: is a folder; give a file for the request log, e.g. {example}"
+        raise RecordingPathError(msg)
+    if info is not None and not stat.S_ISREG(info.st_mode):
+        msg = f"{target}: not a regular file (a device or a pipe); give a file for the log"
+        raise RecordingPathError(msg)
+    if info is None and folder and not target.parent.is_dir():
+        msg = f"{target}: the folder {target.parent} does not exist; create it or pick another"
+        raise RecordingPathError(msg)
+    if create:
+        try:
+            with target.open("a", encoding="utf-8"):
+                pass
+        except OSError as exc:
+            reason = exc.strerror or exc
+            msg = f"{target}: can't write the request log ({reason}); pick another path"
+            raise RecordingPathError(msg) from None
+    return target
 
 
 def route(method: str, path: str, host: str = "") -> tuple[str | None, str] | None:
@@ -162,9 +206,11 @@ class LogWriter:
     """The one writer of a cacheviz request log (a file, or memory when ``path`` is None).
 
     Lines are written whole under a lock and flushed one by one; :meth:`close` fsyncs.
-    An ``OSError`` (disk full, unwritable path) warns once and turns file writing off;
-    the calls being recorded are never disturbed. Lines are also offered to the
-    ``listeners`` (the live inspector).
+    Every line starts on a fresh line: a file whose last line was left incomplete (a
+    crash, a full disk) gets a newline first, so a new line is never glued onto it. An
+    ``OSError`` (disk full, unwritable path) warns once (``error`` keeps the message)
+    and the next lines are tried again; the calls being recorded are never disturbed.
+    Lines are also offered to the ``listeners`` (the live inspector).
     """
 
     def __init__(self, path: str | Path | None = None) -> None:
@@ -175,34 +221,41 @@ class LogWriter:
         self._lock = threading.Lock()
         self._file: Any = None
         self._failed = False
+        self.error: str | None = None  # the first write error, as warned
+        self._fresh = False  # whether the file is known to end with a newline
 
     def open(self) -> None:
         """Open the file for appending (a failure warns once)."""
         with self._lock:
-            if self.path is not None and self._file is None and not self._failed:
+            if self.path is not None and self._file is None:
                 try:
-                    self._file = self.path.open("a", encoding="utf-8")
+                    self._open()
                 except OSError as exc:
                     self._fail(exc)
 
+    def _open(self) -> None:
+        assert self.path is not None
+        self._file = self.path.open("a", encoding="utf-8")
+        self._fresh = not _ends_open(self.path)
+
     def write(self, line: str) -> None:
-        """Append one line (no newline in ``line``)."""
+        """Append one line (no newline in ``line``), on a line of its own."""
         with self._lock:
             self.written += 1
             if self.path is None:
                 self.lines.append(line)
-            elif self._file is not None:
+            else:
+                closed = self._file is None  # a call that ended after its recorder closed
                 try:
-                    self._file.write(line + "\n")
+                    if closed:
+                        self._open()
+                    text = line + "\n" if self._fresh else "\n" + line + "\n"
+                    self._fresh = False  # until the write is known to be whole
+                    self._file.write(text)
                     self._file.flush()
-                except OSError as exc:
-                    self._fail(exc)
-            elif not self._failed:  # a call that ended after its recorder closed
-                try:
-                    with self.path.open("a", encoding="utf-8") as handle:
-                        handle.write(line + "\n")
-                        handle.flush()
-                        os.fsync(handle.fileno())
+                    self._fresh = True
+                    if closed:
+                        self._close_file()
                 except OSError as exc:
                     self._fail(exc)
             listeners = list(self.listeners)
@@ -215,29 +268,46 @@ class LogWriter:
     def close(self) -> None:
         """Flush, fsync and close the file."""
         with self._lock:
-            handle, self._file = self._file, None
-            if handle is None:
-                return
             try:
-                handle.flush()
-                os.fsync(handle.fileno())
-                handle.close()
+                self._close_file()
             except OSError as exc:
                 self._fail(exc)
 
+    def _close_file(self) -> None:
+        handle, self._file = self._file, None
+        if handle is None:
+            return
+        handle.flush()
+        os.fsync(handle.fileno())
+        handle.close()
+
     def _fail(self, exc: OSError) -> None:
         handle, self._file = self._file, None
+        self._fresh = False  # a line may be half written: the next one starts anew
         if handle is not None:
-            with contextlib.suppress(OSError):
+            with contextlib.suppress(OSError, ValueError):
                 handle.close()
         if not self._failed:
             self._failed = True
-            message = (
+            self.error = (
                 f"{self.path}: can't write the request log ({exc.strerror or exc}); "
-                "recording is off for this log, your calls go on; free space or pick "
-                "another path"
+                "recording is off while this lasts (your calls go on; each later line is "
+                "tried again); free space or pick another path"
             )
-            warnings.warn(message, CacheVizWarning, stacklevel=3)
+            warnings.warn(self.error, CacheVizWarning, stacklevel=3)
+
+
+def _ends_open(path: Path) -> bool:
+    """Whether ``path`` is a non-empty file whose last byte is not a newline."""
+    try:
+        with path.open("rb") as handle:
+            handle.seek(0, os.SEEK_END)
+            if handle.tell() == 0:
+                return False
+            handle.seek(-1, os.SEEK_END)
+            return handle.read(1) != b"\n"
+    except OSError:
+        return False
 
 
 _warned: set[tuple[int, str]] = set()
@@ -270,6 +340,7 @@ class _UsageParser:
         )
         self._deflate = encoding == "deflate"
         self._tail = ""
+        self._after_cr = False  # the last chunk ended with CR (its LF may come next)
         self._chunks: list[bytes] = []
         self._size = 0
         self._decoder = _utf8_decoder()
@@ -300,10 +371,12 @@ class _UsageParser:
             return self._inflate.decompress(chunk)
 
     def _feed_sse(self, text: str) -> None:
-        text = self._tail + text
-        if "\r" in text:
-            text = text.replace("\r\n", "\n")
-        *events, self._tail = text.split("\n\n")
+        if self._after_cr and text.startswith("\n"):
+            text = text[1:]  # the LF of a CRLF cut between two chunks
+        self._after_cr = text.endswith("\r")
+        if "\r" in text:  # CRLF, or CR alone (both valid SSE line ends)
+            text = text.replace("\r\n", "\n").replace("\r", "\n")
+        *events, self._tail = (self._tail + text).split("\n\n")
         for event in events:
             if '"usage"' in event or '"error"' in event:
                 self._event(event)
@@ -429,12 +502,33 @@ class Exchange:
         try:
             text = body.decode("utf-8")
             parsed = json.loads(text)
-            if not isinstance(parsed, dict):
-                return False
-            model = parsed.get("model")
-            self.request_text = one_line(redact_body(text, redactor))
         except (UnicodeDecodeError, ValueError):
             return False
+        except RecursionError:
+            for writer in self.writers:
+                _warn_once(
+                    writer,
+                    "a request body was nested too deeply to parse; the call went through "
+                    "but is not recorded",
+                )
+            return False
+        if not isinstance(parsed, dict):
+            return False
+        model = parsed.get("model")
+        try:
+            redacted = redact_body(text, redactor)
+        except Exception as exc:
+            if redactor is None or redactor is redact:
+                raise
+            name = getattr(redactor, "__qualname__", repr(redactor))
+            for writer in self.writers:
+                _warn_once(
+                    writer,
+                    f"redact={name} raised {type(exc).__name__}: {exc}; the call's body is "
+                    "recorded with cacheviz's built-in redaction instead",
+                )
+            redacted = redact_body(text, redact)
+        self.request_text = one_line(redacted)
         self.model = model if isinstance(model, str) else ""
         return True
 
@@ -504,6 +598,8 @@ __all__ = [
     "OPENAI_COMPATIBLE",
     "Exchange",
     "LogWriter",
+    "RecordingPathError",
+    "check_log_path",
     "now_iso",
     "one_line",
     "redact_body",

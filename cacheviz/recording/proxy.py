@@ -14,15 +14,16 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import errno
-import functools
+import ipaddress
+import posixpath
 import socket
 import sys
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit
+from urllib.parse import quote, unquote, urlsplit
 
-from cacheviz.errors import PortBusyError
-from cacheviz.recording.log import Exchange, LogWriter, Redactor
+from cacheviz.errors import CacheVizError, PortBusyError
+from cacheviz.recording.log import Exchange, LogWriter, Redactor, check_log_path
 from cacheviz.redact import redact as redact_secrets
 
 # RFC 9110 §7.6.1 hop-by-hop headers, plus those aiohttp sets itself
@@ -65,6 +66,40 @@ def bind(host: str, port: int) -> socket.socket:
     return sock
 
 
+CONNECT_TIMEOUT = 10.0  # seconds to reach the upstream
+READ_TIMEOUT = 300.0  # seconds of silence from the upstream, or from a caller sending
+IDLE_TIMEOUT = 75.0  # seconds a caller's connection may sit without a whole request
+_SHUTDOWN = 2.0  # seconds calls in flight get when the proxy stops
+_CALLER_LEFT = "the caller disconnected before the end of the response"
+_CUT_EARLY = "cut before the upstream answered (the caller left, or the proxy stopped)"
+
+
+def upstream_path(raw: str) -> str:
+    """The path (and query) to send upstream: as sent, unless it climbs with ``..``.
+
+    A path whose decoded segments hold ``.`` or ``..`` (``/%2e%2e/admin``,
+    ``/..%2fadmin``) is resolved as a URL would be, never above ``/``, and re-encoded;
+    so every request stays under the upstream's path prefix. Any other path is passed
+    byte for byte.
+
+    Examples
+    --------
+    >>> upstream_path("/v1/messages?beta=true")
+    '/v1/messages?beta=true'
+    >>> upstream_path("/%2e%2e/admin")
+    '/admin'
+    >>> upstream_path("/v1/..%2f..%2fadmin")
+    '/admin'
+    """
+    path, mark, query = raw.partition("?")
+    decoded = unquote(path)
+    segments = decoded.replace("\\", "/").split("/")
+    if not any(s in (".", "..") for s in segments):
+        return raw
+    resolved = posixpath.normpath("/" + "/".join(segments)).lstrip("/")
+    return "/" + quote(resolved, safe="/:@!$&'()*+,;=-._~") + mark + query
+
+
 def check_upstream(upstream: str) -> Any:
     """The parts of an upstream URL.
 
@@ -90,15 +125,22 @@ class Proxy:
         *,
         redactor: Redactor | None = redact_secrets,
         meta: dict[str, Any] | None = None,
+        connect_timeout: float = CONNECT_TIMEOUT,
+        read_timeout: float = READ_TIMEOUT,
     ) -> None:
         parts = check_upstream(upstream)
-        self.upstream = upstream.rstrip("/")
+        self.upstream = upstream
+        self.origin = f"{parts.scheme}://{parts.netloc}"
         self.host = parts.hostname or ""
         self.base_path = parts.path.rstrip("/")
+        self.base_query = parts.query
         self.writer = writer
         self.redactor = redactor
         self.meta = meta
+        self.connect_timeout = connect_timeout
+        self.read_timeout = read_timeout
         self._session: Any = None
+        self._recording: set[asyncio.Future[Any]] = set()
 
     def app(self) -> Any:
         """The aiohttp application."""
@@ -117,51 +159,83 @@ class Proxy:
         self._session = aiohttp.ClientSession(
             connector=connector,
             auto_decompress=False,  # bytes pass through as sent, compression included
-            timeout=aiohttp.ClientTimeout(total=None, sock_connect=30),
+            timeout=aiohttp.ClientTimeout(
+                total=None, sock_connect=self.connect_timeout, sock_read=self.read_timeout
+            ),
             skip_auto_headers=("User-Agent", "Accept", "Accept-Encoding", "Content-Type"),
         )
 
     async def _stop(self, _app: Any) -> None:
         if self._session is not None:
             await self._session.close()
+        if self._recording:  # lines still being parsed and written
+            await asyncio.wait(self._recording, timeout=_SHUTDOWN)
         self.writer.close()
 
+    def _record(self, exchange: Exchange | None, **kwargs: Any) -> None:
+        """Finish ``exchange`` (parse, redact, write its line) in a worker thread."""
+        if exchange is None:
+            return
+        loop = asyncio.get_running_loop()
+        future = loop.run_in_executor(None, lambda: exchange.finish(**kwargs))
+        self._recording.add(future)
+        future.add_done_callback(self._recording.discard)
+
+    def url(self, raw_path: str) -> str:
+        """The upstream URL of a request path: the prefix, the path, both queries."""
+        path, _, query = upstream_path(raw_path).partition("?")
+        queries = "&".join(q for q in (self.base_query, query) if q)
+        return f"{self.origin}{self.base_path}{path}" + (f"?{queries}" if queries else "")
+
     async def handle(self, request: Any) -> Any:
-        """Forward one request and stream the answer back, recording provider calls."""
+        """Forward one request and stream the answer back, recording provider calls.
+
+        The answer is relayed as it arrives; the request body is parsed and redacted
+        afterwards, off the request's way (:meth:`_record`).
+        """
         import aiohttp
+        import yarl
         from aiohttp import web
 
-        body = await request.read()
-        path = self.base_path + request.rel_url.path
-        # parsing and redacting the body (new text: ~0.5 ms a kB) runs in a worker
-        # thread while the request goes upstream, not before it
-        begin = asyncio.get_running_loop().run_in_executor(
-            None,
-            functools.partial(
-                Exchange.begin,
-                [self.writer],
-                method=request.method,
-                path=path,
-                host=self.host,
-                body=body,
-                redactor=self.redactor,
-                meta=self.meta,
-            ),
+        try:
+            async with asyncio.timeout(self.read_timeout):
+                body = await request.read()
+        except TimeoutError:
+            text = f"cacheviz proxy: the request body did not arrive in {self.read_timeout:g} s"
+            return web.Response(status=408, text=text)
+        url = self.url(request.raw_path)
+        exchange = Exchange.begin(
+            [self.writer],
+            method=request.method,
+            path=urlsplit(url).path,
+            host=self.host,
+            body=body,
+            redactor=self.redactor,
+            meta=self.meta,
+            defer=True,  # read in _record, after the answer went back
         )
         headers = [(k, v) for k, v in request.headers.items() if k.lower() not in _HOP_BY_HOP]
-        url = self.upstream + request.rel_url.path_qs
         try:
             upstream = await self._session.request(
-                request.method, url, headers=headers, data=body, allow_redirects=False
+                request.method,
+                yarl.URL(url, encoded=True),
+                headers=headers,
+                data=body,
+                allow_redirects=False,
             )
+        except asyncio.CancelledError:  # the caller left (or the proxy stops)
+            self._record(exchange, error=_CUT_EARLY)
+            raise
         except (TimeoutError, aiohttp.ClientError, OSError) as exc:
-            exchange = await begin
-            reason = f"{type(exc).__name__}: {exc}"
-            if exchange is not None:
-                exchange.finish(status=502, error=f"upstream unreachable: {reason}")
+            timed_out = isinstance(exc, TimeoutError)
+            if timed_out:
+                reason = f"upstream timed out (no answer in {self.read_timeout:g} s)"
+            else:
+                reason = f"upstream unreachable: {type(exc).__name__}: {exc}"
+            status = 504 if timed_out else 502
+            self._record(exchange, status=status, error=reason)
             error = {"type": "proxy_error", "message": f"cacheviz proxy: {self.upstream}: {reason}"}
-            return web.json_response({"type": "error", "error": error}, status=502)
-        exchange = await begin
+            return web.json_response({"type": "error", "error": error}, status=status)
         async with upstream:
             return await self._relay(request, upstream, exchange)
 
@@ -186,10 +260,15 @@ class Proxy:
         while True:
             try:
                 chunk = await upstream.content.readany()
+            except asyncio.CancelledError:
+                self._record(exchange, error=_CALLER_LEFT)
+                raise
             except (TimeoutError, aiohttp.ClientError) as exc:  # upstream cut the stream
-                if exchange is not None:
-                    reason = f"{type(exc).__name__}: {exc}"
-                    exchange.finish(error=f"upstream closed mid-response: {reason}")
+                if isinstance(exc, TimeoutError):
+                    reason = f"upstream went silent for {self.read_timeout:g} s mid-response"
+                else:
+                    reason = f"upstream closed mid-response: {type(exc).__name__}: {exc}"
+                self._record(exchange, error=reason)
                 if request.transport is not None:
                     request.transport.close()  # the caller sees the cut too
                 return response
@@ -200,11 +279,9 @@ class Proxy:
             try:
                 await response.write(chunk)
             except (ConnectionError, asyncio.CancelledError):  # the caller went away
-                if exchange is not None:
-                    exchange.finish(error="the caller disconnected before the end of the response")
+                self._record(exchange, error=_CALLER_LEFT)
                 raise
-        if exchange is not None:
-            exchange.finish()
+        self._record(exchange)
         with contextlib.suppress(ConnectionError):
             await response.write_eof()
         return response
@@ -220,6 +297,9 @@ async def serve(
     meta: dict[str, Any] | None = None,
     ready: Any = None,
     sock: socket.socket | None = None,
+    connect_timeout: float = CONNECT_TIMEOUT,
+    read_timeout: float = READ_TIMEOUT,
+    idle_timeout: float | None = None,
 ) -> None:
     """Run the proxy until cancelled.
 
@@ -239,6 +319,13 @@ async def serve(
         Called with the bound port once the proxy listens (tests, benchmarks).
     sock
         A socket :func:`bind` already made (``port`` and ``host`` are then ignored).
+    connect_timeout, read_timeout
+        Seconds to reach the upstream, and of silence allowed from it (an answer that
+        stops) or from a caller sending a body; the caller then gets 504 or 408.
+    idle_timeout
+        Seconds a caller's connection may stay open without a whole request (headers
+        sent slowly included); default :data:`IDLE_TIMEOUT`, or ``read_timeout`` when
+        that is shorter.
 
     Raises
     ------
@@ -249,10 +336,25 @@ async def serve(
 
     writer = LogWriter(output)
     redactor = redact_secrets if redact is True else (redact or None)
-    proxy = Proxy(upstream, writer, redactor=redactor, meta=meta)  # checks the URL first
+    proxy = Proxy(  # checks the URL first
+        upstream,
+        writer,
+        redactor=redactor,
+        meta=meta,
+        connect_timeout=connect_timeout,
+        read_timeout=read_timeout,
+    )
     sock = sock if sock is not None else bind(host, port)
     writer.open()
-    runner = web.AppRunner(proxy.app(), access_log=None, handle_signals=False)
+    idle = idle_timeout if idle_timeout is not None else min(IDLE_TIMEOUT, read_timeout)
+    runner = web.AppRunner(
+        proxy.app(),
+        access_log=None,
+        handle_signals=False,
+        handler_cancellation=True,  # a caller that leaves cancels its upstream request
+        keepalive_timeout=idle,  # also bounds a request's headers sent slowly
+        shutdown_timeout=_SHUTDOWN,
+    )
     await runner.setup()
     try:
         await web.SockSite(runner, sock).start()
@@ -272,6 +374,8 @@ def main(
     *,
     thread: str | None = None,
     redact: bool = True,
+    connect_timeout: float = CONNECT_TIMEOUT,
+    read_timeout: float = READ_TIMEOUT,
 ) -> int:
     """The ``cacheviz proxy`` command: run until Ctrl-C; return the exit status."""
     try:
@@ -293,18 +397,49 @@ def main(
             flush=True,
         )
 
+    for name, value in (("--connect-timeout", connect_timeout), ("--read-timeout", read_timeout)):
+        if not value > 0:
+            print(f"cacheviz: error: {name} {value}: expected seconds above 0", file=sys.stderr)
+            return 2
     try:
         check_upstream(upstream)
+        check_log_path(out, create=True)  # recording off from the start is not an option
         sock = bind(host, port)  # before the loop: a busy port fails at once
-    except (PortBusyError, ValueError) as exc:
+    except (CacheVizError, ValueError) as exc:
         print(f"cacheviz: error: {exc}", file=sys.stderr)
         return 2
+    if not _loopback(host):
+        print(
+            f"cacheviz proxy: warning: listening on {host}: anyone who can reach this "
+            "machine can send calls through it on your key's behalf; use 127.0.0.1 "
+            "unless you mean it",
+            file=sys.stderr,
+        )
     options = {"redact": redact, "meta": meta, "ready": ready, "sock": sock}
+    timeouts = {"connect_timeout": connect_timeout, "read_timeout": read_timeout}
     try:
-        asyncio.run(serve(upstream, out, port=port, host=host, **options))
+        asyncio.run(serve(upstream, out, port=port, host=host, **options, **timeouts))
     except KeyboardInterrupt:
+        print("cacheviz proxy: stopped", file=sys.stderr)
         return 0
     return 0
 
 
-__all__ = ["PortBusyError", "Proxy", "bind", "check_upstream", "main", "serve"]
+def _loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+__all__ = [
+    "PortBusyError",
+    "Proxy",
+    "bind",
+    "check_upstream",
+    "main",
+    "serve",
+    "upstream_path",
+]

@@ -22,7 +22,14 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, TypeVar
 
-from cacheviz.recording.log import OPENAI_COMPATIBLE, Exchange, LogWriter, Redactor, route
+from cacheviz.recording.log import (
+    OPENAI_COMPATIBLE,
+    Exchange,
+    LogWriter,
+    Redactor,
+    check_log_path,
+    route,
+)
 from cacheviz.redact import redact
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -48,10 +55,17 @@ class Recorder:
         meta: dict[str, Any] | None = None,
         redact: bool | Redactor = True,
     ) -> None:
+        if path is not None:  # a folder or a device is a mistake: say so now
+            check_log_path(path, folder=False)
         self.writer = LogWriter(path)
         self.meta = {**(meta or {}), **({"thread": thread} if thread else {})} or None
         self.redactor: Redactor | None = _redactor(redact)
         self._depth = 0
+
+    @property
+    def error(self) -> str | None:
+        """The first error writing the log (a full disk, ...), as warned; ``None`` if none."""
+        return self.writer.error
 
     @property
     def path(self) -> Path | None:
@@ -189,6 +203,13 @@ def record(
     -------
     Recorder
         Its ``analyze()`` gives an :class:`~cacheviz.analysis.Analysis` of the calls.
+
+    Raises
+    ------
+    RecordingPathError
+        When ``path`` is a folder or not a regular file (a device, a FIFO). A log that
+        can't be written later (a full disk) warns once and leaves your calls alone;
+        ``Recorder.error`` keeps the message.
 
     Examples
     --------

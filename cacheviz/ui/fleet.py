@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 import polars as pl
 
+from cacheviz._visible import visible
 from cacheviz.redact import redact
 
 if TYPE_CHECKING:
@@ -35,7 +36,8 @@ _CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:"
 
 
 def _text(value: Any) -> str:
-    return html.escape(redact(str(value)), quote=True)
+    r"""Text for the page: redacted, control and bidi characters as ``\uXXXX``, escaped."""
+    return html.escape(visible(redact(str(value))), quote=True)
 
 
 def _money(value: float | None) -> str:

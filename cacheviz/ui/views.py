@@ -17,7 +17,15 @@ from cacheviz._schema import CAUSES, MISS_CAUSES, clean
 from cacheviz._seq import common_prefix
 from cacheviz.metrics import hit_ratio
 from cacheviz.model import OPAQUE
-from cacheviz.redact import MARGIN, REDACTED, redact, redact_all, redact_slice, secret_spans
+from cacheviz.redact import (
+    MARGIN,
+    REDACTED,
+    redact,
+    redact_all,
+    redact_cut,
+    redact_slice,
+    secret_spans,
+)
 from cacheviz.segment import render_text
 from cacheviz.tokens import MESSAGE_END, MESSAGE_START, UNLOGGED, UNLOGGED_ID
 
@@ -410,9 +418,7 @@ def _window(text: str, at: int, limit: int) -> str:
     if len(text) <= limit:
         return redact(text)
     start = max(0, min(at - limit // 2, len(text) - limit))
-    head = "…" if start else ""
-    tail = "…" if start + limit < len(text) else ""
-    return f"{head}{redact_slice(text, start, start + limit)}{tail}"
+    return redact_cut(text, limit + 1, start)
 
 
 def _chips(analysis: Analysis, encoding: str, digest: str, start: int, end: int) -> list[str]:
