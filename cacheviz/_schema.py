@@ -60,7 +60,7 @@ CALLS: dict[str, PolarsDataType] = {
     "drift_material": _BOOL,  # the break cost something under the provider's rules
     "expected_read_tokens": _INT,  # cache read the prefix line offers, in provider tokens
     "miss_cause": _STR,  # ttl_expired | below_minimum | no_breakpoint | provider_side
-    "miss_tokens": _INT,  # expected - reported cache read, when a miss
+    "shortfall_tokens": _INT,  # a miss: expected - reported cache read (= MISSES')
     "billed_usd": pl.Float64,  # reported usage x dated prices (null: no usage or no price)
     "simulated_usd": pl.Float64,  # cost under the session's own provider's simulated rules
     "ideal_usd": pl.Float64,  # lower bound: every reusable prefix read, nothing written
@@ -95,7 +95,7 @@ DRIFTS: dict[str, PolarsDataType] = {
     "part": _STR,
     "position": _INT,
     "label": _STR,
-    "token_offset": _INT,  # where the match with the previous call stopped
+    "prev_common_tokens": _INT,  # where the match with the previous call stopped (= CALLS')
     "block_token_offset": _INT,  # where the first differing segment starts
     "tokens_lost": _INT,  # tokens of the previous call past the break
     "cause": _STR,
@@ -111,7 +111,7 @@ MISSES: dict[str, PolarsDataType] = {
     "call": _INT,
     "thread": _STR,
     "cause": _STR,  # one of MISS_CAUSES
-    "tokens": _INT,  # shortfall: expected_read_tokens - reported_cache_read_tokens
+    "shortfall_tokens": _INT,  # expected_read_tokens - reported_cache_read_tokens
     "expected_read_tokens": _INT,  # what the prefix line offered (provider tokens)
     "simulated_read_tokens": _INT,  # what the provider's rules predict (provider tokens)
     "reported_cache_read_tokens": _INT,
@@ -132,7 +132,7 @@ SIMULATION: dict[str, PolarsDataType] = {
     "uncached_tokens": _INT,
     "output_tokens": _INT,  # reported; null when not reported (then not priced)
     "cost_usd": pl.Float64,  # null for self-hosted engines
-    "ideal_cost_usd": pl.Float64,  # prefix read from cache, new tokens at the input price
+    "ideal_usd": pl.Float64,  # prefix read from cache, new tokens at the input price
     "prefill_tokens_saved": _INT,  # self-hosted engines only
     "reported_input_tokens": _INT,  # the provider's report, when simulating its own calls
     "reported_cache_read_tokens": _INT,
@@ -152,7 +152,7 @@ COMPARE: dict[str, PolarsDataType] = {
     "uncached_tokens": _INT,
     "output_tokens": _INT,
     "cost_usd": pl.Float64,
-    "ideal_cost_usd": pl.Float64,
+    "ideal_usd": pl.Float64,
     "price_source": _STR,
 }
 
@@ -283,7 +283,7 @@ SCAN_MISSES: dict[str, PolarsDataType] = {
     "call": _INT,
     "thread": _STR,
     "cause": _STR,
-    "tokens": _INT,
+    "shortfall_tokens": _INT,
     "cost_usd": pl.Float64,
     "detail": _STR,
 }

@@ -149,7 +149,7 @@ class Analysis:
                             "part",
                             "position",
                             "label",
-                            "token_offset",
+                            "prev_common_tokens",
                             "tokens_lost",
                             "cause",
                             "detail",
@@ -163,7 +163,7 @@ class Analysis:
                         key: miss[key]
                         for key in (
                             "cause",
-                            "tokens",
+                            "shortfall_tokens",
                             "expected_read_tokens",
                             "reported_cache_read_tokens",
                             "cost_usd",
@@ -401,8 +401,8 @@ def _to_provider_tokens(
             call_cols["unlogged_tokens"][i] = calibration.at(i, local[i], hidden)
     for k, call in enumerate(drift_cols["call"]):
         before = drift_cols["prev_call"][k]
-        at = drift_cols["token_offset"][k]
-        drift_cols["token_offset"][k] = calibration.at(call, local[call], at)
+        at = drift_cols["prev_common_tokens"][k]
+        drift_cols["prev_common_tokens"][k] = calibration.at(call, local[call], at)
         drift_cols["block_token_offset"][k] = calibration.at(
             call, local[call], drift_cols["block_token_offset"][k]
         )
@@ -570,7 +570,7 @@ def _add_call(
         "drift_material": None,
         "expected_read_tokens": None,
         "miss_cause": None,
-        "miss_tokens": None,
+        "shortfall_tokens": None,
         "billed_usd": None,
         "simulated_usd": None,
         "ideal_usd": None,
@@ -616,7 +616,7 @@ def _add_drift(
         "part": here.part,
         "position": here.position,
         "label": here.label,
-        "token_offset": common,
+        "prev_common_tokens": common,
         "block_token_offset": own[min(at, len(call.blocks))],
         "tokens_lost": offsets[before.index][-1] - common,
         "cause": drift.cause,

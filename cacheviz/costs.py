@@ -188,7 +188,7 @@ def diagnose_costs(analysis: Analysis, *, prices: Any = None) -> CostColumns:
         for i, (cost, best, read, detail) in enumerate(
             zip(
                 rows["cost_usd"],
-                rows["ideal_cost_usd"],
+                rows["ideal_usd"],
                 rows["cache_read_tokens"],
                 rows["detail"],
                 strict=True,
@@ -221,7 +221,7 @@ def diagnose_costs(analysis: Analysis, *, prices: Any = None) -> CostColumns:
         pl.Series("waste_usd", list(map(call_waste, billed, simulated, ideal)), pl.Float64),
         pl.Series("expected_read_tokens", expected, pl.Int64),
         pl.Series("miss_cause", miss_cause, pl.String),
-        pl.Series("miss_tokens", miss_tokens, pl.Int64),
+        pl.Series("shortfall_tokens", miss_tokens, pl.Int64),
         pl.Series("verdict_agrees", _agreements(analysis, own), pl.Boolean),
         pl.Series(
             "drift_material",
@@ -424,7 +424,7 @@ def _misses(
             "call": call.index,
             "thread": threads[i],
             "cause": cause,
-            "tokens": shortfall,
+            "shortfall_tokens": shortfall,
             "expected_read_tokens": offered,
             "simulated_read_tokens": predicted,
             "reported_cache_read_tokens": reported,

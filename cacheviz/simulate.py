@@ -22,6 +22,7 @@ how far the tokenizer approximation is from the provider's (1.0 = exact).
 from __future__ import annotations
 
 import hashlib
+import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -31,7 +32,7 @@ import polars as pl
 from cacheviz import _schema, providers
 from cacheviz._seq import common_prefix
 from cacheviz.calibrate import unlogged_versions
-from cacheviz.errors import SimulationError, UnknownModelError
+from cacheviz.errors import CacheVizDeprecationWarning, SimulationError, UnknownModelError
 from cacheviz.pricing import PriceBook, RateCache, Rates
 from cacheviz.providers._base import Breakpoint, CallResult, SimCall, Simulator
 from cacheviz.providers.anthropic import automatic_ttl
@@ -233,10 +234,20 @@ class Simulation:
     price_source: str | None
     calls: pl.DataFrame
     total_cost_usd: float | None
-    ideal_cost_usd: float | None
+    ideal_usd: float | None
     token_scale: float | None  # reported inclusive input / the local count (least squares)
     score: float | None  # share of reported calls whose hit/miss the simulation matches
     rules: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def ideal_cost_usd(self) -> float | None:
+        """Deprecated name of :attr:`ideal_usd` (one name per concept since 0.2)."""
+        warnings.warn(
+            "Simulation.ideal_cost_usd is now Simulation.ideal_usd",
+            CacheVizDeprecationWarning,
+            stacklevel=2,
+        )
+        return self.ideal_usd
 
     def __repr__(self) -> str:
         cost = "-" if self.total_cost_usd is None else f"${self.total_cost_usd:,.4f}"
@@ -268,7 +279,7 @@ class Simulation:
                         "uncached_tokens",
                         "output_tokens",
                         "cost_usd",
-                        "ideal_cost_usd",
+                        "ideal_usd",
                         "prefill_tokens_saved",
                         "verdict",
                         "detail",
@@ -283,7 +294,7 @@ class Simulation:
             "rules": self.rules,
             "calls": rows,
             "total_cost_usd": self.total_cost_usd,
-            "ideal_cost_usd": self.ideal_cost_usd,
+            "ideal_usd": self.ideal_usd,
             "token_scale": self.token_scale,
             "score": self.score,
         }
@@ -441,7 +452,7 @@ def simulate(
             "uncached_tokens": result.uncached_tokens,
             "output_tokens": call.output_tokens,
             "cost_usd": cost,
-            "ideal_cost_usd": ideal,
+            "ideal_usd": ideal,
             "prefill_tokens_saved": int(result.extra.get("prefill_tokens_saved", 0))
             if self_hosted
             else None,
@@ -465,7 +476,7 @@ def simulate(
         price_source="; ".join(sources) or None,
         calls=frame,
         total_cost_usd=None if self_hosted or not sources else float(frame["cost_usd"].sum()),
-        ideal_cost_usd=None if self_hosted or not sources else float(frame["ideal_cost_usd"].sum()),
+        ideal_usd=None if self_hosted or not sources else float(frame["ideal_usd"].sum()),
         token_scale=scale,
         score=score,
         rules=dict(rules),
@@ -482,7 +493,7 @@ def compare(
     """The session's cost under several ``provider:model`` targets, one row each.
 
     ``rules`` go to every simulator that accepts them (e.g. ``ttl``). The ideal bound is
-    in ``ideal_cost_usd``.
+    in ``ideal_usd``.
     """
     book = prices if isinstance(prices, PriceBook) else PriceBook(prices)
     rows = []
@@ -503,7 +514,7 @@ def compare(
                 "uncached_tokens": int(frame["uncached_tokens"].sum()),
                 "output_tokens": int(frame["output_tokens"].fill_null(0).sum()),
                 "cost_usd": result.total_cost_usd,
-                "ideal_cost_usd": result.ideal_cost_usd,
+                "ideal_usd": result.ideal_usd,
                 "price_source": result.price_source,
             }
         )

@@ -123,8 +123,8 @@ def ttl_gaps(ctx: Context) -> list[Finding]:
             cost = float(sum(wasted))  # the calls' waste (cacheviz.metrics): billed - ideal
         elif base is not None:
             rows = base.calls.filter(base.calls["index"].is_in(calls))
-            if rows["cost_usd"].null_count() == 0 and rows["ideal_cost_usd"].null_count() == 0:
-                cost = float((rows["cost_usd"] - rows["ideal_cost_usd"]).clip(0).sum())
+            if rows["cost_usd"].null_count() == 0 and rows["ideal_usd"].null_count() == 0:
+                cost = float((rows["cost_usd"] - rows["ideal_usd"]).clip(0).sum())
         found_profile = providers.find(provider)
         longer = found_profile.longer_ttl if found_profile is not None else None
         current = _ttl(ctx, provider, calls[0])

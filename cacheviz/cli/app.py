@@ -340,7 +340,9 @@ def call_row(call: dict[str, Any], *, all_drifts: bool = False) -> list[str]:
         marker = f"✗ {d['cause']} at {d['part']}/{d['label']} (−{d['tokens_lost']:,} tok{cost})"
     if call["miss"] is not None:
         m = call["miss"]
-        marker += f"{'; ' if marker else ''}◌ miss: {m['cause']} (−{m['tokens']:,} tok read)"
+        marker += (
+            f"{'; ' if marker else ''}◌ miss: {m['cause']} (−{m['shortfall_tokens']:,} tok read)"
+        )
     if call.get("verdict_agrees") is not None:
         says = "agrees" if call["verdict_agrees"] else "disagrees"
         marker += (
@@ -577,7 +579,7 @@ def _print_simulation(
     for text in render(SIMULATION_COLUMNS, rows, width):
         out.write(text + "\n")
     total = f"total: {_money(doc['total_cost_usd'])}; ideal (new tokens only): "
-    total += f"{_money(doc['ideal_cost_usd'])}"
+    total += f"{_money(doc['ideal_usd'])}"
     if doc["score"] is not None:
         total += f"; matches the reported hits on {doc['score']:.0%} of calls"
     if doc["token_scale"] is not None:
@@ -595,7 +597,7 @@ def _print_compare(frame: Any, out: TextIO) -> None:
         out.write(
             f"{row['target'][:36]:<36} {row['cache_read_tokens']:>10,} "
             f"{row['cache_write_tokens']:>9,} {row['uncached_tokens']:>10,} "
-            f"{_money(row['cost_usd']):>11} {_money(row['ideal_cost_usd']):>11}\n"
+            f"{_money(row['cost_usd']):>11} {_money(row['ideal_usd']):>11}\n"
         )
 
 

@@ -108,7 +108,7 @@ def busters(drifts: pl.DataFrame, misses: pl.DataFrame) -> pl.DataFrame:
         pl.lit(None, pl.String).alias("part"),
         pl.lit(None, pl.String).alias("label"),
         "session",
-        "tokens",
+        pl.col("shortfall_tokens").alias("tokens"),
         "cost_usd",
         pl.lit(True).alias("material"),  # a miss is a read the provider did not serve
     )

@@ -222,7 +222,7 @@ def _miss_rows(path: str, misses: pl.DataFrame) -> pl.DataFrame:
         "call": misses["call"].to_list(),
         "thread": misses["thread"].to_list(),
         "cause": misses["cause"].to_list(),
-        "tokens": misses["tokens"].to_list(),
+        "shortfall_tokens": misses["shortfall_tokens"].to_list(),
         "cost_usd": misses["cost_usd"].to_list(),
         "detail": misses["detail"].to_list(),
     }

@@ -118,7 +118,9 @@ def timeline(analysis: Analysis, ttl_seconds: float | str | None = "recorded") -
         pl.col("miss_cause") if "miss_cause" in calls.columns else pl.lit(None, dtype=pl.String)
     )
     miss_tokens = (
-        pl.col("miss_tokens") if "miss_tokens" in calls.columns else pl.lit(None, dtype=pl.Int64)
+        pl.col("shortfall_tokens")
+        if "shortfall_tokens" in calls.columns
+        else pl.lit(None, dtype=pl.Int64)
     )
     return frame.select(
         pl.col("index").cast(pl.Int32).alias("call"),
@@ -145,7 +147,7 @@ def timeline(analysis: Analysis, ttl_seconds: float | str | None = "recorded") -
         )
         .fill_null(-1)
         .alias("miss_cause"),
-        miss_tokens.cast(pl.Int32).alias("miss_tokens"),
+        miss_tokens.cast(pl.Int32).alias("shortfall_tokens"),
         pl.col("material").fill_null(value=False),
     )
 
@@ -227,26 +229,26 @@ def _costs(simulation: Simulation | None, n_calls: int) -> pl.DataFrame:
                 "call": pl.int_range(n_calls, eager=True, dtype=pl.Int32),
                 "cost_usd": [None] * n_calls,
                 "ideal_usd": [None] * n_calls,
-                "cache_read": [0] * n_calls,
-                "cache_write": [0] * n_calls,
-                "uncached": [0] * n_calls,
+                "cache_read_tokens": [0] * n_calls,
+                "cache_write_tokens": [0] * n_calls,
+                "uncached_tokens": [0] * n_calls,
             },
             schema={
                 "call": pl.Int32,
                 "cost_usd": pl.Float64,
                 "ideal_usd": pl.Float64,
-                "cache_read": pl.Int32,
-                "cache_write": pl.Int32,
-                "uncached": pl.Int32,
+                "cache_read_tokens": pl.Int32,
+                "cache_write_tokens": pl.Int32,
+                "uncached_tokens": pl.Int32,
             },
         )
     return simulation.calls.select(
         pl.col("index").cast(pl.Int32).alias("call"),
         pl.col("cost_usd"),
-        pl.col("ideal_cost_usd").alias("ideal_usd"),
-        pl.col("cache_read_tokens").cast(pl.Int32).alias("cache_read"),
-        pl.col("cache_write_tokens").cast(pl.Int32).alias("cache_write"),
-        pl.col("uncached_tokens").cast(pl.Int32).alias("uncached"),
+        pl.col("ideal_usd").alias("ideal_usd"),
+        pl.col("cache_read_tokens").cast(pl.Int32),
+        pl.col("cache_write_tokens").cast(pl.Int32),
+        pl.col("uncached_tokens").cast(pl.Int32),
     )
 
 
@@ -354,7 +356,7 @@ def meta(
             "own": simulation is analysis.own_simulation,
             "price_source": simulation.price_source,
             "total_cost_usd": simulation.total_cost_usd,
-            "ideal_cost_usd": simulation.ideal_cost_usd,
+            "ideal_usd": simulation.ideal_usd,
             "score": simulation.score,
             "token_scale": simulation.token_scale,
             "hit_ratio": _hit_ratio(sim["cache_read_tokens"], sim["input_tokens"]),
@@ -365,7 +367,7 @@ def meta(
         keys = (
             "target",
             "cost_usd",
-            "ideal_cost_usd",
+            "ideal_usd",
             "cache_read_tokens",
             "cache_write_tokens",
             "uncached_tokens",
@@ -558,7 +560,7 @@ def _detail(
     contents = analysis.session.contents
     encoding = row["encoding"]
     sides: dict[str, Any] = {}
-    within = drift["token_offset"] - drift["block_token_offset"]
+    within = drift["prev_common_tokens"] - drift["block_token_offset"]
     chips_out: dict[str, list[str]] = {"before": [], "prev_after": [], "current_after": []}
     texts: dict[str, str] = {}
     for side, digest in (("prev", drift["prev_hash"]), ("current", drift["hash"])):
@@ -600,7 +602,7 @@ def _detail(
         "label": clean(drift["label"]),
         "cause": drift["cause"],
         "detail": clean(drift["detail"]),
-        "token_offset": drift["token_offset"],
+        "prev_common_tokens": drift["prev_common_tokens"],
         "tokens_lost": drift["tokens_lost"],
         "cost_usd": cost,
         "material": drift.get("material"),
@@ -619,7 +621,13 @@ def _miss_of(analysis: Analysis, call: int) -> dict[str, Any] | None:
     if rows.height == 0:
         return None
     row = rows.row(0, named=True)
-    keys = ("cause", "tokens", "expected_read_tokens", "reported_cache_read_tokens", "cost_usd")
+    keys = (
+        "cause",
+        "shortfall_tokens",
+        "expected_read_tokens",
+        "reported_cache_read_tokens",
+        "cost_usd",
+    )
     out = {key: row.get(key) for key in keys}
     out["detail"] = clean(row.get("detail"))
     return out
@@ -876,8 +884,8 @@ def opening_call(analysis: Analysis) -> int:
         best = drifts.sort(order, descending=True, nulls_last=True).row(0, named=True)
         return int(best["call"])
     calls = analysis.calls
-    if "miss_tokens" in calls.columns and calls["miss_tokens"].drop_nulls().len():
-        return int(calls.sort("miss_tokens", descending=True, nulls_last=True)["index"][0])
+    if calls["shortfall_tokens"].drop_nulls().len():
+        return int(calls.sort("shortfall_tokens", descending=True, nulls_last=True)["index"][0])
     if calls.height == 0:
         return -1
     thread = "thread"

@@ -52,7 +52,9 @@ def test_summary_json_contract(capsys):
         drift = call["drift"]
         if drift is not None:
             assert drift["part"] in ("tools", "system", "messages")
-            assert isinstance(drift["position"], int) and isinstance(drift["token_offset"], int)
+            assert isinstance(drift["position"], int) and isinstance(
+                drift["prev_common_tokens"], int
+            )
             assert isinstance(drift["cause"], str)
     assert [c["index"] for c in doc["calls"] if c["drift"]] == []
     threads = [c["thread"] for c in doc["calls"]]

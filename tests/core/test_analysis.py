@@ -88,7 +88,7 @@ def test_the_line_lands_inside_the_first_differing_block(analyze):
     prefix = a.calls["prefix_tokens"][1]
     assert block["token_offset"] < prefix < a.calls["input_tokens"][0]
     (drift,) = a.drifts.iter_rows(named=True)
-    assert (drift["cause"], drift["label"], drift["token_offset"]) == (
+    assert (drift["cause"], drift["label"], drift["prev_common_tokens"]) == (
         "content_edited",
         "user#2",
         prefix,
@@ -172,7 +172,7 @@ def test_reordered_tools(analyze):
     )
     assert (d["cause"], d["part"], d["position"], d["label"]) == ("reorder", "tools", 0, "write")
     assert d["block_token_offset"] == 0
-    assert 0 < d["token_offset"] < 10  # only the shared `{"name":"` opening matches
+    assert 0 < d["prev_common_tokens"] < 10  # only the shared `{"name":"` opening matches
 
 
 def test_block_added_and_removed(analyze):
@@ -236,7 +236,7 @@ def test_model_switch_in_an_explicit_thread(analyze, anthropic_body):
     assert d["detail"].startswith(
         "model changed from anthropic/claude-sonnet-4-5 to anthropic/claude-opus-4-1"
     )
-    assert (d["token_offset"], d["tokens_lost"]) == (0, a.calls["input_tokens"][0])
+    assert (d["prev_common_tokens"], d["tokens_lost"]) == (0, a.calls["input_tokens"][0])
 
 
 def test_stability_marks_the_changing_position_dynamic(analyze):

@@ -203,7 +203,7 @@ def test_a_thinking_budget_change_breaks_the_messages_only(tmp_path):
         (a.segments["call"] == 2) & (a.segments["part"] == "messages")
     )["token_offset"][0]
     # tools and system stay cached (§1.2): the line stops where the messages begin
-    assert drift["token_offset"] == messages_start
+    assert drift["prev_common_tokens"] == messages_start
     assert a.calls["prefix_tokens"][2] == messages_start
     assert drift["material"] is True
 
@@ -233,7 +233,7 @@ def test_a_model_switch_mid_thread_keeps_the_thread_and_loses_the_cache(tmp_path
     )
     assert a.calls["thread"].n_unique() == 1
     (drift,) = a.drifts.iter_rows(named=True)
-    assert (drift["call"], drift["cause"], drift["token_offset"]) == (2, "model_switch", 0)
+    assert (drift["call"], drift["cause"], drift["prev_common_tokens"]) == (2, "model_switch", 0)
     assert drift["tokens_lost"] == a.calls["input_tokens"][1]
     # another model is another cache namespace: nothing to offer
     assert a.calls["namespace"][2] != a.calls["namespace"][1]
@@ -292,7 +292,7 @@ def test_a_ttl_gap_with_reported_usage_is_a_ttl_miss(tmp_path):
     (miss,) = a.misses.iter_rows(named=True)
     assert (miss["call"], miss["cause"]) == (2, "ttl_expired")
     assert miss["gap_seconds"] == 1200
-    assert miss["tokens"] == a.calls["expected_read_tokens"][2] > 1024
+    assert miss["shortfall_tokens"] == a.calls["expected_read_tokens"][2] > 1024
     assert miss["cost_usd"] > 0
     assert a.calls["miss_cause"].to_list() == [None, None, "ttl_expired"]
 
@@ -376,7 +376,7 @@ def test_drift_cost_is_the_what_if_of_the_same_simulator(tmp_path):
     sim = a.simulate("anthropic")
     row = a.drifts.filter(a.drifts["call"] == 5).row(0, named=True)
     cost = sim.calls["cost_usd"][5]
-    ideal = sim.calls["ideal_cost_usd"][5]
+    ideal = sim.calls["ideal_usd"][5]
     assert ideal < cost
     assert row["cost_usd"] > 0.5 * (cost - ideal)  # round 1 reported ~8 % of this gap
     assert row["cost_usd"] <= cost
@@ -391,7 +391,7 @@ def test_the_ideal_is_a_lower_bound_under_every_provider(tmp_path):
         ("google", "gemini-2.5-pro"),
     ]:
         sim = a.simulate(provider, model)
-        assert (sim.calls["ideal_cost_usd"] <= sim.calls["cost_usd"] + 1e-12).all(), provider
+        assert (sim.calls["ideal_usd"] <= sim.calls["cost_usd"] + 1e-12).all(), provider
 
 
 @pytest.mark.parametrize(
@@ -472,4 +472,4 @@ def test_a_messages_level_change_keeps_the_system_level_params_cached(tmp_path):
     )["token_offset"][0]
     assert a.calls["prefix_tokens"][1] == messages_start
     (drift,) = a.drifts.iter_rows(named=True)
-    assert drift["cause"] == "params_changed" and drift["token_offset"] == messages_start
+    assert drift["cause"] == "params_changed" and drift["prev_common_tokens"] == messages_start

@@ -65,7 +65,7 @@ def test_simulation_frame_and_totals(session):
         frame["cache_read_tokens"].to_list()[1:] == frame["input_tokens"].to_list()[:-1]
     )  # append-only: each call reads the last
     assert result.total_cost_usd == pytest.approx(frame["cost_usd"].sum())
-    assert 0 < result.ideal_cost_usd <= result.total_cost_usd
+    assert 0 < result.ideal_usd <= result.total_cost_usd
     assert result.price_source.startswith("genai-prices")
 
 
@@ -113,7 +113,7 @@ def test_cli_simulate_json_contract(session, capsys):
         "price_source",
         "calls",
         "total_cost_usd",
-        "ideal_cost_usd",
+        "ideal_usd",
     } <= set(doc)
     for call in doc["calls"]:
         assert (

@@ -89,7 +89,7 @@ def test_the_ideal_is_a_lower_bound_on_every_real_transcript(realdata, provider,
         calls = sim.calls
         # polars' all() skips nulls: compare where both are priced, and count them
         priced = calls.filter(pl.col("cost_usd").is_not_null())
-        assert priced["ideal_cost_usd"].null_count() == 0, path.name
-        assert (priced["ideal_cost_usd"] <= priced["cost_usd"] + 1e-12).all(), path.name
+        assert priced["ideal_usd"].null_count() == 0, path.name
+        assert (priced["ideal_usd"] <= priced["cost_usd"] + 1e-12).all(), path.name
         priced_rows += priced.height
     assert priced_rows > 0  # the bound was checked on something

@@ -69,5 +69,5 @@ def test_compare_prices_a_real_session_on_every_provider(realdata):
     assert frame["target"].to_list() == targets
     priced = frame.filter(frame["cost_usd"].is_not_null())
     assert priced.height == 4
-    assert (priced["ideal_cost_usd"] <= priced["cost_usd"] + 1e-9).all()
+    assert (priced["ideal_usd"] <= priced["cost_usd"] + 1e-9).all()
     assert frame.filter(frame["provider"] == "vllm")["cost_usd"].is_null().all()

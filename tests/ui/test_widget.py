@@ -45,7 +45,7 @@ def test_tables_are_arrow_and_text_free(analysis):
         "hit_ratio",
         "miss",
         "miss_cause",
-        "miss_tokens",
+        "shortfall_tokens",
         "material",
     ]
     shape = _table(state["_shape"])
@@ -216,12 +216,12 @@ def test_reported_misses_are_marked_and_explained():
     timeline = _table(widget._timeline)
     missed = timeline.filter(pl.col("miss"))["call"].to_list()
     assert sorted(missed) == sorted(analysis.misses["call"].to_list())
-    assert timeline.filter(pl.col("miss"))["miss_tokens"].min() > 0
+    assert timeline.filter(pl.col("miss"))["shortfall_tokens"].min() > 0
     assert timeline["reported_read"].drop_nulls().len() > 0  # drawn against the prefix line
     widget.selected_call = missed[0]
     miss = widget._detail["miss"]
     assert miss["cause"] in views.MISS_CAUSES
-    assert miss["tokens"] > 0 and miss["detail"]
+    assert miss["shortfall_tokens"] > 0 and miss["detail"]
 
 
 def test_billed_cost_and_sub_agents_travel_to_the_front_end():

@@ -24,7 +24,7 @@ const TYPES = {
     new_tokens: int32(), drift: bool(), cause: int32(), label: utf8(), tokens_lost: int32(), idle_gap: bool(),
   },
   shape: { call: int32(), start: int32(), end: int32(), status: int8() },
-  costs: { call: int32(), cost_usd: float64(), ideal_usd: float64(), cache_read: int32(), cache_write: int32(), uncached: int32() },
+  costs: { call: int32(), cost_usd: float64(), ideal_usd: float64(), cache_read_tokens: int32(), cache_write_tokens: int32(), uncached_tokens: int32() },
 };
 
 /** Rows of an Arrow IPC table whose call is at least `from`, as Arrow IPC (what Python sends). */

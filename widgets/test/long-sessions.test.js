@@ -242,11 +242,11 @@ describe("defect 7: a provider without a price", () => {
         call: Int32Array.from({ length: n }, (_, i) => i),
         cost_usd: new Array(n).fill(null),
         ideal_usd: new Array(n).fill(null),
-        cache_read: new Int32Array(n),
-        cache_write: new Int32Array(n),
-        uncached: new Int32Array(n),
+        cache_read_tokens: new Int32Array(n),
+        cache_write_tokens: new Int32Array(n),
+        uncached_tokens: new Int32Array(n),
       },
-      { types: { call: int32(), cost_usd: float64(), ideal_usd: float64(), cache_read: int32(), cache_write: int32(), uncached: int32() } },
+      { types: { call: int32(), cost_usd: float64(), ideal_usd: float64(), cache_read_tokens: int32(), cache_write_tokens: int32(), uncached_tokens: int32() } },
     );
     const meta = { ...session.meta, target: { ...session.meta.target, provider: "google", model: null }, unpriced_models: ["claude-x"], models: ["gemini-2.5-pro"] };
     render({ model: widgetModel(session, { meta, _costs: dataView(tableToIPC(unpriced, { format: "stream" })) }), el });

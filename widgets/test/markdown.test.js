@@ -10,7 +10,7 @@ describe("detailMarkdown", () => {
     const md = detailMarkdown(
       {
         call: 7, drift: true, cause: "timestamp", label: "system#0", part: "system", position: 0,
-        token_offset: 1234, tokens_lost: 5000, cost_usd: 0.0123, thread: "main", model: "claude-sonnet-4-5",
+        prev_common_tokens: 1234, tokens_lost: 5000, cost_usd: 0.0123, thread: "main", model: "claude-sonnet-4-5",
         detail: "a date in the system prompt changed",
         prev: { label: "system#0", text: before }, current: { label: "system#0", text: after },
       },
@@ -35,7 +35,7 @@ describe("detailMarkdown", () => {
 
   it("writes a miss, and nothing for a call with neither", () => {
     const md = detailMarkdown(
-      { call: 3, drift: false, miss: { cause: "ttl_expired", expected_read_tokens: 9000, reported_cache_read_tokens: 0, tokens: 9000, cost_usd: 0.03 } },
+      { call: 3, drift: false, miss: { cause: "ttl_expired", expected_read_tokens: 9000, reported_cache_read_tokens: 0, shortfall_tokens: 9000, cost_usd: 0.03 } },
       meta,
     );
     expect(md).toContain("### cacheviz: miss (ttl_expired) at call 3");

@@ -82,7 +82,7 @@ import { isNumber } from "./format.js";
  * @property {string | null} [model]
  * @property {string | null} [price_source]
  * @property {number | null} [total_cost_usd]
- * @property {number | null} [ideal_cost_usd]
+ * @property {number | null} [ideal_usd]
  * @property {number | null} [score]
  * @property {number | null} [token_scale]
  * @property {number | null} [hit_ratio] simulated cache read ÷ input
@@ -93,7 +93,7 @@ import { isNumber } from "./format.js";
  * @typedef {object} CompareRow
  * @property {string} target
  * @property {number | null} [cost_usd]
- * @property {number | null} [ideal_cost_usd]
+ * @property {number | null} [ideal_usd]
  * @property {number | null} [cache_read_tokens]
  * @property {number | null} [cache_write_tokens]
  * @property {number | null} [uncached_tokens]
@@ -110,7 +110,7 @@ export function decodeTimeline(value) {
     ["call", "input_tokens", "prefix_tokens", "new_tokens"],
     {
       ts_ms: null, thread: 0, drift: false, cause: -1, label: null, tokens_lost: 0, idle_gap: false,
-      reported_read: null, hit_ratio: null, miss: false, miss_cause: -1, miss_tokens: null, material: null,
+      reported_read: null, hit_ratio: null, miss: false, miss_cause: -1, shortfall_tokens: null, material: null,
     },
   );
   // without the `material` column (older data), a drift is material when it lost tokens
@@ -132,7 +132,7 @@ export function decodeTimeline(value) {
     hitRatio: c.hit_ratio,
     miss: c.miss,
     missCause: c.miss_cause,
-    missTokens: c.miss_tokens,
+    missTokens: c.shortfall_tokens,
     material,
     rowOf: indexBy(c.call),
   };
@@ -247,9 +247,9 @@ export function decodeCosts(value) {
   const { numRows, columns: c } = decodeTable(value, "_costs", ["call"], {
     cost_usd: null,
     ideal_usd: null,
-    cache_read: 0,
-    cache_write: 0,
-    uncached: 0,
+    cache_read_tokens: 0,
+    cache_write_tokens: 0,
+    uncached_tokens: 0,
     billed_usd: null,
   });
   return {
@@ -257,9 +257,9 @@ export function decodeCosts(value) {
     call: c.call,
     cost: c.cost_usd,
     ideal: c.ideal_usd,
-    read: c.cache_read,
-    write: c.cache_write,
-    uncached: c.uncached,
+    read: c.cache_read_tokens,
+    write: c.cache_write_tokens,
+    uncached: c.uncached_tokens,
     billed: c.billed_usd,
     rowOf: indexBy(c.call),
   };

@@ -82,7 +82,7 @@ export function detailMarkdown(detail, meta) {
     if (part) where.push(`in ${part}`);
     lines.push(`- drift: **${detail.cause ?? "unknown"}**${where.length ? `, ${where.join(" ")}` : ""}`);
     const numbers = [];
-    if (isNumber(detail.token_offset)) numbers.push(`the prefix breaks at token ${formatTokens(detail.token_offset)}`);
+    if (isNumber(detail.prev_common_tokens)) numbers.push(`the prefix breaks at token ${formatTokens(detail.prev_common_tokens)}`);
     if (isNumber(detail.tokens_lost)) numbers.push(`${formatTokens(detail.tokens_lost)} tokens lost`);
     if (isNumber(detail.cost_usd)) numbers.push(`drift cost ${formatUsd(detail.cost_usd)}${under ? ` (simulated, ${under})` : ""}`);
     if (numbers.length) lines.push(`- ${numbers.join("; ")}`);
@@ -92,7 +92,7 @@ export function detailMarkdown(detail, meta) {
     const numbers = [
       `expected cache read ${formatTokens(miss.expected_read_tokens)}`,
       `reported ${formatTokens(miss.reported_cache_read_tokens)}`,
-      `${formatTokens(miss.tokens)} tokens not read`,
+      `${formatTokens(miss.shortfall_tokens)} tokens not read`,
     ];
     if (isNumber(miss.cost_usd)) numbers.push(`miss cost ${formatUsd(miss.cost_usd)}`);
     lines.push(`- miss: **${miss.cause ?? "unknown"}**; ${numbers.join("; ")}`);

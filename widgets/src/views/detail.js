@@ -14,7 +14,7 @@ import { panel, viewError } from "./panel.js";
  * @typedef {{ label?: string | null, text?: string | null }} Side
  * @typedef {{ before?: string[], prev_after?: string[], current_after?: string[] }} Chips
  * @typedef {Record<string, any> & { call?: number, drift?: boolean, part?: string | null,
- *   label?: string | null, cause?: string | null, detail?: string | null, token_offset?: number | null,
+ *   label?: string | null, cause?: string | null, detail?: string | null, prev_common_tokens?: number | null,
  *   tokens_lost?: number | null, cost_usd?: number | null, prev?: Side | null, current?: Side | null,
  *   chips?: Chips | null, error?: string, message?: string }} Detail
  * @typedef {{ selected: number, detail: Detail | null, timeline: Timeline | null, costs: Costs | null, meta: Meta }} DetailState
@@ -23,7 +23,7 @@ import { panel, viewError } from "./panel.js";
 /** Keys the detail view lays out itself; any other key is listed as a plain fact. */
 const KNOWN = new Set([
   "call", "drift", "input_tokens", "prefix_tokens", "new_tokens", "part", "position",
-  "label", "cause", "detail", "token_offset", "tokens_lost", "cost_usd", "prev", "current", "chips",
+  "label", "cause", "detail", "prev_common_tokens", "tokens_lost", "cost_usd", "prev", "current", "chips",
   "error", "message", "segments", "segments_truncated", "content", "thread", "miss", "material",
 ]);
 
@@ -139,7 +139,7 @@ function driftParts(doc, d, meta) {
   const where = [d.part, isNumber(d.position) ? `#${d.position}` : null].filter(Boolean).join(" ");
   if (d.label) pairs.push(["segment", truncate(String(d.label), 200)]);
   if (where) pairs.push(["part", where]);
-  if (isNumber(d.token_offset)) pairs.push(["prefix breaks at token", formatTokens(d.token_offset)]);
+  if (isNumber(d.prev_common_tokens)) pairs.push(["prefix breaks at token", formatTokens(d.prev_common_tokens)]);
   if (d.tokens_lost !== undefined) pairs.push(["tokens lost", formatTokens(d.tokens_lost)]);
   const target = meta.target;
   const under = target ? ` (${target.model ? `${target.provider}:${target.model}` : target.provider})` : "";
@@ -387,7 +387,7 @@ function missPart(doc, miss) {
     ["miss", h(doc, "span", { className: "cacheviz-detail__cause", text: miss.cause ? String(miss.cause) : "unknown" })],
     ["expected cache read", formatTokens(miss.expected_read_tokens)],
     ["reported cache read", formatTokens(miss.reported_cache_read_tokens)],
-    ["tokens not read", formatTokens(miss.tokens)],
+    ["tokens not read", formatTokens(miss.shortfall_tokens)],
   ];
   if (miss.cost_usd !== undefined) pairs.push(["miss cost", formatUsd(miss.cost_usd)]);
   return h(doc, "div", { className: "cacheviz-detail__miss" }, [

@@ -93,7 +93,7 @@ export function createHeader(doc, actions) {
     const target = meta.target;
     let billed = isNumber(meta.billed_usd) ? meta.billed_usd : null;
     let cost = target ? target.total_cost_usd : null;
-    let ideal = target ? target.ideal_cost_usd : null;
+    let ideal = target ? target.ideal_usd : null;
     const shown = filtered && state.costs !== null && timeline !== null;
     if (shown) {
       // a filter is on: the bill of the shown calls, from each call's billed cost

@@ -21,7 +21,7 @@ export function targetFacts(doc, meta, shown = null) {
     return h(doc, "p", { className: "cacheviz-panel__empty", text: meta.notice ? String(meta.notice) : "No provider target is simulated." });
   }
   let total = t.total_cost_usd;
-  let ideal = t.ideal_cost_usd;
+  let ideal = t.ideal_usd;
   let billed = isNumber(meta.billed_usd) ? meta.billed_usd : null;
   if (shown) ({ cost: total, ideal, billed } = sumCosts(shown.costs, shown.timeline, shown.rows));
   const scope = shown ? ` (${plural(shown.rows.length, "shown call")})` : "";
@@ -65,13 +65,13 @@ export function compareTable(doc, meta) {
   const head = ["provider:model (whole session)", "cost", "ideal", "cost / ideal", "cache read", "cache write", "uncached"];
   const body = rows.map((row) => {
     const ratio =
-      isNumber(row.cost_usd) && isNumber(row.ideal_cost_usd) && row.ideal_cost_usd > 0
-        ? `${formatNumber(row.cost_usd / row.ideal_cost_usd, 2)}×`
+      isNumber(row.cost_usd) && isNumber(row.ideal_usd) && row.ideal_usd > 0
+        ? `${formatNumber(row.cost_usd / row.ideal_usd, 2)}×`
         : "—";
     const cells = [
       String(row.target ?? ""),
       formatUsd(row.cost_usd),
-      formatUsd(row.ideal_cost_usd),
+      formatUsd(row.ideal_usd),
       ratio,
       formatTokens(row.cache_read_tokens),
       formatTokens(row.cache_write_tokens),
