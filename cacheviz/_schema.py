@@ -156,6 +156,81 @@ COMPARE: dict[str, PolarsDataType] = {
     "price_source": _STR,
 }
 
+# --- the `cacheviz summary --json` document (docs/format.md): which columns it shows ---
+
+SUMMARY_CALL = (
+    "index",
+    "thread",
+    "parent_thread",
+    "namespace",
+    "model",
+    "ts",
+    "input_tokens",
+    "local_tokens",
+    "token_basis",
+    "prefix_tokens",
+    "new_tokens",
+    "tokens_exact",
+    "reconstructed",
+    "unlogged_tokens",
+    "ttl_seconds",
+    "hit_ratio",
+    "billed_usd",
+    "simulated_usd",
+    "ideal_usd",
+    "waste_usd",
+    "rebuild",
+    "provider_verdict",
+    "provider_missed_tokens",
+    "verdict_agrees",
+)
+"""The CALLS columns each call of the summary carries, as they are."""
+SUMMARY_DRIFT = (
+    "part",
+    "position",
+    "label",
+    "prev_common_tokens",
+    "tokens_lost",
+    "cause",
+    "detail",
+    "cost_usd",
+    "material",
+)
+"""The DRIFTS columns of a call's ``drift``."""
+SUMMARY_MISS = (
+    "cause",
+    "shortfall_tokens",
+    "expected_read_tokens",
+    "reported_cache_read_tokens",
+    "cost_usd",
+    "detail",
+)
+"""The MISSES columns of a call's ``miss``."""
+SUMMARY_REPORTED = (
+    "input_tokens",
+    "cache_read_tokens",
+    "cache_write_tokens",
+    "cache_write_5m_tokens",
+    "cache_write_1h_tokens",
+    "output_tokens",
+)
+"""The reported usage of a call's ``reported`` (CALLS' ``reported_<name>`` columns)."""
+SUMMARY_CALL_ORDER = (
+    *SUMMARY_CALL[:15],
+    "drift",
+    "miss",
+    "reported",
+    *SUMMARY_CALL[15:],
+)
+"""The keys of each call of the summary, in order."""
+
+SIMULATE_CALL = tuple(
+    name for name in SIMULATION if not name.startswith("reported_") and name != "ts"
+)
+"""The SIMULATION columns each call of ``cacheviz simulate --json`` carries."""
+SIMULATE_REPORTED = ("input_tokens", "cache_read_tokens", "cache_write_tokens", "output_tokens")
+"""Its ``reported`` usage (SIMULATION's ``reported_<name>`` columns)."""
+
 CAUSES = (
     "volatile_value",
     "reorder",

@@ -111,77 +111,17 @@ class Analysis:
             miss = misses.get(row["index"])
             reported = None
             if row["usage_provenance"] is not None:
-                reported = {
-                    key: row[f"reported_{key}"]
-                    for key in (
-                        "input_tokens",
-                        "cache_read_tokens",
-                        "cache_write_tokens",
-                        "cache_write_5m_tokens",
-                        "cache_write_1h_tokens",
-                        "output_tokens",
-                    )
-                }
+                reported = {key: row[f"reported_{key}"] for key in _schema.SUMMARY_REPORTED}
                 reported["provenance"] = row["usage_provenance"]
-            ts = row["ts"]
-            calls.append(
-                {
-                    "index": row["index"],
-                    "thread": row["thread"],
-                    "parent_thread": row["parent_thread"],
-                    "namespace": row["namespace"],
-                    "model": row["model"],
-                    "ts": None if ts is None else ts.isoformat().replace("+00:00", "Z"),
-                    "input_tokens": row["input_tokens"],
-                    "local_tokens": row["local_tokens"],
-                    "token_basis": row["token_basis"],
-                    "prefix_tokens": row["prefix_tokens"],
-                    "new_tokens": row["new_tokens"],
-                    "tokens_exact": row["tokens_exact"],
-                    "reconstructed": row["reconstructed"],
-                    "unlogged_tokens": row["unlogged_tokens"],
-                    "ttl_seconds": row["ttl_seconds"],
-                    "drift": None
-                    if drift is None
-                    else {
-                        key: drift[key]
-                        for key in (
-                            "part",
-                            "position",
-                            "label",
-                            "prev_common_tokens",
-                            "tokens_lost",
-                            "cause",
-                            "detail",
-                            "cost_usd",
-                            "material",
-                        )
-                    },
-                    "miss": None
-                    if miss is None
-                    else {
-                        key: miss[key]
-                        for key in (
-                            "cause",
-                            "shortfall_tokens",
-                            "expected_read_tokens",
-                            "reported_cache_read_tokens",
-                            "cost_usd",
-                            "detail",
-                        )
-                    },
-                    "reported": reported,
-                    "hit_ratio": row["hit_ratio"],
-                    "billed_usd": row["billed_usd"],
-                    "simulated_usd": row["simulated_usd"],
-                    "ideal_usd": row["ideal_usd"],
-                    "waste_usd": row["waste_usd"],
-                    "rebuild": row["rebuild"],
-                    "provider_verdict": row["provider_verdict"],
-                    "provider_missed_tokens": row["provider_missed_tokens"],
-                    "verdict_agrees": row["verdict_agrees"],
-                }
+            doc = {key: row[key] for key in _schema.SUMMARY_CALL}
+            ts = doc["ts"]
+            doc["ts"] = None if ts is None else ts.isoformat().replace("+00:00", "Z")
+            doc["drift"] = (
+                None if drift is None else {key: drift[key] for key in _schema.SUMMARY_DRIFT}
             )
+            doc["miss"] = None if miss is None else {key: miss[key] for key in _schema.SUMMARY_MISS}
+            doc["reported"] = reported
+            calls.append({key: doc[key] for key in _schema.SUMMARY_CALL_ORDER})
         return {
             "format": self.session.format,
             "path": None if self.session.path is None else str(self.session.path),

@@ -259,34 +259,8 @@ class Simulation:
         for row in self.calls.iter_rows(named=True):
             reported = None
             if row["reported_input_tokens"] is not None:
-                reported = {
-                    "input_tokens": row["reported_input_tokens"],
-                    "cache_read_tokens": row["reported_cache_read_tokens"],
-                    "cache_write_tokens": row["reported_cache_write_tokens"],
-                    "output_tokens": row["reported_output_tokens"],
-                }
-            rows.append(
-                {
-                    key: row[key]
-                    for key in (
-                        "index",
-                        "thread",
-                        "model",
-                        "input_tokens",
-                        "cache_read_tokens",
-                        "cache_write_tokens",
-                        "cache_write_1h_tokens",
-                        "uncached_tokens",
-                        "output_tokens",
-                        "cost_usd",
-                        "ideal_usd",
-                        "prefill_tokens_saved",
-                        "verdict",
-                        "detail",
-                    )
-                }
-                | {"reported": reported}
-            )
+                reported = {key: row[f"reported_{key}"] for key in _schema.SIMULATE_REPORTED}
+            rows.append({key: row[key] for key in _schema.SIMULATE_CALL} | {"reported": reported})
         return {
             "provider": self.provider,
             "model": self.model,

@@ -9,10 +9,13 @@ the start, so they line up as they come. Ctrl-C stops cleanly.
 
 from __future__ import annotations
 
+import signal
 import sys
+import threading
 import time
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -33,6 +36,27 @@ _TEMPLATE = [
     "$99.9999",
     "✗ volatile_value at system/system[1] (−99,999 tok, $0.0000)",
 ]
+
+
+@contextmanager
+def _whole() -> Iterator[None]:
+    """Let a Ctrl-C that arrives while a call's line is written and counted land after.
+
+    A process-directed SIGINT may be taken by any thread (polars and tiktoken run their
+    own), so blocking it in this one would not do: the handler defers it instead, and the
+    interrupt is raised once the block is done. Outside the main thread: nothing.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    pending: list[object] = []
+    previous = signal.signal(signal.SIGINT, lambda *args: pending.append(args))
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    if pending:
+        raise KeyboardInterrupt
 
 
 def _ends_a_line(path: Path, size: int) -> bool:
@@ -108,9 +132,10 @@ def follow(
                     doc = session.analyze(thread=thread, encoding=encoding).summary()
                     for call in doc["calls"][printed:]:
                         lines = format_row(columns, shown, sizes, row_of(call))
-                        out.write("\n".join(lines) + "\n")
-                    printed = len(doc["calls"])
-                    out.flush()
+                        with _whole():  # a Ctrl-C lands before or after a line and its count
+                            out.write("\n".join(lines) + "\n")
+                            out.flush()
+                            printed += 1
             if stop is not None and stop():
                 return printed
             time.sleep(poll)
