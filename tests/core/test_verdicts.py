@@ -432,3 +432,68 @@ def test_check_never_recommends_the_ttl_the_thread_already_uses(tmp_path):
     found = [f for f in check(late).findings if f.rule == "ttl_gaps"]
     assert found and "already caches with a 60-minute TTL" in found[0].message
     assert "With cache_control ttl" not in found[0].message
+
+
+def test_tools_loaded_by_tool_search_keep_the_cached_prefix(tmp_path):
+    # providers.md §1.2: with tool search, deferred tools (`defer_loading`) stay in the
+    # tools list as sent and the tools a search finds arrive as `tool_reference` blocks in
+    # the messages, so the prefix is kept: not a drift, and the simulator reads it
+    def marked(text):
+        return [{"type": "text", "text": text, "cache_control": {"type": "ephemeral"}}]
+
+    tools = [
+        {"name": "tool_search", "description": _text(300), "input_schema": {"type": "object"}},
+        {
+            "name": "deploy",
+            "description": _text(300),
+            "input_schema": {"type": "object"},
+            "defer_loading": True,
+        },
+    ]
+    system = [{"type": "text", "text": _text(2000)}]
+    task = {"role": "user", "content": [{"type": "text", "text": "task: " + _text(800)}]}
+    search = {
+        "role": "assistant",
+        "content": [
+            {"type": "tool_use", "id": "t1", "name": "tool_search", "input": {"q": "deploy"}}
+        ],
+    }
+    found = {
+        "role": "user",
+        "content": [
+            {
+                "type": "tool_result",
+                "tool_use_id": "t1",
+                "content": [{"type": "tool_reference", "tool_name": "deploy"}],
+            },
+            *marked("now deploy"),
+        ],
+    }
+    bodies = [
+        [{**task, "content": marked("task: " + _text(800))}],
+        [task, search, found],
+    ]
+    lines = [
+        record_line(
+            {
+                "model": "claude-opus-5",
+                "max_tokens": 10,
+                "tools": tools,
+                "system": system,
+                "messages": m,
+            },
+            provider="anthropic",
+            model="claude-opus-5",
+            api="messages",
+            ts=f"2026-01-01T00:00:0{i}Z",
+        )
+        for i, m in enumerate(bodies)
+    ]
+    path = tmp_path / "log.jsonl"
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    analysis = cacheviz.load(path).analyze()
+    assert analysis.drifts.is_empty()
+    calls = analysis.calls
+    assert calls["prefix_tokens"][1] == calls["input_tokens"][0]
+    sim = analysis.simulate("anthropic").calls
+    assert sim["cache_read_tokens"].to_list() == [0, calls["input_tokens"][0]]
