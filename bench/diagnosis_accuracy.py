@@ -268,7 +268,7 @@ def real_table() -> None:
         if calls["reported_input_tokens"].is_null().all():
             continue
         misses = analysis.misses.join(
-            calls.select(pl.col("index").alias("call"), "reported_input_tokens"), on="call"
+            calls.select(pl.col("call").alias("call"), "reported_input_tokens"), on="call"
         )
         false = misses.filter(
             pl.col("reported_cache_read_tokens") >= 0.95 * pl.col("reported_input_tokens")

@@ -32,7 +32,7 @@ REPORTED_USAGE: dict[str, PolarsDataType] = {
 }
 
 CALLS: dict[str, PolarsDataType] = {
-    "index": _INT,  # position in request-time order
+    "call": _INT,  # position in request-time order
     "line": _INT,  # line (or record) of the transcript it came from
     "ts": _TS,
     "thread": _STR,  # the conversation: messages continue from the thread's previous call
@@ -121,7 +121,7 @@ MISSES: dict[str, PolarsDataType] = {
 }
 
 SIMULATION: dict[str, PolarsDataType] = {
-    "index": _INT,
+    "call": _INT,
     "thread": _STR,
     "model": _STR,  # the model simulated and priced
     "ts": _TS,
@@ -159,7 +159,7 @@ COMPARE: dict[str, PolarsDataType] = {
 # --- the `cacheviz summary --json` document (docs/format.md): which columns it shows ---
 
 SUMMARY_CALL = (
-    "index",
+    "call",
     "thread",
     "parent_thread",
     "namespace",
@@ -323,7 +323,7 @@ SCAN_CALLS: dict[str, PolarsDataType] = {
     "format": _STR,
     "project": _STR,  # the folder the session sits in (Claude Code: projects/<project>)
     "usage_only": _BOOL,  # read from a usage ledger: no request bytes
-    "index": _INT,  # the call's index in its session's analysis
+    "call": _INT,  # the call's index in its session's analysis
     "line": _INT,
     "ts": _TS,
     "thread": _STR,

@@ -107,8 +107,8 @@ class Analysis:
         misses = {row["call"]: row for row in self.misses.iter_rows(named=True)}
         calls = []
         for row in self.calls.iter_rows(named=True):
-            drift = drifts.get(row["index"])
-            miss = misses.get(row["index"])
+            drift = drifts.get(row["call"])
+            miss = misses.get(row["call"])
             reported = None
             if row["usage_provenance"] is not None:
                 reported = {key: row[f"reported_{key}"] for key in _schema.SUMMARY_REPORTED}
@@ -482,7 +482,7 @@ def _add_call(
     head, tail = log_hashes(call)
     hidden = [unlogged.get(h, 0) for h in call.hashes[: call.message_start] if h in unlogged]
     values: dict[str, Any] = {
-        "index": call.index,
+        "call": call.index,
         "line": call.line,
         "ts": call.ts,
         "thread": thread,

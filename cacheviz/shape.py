@@ -65,7 +65,7 @@ def segments_frame(
     table = session.blocks
     contents = session.contents
     info = calls.select(
-        pl.col("index").alias("call"), "thread", "encoding", "prefix_tokens", "prev_call"
+        pl.col("call").alias("call"), "thread", "encoding", "prefix_tokens", "prev_call"
     )
     encodings = info["encoding"].unique().to_list()
     part_codes = {part: code for code, part in enumerate(PARTS)}

@@ -415,7 +415,7 @@ def simulate(
             )
         reported = call.reported if origin == provider and same else None
         values = {
-            "index": call.index,
+            "call": call.index,
             "thread": call.thread,
             "model": call.model,
             "ts": call.ts,

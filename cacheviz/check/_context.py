@@ -72,7 +72,7 @@ class Context:
         """Call indexes of every thread, in request order."""
         out: dict[str, list[int]] = {}
         for row in self.calls:
-            out.setdefault(row["thread"], []).append(row["index"])
+            out.setdefault(row["thread"], []).append(row["call"])
         return out
 
     def thread_of(self, call: int) -> str:

@@ -54,7 +54,7 @@ def _uncovered(ctx: Context) -> dict[str, list[tuple[int, int]]]:
     found: dict[str, list[tuple[int, int]]] = {}
     for row in ctx.calls:
         before = row["prev_call"]
-        if before is None or not explicit_only(calls[row["index"]]):
+        if before is None or not explicit_only(calls[row["call"]]):
             continue
         if not explicit_only(calls[before]) or calls[before].provider != row["provider"]:
             continue
@@ -63,7 +63,7 @@ def _uncovered(ctx: Context) -> dict[str, list[tuple[int, int]]]:
         found_profile = providers.find(row["provider"])
         minimum = found_profile.min_tokens(row["model"]) if found_profile is not None else 0
         if lost >= max(minimum, 1):
-            found.setdefault(row["thread"], []).append((row["index"], lost))
+            found.setdefault(row["thread"], []).append((row["call"], lost))
     return found
 
 
@@ -80,7 +80,7 @@ def _simulate(ctx: Context, provider: str, **rules: Any) -> Any:
 def _thread_cost(simulation: Any, indexes: list[int]) -> float | None:
     if simulation is None:
         return None
-    rows = simulation.calls.filter(simulation.calls["index"].is_in(indexes))
+    rows = simulation.calls.filter(simulation.calls["call"].is_in(indexes))
     if rows.height == 0 or rows["cost_usd"].null_count():
         return None
     return float(rows["cost_usd"].sum())

@@ -95,15 +95,15 @@ def ttl_gaps(ctx: Context) -> list[Finding]:
     for row in ctx.calls:
         if row.get("miss_cause") == "ttl_expired":
             thread = row["thread"]
-            confirmed.setdefault(thread, set()).add(row["index"])
-            if row["index"] not in {c for c, _ in gaps.get(thread, [])}:
+            confirmed.setdefault(thread, set()).add(row["call"])
+            if row["call"] not in {c for c, _ in gaps.get(thread, [])}:
                 prev = ctx.calls[row["prev_call"]] if row["prev_call"] is not None else None
                 idle = (
                     (row["ts"] - prev["ts"]).total_seconds()
                     if prev is not None and row["ts"] and prev["ts"]
                     else 0.0
                 )
-                gaps.setdefault(thread, []).append((row["index"], idle))
+                gaps.setdefault(thread, []).append((row["call"], idle))
                 thread_provider[thread] = row["provider"]
     if not gaps:
         return []
@@ -122,7 +122,7 @@ def ttl_gaps(ctx: Context) -> list[Finding]:
         if all(w is not None for w in wasted):
             cost = float(sum(wasted))  # the calls' waste (cacheviz.metrics): billed - ideal
         elif base is not None:
-            rows = base.calls.filter(base.calls["index"].is_in(calls))
+            rows = base.calls.filter(base.calls["call"].is_in(calls))
             if rows["cost_usd"].null_count() == 0 and rows["ideal_usd"].null_count() == 0:
                 cost = float((rows["cost_usd"] - rows["ideal_usd"]).clip(0).sum())
         found_profile = providers.find(provider)

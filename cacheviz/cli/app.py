@@ -349,7 +349,7 @@ def call_row(call: dict[str, Any], *, all_drifts: bool = False) -> list[str]:
             f"{'; ' if marker else ''}⚑ provider: {call['provider_verdict']} (cacheviz {says})"
         )
     return [
-        str(call["index"]),
+        str(call["call"]),
         call["thread"],
         f"{call['input_tokens']:,}",
         f"{call['prefix_tokens']:,}",
@@ -391,7 +391,7 @@ def _print_table(doc: dict[str, Any], out: TextIO, *, all_drifts: bool = False) 
         line("drifts (what each break cost: as sent minus had the prefix been kept):")
         for call in shown:
             d = call["drift"]
-            line(f"{call['index']:>4}  {d['cause']} [{_usd(d['cost_usd'])}]: {d['detail']}")
+            line(f"{call['call']:>4}  {d['cause']} [{_usd(d['cost_usd'])}]: {d['detail']}")
     if folded:
         line(
             f"+{len(folded)} costless drift(s) folded (below the cacheable minimum, or nothing "
@@ -401,7 +401,7 @@ def _print_table(doc: dict[str, Any], out: TextIO, *, all_drifts: bool = False) 
         line("misses (the provider read less than the common prefix offered):")
         for call in misses:
             m = call["miss"]
-            line(f"{call['index']:>4}  {m['cause']} [{_usd(m['cost_usd'])}]: {m['detail']}")
+            line(f"{call['call']:>4}  {m['cause']} [{_usd(m['cost_usd'])}]: {m['detail']}")
     line(_total_line(doc, totals, len(shown), folded, misses))
 
 
@@ -562,7 +562,7 @@ def _print_simulation(
         reported = call["reported"] or {}
         rows.append(
             [
-                str(call["index"]),
+                str(call["call"]),
                 call["model"],
                 f"{call['input_tokens']:,}",
                 f"{call['cache_read_tokens']:,}",
@@ -570,7 +570,7 @@ def _print_simulation(
                 f"{call['uncached_tokens']:,}",
                 _fmt(call["output_tokens"]),
                 _money(call["cost_usd"]),
-                _money(billed[call["index"]]),
+                _money(billed[call["call"]]),
                 _fmt(reported.get("cache_read_tokens")),
                 _fmt(reported.get("cache_write_tokens")),
                 call["verdict"],

@@ -25,7 +25,7 @@ import polars as pl
 from cacheviz import _schema
 from cacheviz.fleet.walk import Unit, shown
 
-CACHE_VERSION = 6  # bump when what the cached tables hold changes
+CACHE_VERSION = 7  # bump when what the cached tables hold changes
 TABLES = ("calls", "drifts", "misses")
 MANIFEST: dict[str, pl.DataType] = {
     "path": pl.String,

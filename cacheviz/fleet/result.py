@@ -78,7 +78,7 @@ class ScanResult:
         if since is None and until is None:
             return self
         calls = _rollup.between(self.calls, tz=tz, since=since, until=until)
-        kept = calls.select("path", pl.col("index").alias("call"))
+        kept = calls.select("path", pl.col("call").alias("call"))
         return ScanResult(
             calls,
             self.drifts.join(kept, on=["path", "call"], how="semi"),

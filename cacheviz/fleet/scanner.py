@@ -249,13 +249,13 @@ def _dedupe(
         flagged.filter(~pl.col(REPEAT))
         .drop(REPEAT)
         .sort(
-            [pl.col("ts"), pl.col("path"), pl.col("parent_thread").is_not_null(), pl.col("index")],
+            [pl.col("ts"), pl.col("path"), pl.col("parent_thread").is_not_null(), pl.col("call")],
             nulls_last=True,
             maintain_order=True,
         )
     )
     dropped = flagged.height - kept.height
-    index = kept.select("path", pl.col("index").alias("call"), "session")
+    index = kept.select("path", pl.col("call").alias("call"), "session")
     drifts = drifts.join(index, on=["path", "call"], how="inner")
     misses = misses.join(index, on=["path", "call"], how="inner")
     return kept, drifts, misses, dropped

@@ -494,7 +494,7 @@ def drop_replays(calls: list[Call]) -> tuple[list[Call], int]:
             "ts": [c.ts.timestamp() if c.ts is not None else None for c in calls],
             "path": [""] * len(calls),
             "parent_thread": [c.parent_hint for c in calls],
-            "index": list(range(len(calls))),
+            "call": list(range(len(calls))),
         },
         schema={
             "provider": pl.String,
@@ -502,7 +502,7 @@ def drop_replays(calls: list[Call]) -> tuple[list[Call], int]:
             "ts": pl.Float64,
             "path": pl.String,
             "parent_thread": pl.String,
-            "index": pl.Int64,
+            "call": pl.Int64,
         },
     )
     flagged = flag_replays(frame)
@@ -510,19 +510,19 @@ def drop_replays(calls: list[Call]) -> tuple[list[Call], int]:
     if not repeats.height:
         return calls, 0
     first: dict[tuple[str, str], Call] = {}
-    for index in flagged.filter(~pl.col(REPEAT))["index"]:
+    for index in flagged.filter(~pl.col(REPEAT))["call"]:
         call = calls[index]
         if call.meta.get("response_id") is not None:
             first[(call.provider, call.meta["response_id"])] = call
     parent_of: dict[str | None, Call] = {}
-    for index in repeats["index"]:
+    for index in repeats["call"]:
         copy = calls[index]
         kept = first[(copy.provider, copy.meta["response_id"])]
         if _more_complete(copy.usage, kept.usage):
             kept.usage = copy.usage  # a fork replays the final record of a streamed response
         if kept.thread_hint != copy.thread_hint:
             parent_of.setdefault(copy.thread_hint, kept)
-    dropped = set(repeats["index"].to_list())
+    dropped = set(repeats["call"].to_list())
     out = [c for i, c in enumerate(calls) if i not in dropped]
     for call in out:
         parent = parent_of.get(call.thread_hint)

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import polars as pl
 
-REPLAY_KEY = ("provider", "response_id", "ts", "path", "parent_thread", "index")
+REPLAY_KEY = ("provider", "response_id", "ts", "path", "parent_thread", "call")
 """The columns :func:`flag_replays` reads."""
 
 REPEAT = "_repeat"
@@ -38,7 +38,7 @@ def flag_replays(calls: pl.DataFrame) -> pl.DataFrame:
         ``calls`` in that order, with a boolean ``_repeat`` column.
     """
     ordered = calls.sort(
-        [pl.col("parent_thread").is_not_null(), pl.col("ts"), pl.col("path"), pl.col("index")],
+        [pl.col("parent_thread").is_not_null(), pl.col("ts"), pl.col("path"), pl.col("call")],
         nulls_last=True,
         maintain_order=True,
     )

@@ -106,7 +106,7 @@ def timeline(analysis: Analysis, ttl_seconds: float | str | None = "recorded") -
         pl.col("tokens_lost"),
         material.alias("material"),
     )
-    frame = calls.join(drifts, left_on="index", right_on="call", how="left", maintain_order="left")
+    frame = calls.join(drifts, left_on="call", right_on="call", how="left", maintain_order="left")
     gap = pl.col("ts").diff().over(thread).dt.total_seconds()
     fallback = float("inf") if ttl_seconds is None else float(ttl_seconds)
     ttl = (
@@ -123,7 +123,7 @@ def timeline(analysis: Analysis, ttl_seconds: float | str | None = "recorded") -
         else pl.lit(None, dtype=pl.Int64)
     )
     return frame.select(
-        pl.col("index").cast(pl.Int32).alias("call"),
+        pl.col("call").cast(pl.Int32).alias("call"),
         (pl.col("ts").dt.epoch("ms").cast(pl.Float64)).alias("ts_ms"),
         pl.col(thread)
         .replace_strict(threads, range(len(threads)), return_dtype=pl.Int32)
@@ -243,7 +243,7 @@ def _costs(simulation: Simulation | None, n_calls: int) -> pl.DataFrame:
             },
         )
     return simulation.calls.select(
-        pl.col("index").cast(pl.Int32).alias("call"),
+        pl.col("call").cast(pl.Int32).alias("call"),
         pl.col("cost_usd"),
         pl.col("ideal_usd").alias("ideal_usd"),
         pl.col("cache_read_tokens").cast(pl.Int32),
@@ -885,10 +885,10 @@ def opening_call(analysis: Analysis) -> int:
         return int(best["call"])
     calls = analysis.calls
     if calls["shortfall_tokens"].drop_nulls().len():
-        return int(calls.sort("shortfall_tokens", descending=True, nulls_last=True)["index"][0])
+        return int(calls.sort("shortfall_tokens", descending=True, nulls_last=True)["call"][0])
     if calls.height == 0:
         return -1
     thread = "thread"
     busiest = calls[thread].mode().sort()[0]
     main = calls.filter(pl.col(thread) == busiest)
-    return int(main.sort("new_tokens", descending=True)["index"][0])
+    return int(main.sort("new_tokens", descending=True)["call"][0])

@@ -44,7 +44,7 @@ def test_summary_json_contract(capsys):
     doc = json.loads(capsys.readouterr().out)
     assert doc["format"] == "cacheviz"
     for call in doc["calls"]:
-        assert isinstance(call["index"], int)
+        assert isinstance(call["call"], int)
         assert isinstance(call["thread"], str) and isinstance(call["model"], str)
         assert call["ts"] is None or call["ts"].endswith("Z")
         assert isinstance(call["input_tokens"], int) and isinstance(call["prefix_tokens"], int)
@@ -56,7 +56,7 @@ def test_summary_json_contract(capsys):
                 drift["prev_common_tokens"], int
             )
             assert isinstance(drift["cause"], str)
-    assert [c["index"] for c in doc["calls"] if c["drift"]] == []
+    assert [c["call"] for c in doc["calls"] if c["drift"]] == []
     threads = [c["thread"] for c in doc["calls"]]
     assert threads[8] != threads[7] and threads[8:] == [threads[8]] * len(threads[8:])
     assert doc["calls"][8]["prefix_tokens"] > 0  # tools + system are still cached

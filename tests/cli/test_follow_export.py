@@ -91,7 +91,7 @@ def test_summary_exports_the_calls_table(tmp_path, capsys, kind):
     assert "wrote 10 calls" in capsys.readouterr().err
     frame = pl.read_csv(target) if kind == "csv" else pl.read_parquet(target)
     assert frame.columns == list(_schema.CALLS)
-    assert frame.height == 10 and frame["index"].to_list() == list(range(10))
+    assert frame.height == 10 and frame["call"].to_list() == list(range(10))
     if kind == "parquet":
         assert dict(frame.schema) == dict(_schema.CALLS)
 

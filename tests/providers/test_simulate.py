@@ -121,7 +121,7 @@ def test_cli_simulate_json_contract(session, capsys):
             == call["uncached_tokens"] + call["cache_read_tokens"] + call["cache_write_tokens"]
         )
         assert {
-            "index",
+            "call",
             "thread",
             "model",
             "output_tokens",

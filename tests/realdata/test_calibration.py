@@ -73,7 +73,7 @@ def real(request, realdata):
 
 
 def test_no_miss_where_the_provider_read_nearly_everything(real):
-    calls = real.calls.select(pl.col("index").alias("call"), "reported_input_tokens")
+    calls = real.calls.select(pl.col("call").alias("call"), "reported_input_tokens")
     misses = real.misses.join(calls, on="call")
     false = misses.filter(
         pl.col("reported_cache_read_tokens") >= 0.95 * pl.col("reported_input_tokens")
@@ -84,7 +84,7 @@ def test_no_miss_where_the_provider_read_nearly_everything(real):
 def test_expected_reads_never_exceed_the_request(real):
     calls = real.calls.filter(pl.col("expected_read_tokens").is_not_null())
     over = calls.filter(pl.col("expected_read_tokens") > pl.col("reported_input_tokens"))
-    assert over.is_empty(), over.select("index", "expected_read_tokens").rows()
+    assert over.is_empty(), over.select("call", "expected_read_tokens").rows()
     assert (real.misses["expected_read_tokens"] >= real.misses["shortfall_tokens"]).all()
 
 
@@ -102,7 +102,7 @@ def test_the_prefix_line_and_drift_tokens_lie_inside_the_request(real):
     assert (calls["prefix_tokens"] <= calls["input_tokens"]).all()
     assert (calls["new_tokens"] >= 0).all()
     if real.drifts.height:
-        totals = dict(zip(calls["index"], calls["input_tokens"], strict=True))
+        totals = dict(zip(calls["call"], calls["input_tokens"], strict=True))
         for row in real.drifts.iter_rows(named=True):
             assert 0 <= row["tokens_lost"] <= totals[row["prev_call"]]
 
@@ -138,10 +138,10 @@ def test_the_compacted_claude_code_session_is_rebuilt_at_the_right_size(realdata
     # the request after a compaction starts from the summary: the local count of the
     # rebuilt request is no longer the whole history (it was 2.6-3x the reported input)
     ratio = calls["local_tokens"] / calls["reported_input_tokens"]
-    assert ratio.max() < 1.2, calls.filter(ratio >= 1.2).select("index", "local_tokens").rows()
+    assert ratio.max() < 1.2, calls.filter(ratio >= 1.2).select("call", "local_tokens").rows()
     # an expected rebuild: not a drift, not a miss of unknown cause
     assert not rebuilt["drift"].any()
-    assert analysis.drifts.filter(pl.col("call").is_in(rebuilt["index"])).is_empty()
+    assert analysis.drifts.filter(pl.col("call").is_in(rebuilt["call"])).is_empty()
     summary = analysis.summary()
     assert [c["rebuild"] for c in summary["calls"]].count("compaction") == 2
 
@@ -219,9 +219,9 @@ def test_a_planted_cache_miss_reason_is_read_back_structured(realdata, tmp_path)
     analysis = _analyze(planted, "claude-code")
     calls = analysis.calls
     main = calls.filter(pl.col("thread") == "main")
-    verdicts = dict(zip(main["index"], main["provider_verdict"], strict=True))
-    missed = dict(zip(main["index"], main["provider_missed_tokens"], strict=True))
-    index = main["index"].to_list()
+    verdicts = dict(zip(main["call"], main["provider_verdict"], strict=True))
+    missed = dict(zip(main["call"], main["provider_missed_tokens"], strict=True))
+    index = main["call"].to_list()
     at = {k: index[k] for k in (miss, clean, clean + 1, clean + 2)}
     assert verdicts[at[miss]] == "system_changed" and missed[at[miss]] == 45_219
     assert verdicts[at[clean]] == "messages_changed" and missed[at[clean]] == 1_200
@@ -231,7 +231,7 @@ def test_a_planted_cache_miss_reason_is_read_back_structured(realdata, tmp_path)
     row = analysis.misses.filter(pl.col("call") == at[miss]).row(0, named=True)
     assert row["cause"] == "system_changed"
     assert "unlogged_prefix_changed" in row["detail"] and "45,219" in row["detail"]
-    agrees = dict(zip(calls["index"], calls["verdict_agrees"], strict=True))
+    agrees = dict(zip(calls["call"], calls["verdict_agrees"], strict=True))
     assert agrees[at[miss]] is True  # the system prompt's unlogged tail changed: agreed
     assert agrees[at[clean]] is False  # byte-identical, the provider says messages changed
     assert agrees[at[clean + 1]] is None and agrees[at[clean + 2]] is None
@@ -246,12 +246,12 @@ def test_segments_are_on_the_calls_axis(realdata):
     per_call = segments.group_by("call").agg(
         pl.col("tokens").sum().alias("provider"), pl.col("local_tokens").sum().alias("local")
     )
-    calls = analysis.calls.select(pl.col("index").alias("call"), "input_tokens", "local_tokens")
+    calls = analysis.calls.select(pl.col("call").alias("call"), "input_tokens", "local_tokens")
     joined = per_call.join(calls, on="call")
     assert (joined["provider"] == joined["input_tokens"]).all()
     assert (joined["local"] == joined["local_tokens"]).all()
     # "same" segments lie inside the (calibrated) common prefix of their call
     same = segments.filter(pl.col("status") == "same").join(
-        analysis.calls.select(pl.col("index").alias("call"), "prefix_tokens"), on="call"
+        analysis.calls.select(pl.col("call").alias("call"), "prefix_tokens"), on="call"
     )
     assert (same["token_offset"] + same["tokens"] <= same["prefix_tokens"]).all()

@@ -53,7 +53,7 @@ def test_claude_code_main_thread_is_append_only_and_side_calls_are_apart(realdat
     assert not sonnet["drift"].any()
     assert sonnet["prefix_tokens"].to_list()[1:] == sonnet["input_tokens"].to_list()[:-1]
     # 17 tools, 2 system blocks, then the conversation, in cache order
-    last = analysis.segments.filter(pl.col("call") == sonnet["index"][-1])
+    last = analysis.segments.filter(pl.col("call") == sonnet["call"][-1])
     assert last.group_by("part", maintain_order=True).len().rows() == [
         ("tools", 17),
         ("system", 2),

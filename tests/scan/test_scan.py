@@ -295,7 +295,7 @@ def test_the_scan_cache_reanalyses_only_a_file_that_grew(tmp_path, cache_dir, mo
     seen = _counting(monkeypatch)
     again = cacheviz.scan([folder], cache=cache_dir)
     assert seen == []  # nothing changed: everything from the cache
-    assert again.calls.sort(["path", "index"]).equals(first.calls.sort(["path", "index"]))
+    assert again.calls.sort(["path", "call"]).equals(first.calls.sort(["path", "call"]))
     with grows.open("a") as handle:
         handle.write(json.dumps(_user("u3", "and?", "2026-03-01T10:05:00Z")) + "\n")
         handle.write(
@@ -311,7 +311,7 @@ def test_the_scan_cache_reanalyses_only_a_file_that_grew(tmp_path, cache_dir, mo
     # the cache now holds both files' rows: the reused b.jsonl kept, a.jsonl replaced
     later = cacheviz.scan([folder], cache=cache_dir)
     assert seen == ["a.jsonl"]
-    assert later.calls.sort(["path", "index"]).equals(grown.calls.sort(["path", "index"]))
+    assert later.calls.sort(["path", "call"]).equals(grown.calls.sort(["path", "call"]))
     only_b = cacheviz.scan([folder / "b.jsonl"], cache=cache_dir)
     assert only_b.calls.height == 2
 
@@ -349,7 +349,7 @@ def _fleet(tmp_path, n=6):
 
 
 def _sorted(frame):
-    return frame.sort(["path", "index"])
+    return frame.sort(["path", "call"])
 
 
 def test_the_process_pool_gives_the_same_rows_as_one_process(tmp_path, monkeypatch):

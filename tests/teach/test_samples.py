@@ -53,7 +53,7 @@ def test_bundled_samples_regenerate_byte_identically(name):
 def test_summary_json_reports_exactly_the_drifts_of_the_layout(name, capsys):
     assert cli.main(["summary", str(SAMPLE_DIR / f"{name}.jsonl"), "--json"]) == 0
     doc = json.loads(capsys.readouterr().out)
-    drifting = {c["index"] for c in doc["calls"] if c["drift"] is not None}
+    drifting = {c["call"] for c in doc["calls"] if c["drift"] is not None}
     calls, cause, part = EXPECTED[name]
     assert drifting == calls
     for call in doc["calls"]:

@@ -75,7 +75,7 @@ def test_selecting_a_drift_call_fills_the_detail(analysis):
     assert detail["cost_usd"] > 0
     widget.selected_call = 1
     assert widget._detail["drift"] is False
-    assert widget.selected()["index"] == 1
+    assert widget.selected()["call"] == 1
 
 
 def test_changing_the_target_resimulates(analysis):
@@ -246,7 +246,7 @@ def test_per_call_billed_and_hit_ratio_travel_for_filters_and_the_detail():
     widget = Inspector(analysis)
     costs = _table(widget._costs)
     assert costs["billed_usd"].null_count() == 0
-    main = analysis.calls.filter(pl.col("thread") == "main")["index"].to_list()
+    main = analysis.calls.filter(pl.col("thread") == "main")["call"].to_list()
     shown = costs.filter(pl.col("call").is_in(main))["billed_usd"].sum()
     expected = analysis.calls.filter(pl.col("thread") == "main")["billed_usd"].sum()
     assert shown == pytest.approx(expected) and 0 < shown < analysis.billed_usd
