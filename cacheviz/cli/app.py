@@ -530,10 +530,6 @@ def _load(args: argparse.Namespace) -> Analysis:
     return session.analyze(thread=args.thread, encoding=args.encoding)
 
 
-def _money(value: float | None) -> str:
-    return "-" if value is None else f"${value:,.4f}"
-
-
 SIMULATION_COLUMNS = (
     Column("#"),
     Column("model", "<", shrink=14),
@@ -569,8 +565,8 @@ def _print_simulation(
                 f"{call['cache_write_tokens']:,}",
                 f"{call['uncached_tokens']:,}",
                 _fmt(call["output_tokens"]),
-                _money(call["cost_usd"]),
-                _money(billed[call["call"]]),
+                _usd(call["cost_usd"]),
+                _usd(billed[call["call"]]),
                 _fmt(reported.get("cache_read_tokens")),
                 _fmt(reported.get("cache_write_tokens")),
                 call["verdict"],
@@ -578,8 +574,8 @@ def _print_simulation(
         )
     for text in render(SIMULATION_COLUMNS, rows, width):
         out.write(text + "\n")
-    total = f"total: {_money(doc['total_cost_usd'])}; ideal (new tokens only): "
-    total += f"{_money(doc['ideal_usd'])}"
+    total = f"total: {_usd(doc['total_cost_usd'])}; ideal (new tokens only): "
+    total += f"{_usd(doc['ideal_usd'])}"
     if doc["score"] is not None:
         total += f"; matches the reported hits on {doc['score']:.0%} of calls"
     if doc["token_scale"] is not None:
@@ -597,7 +593,7 @@ def _print_compare(frame: Any, out: TextIO) -> None:
         out.write(
             f"{row['target'][:36]:<36} {row['cache_read_tokens']:>10,} "
             f"{row['cache_write_tokens']:>9,} {row['uncached_tokens']:>10,} "
-            f"{_money(row['cost_usd']):>11} {_money(row['ideal_usd']):>11}\n"
+            f"{_usd(row['cost_usd']):>11} {_usd(row['ideal_usd']):>11}\n"
         )
 
 
