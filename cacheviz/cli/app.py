@@ -459,7 +459,10 @@ def _headline(doc: dict[str, Any]) -> str:
     parts = []
     if doc.get("waste_usd") is not None:
         base = "billed" if doc.get("billed_usd") is not None else "simulated"
-        parts.append(f"waste {_usd(doc['waste_usd'])} ({base} − ideal {_usd(doc['ideal_usd'])})")
+        spent = _usd(doc.get(f"{base}_usd"))
+        parts.append(
+            f"waste {_usd(doc['waste_usd'])} = {base} {spent} − ideal {_usd(doc['ideal_usd'])}"
+        )
     if hit.get("calls"):
         parts.append(
             f"hit ratio {percent(hit.get('tokens'))} of the reported input, "
