@@ -246,14 +246,7 @@ CAUSES = (
     "unknown",
 )
 
-MISS_CAUSES = (
-    "ttl_expired",
-    "below_minimum",
-    "no_breakpoint",
-    "unlogged_prefix_changed",  # the read stops inside the part the log does not hold
-    "provider_side",
-    "unknown",  # no caching rules for the provider: the evidence says no more
-    # the provider's own named reason (verdicts.md), taken as the cause
+PROVIDER_REASONS = (
     "model_changed",
     "system_changed",
     "tools_changed",
@@ -265,6 +258,17 @@ MISS_CAUSES = (
     "verbosity_changed",
     "context_compacted",
     "input_changed",
+)
+"""The providers' own named miss reasons (verdicts.md) a miss takes as its cause."""
+
+MISS_CAUSES = (
+    "ttl_expired",
+    "below_minimum",
+    "no_breakpoint",
+    "unlogged_prefix_changed",  # the read stops inside the part the log does not hold
+    "provider_side",
+    "unknown",  # no caching rules for the provider: the evidence says no more
+    *PROVIDER_REASONS,  # the provider's own named reason, taken as the cause
 )
 
 

@@ -287,22 +287,6 @@ UNLOGGED_HOLDS = {
     "cline": "Cline's system prompt (with its environment details and rules) and the tools",
 }
 _UNLOGGED_DEFAULT = "the agent's system prompt and tool definitions, which this log does not hold"
-# the provider's own miss reasons (verdicts.md) a miss takes as its cause
-PROVIDER_REASONS = frozenset(
-    {
-        "model_changed",
-        "system_changed",
-        "tools_changed",
-        "messages_changed",
-        "prompt_cache_key_changed",
-        "service_tier_changed",
-        "text_format_changed",
-        "reasoning_effort_changed",
-        "verbosity_changed",
-        "context_compacted",
-        "input_changed",
-    }
-)
 
 
 def _miss_cost(call: Call, rates: Rates, billed: float, shortfall: int, reported: int) -> float:
@@ -406,7 +390,7 @@ def _misses(
                 f"{reported:,} (no caching rules for {call.provider or 'this provider'})"
             )
         own[i] = cause
-        if verdict in PROVIDER_REASONS:
+        if verdict in _schema.PROVIDER_REASONS:
             missed = missed_tokens[i]
             said = f" ({missed:,} tokens missed)" if missed is not None else ""
             detail = f"the provider says {verdict}{said}; cacheviz's own reading: {cause}: {detail}"

@@ -57,6 +57,8 @@ THREAD_MODES = ("auto", "model+prefix", "model", "single")
 """``cacheviz.thread.THREAD_MODES``."""
 
 
+TTL_CHOICES = ("5m", "1h")
+"""``cacheviz.providers.rule_choices("ttl")``, restated so parsing imports no provider."""
 BREAKPOINT_STRATEGIES = {
     "recorded": "the request's own cache_control breakpoints (default)",
     "auto": "end of tools, end of system, the last two messages",
@@ -149,7 +151,7 @@ def _parser() -> argparse.ArgumentParser:
     _add_json(simulate, "simulate")
     simulate.add_argument("--provider", help="whose rules to replay (default: the recorded one)")
     simulate.add_argument("--model", help="price and simulate every call as this model")
-    simulate.add_argument("--ttl", choices=("5m", "1h"), help="override the breakpoints' TTL")
+    simulate.add_argument("--ttl", choices=TTL_CHOICES, help="override the breakpoints' TTL")
     simulate.add_argument(
         "--breakpoints",
         choices=tuple(BREAKPOINT_STRATEGIES),
@@ -177,7 +179,7 @@ def _parser() -> argparse.ArgumentParser:
         help="provider:model,... (default: recorded + one each)",
     )
     compare.add_argument("--prices", help="a price file (cacheviz JSON or LiteLLM's)")
-    compare.add_argument("--ttl", choices=("5m", "1h"), help="TTL for simulators that take one")
+    compare.add_argument("--ttl", choices=TTL_CHOICES, help="TTL for simulators that take one")
     report = commands.add_parser(
         "report",
         parents=[common],

@@ -28,6 +28,7 @@ HEAVY = (
 
 
 def test_parser_names_are_the_registries() -> None:
+    from cacheviz import providers
     from cacheviz.fleet.rollup import BY
     from cacheviz.formats import READERS
     from cacheviz.thread import THREAD_MODES
@@ -36,6 +37,8 @@ def test_parser_names_are_the_registries() -> None:
     assert "claude-code" in app.FORMATS
     assert "no-such-format" not in app.FORMATS
     assert app.THREAD_MODES == THREAD_MODES
+    assert providers.rule_choices("ttl") == app.TTL_CHOICES
+    assert tuple(app.BREAKPOINT_STRATEGIES) == providers.rule_choices("breakpoints")
     assert scan.BY == BY
 
 
