@@ -1,0 +1,1191 @@
+"""Follow a growing request log: per appended call, work proportional to the new calls.
+
+:class:`LiveLog` reads a cacheviz request log (a file, or a recorder's lines in memory)
+as it grows and keeps its :class:`~cacheviz.analysis.Analysis` current. Each
+:meth:`LiveLog.update` reads only the bytes written since the last one (complete lines:
+a line still being written is left for the next update), tokenizes only the new blocks,
+and extends every per-call result - threads, prefix line, drifts, calibration, the own
+provider's simulation, billed cost, drift costs, misses - by the new calls. The result is
+the same, column for column, as :func:`cacheviz.analysis.analyze` of the same lines
+(``tests/test_incremental.py`` checks it after every append).
+
+A later call can change an earlier call's row only through a few session-wide values.
+Each is recomputed per update, cheaply, and when one changed for the calls before, the
+per-call results are recomputed from the first call (``LiveLog.rebuilds`` counts it):
+
+* the names of the threads (``main``, ``sub-agent …``, ``side call …``) and their tree
+  (:func:`cacheviz.thread.name_threads`: a session-wide choice of the main thread);
+* a thread's TTL evidence (:func:`cacheviz.ttl.thread_ttls`: the shortest TTL its calls
+  show), which the misses, the simulators and the idle marks read;
+* the session's median token rate, when a call without reported usage was calibrated
+  with it (:mod:`cacheviz.calibrate`);
+* the set of providers (one simulation per provider of the session).
+
+And the whole log is read again when the new lines do not simply follow the old ones:
+a call sent before an already logged one (the log is ordered by request time), a file
+that shrank or was replaced, a session with unlogged-prefix blocks (sized from usage
+across the session) or a format other than the cacheviz request log.
+
+:class:`SimulationStream` is one provider's replay of the same session, extended call
+by call (the simulators' ``stream``), for the inspector's target and its comparison.
+"""
+
+from __future__ import annotations
+
+import bisect
+import dataclasses
+from collections import deque
+from collections.abc import Callable, Iterator
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+
+from cacheviz import _schema, analysis, providers
+from cacheviz._seq import common_prefix
+from cacheviz.analysis import Analysis
+from cacheviz.calibrate import CALIBRATED, ESTIMATED, EXACT, RESCALED, map_position
+from cacheviz.calibrate import _mapped as _calibrated_offsets
+from cacheviz.calibrate import _monotone
+from cacheviz.costs import (
+    UNLOGGED_HOLDS,
+    _UNLOGGED_DEFAULT,
+    _cost,
+    _miss_cost,
+    _provider_key,
+    _ttl,
+    _what_if,
+    billed_cost,
+)
+from cacheviz.errors import SimulationError, TranscriptError, UnknownModelError
+from cacheviz.formats import native
+from cacheviz.formats._body import _one_line
+from cacheviz.formats._lines import LineReader, order_by_time
+from cacheviz.model import OPAQUE, Call, Session
+from cacheviz.namespace import keyed_params, level_start, namespace_of
+from cacheviz.prefix import PrefixIndex, match_pair
+from cacheviz.pricing import PriceBook, RateCache
+from cacheviz.providers._base import Breakpoint, CallResult, SimCall
+from cacheviz.providers.anthropic import automatic_ttl
+from cacheviz.segment import BlockStore
+from cacheviz.simulate import (
+    Simulation,
+    _role,
+    _unversioned,
+    _verdict,
+    extend_chain,
+    make_simulator,
+    material_shortfall,
+    provider_id,
+    result_cost,
+)
+from cacheviz.thread import ROOT, _best_thread, name_threads
+from cacheviz.tokens import TokenCache, encoding_for_model
+from cacheviz.ttl import call_ttl, idle_seconds
+from cacheviz.verdict import agrees
+
+_SYNTHETIC_STEP = 1.0  # as in cacheviz.simulate
+
+
+class _Feed:
+    """An iterator the caller fills one call at a time (a simulator's ``stream`` input)."""
+
+    def __init__(self) -> None:
+        self.queue: deque[SimCall] = deque()
+
+    def __iter__(self) -> _Feed:
+        return self
+
+    def __next__(self) -> SimCall:
+        return self.queue.popleft()
+
+
+class _Replay:
+    """A simulator's replay that takes the calls one at a time."""
+
+    def __init__(self, provider: str, **rules: Any) -> None:
+        simulator = make_simulator(provider, **rules)
+        self._feed = _Feed()
+        stream = getattr(simulator, "stream", None)
+        self._results: Iterator[CallResult] | None = (
+            stream(self._feed) if stream is not None else None
+        )
+        self._simulator = simulator
+        self._taken: list[SimCall] = []
+
+    def step(self, call: SimCall) -> CallResult:
+        if self._results is None:  # a simulator without ``stream``: replay all (correct)
+            self._taken.append(call)
+            return self._simulator.run(self._taken)[-1]
+        self._feed.queue.append(call)
+        return next(self._results)
+
+
+class SimulationStream:
+    """One ``simulate(analysis, provider, model, **rules)``, extended call by call.
+
+    Mirrors :func:`cacheviz.simulate.simulate` row for row; :meth:`simulation` gives
+    the same :class:`~cacheviz.simulate.Simulation`. A price error the full replay would
+    raise is kept in ``error`` (the full replay raises at the first such call, and the
+    earlier calls do not change).
+    """
+
+    def __init__(
+        self,
+        provider: str,
+        model: str | None = None,
+        *,
+        prices: PriceBook,
+        unpriced: str = "raise",
+        **rules: Any,
+    ) -> None:
+        self.provider = provider_id(provider)
+        self.model = model
+        self.rules = dict(rules)
+        self.unpriced = unpriced
+        self.self_hosted = providers.profile(self.provider).self_hosted
+        self._replay = _Replay(self.provider, **rules)
+        self._price = RateCache(prices, self.provider)
+        self.cols: dict[str, list[Any]] = {name: [] for name in _schema.SIMULATION}
+        self._frame = _schema.frame(_schema.SIMULATION, {})
+        self._pending = 0
+        self.sources: list[str] = []
+        self.error: Exception | None = None
+        self._scale_num = 0
+        self._scale_den = 0
+        self._reported = 0
+        self._matched = 0
+        self.n = 0
+
+    def extend(self, calls: list[SimCall], recorded: list[str], prefixes: list[int]) -> None:
+        """Replay ``calls`` (the next ones of the session; ``calls`` may be modified)."""
+        model = self.model
+        for call in calls:
+            if model is not None:
+                if call.model != model:
+                    call.warm_tokens = 0
+                call.model = model
+            origin = recorded[call.index]
+            same = model is None or model == call.model
+            result = self._replay.step(call)
+            if call.reported is not None and call.reported.input_tokens is not None and call.total:
+                ours = call.local_offsets[-1] if call.local_offsets else call.total
+                self._scale_num += call.reported.input_tokens * ours
+                self._scale_den += ours * ours
+            cost = ideal = None
+            rates = None
+            if not self.self_hosted and self.error is None:
+                try:
+                    rates = self._price(call.model, call.ts, call.total)
+                except UnknownModelError as exc:
+                    if self.unpriced == "skip":
+                        rates = None
+                    elif model is None and origin != self.provider:
+                        msg = (
+                            f"call {call.index} used {call.model!r} ({origin}); to replay "
+                            f"the session on {self.provider}, name one of its models with "
+                            "--model / model="
+                        )
+                        self.error = SimulationError(msg)
+                    else:
+                        self.error = exc
+            if rates is not None:
+                if rates.source not in self.sources:
+                    self.sources.append(rates.source)
+                cost = result_cost(rates, call, result)
+                served = call.reported.cache_read_tokens if call.reported is not None else None
+                prefix = min(
+                    call.total,
+                    max(prefixes[call.index], result.cache_read_tokens, served or 0),
+                )
+                ideal = rates.cost(
+                    uncached=call.total - prefix, cache_read=prefix, output=call.output_tokens
+                )
+            reported = call.reported if origin == self.provider and same else None
+            verdict = _verdict(result, reported)
+            if verdict != "not_reported":
+                self._reported += 1
+                self._matched += verdict == "match"
+            values = {
+                "call": call.index,
+                "thread": call.thread,
+                "model": call.model,
+                "ts": call.ts,
+                "input_tokens": result.input_tokens,
+                "cache_read_tokens": result.cache_read_tokens,
+                "cache_write_tokens": result.cache_write_tokens,
+                "cache_write_1h_tokens": result.cache_write_1h_tokens,
+                "uncached_tokens": result.uncached_tokens,
+                "output_tokens": call.output_tokens,
+                "cost_usd": cost,
+                "ideal_usd": ideal,
+                "prefill_tokens_saved": int(result.extra.get("prefill_tokens_saved", 0))
+                if self.self_hosted
+                else None,
+                "reported_input_tokens": reported.input_tokens if reported else None,
+                "reported_cache_read_tokens": reported.cache_read_tokens if reported else None,
+                "reported_cache_write_tokens": reported.cache_write_tokens if reported else None,
+                "reported_output_tokens": reported.output_tokens if reported else None,
+                "verdict": verdict,
+                "detail": result.detail,
+            }
+            for name, value in values.items():
+                self.cols[name].append(value)
+            self.n += 1
+            self._pending += 1
+
+    def frame(self) -> pl.DataFrame:
+        """The simulation's per-call frame (new rows appended, one chunk)."""
+        if self._pending:
+            start = self.n - self._pending
+            new = _schema.frame(
+                _schema.SIMULATION, {k: v[start:] for k, v in self.cols.items()}
+            )
+            self._frame = pl.concat([self._frame, new], rechunk=True)
+            self._pending = 0
+        return self._frame
+
+    def simulation(self) -> Simulation:
+        """The :class:`~cacheviz.simulate.Simulation` of the calls so far.
+
+        Raises
+        ------
+        CacheVizError
+            The error the full replay would raise (an unpriced model).
+        """
+        if self.error is not None:
+            raise self.error
+        frame = self.frame()
+        priced = not self.self_hosted and bool(self.sources)
+        return Simulation(
+            provider=self.provider,
+            model=self.model,
+            price_source="; ".join(self.sources) or None,
+            calls=frame,
+            total_cost_usd=float(frame["cost_usd"].sum()) if priced else None,
+            ideal_usd=float(frame["ideal_usd"].sum()) if priced else None,
+            token_scale=self._scale_num / self._scale_den
+            if self._scale_den and self._scale_num is not None
+            else None,
+            score=self._matched / self._reported if self._reported else None,
+            rules=dict(self.rules),
+        )
+
+
+@dataclasses.dataclass
+class _Globals:
+    """The session-wide values earlier calls' rows depend on (module docstring)."""
+
+    renamed: dict[str, str]
+    tree: dict[str, str | None]
+    ttls: dict[str, int | None]
+    default_rate: float
+    keys: tuple[str, ...]
+
+
+class LiveLog:
+    """A cacheviz request log followed as it grows; :attr:`analysis` is kept current.
+
+    Parameters
+    ----------
+    source
+        The log file, or a function returning a recorder's lines (memory mode; each a
+        complete line).
+    errors
+        ``"skip"`` (default: a bad line is kept in ``session.skipped``) or ``"raise"``.
+    """
+
+    def __init__(self, source: str | Path | Callable[[], list[str]], *, errors: str = "skip"):
+        self.source = source
+        self.errors = errors
+        self.path = Path(source) if isinstance(source, str | Path) else None
+        self.rebuilds = 0  # per-call results recomputed from the first call
+        self.reloads = 0  # the whole log read again
+        self.analysis: Analysis | None = None
+        self.prices = PriceBook()
+        self._format: str | None = None
+        self._reset_all()
+
+    # -- reading -------------------------------------------------------------------------
+
+    def _reset_all(self) -> None:
+        self._offset = 0  # bytes (file) or lines (memory) consumed
+        self._lineno = 0
+        self._identity: tuple[int, int] | None = None
+        self.reader = LineReader(self.path or Path("recording.jsonl"), errors=self.errors)
+        self.store = BlockStore()
+        self._refs: list[Any] = []
+        self.calls: list[Call] = []
+        self._opaque = False
+        self._max_key: datetime | None = None
+        self._last_key: datetime | None = None
+        self._reset_threads()
+        self._reset_calls()
+
+    def _new_lines(self) -> list[tuple[int, str]] | None:
+        """The complete lines written since the last update (``None``: read it all again)."""
+        if self.path is None:
+            assert callable(self.source)
+            lines = self.source()
+            if len(lines) < self._offset:
+                return None
+            new = lines[self._offset :]
+            self._offset = len(lines)
+            out = []
+            for text in new:
+                self._lineno += 1
+                if text.strip():
+                    out.append((self._lineno, text))
+            return out
+        try:
+            with self.path.open("rb") as handle:
+                stat = _identity(handle)
+                if self._identity is not None and stat[0] != self._identity[0]:
+                    return None  # another file under the same name
+                handle.seek(0, 2)
+                if handle.tell() < self._offset:
+                    return None  # the file shrank: rewritten
+                handle.seek(self._offset)
+                data = handle.read()
+        except OSError:
+            return []
+        self._identity = stat
+        end = data.rfind(b"\n")
+        if end < 0:
+            return []  # nothing complete yet: a line being written waits for its newline
+        data = data[: end + 1]
+        self._offset += len(data)
+        out = []
+        view = memoryview(data)
+        start = 0
+        while start < len(data):
+            stop = data.find(b"\n", start)
+            self._lineno += 1
+            first = data[start : start + 1]
+            line_start, start = start, stop + 1
+            if first in b" \t\r" and data[line_start:stop].isspace():
+                continue
+            if line_start == stop:
+                continue
+            try:
+                text = str(view[line_start:stop], "utf-8")
+            except UnicodeDecodeError as exc:
+                self.reader.fail(
+                    self._lineno,
+                    f"not valid UTF-8 at byte {exc.start + 1}; re-save the file as UTF-8",
+                )
+                continue
+            out.append((self._lineno, text))
+        return out
+
+    def _parse(self, lines: list[tuple[int, str]], *, check: bool = True) -> list[Call] | None:
+        """The calls of ``lines``; ``None`` when one goes before a logged call (``check``)."""
+        reader = self.reader
+        new: list[Call] = []
+        with reader.usage_policy() as done:
+            for lineno, text in lines:
+                call = _one_line(
+                    reader,
+                    lineno,
+                    text,
+                    _native_call,
+                    self._refs,
+                    self.store,
+                    native._EXPECTED,  # noqa: SLF001
+                    "request",
+                )
+                done(lineno)
+                if call is not None:
+                    call.line = lineno
+                    new.append(call)
+        # the loader orders calls by request time (a call without one keeps its place)
+        last, latest = self._last_key, self._max_key
+        for call in new:
+            key = call.ts if call.ts is not None else last
+            if check and key is not None and latest is not None and key < latest:
+                return None
+            last = key
+            if key is not None and (latest is None or key > latest):
+                latest = key
+        self._last_key, self._max_key = last, latest
+        return new
+
+    def _reload(self) -> list[Call]:
+        """Read the whole log again; every call is new (in the loader's order)."""
+        self.reloads += 1
+        self._reset_all()
+        new = self._parse(self._new_lines() or [], check=False) or []
+        return order_by_time(new)
+
+    def update(self) -> int:
+        """Read what was appended and extend the analysis; the number of new calls.
+
+        Returns ``-1`` when the whole analysis was replaced (the log was read again, or
+        a session-wide value changed an earlier call's row).
+        """
+        if self.path is not None and not self._is_native():
+            return self._full()
+        lines = self._new_lines()
+        replaced = False
+        if lines is None:
+            new = self._reload()
+            replaced = True
+        else:
+            parsed = self._parse(lines)
+            if parsed is None:
+                new = self._reload()
+                replaced = True
+            else:
+                new = parsed
+        if not new and not replaced:
+            return 0
+        start = len(self.calls)
+        if replaced:
+            self.rebuilds += 1
+        for index, call in enumerate(new, start):
+            call.index = index
+        self.calls.extend(new)
+        if not self.calls:
+            self.analysis = None
+            return -1 if replaced else 0
+        contents = self.store.contents
+        if self._opaque or any(contents[h].kind == OPAQUE for c in new for h in c.hashes):
+            self._opaque = True  # unlogged-prefix blocks are sized across the session
+            return self._full()
+        rebuilt = self._extend(start)
+        self.analysis = self._assemble()
+        return -1 if replaced or rebuilt else len(new)
+
+    def _is_native(self) -> bool:
+        """Whether the log is a cacheviz request log (decided at its first complete line)."""
+        from cacheviz.formats import detect
+
+        assert self.path is not None
+        if self._format is not None:
+            return self._format == native.NAME
+        try:
+            with self.path.open("rb") as handle:
+                head = handle.read(1 << 16)
+        except OSError:
+            return True
+        if b"\n" not in head.lstrip():
+            return True  # no complete line yet
+        try:
+            self._format = detect(self.path)
+        except TranscriptError:
+            self._format = native.NAME  # not recognised yet: its lines will say why
+        return self._format == native.NAME
+
+    def _full(self) -> int:
+        """Another format (or unlogged-prefix blocks): load and analyse the whole log."""
+        from cacheviz.formats import load
+
+        self.reloads += 1
+        assert self.path is not None
+        try:
+            session = load(self.path, errors="skip")
+        except TranscriptError:
+            self.analysis = None
+            return 0
+        self.analysis = session.analyze()
+        return -1
+
+    def session(self) -> Session:
+        """The calls read so far, as the loader gives them."""
+        reader = self.reader
+        skipped = list(reader.skipped)
+        return Session(
+            self.path,
+            native.NAME,
+            list(self.calls),
+            self.store.contents,
+            self.store.blocks,
+            skipped,
+            reader.ignored,
+        )
+
+    # -- threads (sequential, then named session-wide) -----------------------------------
+
+    def _reset_threads(self) -> None:
+        self.caches: dict[str, TokenCache] = {}
+        self.call_cache: list[TokenCache] = []
+        self.exact: list[bool] = []
+        self.local: list[list[int]] = []
+        self.raw: list[str] = []
+        self.raw_parents: list[str | None] = []
+        self._latest_raw: dict[str, int] = {}
+        self._sizes: dict[str, int] = {}
+        self._first: dict[str, int] = {}
+        self._per_model: dict[str, int] = {}
+        self._first_parent: dict[str, str | None] = {}
+        self._hinted: set[str] = set()
+        self._logged: set[str] = set()
+        self._weights: list[int] = []
+        self._ttl_seen: dict[str, set[int]] = {}
+        self._key_list: list[str] = []
+        self._rates: list[float] = []  # sorted reported/local rates (calibration's median)
+
+    def _thread_step(self, i: int) -> None:
+        """Tokens, offsets and the thread of call ``i`` (:func:`analysis.analyze`)."""
+        call = self.calls[i]
+        own, is_exact = encoding_for_model(call.model)
+        if own not in self.caches:
+            self.caches[own] = TokenCache(own, self.store.contents)
+        cache = self.caches[own]
+        self.call_cache.append(cache)
+        self.exact.append(is_exact)
+        cache.ensure(call.hashes)
+        count = cache.__getitem__
+        shared = 0
+        if i and self.call_cache[i - 1] is cache:
+            shared = common_prefix(self.calls[i - 1].hashes, call.hashes)
+        if shared:
+            offsets = self.local[i - 1][:shared]
+            total = self.local[i - 1][shared]
+            offsets.append(total)
+            for digest in call.hashes[shared:]:
+                total += len(count(digest))
+                offsets.append(total)
+        else:
+            offsets = [0]
+            total = 0
+            for digest in call.hashes:
+                total += len(count(digest))
+                offsets.append(total)
+        self.local.append(offsets)
+        # cacheviz.thread.assign_threads, mode "auto", one call
+        parent = call.parent_hint
+        name: str | None
+        if call.thread_hint is not None:
+            name = call.thread_hint
+        else:
+            name = _best_thread(
+                i,
+                call,
+                self.calls,
+                self.local,
+                lambda j, h: self.call_cache[j][h],
+                self._latest_raw,
+            )
+            if name is None:
+                count_ = self._per_model.get(call.model, 0) + 1
+                self._per_model[call.model] = count_
+                name = call.model if count_ == 1 else f"{call.model}#{count_}"
+                while name in self._latest_raw:
+                    name += "'"
+        if (
+            name not in self._latest_raw
+            and parent is None
+            and self.raw
+            and call.thread_hint != ROOT
+        ):
+            sizes, first = self._sizes, self._first
+            parent = max(sizes, key=lambda t: (sizes[t], -first[t]))
+        self._latest_raw.pop(name, None)
+        self._latest_raw[name] = i
+        self._sizes[name] = self._sizes.get(name, 0) + 1
+        self._first.setdefault(name, i)
+        self.raw.append(name)
+        parent = parent if parent != name else None
+        self.raw_parents.append(parent)
+        self._first_parent.setdefault(name, parent)
+        if call.thread_hint is not None:
+            self._hinted.add(name)
+        if call.parent_hint is not None:
+            self._logged.add(name)
+        self._weights.append(offsets[-1])
+        ttl = call_ttl(call)
+        bucket = self._ttl_seen.setdefault(name, set())
+        if ttl is not None:
+            bucket.add(ttl)
+
+    def _globals(self) -> _Globals:
+        renamed, tree = name_threads(
+            self.calls, self.raw, self._first_parent, self._hinted, self._logged, self._weights
+        )
+        ttls = {t: (min(v) if v else None) for t, v in self._ttl_seen.items()}
+        counts: dict[str, int] = {}
+        for key in self._key_list:
+            counts[key] = counts.get(key, 0) + 1
+        keys = tuple(counts)
+        rates = self._rates
+        rate = _median(rates) if rates else 1.0
+        return _Globals(renamed, tree, ttls, rate, keys)
+
+    # -- per-call results (analysis, calibration, costs) ---------------------------------
+
+    def _reset_calls(self) -> None:
+        self._done = 0
+        self.g: _Globals | None = None
+        self._indexes: dict[str, PrefixIndex] = {}
+        self._latest: dict[str, int] = {}
+        self._latest_ns: dict[str, int] = {}
+        self._params: list[Any] = []
+        self.call_cols: dict[str, list[Any]] = {name: [] for name in _schema.CALLS}
+        self.drift_cols: dict[str, list[Any]] = {name: [] for name in _schema.DRIFTS}
+        self._drift_of: dict[int, int] = {}
+        self.mapped: list[list[int]] = []
+        self.basis: list[str] = []
+        self.rates: list[float | None] = []
+        self._thread_rate: dict[str, float] = {}
+        self._used_default = False
+        # costs
+        self.built: list[SimCall] = []
+        self._versions: dict[str, int] = {}
+        self._warm_first: dict[str, int] = {}
+        self._clock = 0.0
+        self.runs: dict[str, SimulationStream] = {}
+        self.billed: list[float | None] = []
+        self._billed_sum: float | None = None
+        self._unpriced: dict[str, None] = {}
+        self._prices_of: dict[str, RateCache] = {}
+        self.miss_cols: dict[str, list[Any]] = {name: [] for name in _schema.MISSES}
+        self._miss_ns: dict[str, int] = {}
+        self._own_miss: list[str | None] = []
+        self.cost_cols: dict[str, list[Any]] = {
+            name: []
+            for name in (
+                "billed_usd",
+                "simulated_usd",
+                "ideal_usd",
+                "waste_usd",
+                "expected_read_tokens",
+                "miss_cause",
+                "shortfall_tokens",
+                "verdict_agrees",
+                "drift_material",
+            )
+        }
+        self._drift_cost: list[float | None] = []
+        self._drift_material: list[bool | None] = []
+        self._frames: dict[str, pl.DataFrame] = {}
+        self._flushed: dict[str, int] = {}
+
+    def _extend(self, start: int) -> bool:
+        """Extend the per-call results by calls ``start:``; whether all were recomputed."""
+        for i in range(len(self.raw), len(self.calls)):
+            self._thread_step(i)
+            call = self.calls[i]
+            self._key_list += [k for k in (_provider_key(call.provider),) if k is not None]
+            reported = call.usage.input_tokens if call.usage else None
+            if reported is not None and self.local[i][-1]:
+                bisect.insort(self._rates, reported / self.local[i][-1])
+        new = self._globals()
+        old = self.g
+        rebuild = old is not None and not self._same_for_earlier(old, new)
+        if rebuild:
+            self.rebuilds += 1
+            self._reset_calls()
+        self.g = new
+        self._view = Session(self.path, native.NAME, self.calls, self.store.contents)
+        for i in range(self._done, len(self.calls)):
+            self._analyse_one(i)
+        self._costs_from(self._done)
+        self._done = len(self.calls)
+        return rebuild
+
+    def _same_for_earlier(self, old: _Globals, new: _Globals) -> bool:
+        for raw, name in old.renamed.items():
+            if new.renamed.get(raw) != name or new.tree.get(name) != old.tree.get(name):
+                return False
+        for raw, ttl in old.ttls.items():
+            if new.ttls.get(raw) != ttl:
+                return False
+        if self._used_default and new.default_rate != old.default_rate:
+            return False
+        return set(new.keys) == set(old.keys)
+
+    def _analyse_one(self, i: int) -> None:
+        """The main loop of :func:`cacheviz.analysis.analyze` for call ``i``."""
+        assert self.g is not None
+        calls = self.calls
+        call = calls[i]
+        g = self.g
+        raw = self.raw[i]
+        name = g.renamed[raw]
+        offsets = self.local
+        cache = self.call_cache[i]
+        namespace = namespace_of(call)
+        index = self._indexes.setdefault(namespace, PrefixIndex())
+        self._params.append(keyed_params(call))
+        params = self._params
+        ns_keys, ns_offsets = analysis._namespace_keys(call, call.hashes, offsets[i], params[i])  # noqa: SLF001
+        best, _ = index.add(ns_keys, ns_offsets, analysis._pseudo_aware(cache))  # noqa: SLF001
+        before = self._latest.get(name)
+        self._latest[name] = i
+        drift = common = None
+        last_here = self._latest_ns.get(namespace)
+        self._latest_ns[namespace] = i
+        previous: int | None = None
+        shared: int | None = None
+        if before is None and last_here is not None and best.tokens:
+            other = calls[last_here]
+            found = match_pair(
+                other.hashes,
+                offsets[last_here][-1],
+                call.hashes,
+                offsets[i],
+                cache.__getitem__,
+                self.call_cache[last_here].__getitem__,
+            )
+            if found.tokens:
+                previous, shared = last_here, found.tokens
+        session = self._view
+        if before is not None:
+            common, drift = analysis._thread_drift(  # noqa: SLF001
+                session, calls[before], call, offsets, params, self.call_cache
+            )
+            previous, shared = before, common
+            if drift is not None and call.meta.get("rebuild") is not None:
+                drift = None
+            if drift is not None:
+                at, diagnosis = drift
+                self._drift_of[i] = len(self.drift_cols["call"])
+                analysis._add_drift(  # noqa: SLF001
+                    self.drift_cols, call, name, calls[before], at, common, offsets, diagnosis
+                )
+        analysis._add_call(  # noqa: SLF001
+            self.call_cols,
+            call,
+            name,
+            g.tree[name],
+            namespace,
+            cache.encoding,
+            self.exact[i],
+            offsets[i][-1],
+            best,
+            None if before is None else calls[before].index,
+            common,
+            None if drift is None else drift[1],
+            {},
+        )
+        self.call_cols["ttl_seconds"][i] = g.ttls.get(raw)
+        self._calibrate_one(i, previous, shared, name)
+        self._to_provider(i)
+
+    def _calibrate_one(self, i: int, before: int | None, common: int | None, key: str) -> None:
+        """One step of :func:`cacheviz.calibrate.calibrate`."""
+        assert self.g is not None
+        local = self.local
+        call = self.calls[i]
+        own = list(local[i])
+        total_local = own[-1]
+        heads_i = local[i][call.message_start]
+        shared = 0 if before is None else max(0, min(common or 0, total_local))
+        if before is not None:
+            heads_b = local[before][self.calls[before].message_start]
+            if shared < heads_i == heads_b:
+                shared = heads_i
+        anchor = 0
+        if before is not None and shared:
+            anchor = map_position(local[before], self.mapped[before], shared)
+        grown = total_local - shared
+        reported = call.usage.input_tokens if call.usage else None
+        target = reported
+        is_exact = self.exact[i]
+        if target is None:
+            if not is_exact and key not in self._thread_rate:
+                self._used_default = True
+            rate = 1.0 if is_exact else self._thread_rate.get(key, self.g.default_rate)
+            target = anchor + round(grown * rate)
+            kind = EXACT if is_exact else ESTIMATED
+        else:
+            kind = CALIBRATED
+        rate_used: float | None
+        prev_local = local[before] if before is not None else None
+        prev_mapped = self.mapped[before] if before is not None else None
+        if grown > 0 and target >= anchor:
+            rate_used = (target - anchor) / grown
+            mapped = _calibrated_offsets(
+                own, shared, prev_local, prev_mapped, anchor, rate_used, target
+            )
+        elif grown == 0 and target == anchor:
+            rate_used = None
+            mapped = _calibrated_offsets(own, shared, prev_local, prev_mapped, anchor, 0.0, target)
+        else:
+            keep = min(shared, heads_i)
+            kept = map_position(prev_local, prev_mapped, keep) if prev_mapped else 0  # type: ignore[arg-type]
+            if keep and kept <= target and total_local > keep:
+                rate_used = (target - kept) / (total_local - keep)
+                mapped = _calibrated_offsets(
+                    own, keep, prev_local, prev_mapped, kept, rate_used, target
+                )
+            else:
+                rate_used = target / total_local if total_local else None
+                mapped = _monotone([o * (rate_used or 0.0) for o in own], target)
+            if kind == CALIBRATED:
+                kind = RESCALED
+        if rate_used is not None and grown > 0 and reported is not None:
+            self._thread_rate[key] = rate_used
+        self.mapped.append(mapped)
+        self.basis.append(kind)
+        self.rates.append(rate_used)
+
+    def _at(self, i: int, position: int) -> int:
+        return map_position(self.local[i], self.mapped[i], position)
+
+    def _to_provider(self, i: int) -> None:
+        """:func:`cacheviz.analysis._to_provider_tokens` for call ``i`` and its drift."""
+        cols = self.call_cols
+        total = self.mapped[i][-1]
+        cols["local_tokens"][i] = cols["input_tokens"][i]
+        cols["token_basis"][i] = self.basis[i]
+        prefix = self._at(i, cols["prefix_tokens"][i])
+        cols["input_tokens"][i] = total
+        cols["prefix_tokens"][i] = prefix
+        cols["new_tokens"][i] = total - prefix
+        common = cols["prev_common_tokens"][i]
+        if common is not None:
+            cols["prev_common_tokens"][i] = self._at(i, common)
+        hidden = cols["unlogged_tokens"][i]
+        if hidden is not None:
+            cols["unlogged_tokens"][i] = self._at(i, hidden)
+        k = self._drift_of.get(i)
+        if k is not None:
+            d = self.drift_cols
+            before = d["prev_call"][k]
+            at = d["prev_common_tokens"][k]
+            d["prev_common_tokens"][k] = self._at(i, at)
+            d["block_token_offset"][k] = self._at(i, d["block_token_offset"][k])
+            d["tokens_lost"][k] = max(0, self.mapped[before][-1] - self._at(before, at))
+
+    # -- costs (cacheviz.costs.diagnose_costs, call by call) -----------------------------
+
+    def _sim_call(self, i: int) -> SimCall:
+        """:func:`cacheviz.simulate.sim_calls` for call ``i`` (provider-token axis)."""
+        cols = self.call_cols
+        call = self.calls[i]
+        calls = self.calls
+        thread = cols["thread"][i]
+        prev = cols["prev_call"][i]
+        # _unlogged_versions
+        shortest = min(
+            (p.default_ttl_seconds for p in providers.profiles() if p.default_ttl_seconds),
+            default=0.0,
+        )
+        gap = None if prev is None else idle_seconds(call, calls[prev])
+        total_in = cols["reported_input_tokens"][i]
+        line = None if total_in is None else min(cols["prefix_tokens"][i], total_in)
+        explicit = _explicit(cols["provider"][i])
+        hidden = cols["unlogged_tokens"][i] if cols["reconstructed"][i] and explicit else None
+        got = cols["reported_cache_read_tokens"][i]
+        ttl = cols["ttl_seconds"][i]
+        if hidden and line is not None and got is not None and 0 < got <= hidden < line:
+            fresh = gap is not None and gap <= ((ttl if ttl is not None else shortest) or 0)
+            if fresh and material_shortfall(line, got):
+                self._versions[thread] = self._versions.get(thread, 0) + 1
+        version = self._versions.get(thread, 0)
+        # _warm_heads
+        if prev is None and thread not in self._warm_first:
+            hidden_w = cols["unlogged_tokens"][i]
+            usable = explicit and cols["reconstructed"][i] and hidden_w and got
+            self._warm_first[thread] = got if usable and got <= hidden_w else 0
+        warm = self._warm_first.get(thread, 0)
+        previous = self.built[-1] if self.built else None
+        hashes = call.hashes
+        if version and call.message_start > 0:
+            hashes = [f"{hashes[0]}@v{version}", *hashes[1:]]
+        shared = common_prefix(previous.hashes, hashes) if previous is not None else 0
+        chain = extend_chain(
+            previous.chain[:shared] if previous is not None else [], hashes[shared:]
+        )
+        auto = call.params.get("cache_control")
+        if call.ts is not None:
+            self._clock = call.ts.timestamp()
+        elif self.built:
+            self._clock += _SYNTHETIC_STEP
+        cache = self.caches[cols["encoding"][i]]
+        return SimCall(
+            index=call.index,
+            thread=thread,
+            ts=call.ts,
+            model=call.model,
+            hashes=hashes,
+            chain=chain,
+            offsets=self.mapped[i],
+            parts=(previous.parts[:shared] if previous is not None else [])
+            + [b.part for b in call.blocks[shared:]],
+            roles=(previous.roles[:shared] if previous is not None else [])
+            + [_role(b.label) if b.part == "messages" else None for b in call.blocks[shared:]],
+            tokens=_unversioned(cache) if version else cache.__getitem__,
+            breakpoints=[Breakpoint(block, ttl_) for block, ttl_ in call.breakpoints],
+            auto_breakpoint=automatic_ttl(auto) if isinstance(auto, dict) else None,
+            params=call.params,
+            output_tokens=call.usage.output_tokens if call.usage else None,
+            reported=call.usage,
+            reconstructed=call.reconstructed,
+            provider=call.provider,
+            clock=self._clock,
+            local_offsets=self.local[i],
+            ttl_hint=ttl,
+            warm_tokens=warm,
+        )
+
+    def _costs_from(self, start: int) -> None:
+        assert self.g is not None
+        n = len(self.calls)
+        if start >= n:
+            return
+        for i in range(start, n):
+            self.built.append(self._sim_call(i))
+        keys = self.g.keys
+        for key in keys:
+            if key not in self.runs:
+                self.runs[key] = SimulationStream(key, prices=self.prices, unpriced="skip")
+                self._prices_of[key] = RateCache(self.prices, key)
+        recorded = self.call_cols["provider"]
+        prefixes = self.call_cols["prefix_tokens"]
+        for run in self.runs.values():
+            run.extend(self.built[start:n], recorded, prefixes)
+        cc = self.cost_cols
+        for i in range(start, n):
+            call = self.calls[i]
+            key = _provider_key(call.provider)
+            simulated = ideal = read = None
+            detail = ""
+            if key is not None:
+                run = self.runs[key]
+                simulated = run.cols["cost_usd"][i]
+                ideal = run.cols["ideal_usd"][i]
+                read = run.cols["cache_read_tokens"][i]
+                detail = run.cols["detail"][i]
+            billed = None
+            if key is not None and call.usage is not None:
+                try:
+                    rates = self._prices_of[key](call.model, call.ts, call.usage.input_tokens or 0)
+                except UnknownModelError:
+                    self._unpriced[call.model] = None
+                else:
+                    billed = billed_cost(call, rates)
+            if billed is not None:
+                self._billed_sum = billed if self._billed_sum is None else self._billed_sum + billed
+            cc["billed_usd"].append(billed)
+            cc["simulated_usd"].append(simulated)
+            cc["ideal_usd"].append(ideal)
+            from cacheviz.metrics import call_waste
+
+            cc["waste_usd"].append(call_waste(billed, simulated, ideal))
+            self._drift_cost_of(i, key)
+            self._miss_of(i, key, read, detail, billed)
+            k = self._drift_of.get(i)
+            cc["drift_material"].append(
+                self._drift_material[k] if self.call_cols["drift"][i] and k is not None else None
+            )
+            part, cause = (None, None)
+            if k is not None:
+                part, cause = self.drift_cols["part"][k], self.drift_cols["cause"][k]
+            cc["verdict_agrees"].append(
+                agrees(self.call_cols["provider_verdict"][i], part, cause, self._own_miss[i])
+            )
+
+    def _drift_cost_of(self, i: int, key: str | None) -> None:
+        """:func:`cacheviz.costs._drift_costs` for call ``i``'s drift, if it has one."""
+        k = self._drift_of.get(i)
+        if k is None:
+            return
+        before = self.drift_cols["prev_call"][k]
+        cause = self.drift_cols["cause"][k]
+        if key is None or key not in self.runs:
+            self._drift_cost.append(None)
+            self._drift_material.append(None)
+            return
+        previous, kept = _what_if(self.built[before], self.built[i], cause)
+        results = make_simulator(key).run([previous, kept])
+        run = self.runs[key].cols
+        actual_read = run["cache_read_tokens"][i]
+        gained = results[1].cache_read_tokens - actual_read
+        self._drift_material.append(gained > 0)
+        actual = run["cost_usd"][i]
+        what_if = _cost(self._prices_of[key], kept, results[1])
+        if actual is None or what_if is None:
+            self._drift_cost.append(None)
+        else:
+            self._drift_cost.append(max(0.0, actual - what_if) if gained > 0 else 0.0)
+
+    def _miss_of(
+        self, i: int, key: str | None, predicted: int | None, sim_detail: str, paid: float | None
+    ) -> None:
+        """One step of :func:`cacheviz.costs._misses`."""
+        cols = self.call_cols
+        cc = self.cost_cols
+        calls = self.calls
+        call = calls[i]
+        namespace = cols["namespace"][i]
+        source = cols["prev_call"][i]
+        if source is None or cols["namespace"][source] != namespace:
+            source = self._miss_ns.get(namespace)
+        self._miss_ns[namespace] = i
+        self._own_miss.append(None)
+        usage = call.usage
+        expected = cause = shortfall = None
+        try:
+            if usage is None or usage.cache_read_tokens is None:
+                return
+            offered = cols["prefix_tokens"][i]
+            if usage.input_tokens is not None:
+                offered = min(offered, usage.input_tokens)
+            expected = offered
+            reported = usage.cache_read_tokens
+            if not material_shortfall(offered, reported):
+                return
+            gap = idle_seconds(call, calls[source] if source is not None else None)
+            ttl = _ttl(key, calls[source] if source is not None else None, cols["ttl_seconds"][i])
+            profile = providers.profile(key) if key is not None else None
+            hidden = cols["unlogged_tokens"][i] or 0
+            verdict = cols["provider_verdict"][i]
+            holds = UNLOGGED_HOLDS.get(native.NAME, _UNLOGGED_DEFAULT)
+            if profile is not None and offered < profile.min_tokens(call.model):
+                found = "below_minimum"
+                detail = f"the prefix ({offered:,} tokens) is below the minimum"
+            elif gap is not None and ttl is not None and gap > ttl:
+                found = "ttl_expired"
+                detail = f"{gap:,.0f} s idle since call {source}, beyond the {ttl:,.0f} s TTL"
+            elif (
+                profile is not None
+                and profile.explicit_breakpoints
+                and call.reconstructed
+                and 0 < reported <= hidden < offered
+            ):
+                found = "unlogged_prefix_changed"
+                detail = (
+                    f"the provider read {reported:,} tokens, inside the {hidden:,}-token "
+                    f"unlogged prefix the log does not hold ({holds})"
+                )
+            elif (
+                key is not None
+                and predicted is not None
+                and material_shortfall(predicted, reported)
+            ):
+                found = "provider_side"
+                detail = (
+                    f"the {key} rules predict {predicted:,} read; the provider read {reported:,}"
+                )
+            elif profile is not None and profile.explicit_breakpoints:
+                found = "no_breakpoint"
+                detail = "no cache_control breakpoint wrote an entry this call could read"
+            elif key is not None:
+                found = "provider_side"
+                detail = f"the {key} rules predict {predicted or 0:,} read: {sim_detail}"
+            else:
+                found = "unknown"
+                detail = (
+                    f"the line offers {offered:,} tokens the call re-sent; the provider read "
+                    f"{reported:,} (no caching rules for {call.provider or 'this provider'})"
+                )
+            self._own_miss[i] = found
+            chosen = found
+            if verdict in _schema.PROVIDER_REASONS:
+                missed = cols["provider_missed_tokens"][i]
+                said = f" ({missed:,} tokens missed)" if missed is not None else ""
+                detail = (
+                    f"the provider says {verdict}{said}; cacheviz's own reading: "
+                    f"{found}: {detail}"
+                )
+                chosen = verdict
+            elif cols["rebuild"][i] is not None and found in (
+                "provider_side",
+                "no_breakpoint",
+                "unknown",
+            ):
+                return
+            shortfall = offered - reported
+            cause = chosen
+            cost = None
+            if paid is not None and key in self._prices_of:
+                rates = self._prices_of[key](call.model, call.ts, usage.input_tokens or 0)
+                cost = _miss_cost(call, rates, paid, shortfall, reported)
+            values = {
+                "call": call.index,
+                "thread": cols["thread"][i],
+                "cause": chosen,
+                "shortfall_tokens": shortfall,
+                "expected_read_tokens": offered,
+                "simulated_read_tokens": predicted,
+                "reported_cache_read_tokens": reported,
+                "gap_seconds": gap,
+                "cost_usd": cost,
+                "detail": detail,
+            }
+            for name, value in values.items():
+                self.miss_cols[name].append(value)
+        finally:
+            cc["expected_read_tokens"].append(expected)
+            cc["miss_cause"].append(cause)
+            cc["shortfall_tokens"].append(shortfall)
+
+    # -- the analysis ---------------------------------------------------------------------
+
+    def _grown(self, name: str, schema: dict[str, Any], cols: dict[str, list[Any]]) -> pl.DataFrame:
+        """Frame ``name`` with the rows added since the last call appended (one chunk)."""
+        done = self._flushed.get(name, 0)
+        n = len(next(iter(cols.values())))
+        frame = self._frames.get(name)
+        if frame is None or done > n:
+            frame, done = _schema.frame(schema, {}), 0
+        if n > done:
+            new = _schema.frame(schema, {k: v[done:n] for k, v in cols.items()})
+            frame = pl.concat([frame, new], rechunk=True) if frame.height else new
+        self._frames[name], self._flushed[name] = frame, n
+        return frame
+
+    def _assemble(self) -> Analysis:
+        cols = dict(self.call_cols)
+        cols.update(self.cost_cols)
+        calls = self._grown("calls", _schema.CALLS, cols)
+        drift_cols = dict(self.drift_cols)
+        drift_cols["cost_usd"] = self._drift_cost
+        drift_cols["material"] = self._drift_material
+        drifts = self._grown("drifts", _schema.DRIFTS, drift_cols)
+        misses = self._grown("misses", _schema.MISSES, self.miss_cols)
+        from cacheviz.calibrate import Calibration
+
+        assert self.g is not None
+        own = None
+        if self.g.keys:
+            counts: dict[str, int] = {}
+            for key in self._key_list:
+                counts[key] = counts.get(key, 0) + 1
+            first = sorted(counts, key=lambda k: -counts[k])[0]
+            own = self.runs[first].simulation()
+        return Analysis(
+            self.session(),
+            calls,
+            drifts,
+            dict(self.caches),
+            list(self.mapped),
+            list(self.local),
+            Calibration(list(self.mapped), list(self.basis), list(self.rates)),
+            misses=misses,
+            billed_usd=self._billed_sum,
+            unpriced_models=list(self._unpriced),
+            own_simulation=own,
+        )
+
+
+def _native_call(text: str, refs: list[Any], store: BlockStore, _reader: Any) -> Call:
+    return native._call_from_line(text, refs, store)  # noqa: SLF001
+
+
+def _median(values: list[float]) -> float:
+    """``statistics.median`` of an already sorted list."""
+    n = len(values)
+    mid = n // 2
+    if n % 2:
+        return values[mid]
+    return (values[mid - 1] + values[mid]) / 2
+
+
+def _explicit(provider: str | None) -> bool:
+    found = providers.find(provider)
+    return found is not None and found.explicit_breakpoints
+
+
+def _identity(handle: Any) -> tuple[int, int]:
+    import os
+
+    stat = os.fstat(handle.fileno())
+    return (stat.st_ino, stat.st_dev)
+
+
+__all__ = ["LiveLog", "SimulationStream"]
