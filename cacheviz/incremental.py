@@ -303,6 +303,7 @@ class LiveLog:
         self.rebuilds = 0  # per-call results recomputed from the first call
         self.reloads = 0  # the whole log read again
         self.analysis: Analysis | None = None
+        self.incremental = True  # False: the last analysis was a full load (another format)
         self.prices = PriceBook()
         self._format: str | None = None
         self._reset_all()
@@ -454,6 +455,7 @@ class LiveLog:
             self._opaque = True  # unlogged-prefix blocks are sized across the session
             return self._full()
         rebuilt = self._extend(start)
+        self.incremental = True
         self.analysis = self._assemble()
         return -1 if replaced or rebuilt else len(new)
 
@@ -482,6 +484,7 @@ class LiveLog:
         from cacheviz.formats import load
 
         self.reloads += 1
+        self.incremental = False
         assert self.path is not None
         try:
             session = load(self.path, errors="skip")
