@@ -45,12 +45,11 @@ import polars as pl
 from cacheviz import _schema, analysis, providers
 from cacheviz._seq import common_prefix
 from cacheviz.analysis import Analysis
-from cacheviz.calibrate import CALIBRATED, ESTIMATED, EXACT, RESCALED, map_position
+from cacheviz.calibrate import CALIBRATED, ESTIMATED, EXACT, RESCALED, _monotone, map_position
 from cacheviz.calibrate import _mapped as _calibrated_offsets
-from cacheviz.calibrate import _monotone
 from cacheviz.costs import (
-    UNLOGGED_HOLDS,
     _UNLOGGED_DEFAULT,
+    UNLOGGED_HOLDS,
     _cost,
     _miss_cost,
     _provider_key,
@@ -63,7 +62,7 @@ from cacheviz.formats import native
 from cacheviz.formats._body import _one_line
 from cacheviz.formats._lines import LineReader, order_by_time
 from cacheviz.model import OPAQUE, Call, Session
-from cacheviz.namespace import keyed_params, level_start, namespace_of
+from cacheviz.namespace import keyed_params, namespace_of
 from cacheviz.prefix import PrefixIndex, match_pair
 from cacheviz.pricing import PriceBook, RateCache
 from cacheviz.providers._base import Breakpoint, CallResult, SimCall
@@ -239,9 +238,7 @@ class SimulationStream:
         """The simulation's per-call frame (new rows appended, one chunk)."""
         if self._pending:
             start = self.n - self._pending
-            new = _schema.frame(
-                _schema.SIMULATION, {k: v[start:] for k, v in self.cols.items()}
-            )
+            new = _schema.frame(_schema.SIMULATION, {k: v[start:] for k, v in self.cols.items()})
             self._frame = pl.concat([self._frame, new], rechunk=True)
             self._pending = 0
         return self._frame
@@ -296,7 +293,9 @@ class LiveLog:
         ``"skip"`` (default: a bad line is kept in ``session.skipped``) or ``"raise"``.
     """
 
-    def __init__(self, source: str | Path | Callable[[], list[str]], *, errors: str = "skip"):
+    def __init__(
+        self, source: str | Path | Callable[[], list[str]], *, errors: str = "skip"
+    ) -> None:
         self.source = source
         self.errors = errors
         self.path = Path(source) if isinstance(source, str | Path) else None
@@ -393,7 +392,7 @@ class LiveLog:
                     _native_call,
                     self._refs,
                     self.store,
-                    native._EXPECTED,  # noqa: SLF001
+                    native._EXPECTED,
                     "request",
                 )
                 done(lineno)
@@ -713,8 +712,8 @@ class LiveLog:
         index = self._indexes.setdefault(namespace, PrefixIndex())
         self._params.append(keyed_params(call))
         params = self._params
-        ns_keys, ns_offsets = analysis._namespace_keys(call, call.hashes, offsets[i], params[i])  # noqa: SLF001
-        best, _ = index.add(ns_keys, ns_offsets, analysis._pseudo_aware(cache))  # noqa: SLF001
+        ns_keys, ns_offsets = analysis._namespace_keys(call, call.hashes, offsets[i], params[i])
+        best, _ = index.add(ns_keys, ns_offsets, analysis._pseudo_aware(cache))
         before = self._latest.get(name)
         self._latest[name] = i
         drift = common = None
@@ -736,7 +735,7 @@ class LiveLog:
                 previous, shared = last_here, found.tokens
         session = self._view
         if before is not None:
-            common, drift = analysis._thread_drift(  # noqa: SLF001
+            common, drift = analysis._thread_drift(
                 session, calls[before], call, offsets, params, self.call_cache
             )
             previous, shared = before, common
@@ -745,10 +744,10 @@ class LiveLog:
             if drift is not None:
                 at, diagnosis = drift
                 self._drift_of[i] = len(self.drift_cols["call"])
-                analysis._add_drift(  # noqa: SLF001
+                analysis._add_drift(
                     self.drift_cols, call, name, calls[before], at, common, offsets, diagnosis
                 )
-        analysis._add_call(  # noqa: SLF001
+        analysis._add_call(
             self.call_cols,
             call,
             name,
@@ -1082,8 +1081,7 @@ class LiveLog:
                 missed = cols["provider_missed_tokens"][i]
                 said = f" ({missed:,} tokens missed)" if missed is not None else ""
                 detail = (
-                    f"the provider says {verdict}{said}; cacheviz's own reading: "
-                    f"{found}: {detail}"
+                    f"the provider says {verdict}{said}; cacheviz's own reading: {found}: {detail}"
                 )
                 chosen = verdict
             elif cols["rebuild"][i] is not None and found in (
@@ -1167,7 +1165,7 @@ class LiveLog:
 
 
 def _native_call(text: str, refs: list[Any], store: BlockStore, _reader: Any) -> Call:
-    return native._call_from_line(text, refs, store)  # noqa: SLF001
+    return native._call_from_line(text, refs, store)
 
 
 def _median(values: list[float]) -> float:

@@ -175,7 +175,12 @@ class LiveState:
         """:func:`cacheviz.ui.state.simulate_target`, from a stream."""
         rules = target.rules()
         own = analysis.own_simulation
-        if own is not None and target.model is None and not rules and own.provider == target.provider:
+        if (
+            own is not None
+            and target.model is None
+            and not rules
+            and own.provider == target.provider
+        ):
             return own
         key = f"target|{target.provider}|{target.model}|{sorted(rules.items())}"
         stream = self._stream(key, target.provider, target.model, **rules)
@@ -239,7 +244,7 @@ class LiveState:
             )
         mode: Any = (
             "recorded"
-            if target.ttl is None and target.provider == state._recorded_provider(analysis)  # noqa: SLF001
+            if target.ttl is None and target.provider == state._recorded_provider(analysis)
             else ttl_seconds
         )
         idle = views.default_ttl_seconds(analysis) if mode == "recorded" else mode
@@ -284,9 +289,7 @@ class LiveState:
         """:func:`views.timeline`'s rows of calls ``start:`` (each thread's gap included)."""
         calls = analysis.calls
         new_threads = calls["thread"].slice(start).to_list()
-        before = sorted(
-            {self._thread_last[t] for t in set(new_threads) if t in self._thread_last}
-        )
+        before = sorted({self._thread_last[t] for t in set(new_threads) if t in self._thread_last})
         for offset, t in enumerate(new_threads):
             if t not in self._thread_last:
                 self._threads.append(t)
@@ -319,7 +322,9 @@ class LiveState:
             call = calls[i]
             prev = prev_calls[i]
             before = (
-                {(b.part, b.position): b.hash for b in calls[prev].blocks} if prev is not None else {}
+                {(b.part, b.position): b.hash for b in calls[prev].blocks}
+                if prev is not None
+                else {}
             )
             offsets = log.mapped[i]
             base = offsets[0] if offsets else 0

@@ -146,14 +146,50 @@ class Inspector(anywidget.AnyWidget):
             views.ipc(new.costs.slice(n_old)),
         ]
         self.send({"type": "append", "meta": new.meta}, buffers)
-        traits = self._traits_of(new)
-        # the Python side's state follows without sending it again (the front end already
-        # has it): ipywidgets skips a value equal to the locked one
+        # the Python side's state follows without sending it again (the front end has it)
+        self._quietly(self._traits_of(new))
+        self.status = new.status
+        return "appended"
+
+    def follow(
+        self,
+        new: state.InspectorState,
+        rows: tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame] | None,
+    ) -> str:
+        """Show ``new``, a state that followed this one's log (the live inspector).
+
+        ``rows`` are the new calls' timeline, shape and cost rows when the earlier rows
+        are unchanged (:class:`cacheviz.ui.live_state.LiveState`): only they are sent,
+        in one ``append`` message with the new ``meta``. ``None`` sends the whole state.
+
+        Returns
+        -------
+        str
+            ``unchanged``, ``appended`` or ``replaced``.
+        """
+        old = self.state
+        if new is old:
+            return "unchanged"
+        self.analysis = new.analysis
+        if old is None or rows is None:
+            self._show(new)
+            return "replaced"
+        self.state = new
+        timeline, shape, costs = rows
+        self.send(
+            {"type": "append", "meta": new.meta},
+            [views.ipc(timeline), views.ipc(shape), views.ipc(costs)],
+        )
+        self._quietly(self._traits_of(new))
+        self.status = new.status
+        return "appended"
+
+    def _quietly(self, traits: dict[str, Any]) -> None:
+        """Set the traits the front end already has, without sending them again."""
+        # ipywidgets skips a value equal to the locked one
         with self._lock_property(**traits):
             for name, value in traits.items():
                 setattr(self, name, value)
-        self.status = new.status
-        return "appended"
 
     @staticmethod
     def _traits_of(new: state.InspectorState) -> dict[str, Any]:
