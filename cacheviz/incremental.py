@@ -335,7 +335,7 @@ class LiveLog:
             out = []
             for text in new:
                 self._lineno += 1
-                if text.strip():
+                if not (text[:1] in " \t\r" and text and text.isspace()):
                     out.append((self._lineno, text))
             return out
         try:
@@ -365,9 +365,7 @@ class LiveLog:
             first = data[start : start + 1]
             line_start, start = start, stop + 1
             if first in b" \t\r" and data[line_start:stop].isspace():
-                continue
-            if line_start == stop:
-                continue
+                continue  # a blank line (as LineReader.lines: an empty one is a bad line)
             try:
                 text = str(view[line_start:stop], "utf-8")
             except UnicodeDecodeError as exc:
@@ -439,6 +437,8 @@ class LiveLog:
             else:
                 new = parsed
         if not new and not replaced:
+            if lines and self.analysis is not None and self.incremental:
+                self.analysis = self._assemble()  # a bad line: the session's skipped lines
             return 0
         start = len(self.calls)
         if replaced:

@@ -1,0 +1,155 @@
+"""Live inspector budget: the work per appended call stays flat as the session grows.
+
+    python bench/bench_live.py [--appends 5] [--sizes 100,400,1600]
+
+For logs of 100, 400 and 1,600 calls (a generated Anthropic session with reported
+usage: a main conversation with a sliding window, a drift every 50 calls and a side
+call on another model every 25), the live inspector is built on the log, then calls
+are appended one at a time and each ``refresh()`` is timed (CPU time; the median of
+``--appends`` appends). The baseline, in the same run, is what the live inspector did
+before (``cacheviz.ui.live`` until this change): load the whole log, analyse it and
+rebuild the inspector state for every appended call.
+
+Reported: per-append CPU ms at each size, and the ratio per quadrupling of the log
+(budget: about 1x, against about 4x for the baseline). The load average is printed: the
+machine is shared.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import tempfile
+import time
+import warnings
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent))
+
+from cacheviz.formats import native  # noqa: E402
+from cacheviz.formats.native import record_line  # noqa: E402
+from cacheviz.ui import state  # noqa: E402
+from cacheviz.ui.live import LiveInspector  # noqa: E402
+
+MODEL = "claude-sonnet-4-5"
+SIDE = "claude-haiku-4-5"
+
+
+def lines(count: int) -> list[str]:
+    """``count`` log lines of the generated session (module docstring)."""
+    system = [
+        {
+            "type": "text",
+            "text": "You are a careful engineer. " * 300,
+            "cache_control": {"type": "ephemeral"},
+        }
+    ]
+    history: list[dict] = []
+    out = []
+    for i in range(count):
+        ts = f"2026-01-01T{i * 7 // 3600:02d}:{i * 7 // 60 % 60:02d}:{i * 7 % 60:02d}Z"
+        if i % 25 == 24:  # a side call: a title asked of another model
+            body = {
+                "model": SIDE,
+                "max_tokens": 64,
+                "messages": [{"role": "user", "content": f"A title for step {i}"}],
+            }
+            usage = {"input_tokens": 12, "output_tokens": 8}
+            out.append(
+                record_line(
+                    body, provider="anthropic", model=SIDE, api="messages", ts=ts, usage=usage
+                )
+            )
+            continue
+        role = "user" if len(history) % 2 == 0 else "assistant"
+        history.append(
+            {"role": role, "content": [{"type": "text", "text": f"step {i} of the task " * 12}]}
+        )
+        window = history[-40:]
+        if window[0]["role"] != "user":
+            window = window[1:]
+        if i % 50 == 49:  # a drift: an old message rewritten
+            window = [
+                {"role": "user", "content": [{"type": "text", "text": f"rewritten {i}"}]},
+                *window[1:],
+            ]
+        body = {"model": MODEL, "max_tokens": 512, "system": system, "messages": window}
+        sent = 1900 + 60 * len(window)
+        read = 0 if i % 50 == 49 or not i else 1900 + 60 * (len(window) - 2)
+        usage = {
+            "input_tokens": sent - read,
+            "cache_read_input_tokens": read,
+            "cache_creation_input_tokens": 0,
+            "output_tokens": 40,
+        }
+        out.append(
+            record_line(body, provider="anthropic", model=MODEL, api="messages", ts=ts, usage=usage)
+        )
+    return [f"{line}\n" for line in out]
+
+
+def _cpu(run) -> float:  # noqa: ANN001
+    start = time.process_time()
+    run()
+    return time.process_time() - start
+
+
+def _baseline(log: Path, shown: state.InspectorState) -> state.InspectorState:
+    """The live inspector before: load, analyse and rebuild the state of the whole log."""
+    analysis = native.read(log, errors="skip").analyze()
+    return state.rebuild(shown, analysis)
+
+
+def measure(size: int, appends: int, baseline_appends: int) -> tuple[float, float]:
+    """Median CPU seconds per appended call: incremental, then the full re-analysis."""
+    every = lines(size + appends + baseline_appends)
+    folder = Path(tempfile.mkdtemp(prefix="bench_live_"))
+    log = folder / "run.jsonl"
+    log.write_text("".join(every[:size]), encoding="utf-8")
+    live = LiveInspector(log, poll=3600)
+    live.stop()
+    times = []
+    for k in range(appends):
+        with log.open("a", encoding="utf-8") as handle:
+            handle.write(every[size + k])
+        times.append(_cpu(live.refresh))
+    assert live.updates["appended"] == appends, live.updates
+    shown = live.inspector.state
+    full = []
+    for k in range(baseline_appends):
+        with log.open("a", encoding="utf-8") as handle:
+            handle.write(every[size + appends + k])
+        full.append(_cpu(lambda: _baseline(log, shown)))
+    return statistics.median(times), statistics.median(full)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--appends", type=int, default=7)
+    parser.add_argument("--baseline-appends", type=int, default=2)
+    parser.add_argument("--sizes", default="100,400,1600")
+    args = parser.parse_args()
+    sizes = [int(s) for s in args.sizes.split(",")]
+    warnings.simplefilter("ignore")
+    print(f"load average {os.getloadavg()[0]:.2f} (2 cores, shared)")
+    rows = []
+    for size in sizes:
+        live, full = measure(size, args.appends, args.baseline_appends)
+        rows.append((size, live, full))
+        print(
+            f"{size:>6} calls: per appended call {live * 1000:8.1f} ms live, "
+            f"{full * 1000:8.1f} ms full re-analysis ({full / live:,.0f}x)"
+        )
+    for (a, live_a, full_a), (b, live_b, full_b) in zip(rows, rows[1:], strict=False):
+        print(
+            f"{a} -> {b} calls: live x{live_b / live_a:.2f}, full re-analysis "
+            f"x{full_b / full_a:.2f}"
+        )
+    print(f"load average {os.getloadavg()[0]:.2f}")
+
+
+if __name__ == "__main__":
+    main()
