@@ -18,6 +18,7 @@ machine is shared.
 from __future__ import annotations
 
 import argparse
+import itertools
 import os
 import statistics
 import sys
@@ -91,7 +92,7 @@ def lines(count: int) -> list[str]:
     return [f"{line}\n" for line in out]
 
 
-def _cpu(run) -> float:  # noqa: ANN001
+def _cpu(run) -> float:
     start = time.process_time()
     run()
     return time.process_time() - start
@@ -143,7 +144,7 @@ def main() -> None:
             f"{size:>6} calls: per appended call {live * 1000:8.1f} ms live, "
             f"{full * 1000:8.1f} ms full re-analysis ({full / live:,.0f}x)"
         )
-    for (a, live_a, full_a), (b, live_b, full_b) in zip(rows, rows[1:], strict=False):
+    for (a, live_a, full_a), (b, live_b, full_b) in itertools.pairwise(rows):
         print(
             f"{a} -> {b} calls: live x{live_b / live_a:.2f}, full re-analysis "
             f"x{full_b / full_a:.2f}"
