@@ -23,8 +23,14 @@ def _ts(at: datetime) -> str:
     return at.isoformat().replace("+00:00", "Z")
 
 
-def session_lines(seed: int, calls: int = 30, *, shuffle: bool = False) -> list[str]:
-    """The lines of a generated cacheviz request log (each ends with a newline)."""
+def session_lines(
+    seed: int, calls: int = 30, *, shuffle: bool = False, breakpoints_from: int = 0
+) -> list[str]:
+    """The lines of a generated cacheviz request log (each ends with a newline).
+
+    ``breakpoints_from``: the first call with a ``cache_control`` breakpoint (the main
+    thread's TTL evidence).
+    """
     rng = random.Random(seed)
     usage_share = rng.choice([1.0, 0.0, 0.6])
     late_ttl = rng.random() < 0.5
@@ -92,7 +98,8 @@ def session_lines(seed: int, calls: int = 30, *, shuffle: bool = False) -> list[
         control: dict = {"type": "ephemeral"}
         if ttl_now and seed % 2:
             control["ttl"] = "1h"
-        system[0]["cache_control"] = control
+        if i >= breakpoints_from:
+            system[0]["cache_control"] = control
         if rng.random() < 0.05:  # a drift in the system prompt
             system_text = system_text + f" Today is day {i}."
             system[0]["text"] = system_text
