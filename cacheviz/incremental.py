@@ -26,248 +26,51 @@ a call sent before an already logged one (the log is ordered by request time), a
 that shrank or was replaced, a session with unlogged-prefix blocks (sized from usage
 across the session) or a format other than the cacheviz request log.
 
-:class:`SimulationStream` is one provider's replay of the same session, extended call
-by call (the simulators' ``stream``), for the inspector's target and its comparison.
+The cost columns are extended by :mod:`cacheviz.live_costs`; each provider's replay is a
+:class:`~cacheviz.sim_stream.SimulationStream` (also the inspector's target and its
+comparison).
 """
 
 from __future__ import annotations
 
 import bisect
 import dataclasses
-from collections import deque
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 import polars as pl
 
-from cacheviz import _schema, analysis, providers
+from cacheviz import _schema, analysis
 from cacheviz._seq import common_prefix
 from cacheviz.analysis import Analysis
-from cacheviz.calibrate import CALIBRATED, ESTIMATED, EXACT, RESCALED, _monotone, map_position
-from cacheviz.calibrate import _mapped as _calibrated_offsets
-from cacheviz.costs import (
-    _UNLOGGED_DEFAULT,
-    UNLOGGED_HOLDS,
-    _cost,
-    _miss_cost,
-    _provider_key,
-    _ttl,
-    _what_if,
-    billed_cost,
+from cacheviz.calibrate import (
+    CALIBRATED,
+    ESTIMATED,
+    EXACT,
+    RESCALED,
+    Calibration,
+    _monotone,
+    map_position,
 )
-from cacheviz.errors import SimulationError, TranscriptError, UnknownModelError
+from cacheviz.calibrate import _mapped as _calibrated_offsets
+from cacheviz.costs import _provider_key
+from cacheviz.errors import TranscriptError
 from cacheviz.formats import native
 from cacheviz.formats._body import _one_line
 from cacheviz.formats._lines import LineReader, order_by_time
+from cacheviz.live_costs import costs_from
 from cacheviz.model import OPAQUE, Call, Session
 from cacheviz.namespace import keyed_params, namespace_of
 from cacheviz.prefix import PrefixIndex, match_pair
 from cacheviz.pricing import PriceBook, RateCache
-from cacheviz.providers._base import Breakpoint, CallResult, SimCall
-from cacheviz.providers.anthropic import automatic_ttl
+from cacheviz.providers._base import SimCall
 from cacheviz.segment import BlockStore
-from cacheviz.simulate import (
-    Simulation,
-    _role,
-    _unversioned,
-    _verdict,
-    extend_chain,
-    make_simulator,
-    material_shortfall,
-    provider_id,
-    result_cost,
-)
+from cacheviz.sim_stream import SimulationStream
 from cacheviz.thread import ROOT, _best_thread, name_threads
 from cacheviz.tokens import TokenCache, encoding_for_model
-from cacheviz.ttl import call_ttl, idle_seconds
-from cacheviz.verdict import agrees
-
-_SYNTHETIC_STEP = 1.0  # as in cacheviz.simulate
-
-
-class _Feed:
-    """An iterator the caller fills one call at a time (a simulator's ``stream`` input)."""
-
-    def __init__(self) -> None:
-        self.queue: deque[SimCall] = deque()
-
-    def __iter__(self) -> _Feed:
-        return self
-
-    def __next__(self) -> SimCall:
-        return self.queue.popleft()
-
-
-class _Replay:
-    """A simulator's replay that takes the calls one at a time."""
-
-    def __init__(self, provider: str, **rules: Any) -> None:
-        simulator = make_simulator(provider, **rules)
-        self._feed = _Feed()
-        stream = getattr(simulator, "stream", None)
-        self._results: Iterator[CallResult] | None = (
-            stream(self._feed) if stream is not None else None
-        )
-        self._simulator = simulator
-        self._taken: list[SimCall] = []
-
-    def step(self, call: SimCall) -> CallResult:
-        if self._results is None:  # a simulator without ``stream``: replay all (correct)
-            self._taken.append(call)
-            return self._simulator.run(self._taken)[-1]
-        self._feed.queue.append(call)
-        return next(self._results)
-
-
-class SimulationStream:
-    """One ``simulate(analysis, provider, model, **rules)``, extended call by call.
-
-    Mirrors :func:`cacheviz.simulate.simulate` row for row; :meth:`simulation` gives
-    the same :class:`~cacheviz.simulate.Simulation`. A price error the full replay would
-    raise is kept in ``error`` (the full replay raises at the first such call, and the
-    earlier calls do not change).
-    """
-
-    def __init__(
-        self,
-        provider: str,
-        model: str | None = None,
-        *,
-        prices: PriceBook,
-        unpriced: str = "raise",
-        **rules: Any,
-    ) -> None:
-        self.provider = provider_id(provider)
-        self.model = model
-        self.rules = dict(rules)
-        self.unpriced = unpriced
-        self.self_hosted = providers.profile(self.provider).self_hosted
-        self._replay = _Replay(self.provider, **rules)
-        self._price = RateCache(prices, self.provider)
-        self.cols: dict[str, list[Any]] = {name: [] for name in _schema.SIMULATION}
-        self._frame = _schema.frame(_schema.SIMULATION, {})
-        self._pending = 0
-        self.sources: list[str] = []
-        self.error: Exception | None = None
-        self._scale_num = 0
-        self._scale_den = 0
-        self._reported = 0
-        self._matched = 0
-        self.n = 0
-
-    def extend(self, calls: list[SimCall], recorded: list[str], prefixes: list[int]) -> None:
-        """Replay ``calls`` (the next ones of the session; ``calls`` may be modified)."""
-        model = self.model
-        for call in calls:
-            if model is not None:
-                if call.model != model:
-                    call.warm_tokens = 0
-                call.model = model
-            origin = recorded[call.index]
-            same = model is None or model == call.model
-            result = self._replay.step(call)
-            if call.reported is not None and call.reported.input_tokens is not None and call.total:
-                ours = call.local_offsets[-1] if call.local_offsets else call.total
-                self._scale_num += call.reported.input_tokens * ours
-                self._scale_den += ours * ours
-            cost = ideal = None
-            rates = None
-            if not self.self_hosted and self.error is None:
-                try:
-                    rates = self._price(call.model, call.ts, call.total)
-                except UnknownModelError as exc:
-                    if self.unpriced == "skip":
-                        rates = None
-                    elif model is None and origin != self.provider:
-                        msg = (
-                            f"call {call.index} used {call.model!r} ({origin}); to replay "
-                            f"the session on {self.provider}, name one of its models with "
-                            "--model / model="
-                        )
-                        self.error = SimulationError(msg)
-                    else:
-                        self.error = exc
-            if rates is not None:
-                if rates.source not in self.sources:
-                    self.sources.append(rates.source)
-                cost = result_cost(rates, call, result)
-                served = call.reported.cache_read_tokens if call.reported is not None else None
-                prefix = min(
-                    call.total,
-                    max(prefixes[call.index], result.cache_read_tokens, served or 0),
-                )
-                ideal = rates.cost(
-                    uncached=call.total - prefix, cache_read=prefix, output=call.output_tokens
-                )
-            reported = call.reported if origin == self.provider and same else None
-            verdict = _verdict(result, reported)
-            if verdict != "not_reported":
-                self._reported += 1
-                self._matched += verdict == "match"
-            values = {
-                "call": call.index,
-                "thread": call.thread,
-                "model": call.model,
-                "ts": call.ts,
-                "input_tokens": result.input_tokens,
-                "cache_read_tokens": result.cache_read_tokens,
-                "cache_write_tokens": result.cache_write_tokens,
-                "cache_write_1h_tokens": result.cache_write_1h_tokens,
-                "uncached_tokens": result.uncached_tokens,
-                "output_tokens": call.output_tokens,
-                "cost_usd": cost,
-                "ideal_usd": ideal,
-                "prefill_tokens_saved": int(result.extra.get("prefill_tokens_saved", 0))
-                if self.self_hosted
-                else None,
-                "reported_input_tokens": reported.input_tokens if reported else None,
-                "reported_cache_read_tokens": reported.cache_read_tokens if reported else None,
-                "reported_cache_write_tokens": reported.cache_write_tokens if reported else None,
-                "reported_output_tokens": reported.output_tokens if reported else None,
-                "verdict": verdict,
-                "detail": result.detail,
-            }
-            for name, value in values.items():
-                self.cols[name].append(value)
-            self.n += 1
-            self._pending += 1
-
-    def frame(self) -> pl.DataFrame:
-        """The simulation's per-call frame (new rows appended, one chunk)."""
-        if self._pending:
-            start = self.n - self._pending
-            new = _schema.frame(_schema.SIMULATION, {k: v[start:] for k, v in self.cols.items()})
-            self._frame = pl.concat([self._frame, new], rechunk=True)
-            self._pending = 0
-        return self._frame
-
-    def simulation(self) -> Simulation:
-        """The :class:`~cacheviz.simulate.Simulation` of the calls so far.
-
-        Raises
-        ------
-        CacheVizError
-            The error the full replay would raise (an unpriced model).
-        """
-        if self.error is not None:
-            raise self.error
-        frame = self.frame()
-        priced = not self.self_hosted and bool(self.sources)
-        return Simulation(
-            provider=self.provider,
-            model=self.model,
-            price_source="; ".join(self.sources) or None,
-            calls=frame,
-            total_cost_usd=float(frame["cost_usd"].sum()) if priced else None,
-            ideal_usd=float(frame["ideal_usd"].sum()) if priced else None,
-            token_scale=self._scale_num / self._scale_den
-            if self._scale_den and self._scale_num is not None
-            else None,
-            score=self._matched / self._reported if self._reported else None,
-            rules=dict(self.rules),
-        )
+from cacheviz.ttl import call_ttl
 
 
 @dataclasses.dataclass
@@ -683,7 +486,7 @@ class LiveLog:
         self._view = Session(self.path, native.NAME, self.calls, self.store.contents)
         for i in range(self._done, len(self.calls)):
             self._analyse_one(i)
-        self._costs_from(self._done)
+        costs_from(self, self._done)
         self._done = len(self.calls)
         return rebuild
 
@@ -852,269 +655,6 @@ class LiveLog:
             d["block_token_offset"][k] = self._at(i, d["block_token_offset"][k])
             d["tokens_lost"][k] = max(0, self.mapped[before][-1] - self._at(before, at))
 
-    # -- costs (cacheviz.costs.diagnose_costs, call by call) -----------------------------
-
-    def _sim_call(self, i: int) -> SimCall:
-        """:func:`cacheviz.simulate.sim_calls` for call ``i`` (provider-token axis)."""
-        cols = self.call_cols
-        call = self.calls[i]
-        calls = self.calls
-        thread = cols["thread"][i]
-        prev = cols["prev_call"][i]
-        # _unlogged_versions
-        shortest = min(
-            (p.default_ttl_seconds for p in providers.profiles() if p.default_ttl_seconds),
-            default=0.0,
-        )
-        gap = None if prev is None else idle_seconds(call, calls[prev])
-        total_in = cols["reported_input_tokens"][i]
-        line = None if total_in is None else min(cols["prefix_tokens"][i], total_in)
-        explicit = _explicit(cols["provider"][i])
-        hidden = cols["unlogged_tokens"][i] if cols["reconstructed"][i] and explicit else None
-        got = cols["reported_cache_read_tokens"][i]
-        ttl = cols["ttl_seconds"][i]
-        if hidden and line is not None and got is not None and 0 < got <= hidden < line:
-            fresh = gap is not None and gap <= ((ttl if ttl is not None else shortest) or 0)
-            if fresh and material_shortfall(line, got):
-                self._versions[thread] = self._versions.get(thread, 0) + 1
-        version = self._versions.get(thread, 0)
-        # _warm_heads
-        if prev is None and thread not in self._warm_first:
-            hidden_w = cols["unlogged_tokens"][i]
-            usable = explicit and cols["reconstructed"][i] and hidden_w and got
-            self._warm_first[thread] = got if usable and got <= hidden_w else 0
-        warm = self._warm_first.get(thread, 0)
-        previous = self.built[-1] if self.built else None
-        hashes = call.hashes
-        if version and call.message_start > 0:
-            hashes = [f"{hashes[0]}@v{version}", *hashes[1:]]
-        shared = common_prefix(previous.hashes, hashes) if previous is not None else 0
-        chain = extend_chain(
-            previous.chain[:shared] if previous is not None else [], hashes[shared:]
-        )
-        auto = call.params.get("cache_control")
-        if call.ts is not None:
-            self._clock = call.ts.timestamp()
-        elif self.built:
-            self._clock += _SYNTHETIC_STEP
-        cache = self.caches[cols["encoding"][i]]
-        return SimCall(
-            index=call.index,
-            thread=thread,
-            ts=call.ts,
-            model=call.model,
-            hashes=hashes,
-            chain=chain,
-            offsets=self.mapped[i],
-            parts=(previous.parts[:shared] if previous is not None else [])
-            + [b.part for b in call.blocks[shared:]],
-            roles=(previous.roles[:shared] if previous is not None else [])
-            + [_role(b.label) if b.part == "messages" else None for b in call.blocks[shared:]],
-            tokens=_unversioned(cache) if version else cache.__getitem__,
-            breakpoints=[Breakpoint(block, ttl_) for block, ttl_ in call.breakpoints],
-            auto_breakpoint=automatic_ttl(auto) if isinstance(auto, dict) else None,
-            params=call.params,
-            output_tokens=call.usage.output_tokens if call.usage else None,
-            reported=call.usage,
-            reconstructed=call.reconstructed,
-            provider=call.provider,
-            clock=self._clock,
-            local_offsets=self.local[i],
-            ttl_hint=ttl,
-            warm_tokens=warm,
-        )
-
-    def _costs_from(self, start: int) -> None:
-        assert self.g is not None
-        n = len(self.calls)
-        if start >= n:
-            return
-        for i in range(start, n):
-            self.built.append(self._sim_call(i))
-        keys = self.g.keys
-        for key in keys:
-            if key not in self.runs:
-                self.runs[key] = SimulationStream(key, prices=self.prices, unpriced="skip")
-                self._prices_of[key] = RateCache(self.prices, key)
-        recorded = self.call_cols["provider"]
-        prefixes = self.call_cols["prefix_tokens"]
-        for run in self.runs.values():
-            run.extend(self.built[start:n], recorded, prefixes)
-        cc = self.cost_cols
-        for i in range(start, n):
-            call = self.calls[i]
-            key = _provider_key(call.provider)
-            simulated = ideal = read = None
-            detail = ""
-            if key is not None:
-                run = self.runs[key]
-                simulated = run.cols["cost_usd"][i]
-                ideal = run.cols["ideal_usd"][i]
-                read = run.cols["cache_read_tokens"][i]
-                detail = run.cols["detail"][i]
-            billed = None
-            if key is not None and call.usage is not None:
-                try:
-                    rates = self._prices_of[key](call.model, call.ts, call.usage.input_tokens or 0)
-                except UnknownModelError:
-                    self._unpriced[call.model] = None
-                else:
-                    billed = billed_cost(call, rates)
-            if billed is not None:
-                self._billed_sum = billed if self._billed_sum is None else self._billed_sum + billed
-            cc["billed_usd"].append(billed)
-            cc["simulated_usd"].append(simulated)
-            cc["ideal_usd"].append(ideal)
-            from cacheviz.metrics import call_waste
-
-            cc["waste_usd"].append(call_waste(billed, simulated, ideal))
-            self._drift_cost_of(i, key)
-            self._miss_of(i, key, read, detail, billed)
-            k = self._drift_of.get(i)
-            cc["drift_material"].append(
-                self._drift_material[k] if self.call_cols["drift"][i] and k is not None else None
-            )
-            part, cause = (None, None)
-            if k is not None:
-                part, cause = self.drift_cols["part"][k], self.drift_cols["cause"][k]
-            cc["verdict_agrees"].append(
-                agrees(self.call_cols["provider_verdict"][i], part, cause, self._own_miss[i])
-            )
-
-    def _drift_cost_of(self, i: int, key: str | None) -> None:
-        """:func:`cacheviz.costs._drift_costs` for call ``i``'s drift, if it has one."""
-        k = self._drift_of.get(i)
-        if k is None:
-            return
-        before = self.drift_cols["prev_call"][k]
-        cause = self.drift_cols["cause"][k]
-        if key is None or key not in self.runs:
-            self._drift_cost.append(None)
-            self._drift_material.append(None)
-            return
-        previous, kept = _what_if(self.built[before], self.built[i], cause)
-        results = make_simulator(key).run([previous, kept])
-        run = self.runs[key].cols
-        actual_read = run["cache_read_tokens"][i]
-        gained = results[1].cache_read_tokens - actual_read
-        self._drift_material.append(gained > 0)
-        actual = run["cost_usd"][i]
-        what_if = _cost(self._prices_of[key], kept, results[1])
-        if actual is None or what_if is None:
-            self._drift_cost.append(None)
-        else:
-            self._drift_cost.append(max(0.0, actual - what_if) if gained > 0 else 0.0)
-
-    def _miss_of(
-        self, i: int, key: str | None, predicted: int | None, sim_detail: str, paid: float | None
-    ) -> None:
-        """One step of :func:`cacheviz.costs._misses`."""
-        cols = self.call_cols
-        cc = self.cost_cols
-        calls = self.calls
-        call = calls[i]
-        namespace = cols["namespace"][i]
-        source = cols["prev_call"][i]
-        if source is None or cols["namespace"][source] != namespace:
-            source = self._miss_ns.get(namespace)
-        self._miss_ns[namespace] = i
-        self._own_miss.append(None)
-        usage = call.usage
-        expected = cause = shortfall = None
-        try:
-            if usage is None or usage.cache_read_tokens is None:
-                return
-            offered = cols["prefix_tokens"][i]
-            if usage.input_tokens is not None:
-                offered = min(offered, usage.input_tokens)
-            expected = offered
-            reported = usage.cache_read_tokens
-            if not material_shortfall(offered, reported):
-                return
-            gap = idle_seconds(call, calls[source] if source is not None else None)
-            ttl = _ttl(key, calls[source] if source is not None else None, cols["ttl_seconds"][i])
-            profile = providers.profile(key) if key is not None else None
-            hidden = cols["unlogged_tokens"][i] or 0
-            verdict = cols["provider_verdict"][i]
-            holds = UNLOGGED_HOLDS.get(native.NAME, _UNLOGGED_DEFAULT)
-            if profile is not None and offered < profile.min_tokens(call.model):
-                found = "below_minimum"
-                detail = f"the prefix ({offered:,} tokens) is below the minimum"
-            elif gap is not None and ttl is not None and gap > ttl:
-                found = "ttl_expired"
-                detail = f"{gap:,.0f} s idle since call {source}, beyond the {ttl:,.0f} s TTL"
-            elif (
-                profile is not None
-                and profile.explicit_breakpoints
-                and call.reconstructed
-                and 0 < reported <= hidden < offered
-            ):
-                found = "unlogged_prefix_changed"
-                detail = (
-                    f"the provider read {reported:,} tokens, inside the {hidden:,}-token "
-                    f"unlogged prefix the log does not hold ({holds})"
-                )
-            elif (
-                key is not None
-                and predicted is not None
-                and material_shortfall(predicted, reported)
-            ):
-                found = "provider_side"
-                detail = (
-                    f"the {key} rules predict {predicted:,} read; the provider read {reported:,}"
-                )
-            elif profile is not None and profile.explicit_breakpoints:
-                found = "no_breakpoint"
-                detail = "no cache_control breakpoint wrote an entry this call could read"
-            elif key is not None:
-                found = "provider_side"
-                detail = f"the {key} rules predict {predicted or 0:,} read: {sim_detail}"
-            else:
-                found = "unknown"
-                detail = (
-                    f"the line offers {offered:,} tokens the call re-sent; the provider read "
-                    f"{reported:,} (no caching rules for {call.provider or 'this provider'})"
-                )
-            self._own_miss[i] = found
-            chosen = found
-            if verdict in _schema.PROVIDER_REASONS:
-                missed = cols["provider_missed_tokens"][i]
-                said = f" ({missed:,} tokens missed)" if missed is not None else ""
-                detail = (
-                    f"the provider says {verdict}{said}; cacheviz's own reading: {found}: {detail}"
-                )
-                chosen = verdict
-            elif cols["rebuild"][i] is not None and found in (
-                "provider_side",
-                "no_breakpoint",
-                "unknown",
-            ):
-                return
-            shortfall = offered - reported
-            cause = chosen
-            cost = None
-            if paid is not None and key in self._prices_of:
-                rates = self._prices_of[key](call.model, call.ts, usage.input_tokens or 0)
-                cost = _miss_cost(call, rates, paid, shortfall, reported)
-            values = {
-                "call": call.index,
-                "thread": cols["thread"][i],
-                "cause": chosen,
-                "shortfall_tokens": shortfall,
-                "expected_read_tokens": offered,
-                "simulated_read_tokens": predicted,
-                "reported_cache_read_tokens": reported,
-                "gap_seconds": gap,
-                "cost_usd": cost,
-                "detail": detail,
-            }
-            for name, value in values.items():
-                self.miss_cols[name].append(value)
-        finally:
-            cc["expected_read_tokens"].append(expected)
-            cc["miss_cause"].append(cause)
-            cc["shortfall_tokens"].append(shortfall)
-
     # -- the analysis ---------------------------------------------------------------------
 
     def _grown(self, name: str, schema: dict[str, Any], cols: dict[str, list[Any]]) -> pl.DataFrame:
@@ -1139,8 +679,6 @@ class LiveLog:
         drift_cols["material"] = self._drift_material
         drifts = self._grown("drifts", _schema.DRIFTS, drift_cols)
         misses = self._grown("misses", _schema.MISSES, self.miss_cols)
-        from cacheviz.calibrate import Calibration
-
         assert self.g is not None
         own = None
         if self.g.keys:
@@ -1177,11 +715,6 @@ def _median(values: list[float]) -> float:
     return (values[mid - 1] + values[mid]) / 2
 
 
-def _explicit(provider: str | None) -> bool:
-    found = providers.find(provider)
-    return found is not None and found.explicit_breakpoints
-
-
 def _identity(handle: Any) -> tuple[int, int]:
     import os
 
@@ -1189,4 +722,4 @@ def _identity(handle: Any) -> tuple[int, int]:
     return (stat.st_ino, stat.st_dev)
 
 
-__all__ = ["LiveLog", "SimulationStream"]
+__all__ = ["LiveLog"]

@@ -24,8 +24,9 @@ import polars as pl
 
 from cacheviz import _schema
 from cacheviz.errors import CacheVizError
-from cacheviz.incremental import LiveLog, SimulationStream
+from cacheviz.incremental import LiveLog
 from cacheviz.model import OPAQUE
+from cacheviz.sim_stream import SimulationStream
 from cacheviz.ui import state, views
 
 if TYPE_CHECKING:

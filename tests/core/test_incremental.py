@@ -12,11 +12,12 @@ import polars as pl
 import pytest
 from polars.testing import assert_frame_equal
 
-from cacheviz import incremental, providers
+from cacheviz import providers, sim_stream
 from cacheviz.errors import CacheVizWarning
 from cacheviz.formats import native
-from cacheviz.incremental import LiveLog, SimulationStream
+from cacheviz.incremental import LiveLog
 from cacheviz.pricing import PriceBook
+from cacheviz.sim_stream import SimulationStream
 from cacheviz.simulate import sim_calls, simulate
 
 sys.path.insert(0, str(Path(__file__).parents[1]))  # live_sessions
@@ -242,7 +243,7 @@ def test_a_simulator_without_stream_is_replayed_whole(monkeypatch):
         def run(self, calls):
             return cls().run(calls)
 
-    monkeypatch.setattr(incremental, "make_simulator", lambda provider, **rules: OnlyRun())
-    replay = incremental._Replay("anthropic")
+    monkeypatch.setattr(sim_stream, "make_simulator", lambda provider, **rules: OnlyRun())
+    replay = sim_stream._Replay("anthropic")
     results = [replay.step(call) for call in sim_calls(analysis)]
     assert results == cls().run(sim_calls(analysis))
