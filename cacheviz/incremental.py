@@ -67,8 +67,8 @@ from cacheviz.prefix import PrefixIndex, match_pair
 from cacheviz.pricing import PriceBook, RateCache
 from cacheviz.providers._base import SimCall
 from cacheviz.segment import BlockStore
-from cacheviz.sim_stream import SimulationStream
-from cacheviz.thread import ROOT, _best_thread, name_threads
+from cacheviz.sim_stream import SimulationStream, append_rows
+from cacheviz.thread import CONVERSATION_CALLS, ROOT, _best_thread
 from cacheviz.tokens import TokenCache, encoding_for_model
 from cacheviz.ttl import call_ttl
 
@@ -326,9 +326,9 @@ class LiveLog:
         self._first_parent: dict[str, str | None] = {}
         self._hinted: set[str] = set()
         self._logged: set[str] = set()
-        self._weights: list[int] = []
         self._ttl_seen: dict[str, set[int]] = {}
-        self._key_list: list[str] = []
+        self._key_counts: dict[str, int] = {}  # calls per provider key, first seen first
+        self._agg = _ThreadTotals({}, {}, {}, {})
         self._rates: list[float] = []  # sorted reported/local rates (calibration's median)
 
     def _thread_step(self, i: int) -> None:
@@ -399,21 +399,20 @@ class LiveLog:
             self._hinted.add(name)
         if call.parent_hint is not None:
             self._logged.add(name)
-        self._weights.append(offsets[-1])
+        agg = self._agg
+        agg.sizes[name] = agg.sizes.get(name, 0) + 1
+        agg.tokens[name] = agg.tokens.get(name, 0) + offsets[-1]
+        agg.spans.setdefault(name, [i, i])[1] = i
+        agg.models.setdefault(name, call.model)
         ttl = call_ttl(call)
         bucket = self._ttl_seen.setdefault(name, set())
         if ttl is not None:
             bucket.add(ttl)
 
     def _globals(self) -> _Globals:
-        renamed, tree = name_threads(
-            self.calls, self.raw, self._first_parent, self._hinted, self._logged, self._weights
-        )
+        renamed, tree = _named_threads(self._agg, self._first_parent, self._hinted, self._logged)
         ttls = {t: (min(v) if v else None) for t, v in self._ttl_seen.items()}
-        counts: dict[str, int] = {}
-        for key in self._key_list:
-            counts[key] = counts.get(key, 0) + 1
-        keys = tuple(counts)
+        keys = tuple(self._key_counts)
         rates = self._rates
         rate = _median(rates) if rates else 1.0
         return _Globals(renamed, tree, ttls, rate, keys)
@@ -472,7 +471,9 @@ class LiveLog:
         for i in range(len(self.raw), len(self.calls)):
             self._thread_step(i)
             call = self.calls[i]
-            self._key_list += [k for k in (_provider_key(call.provider),) if k is not None]
+            key = _provider_key(call.provider)
+            if key is not None:
+                self._key_counts[key] = self._key_counts.get(key, 0) + 1
             reported = call.usage.input_tokens if call.usage else None
             if reported is not None and self.local[i][-1]:
                 bisect.insort(self._rates, reported / self.local[i][-1])
@@ -658,7 +659,7 @@ class LiveLog:
     # -- the analysis ---------------------------------------------------------------------
 
     def _grown(self, name: str, schema: dict[str, Any], cols: dict[str, list[Any]]) -> pl.DataFrame:
-        """Frame ``name`` with the rows added since the last call appended (one chunk)."""
+        """Frame ``name`` with the rows added since the last call appended."""
         done = self._flushed.get(name, 0)
         n = len(next(iter(cols.values())))
         frame = self._frames.get(name)
@@ -666,7 +667,7 @@ class LiveLog:
             frame, done = _schema.frame(schema, {}), 0
         if n > done:
             new = _schema.frame(schema, {k: v[done:n] for k, v in cols.items()})
-            frame = pl.concat([frame, new], rechunk=True) if frame.height else new
+            frame = append_rows(frame, new)
         self._frames[name], self._flushed[name] = frame, n
         return frame
 
@@ -682,9 +683,7 @@ class LiveLog:
         assert self.g is not None
         own = None
         if self.g.keys:
-            counts: dict[str, int] = {}
-            for key in self._key_list:
-                counts[key] = counts.get(key, 0) + 1
+            counts = self._key_counts
             first = sorted(counts, key=lambda k: -counts[k])[0]
             own = self.runs[first].simulation()
         return Analysis(
@@ -700,6 +699,68 @@ class LiveLog:
             unpriced_models=list(self._unpriced),
             own_simulation=own,
         )
+
+
+@dataclasses.dataclass
+class _ThreadTotals:
+    """Per found thread: calls, local tokens, first and last call, first model."""
+
+    sizes: dict[str, int]
+    tokens: dict[str, int]
+    spans: dict[str, list[int]]
+    models: dict[str, str]
+
+
+def _named_threads(
+    agg: _ThreadTotals,
+    parents: dict[str, str | None],
+    hinted: set[str],
+    logged: set[str],
+) -> tuple[dict[str, str], dict[str, str | None]]:
+    """:func:`cacheviz.thread.name_threads` from totals kept call by call (same result)."""
+    sizes, tokens, spans, models = agg.sizes, agg.tokens, agg.spans, agg.models
+    found = [n for n in sizes if n not in hinted]
+    if not found:
+        return {n: n for n in sizes}, dict(parents)
+    longest = max(sizes[n] for n in found)
+    main = max(
+        (n for n in found if 2 * sizes[n] >= longest),
+        key=lambda n: (tokens[n], sizes[n], -spans[n][0]),
+    )
+    taken = set(hinted)
+    renamed = {n: n for n in hinted}
+    renamed[main] = "main" if "main" not in taken else main
+    taken.add(renamed[main])
+    for name in found:
+        if name == main:
+            continue
+        start, end = spans[name]
+        overlaps = start <= spans[main][1] and end >= spans[main][0]
+        conversation = sizes[name] >= CONVERSATION_CALLS and models[name] == models[main]
+        if conversation and not overlaps:
+            base = renamed[main]
+        elif conversation:
+            base = f"sub-agent {models[name]}"
+        else:
+            base = f"side call {models[name]}"
+        label, count = base, 1
+        while label in taken:
+            count += 1
+            label = f"{base} #{count}"
+        renamed[name] = label
+        taken.add(label)
+    tree: dict[str, str | None] = {}
+    for name in sizes:
+        parent = parents.get(name)
+        if name == main:
+            tree[renamed[name]] = None
+        elif name in hinted or name in logged:
+            tree[renamed[name]] = None if parent is None else renamed.get(parent, parent)
+        elif parent is not None and parent != main and sizes.get(parent, 0) > sizes[name]:
+            tree[renamed[name]] = renamed[parent]
+        else:
+            tree[renamed[name]] = renamed[main]
+    return renamed, tree
 
 
 def _native_call(text: str, refs: list[Any], store: BlockStore, _reader: Any) -> Call:

@@ -26,7 +26,7 @@ from cacheviz import _schema
 from cacheviz.errors import CacheVizError
 from cacheviz.incremental import LiveLog
 from cacheviz.model import OPAQUE
-from cacheviz.sim_stream import SimulationStream
+from cacheviz.sim_stream import SimulationStream, append_rows
 from cacheviz.ui import state, views
 
 if TYPE_CHECKING:
@@ -267,9 +267,9 @@ class LiveState:
             )
         self.delta = (timeline, shape, costs)
         if old is not None:
-            timeline = pl.concat([old.timeline, timeline])
-            shape = pl.concat([old.shape, shape])
-            costs = pl.concat([old.costs, costs])
+            timeline = append_rows(old.timeline, timeline)
+            shape = append_rows(old.shape, shape)
+            costs = append_rows(old.costs, costs)
         return state.InspectorState(
             analysis=analysis,
             target=target,

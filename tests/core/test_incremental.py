@@ -12,13 +12,14 @@ import polars as pl
 import pytest
 from polars.testing import assert_frame_equal
 
-from cacheviz import providers, sim_stream
+from cacheviz import incremental, providers, sim_stream
 from cacheviz.errors import CacheVizWarning
 from cacheviz.formats import native
 from cacheviz.incremental import LiveLog
 from cacheviz.pricing import PriceBook
 from cacheviz.sim_stream import SimulationStream
 from cacheviz.simulate import sim_calls, simulate
+from cacheviz.thread import name_threads
 
 sys.path.insert(0, str(Path(__file__).parents[1]))  # live_sessions
 from live_sessions import session_lines
@@ -247,3 +248,24 @@ def test_a_simulator_without_stream_is_replayed_whole(monkeypatch):
     replay = sim_stream._Replay("anthropic")
     results = [replay.step(call) for call in sim_calls(analysis)]
     assert results == cls().run(sim_calls(analysis))
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_thread_names_from_running_totals_are_name_threads(tmp_path, seed):
+    log = tmp_path / "run.jsonl"
+    log.write_text("", encoding="utf-8")
+    live = LiveLog(log)
+    for line in session_lines(seed, 40):
+        with log.open("a", encoding="utf-8") as handle:
+            handle.write(line)
+        live.update()
+        if not live.calls:
+            continue
+        weights = [offsets[-1] for offsets in live.local]
+        want = name_threads(
+            live.calls, live.raw, live._first_parent, live._hinted, live._logged, weights
+        )
+        assert (
+            incremental._named_threads(live._agg, live._first_parent, live._hinted, live._logged)
+            == want
+        )
