@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import bisect
 import dataclasses
+import warnings
 from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
@@ -56,7 +57,7 @@ from cacheviz.calibrate import (
 )
 from cacheviz.calibrate import _mapped as _calibrated_offsets
 from cacheviz.costs import _provider_key
-from cacheviz.errors import TranscriptError
+from cacheviz.errors import CacheVizWarning, TranscriptError
 from cacheviz.formats import native
 from cacheviz.formats._body import _one_line
 from cacheviz.formats._lines import LineReader, order_by_time
@@ -108,6 +109,7 @@ class LiveLog:
         self.incremental = True  # False: the last analysis was a full load (another format)
         self.prices = PriceBook()
         self._format: str | None = None
+        self._full_stamp: tuple[int, int, int] | None = None
         self._reset_all()
 
     # -- reading -------------------------------------------------------------------------
@@ -255,7 +257,9 @@ class LiveLog:
         contents = self.store.contents
         if self._opaque or any(contents[h].kind == OPAQUE for c in new for h in c.hashes):
             self._opaque = True  # unlogged-prefix blocks are sized across the session
-            return self._full()
+            self.incremental = False
+            self.analysis = self.session().analyze()
+            return -1
         rebuilt = self._extend(start)
         self.incremental = True
         self.analysis = self._assemble()
@@ -285,11 +289,21 @@ class LiveLog:
         """Another format (or unlogged-prefix blocks): load and analyse the whole log."""
         from cacheviz.formats import load
 
-        self.reloads += 1
-        self.incremental = False
         assert self.path is not None
         try:
-            session = load(self.path, errors="skip")
+            info = self.path.stat()
+        except OSError:
+            return 0
+        stamp = (info.st_size, info.st_mtime_ns, info.st_ino)
+        if stamp == self._full_stamp and not self.incremental:
+            return 0
+        self._full_stamp = stamp
+        self.reloads += 1
+        self.incremental = False
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", CacheVizWarning)  # kept in session.skipped
+                session = load(self.path, errors="skip")
         except TranscriptError:
             self.analysis = None
             return 0

@@ -137,18 +137,25 @@ class LiveInspector:
                 self.live.choose(
                     shown.target, shown.targets, with_compare=shown.compare is not None
                 )
-            if self.live.state is None and self.live.log.analysis is not None:
+            log = self.live.log
+            if self.live.state is None and log.analysis is not None and log.incremental:
                 self.live.rebuild()
-            new, appended = self.live.update()
-            if new is None:
+            new, appended = self.live.update(full_state=False)
+            analysis = log.analysis
+            if analysis is None:
                 return "waiting"
             if self.inspector is None:
-                return self._build(new.analysis)
-            if new is self._shown:
+                return self._build(analysis)
+            if new is None:  # another format: analysed in full, its rows compared
+                if analysis is self._shown:
+                    return "unchanged"
+                self._shown = analysis
+                outcome = self.inspector.update(analysis)
+            elif new is self._shown:
                 return "unchanged"
-            self._shown = new
-            rows = self.live.delta if appended else None
-            outcome = self.inspector.follow(new, rows)
+            else:
+                self._shown = new
+                outcome = self.inspector.follow(new, self.live.delta if appended else None)
             if outcome in self.updates:
                 self.updates[outcome] += 1
             return outcome
@@ -162,7 +169,8 @@ class LiveInspector:
         self.box.inspector = self.inspector  # type: ignore[attr-defined]
         shown = self.inspector.state
         self.live.choose(shown.target, shown.targets, with_compare=shown.compare is not None)
-        self._shown = self.live.rebuild()  # the next call appends to the state shown
+        # the next call appends to the state shown
+        self._shown = self.live.rebuild() if self.live.log.incremental else analysis
         return "built"
 
 

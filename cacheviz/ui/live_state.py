@@ -83,11 +83,13 @@ class LiveState:
             self.choice = choice
             self.state = None  # rebuilt at the next update
 
-    def update(self) -> tuple[state.InspectorState | None, bool]:
+    def update(self, *, full_state: bool = True) -> tuple[state.InspectorState | None, bool]:
         """Read the new lines; the state and whether it only grew (``appended``).
 
         Returns the current state (``None`` while no call was logged) and ``True`` when
-        the rows before the new ones are unchanged.
+        the rows before the new ones are unchanged. For a log in another format
+        (``log.incremental`` false) the state is :func:`state.build` of the new
+        analysis, or ``None`` with ``full_state=False`` (the caller builds it).
         """
         grown = self.log.update()
         analysis = self.log.analysis
@@ -98,6 +100,10 @@ class LiveState:
         if grown == 0 and old is not None:
             return old, True
         if not self.log.incremental:  # another format: the full build
+            self._reset_streams()
+            if not full_state:
+                self.state = None
+                return None, False
             choice = self.choice
             self.state = state.build(
                 analysis,
@@ -105,7 +111,6 @@ class LiveState:
                 targets=choice.targets,
                 with_compare=choice.with_compare,
             )
-            self._reset_streams()
             return self.state, False
         if old is None or grown < 0:
             self._reset_streams()

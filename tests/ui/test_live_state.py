@@ -181,3 +181,39 @@ def test_an_arrow_stream_grows_by_record_batches():
     assert _table(grown).equals(pl.concat([first, more]))
     other = more.with_columns(pl.col("call").cast(pl.Int64))
     assert _ipc_append(views.ipc(first), other) is None  # another schema: serialized again
+
+
+REALDATA = Path(__file__).resolve().parents[2].parent / "shared" / "realdata"
+
+
+@pytest.mark.realdata
+def test_another_format_is_analysed_in_full_and_its_rows_compared(tmp_path):
+    """A Claude Code transcript (not the request log): the whole log is analysed again."""
+    source = (
+        REALDATA
+        / "claude_code_jsonl"
+        / "chiphuyen__sniffly__ba79134d-b6e9-4867-af0c-6941038c9e4b.jsonl"
+    )
+    if not source.is_file():
+        pytest.skip("no ../shared/realdata")
+    lines = source.read_text(encoding="utf-8").splitlines(keepends=True)
+    log = tmp_path / "session.jsonl"
+    cut = len(lines) // 2
+    log.write_text("".join(lines[:cut]), encoding="utf-8")
+    live = LiveInspector(log, poll=60)
+    live.stop()
+    assert live.inspector is not None
+    assert not live.live.log.incremental
+    assert live.refresh() == "unchanged"  # nothing written: not analysed again
+    reloads = live.live.log.reloads
+    with log.open("a", encoding="utf-8") as handle:
+        handle.write("".join(lines[cut:]))
+    assert live.refresh() in ("appended", "replaced")
+    assert live.live.log.reloads == reloads + 1
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", CacheVizWarning)
+        from cacheviz.formats import load
+
+        analysis = load(log, errors="skip").analyze()
+    want = state.build(analysis, live.inspector.state.target, targets=live.inspector.targets)
+    assert_same_state(live.inspector.state, want)
