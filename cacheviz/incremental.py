@@ -7,7 +7,7 @@ a line still being written is left for the next update), tokenizes only the new 
 and extends every per-call result - threads, prefix line, drifts, calibration, the own
 provider's simulation, billed cost, drift costs, misses - by the new calls. The result is
 the same, column for column, as :func:`cacheviz.analysis.analyze` of the same lines
-(``tests/test_incremental.py`` checks it after every append).
+(``tests/core/test_incremental.py`` checks it after every append).
 
 A later call can change an earlier call's row only through a few session-wide values.
 Each is recomputed per update, cheaply, and when one changed for the calls before, the
@@ -21,10 +21,12 @@ per-call results are recomputed from the first call (``LiveLog.rebuilds`` counts
   with it (:mod:`cacheviz.calibrate`);
 * the set of providers (one simulation per provider of the session).
 
-And the whole log is read again when the new lines do not simply follow the old ones:
-a call sent before an already logged one (the log is ordered by request time), a file
-that shrank or was replaced, a session with unlogged-prefix blocks (sized from usage
-across the session) or a format other than the cacheviz request log.
+The whole log is read again when the new lines do not simply follow the old ones: a call
+sent before an already logged one (the log is ordered by request time), or a file that
+shrank or was replaced. A session with unlogged-prefix blocks (sized from usage across
+the session) is analysed in full from the calls read; a log in another format than the
+cacheviz request log is loaded and analysed in full when it changed (``incremental`` is
+then false).
 
 The cost columns are extended by :mod:`cacheviz.live_costs`; each provider's replay is a
 :class:`~cacheviz.sim_stream.SimulationStream` (also the inspector's target and its
