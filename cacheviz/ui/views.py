@@ -737,6 +737,7 @@ class _Browser:
         self._labels: dict[str | None, str] = {}
         self._own_texts: dict[str | None, str] = {}
         self._finished: dict[str, str] = {}
+        self._items: dict[tuple[Any, ...], dict[str, Any]] = {}
         self.finish = finish
 
     def _done(self, text: str) -> str:
@@ -762,6 +763,26 @@ class _Browser:
         is_sent = status != "same"
         if not (is_context or is_sent):
             return
+        # a call re-sends its context (tools, system) as the calls before it: the same
+        # row gives the same item, made once (the documents are only read, never changed)
+        item = self._items.get(row[1:])
+        if item is None:
+            item = self._items[row[1:]] = self._item(part, status, label, tokens, digest)
+        if is_sent:
+            doc["sent_more"] += 1
+            if len(doc["sent"]) < MAX_SENT:
+                doc["sent"].append(item)
+                doc["sent_more"] -= 1
+        elif is_context:
+            doc["context_more"] += 1
+            if len(doc["context"]) < MAX_CONTEXT:
+                doc["context"].append(item)
+                doc["context_more"] -= 1
+
+    def _item(
+        self, part: str, status: str, label: str, tokens: int | None, digest: str | None
+    ) -> dict[str, Any]:
+        """The browser's item of one segment row (its texts made or stored once)."""
         shown = self._labels.get(label)
         if shown is None:
             shown = self._labels[label] = self._done(clean(label))
@@ -788,16 +809,7 @@ class _Browser:
             item["hash"] = done(digest) if digest is not None else digest
             if digest not in self.texts:
                 self.texts[digest] = segment_text(self.analysis, digest, self.limit)
-        if is_sent:
-            doc["sent_more"] += 1
-            if len(doc["sent"]) < MAX_SENT:
-                doc["sent"].append(item)
-                doc["sent_more"] -= 1
-        elif is_context:
-            doc["context_more"] += 1
-            if len(doc["context"]) < MAX_CONTEXT:
-                doc["context"].append(item)
-                doc["context_more"] -= 1
+        return item
 
     def _render(self, digest: str | None) -> None:
         """A message block's role, and its text when the text is stored: one rendering.
