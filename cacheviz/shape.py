@@ -34,6 +34,25 @@ def prefix_hash(call: Call) -> str:
     return _chain_hash(call.hashes[: call.message_start])
 
 
+def previous_codes(keys: pl.Series, wanted: pl.Series, codes: pl.Series) -> pl.Series:
+    """``codes`` at the row whose key is each of ``wanted`` (null when none is, or null).
+
+    ``keys`` are distinct; sorted (calls by index, each in slot order: the usual case),
+    they are bisected, else joined.
+    """
+    if keys.len() and keys.is_sorted():
+        at = keys.search_sorted(wanted.fill_null(-1)).clip(0, keys.len() - 1)
+        found = (keys.gather(at) == wanted).fill_null(value=False)
+        missing = pl.Series([None], dtype=codes.dtype)
+        return codes.gather(at).zip_with(found, missing).alias("prev_code")
+    table = pl.DataFrame({"_key": keys, "prev_code": codes})
+    return (
+        wanted.alias("_key")
+        .to_frame()
+        .join(table, on="_key", how="left", maintain_order="left")["prev_code"]
+    )
+
+
 def segments_frame(
     session: Session,
     calls: pl.DataFrame,
@@ -129,8 +148,10 @@ def segments_frame(
     # of each call's consecutive offsets
     if offsets is not None:
         everything = pl.Series("_mapped", flat, dtype=pl.Int64)
-        first = pl.int_range(0, len(flat), eager=True).is_in(pl.Series(firsts, dtype=pl.Int64))
-        mapped = everything.diff().filter(~first)
+        # every difference but the one across two calls (at each call's first offset)
+        within = pl.repeat(value=True, n=len(flat), eager=True)
+        within = within.scatter(pl.Series(firsts, dtype=pl.Int64), False)
+        mapped = everything.diff().filter(within)
     else:
         mapped = pl.Series("_mapped", [None] * rows.height, dtype=pl.Int64)
     threads = {name: code for code, name in enumerate(info["thread"].unique().to_list())}
@@ -144,33 +165,27 @@ def segments_frame(
         )
     )
     # past the common prefix (a few rows per call), the hash the previous call of the
-    # thread had at the same (part, position): one join of those rows on (call, slot)
+    # thread had at the same (part, position), found by (call, slot) as one integer key
     inside = (pl.col("token_offset") + pl.col("tokens") <= pl.col("prefix_tokens")).fill_null(
         value=False
     )
-    seg = seg.with_columns(_key=pl.col("call") * _CALL_STRIDE + pl.col("slot"))
-    outside = (
-        seg.select(
-            pl.int_range(pl.len(), dtype=pl.UInt32).alias("_row"),
-            inside.alias("_inside"),
-            (pl.col("prev_call") * _CALL_STRIDE + pl.col("slot")).alias("_key"),
-            "hash_code",
-        )
-        .filter(~pl.col("_inside"))
-        .join(
-            seg.select("_key", pl.col("hash_code").alias("prev_code")),
-            on="_key",
-            how="left",
-            maintain_order="left",
-        )
-        .select(
-            "_row",
-            status=pl.when(pl.col("prev_code").is_null())
-            .then(pl.lit("new"))
-            .when(pl.col("prev_code") == pl.col("hash_code"))
-            .then(pl.lit("invalidated"))
-            .otherwise(pl.lit("changed")),
-        )
+    keys = seg.select(pl.col("call") * _CALL_STRIDE + pl.col("slot"))["call"]
+    outside = seg.select(
+        pl.int_range(pl.len(), dtype=pl.UInt32).alias("_row"),
+        inside.alias("_inside"),
+        (pl.col("prev_call") * _CALL_STRIDE + pl.col("slot")).alias("_key"),
+        "hash_code",
+    ).filter(~pl.col("_inside"))
+    outside = outside.with_columns(
+        prev_code=previous_codes(keys, outside["_key"], seg["hash_code"])
+    )
+    outside = outside.select(
+        "_row",
+        status=pl.when(pl.col("prev_code").is_null())
+        .then(pl.lit("new"))
+        .when(pl.col("prev_code") == pl.col("hash_code"))
+        .then(pl.lit("invalidated"))
+        .otherwise(pl.lit("changed")),
     )
     status = pl.repeat("same", seg.height, dtype=pl.String, eager=True).scatter(
         outside["_row"], outside["status"]
