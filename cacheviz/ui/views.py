@@ -188,14 +188,11 @@ def shape_runs(analysis: Analysis) -> pl.DataFrame:
     )
     runs = (
         segments.select("call", "token_offset", "tokens", status.alias("status"))
-        .with_columns(
-            run=(pl.col("status") != pl.col("status").shift(1).over("call"))
-            .fill_null(value=True)
-            .cum_sum()
-            .over("call")
-        )
-        .group_by("call", "run", maintain_order=True)
+        # a run: consecutive rows of one call with one status (a call's rows are together)
+        .with_columns(run=pl.struct("call", "status").rle_id())
+        .group_by("run", maintain_order=True)
         .agg(
+            pl.col("call").first(),
             pl.col("token_offset").min().alias("start"),
             (pl.col("token_offset") + pl.col("tokens")).max().alias("end"),
             pl.col("status").first(),

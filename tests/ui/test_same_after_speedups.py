@@ -240,3 +240,23 @@ def test_compare_on_one_sim_calls_is_each_target_alone() -> None:
     shared = simulate(analysis, "openai", "gpt-5", calls=built)
     assert [(c.model, c.warm_tokens) for c in built] == before  # the caller's, unchanged
     assert shared.calls.equals(simulate(analysis, "openai", "gpt-5").calls)
+
+
+def _walked_runs(analysis: Any) -> list[tuple[int, int, int, int]]:
+    """Runs of one status per call, walking the segment rows one by one."""
+    runs: list[list[int]] = []
+    columns = ("call", "token_offset", "tokens", "status", "opaque")
+    for call, offset, tokens, status, opaque in analysis.segments.select(columns).iter_rows():
+        code = views.UNLOGGED_STATUS if opaque else views.STATUS[status]
+        if runs and runs[-1][0] == call and runs[-1][3] == code:
+            runs[-1][1] = min(runs[-1][1], offset)
+            runs[-1][2] = max(runs[-1][2], offset + tokens)
+        else:
+            runs.append([call, offset, offset + tokens, code])
+    return [tuple(run) for run in runs]
+
+
+@pytest.mark.parametrize("path", SAMPLES, ids=[p.stem for p in SAMPLES])
+def test_shape_runs_are_the_row_walk_on_samples(path: Path) -> None:
+    analysis = cacheviz.load(path).analyze()
+    assert views.shape_runs(analysis).rows() == _walked_runs(analysis)
