@@ -22,10 +22,14 @@ from typing import TYPE_CHECKING, Any
 
 import polars as pl
 
-from cacheviz import _schema
+from cacheviz import _schema, providers
+from cacheviz._schema import CAUSES, MISS_CAUSES, clean
+from cacheviz._schema import hit_ratio as token_hit_ratio
 from cacheviz.errors import CacheVizError
 from cacheviz.incremental import LiveLog
+from cacheviz.metrics import HitRatio, call_waste
 from cacheviz.model import OPAQUE
+from cacheviz.redact import redact_all
 from cacheviz.sim_stream import SimulationStream, append_rows
 from cacheviz.ui import state, views
 
@@ -68,6 +72,7 @@ class LiveState:
         self._thread_last: dict[str, int] = {}
         self._threads: list[str] = []
         self._appended = False
+        self._reported, self._replayed, self._waste = _Running(), _Running(), _Waste()
         self.delta: tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame] | None = None
 
     def choose(
@@ -258,6 +263,7 @@ class LiveState:
         if not self._appended:
             start, old = 0, None
             self._thread_last, self._threads = {}, []
+            self._reported, self._replayed, self._waste = _Running(), _Running(), _Waste()
         self._timeline_mode = (mode, idle)
         n = analysis.calls.height
         timeline = self._timeline_rows(analysis, start, mode, idle)
@@ -284,12 +290,89 @@ class LiveState:
             timeline=timeline,
             shape=shape,
             costs=costs,
-            meta=views.meta(
-                analysis, ttl_seconds=ttl_seconds, simulation=simulation, compare=compare
-            ),
+            meta=self._meta(analysis, start, ttl_seconds, simulation, compare),
             status=status,
             targets=targets,
         )
+
+    def _meta(
+        self,
+        analysis: Analysis,
+        start: int,
+        ttl_seconds: float | None,
+        simulation: Simulation | None,
+        compare: pl.DataFrame | None,
+    ) -> dict[str, Any]:
+        """:func:`views.meta`, its per-call sums kept from one append to the next."""
+        calls = analysis.calls
+        new = calls.slice(start)
+        self._reported.add(
+            new["reported_cache_read_tokens"].to_list(), new["reported_input_tokens"].to_list()
+        )
+        self._waste.add(
+            new["billed_usd"].to_list(), new["simulated_usd"].to_list(), new["ideal_usd"].to_list()
+        )
+        target = None
+        # the calls' providers and encodings are all pricing_notes reads of them
+        kinds = SimpleNamespace(calls=calls.select("provider", "encoding").unique())
+        notes = views.pricing_notes(kinds, simulation)  # type: ignore[arg-type]
+        if simulation is not None:
+            sim = simulation.calls.slice(start)
+            self._replayed.add(sim["cache_read_tokens"].to_list(), sim["input_tokens"].to_list())
+            target = {
+                "provider": simulation.provider,
+                "model": simulation.model,
+                "self_hosted": providers.profile(simulation.provider).self_hosted,
+                "own": simulation is analysis.own_simulation,
+                "price_source": simulation.price_source,
+                "total_cost_usd": simulation.total_cost_usd,
+                "ideal_usd": simulation.ideal_usd,
+                "score": simulation.score,
+                "token_scale": simulation.token_scale,
+                "hit_ratio": self._replayed.ratio().tokens,
+                "warning": notes["warning"],
+            }
+        rows = []
+        if compare is not None:
+            keys = (
+                "target",
+                "cost_usd",
+                "ideal_usd",
+                "cache_read_tokens",
+                "cache_write_tokens",
+                "uncached_tokens",
+            )
+            rows = [{k: row[k] for k in keys} for row in compare.iter_rows(named=True)]
+        path = analysis.session.path
+        reported = self._reported.ratio()
+        out: dict[str, Any] = {
+            "path": None if path is None else clean(str(path)),
+            "format": analysis.session.format,
+            "n_calls": calls.height,
+            "threads": [clean(name) for name in self._threads],
+            "thread_parents": views._thread_parents(analysis),
+            "causes": list(CAUSES),
+            "miss_causes": list(MISS_CAUSES),
+            "ttl_seconds": ttl_seconds,
+            "totals": {
+                "input_tokens": int(calls["input_tokens"].sum()),
+                "prefix_tokens": int(calls["prefix_tokens"].sum()),
+                "new_tokens": int(calls["new_tokens"].sum()),
+                "drifts": analysis.drifts.height,
+            },
+            "reported": {"hit_ratio": reported.tokens, "hit_ratio_requests": reported.requests},
+            "waste_usd": self._waste.total(),
+            "target": target,
+            "models": views.priced_models(simulation.provider) if simulation is not None else [],
+            "unpriced_models": views.unpriced_models(analysis, simulation),
+            "notice": notes["notice"],
+            "compare": rows,
+            "approximate": not bool(calls["tokens_exact"].all()) if calls.height else False,
+            "reconstructed": bool(calls["reconstructed"].any()) if calls.height else False,
+        }
+        out["billed_usd"] = analysis.billed_usd
+        out["billed_unpriced_models"] = list(analysis.unpriced_models or [])
+        return redact_all(out)
 
     def _timeline_rows(self, analysis: Analysis, start: int, mode: Any, idle: Any) -> pl.DataFrame:
         """:func:`views.timeline`'s rows of calls ``start:`` (each thread's gap included)."""
@@ -359,6 +442,48 @@ class LiveState:
                 else:
                     out["end"][-1] = max(out["end"][-1], end)
         return pl.DataFrame(out, schema=_SHAPE_SCHEMA)
+
+
+@dataclasses.dataclass
+class _Running:
+    """:func:`cacheviz.metrics.hit_ratio`'s sums, kept as rows arrive (the same ratios)."""
+
+    read: int = 0
+    total: int = 0
+    pairs: int = 0
+    hits: int = 0
+
+    def add(self, reads: list[int | None], totals: list[int | None]) -> None:
+        for read, total in zip(reads, totals, strict=True):
+            if read is not None and total is not None:
+                self.read += read
+                self.total += total
+                self.pairs += 1
+                self.hits += read > 0
+
+    def ratio(self) -> HitRatio:
+        if not self.pairs:
+            return HitRatio(None, None, 0)
+        return HitRatio(token_hit_ratio(self.read, self.total), self.hits / self.pairs, self.pairs)
+
+
+@dataclasses.dataclass
+class _Waste:
+    """:func:`cacheviz.metrics.waste_usd`, summed as rows arrive (in the same order)."""
+
+    sum: float | int = 0
+    seen: bool = False
+
+    def add(
+        self, billed: list[float | None], simulated: list[float | None], ideal: list[float | None]
+    ) -> None:
+        for waste in map(call_waste, billed, simulated, ideal):
+            if waste is not None:
+                self.sum += waste
+                self.seen = True
+
+    def total(self) -> float | None:
+        return float(self.sum) if self.seen else None
 
 
 def _sim_call_for(stream: SimulationStream, call: SimCall, log: LiveLog) -> SimCall:
