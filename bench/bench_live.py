@@ -1,18 +1,18 @@
 """Live inspector budget: the work per appended call stays flat as the session grows.
 
-    python bench/bench_live.py [--appends 5] [--sizes 100,400,1600]
+    python bench/bench_live.py [--appends 9] [--sizes 100,400,1600,6400]
 
-For logs of 100, 400 and 1,600 calls (a generated Anthropic session with reported
-usage: a main conversation with a sliding window, a drift every 50 calls and a side
-call on another model every 25), the live inspector is built on the log, then calls
-are appended one at a time and each ``refresh()`` is timed (CPU time; the best and the
-median of ``--appends`` appends). The baseline, in the same run, is what the live inspector did
-before (``cacheviz.ui.live`` until this change): load the whole log, analyse it and
-rebuild the inspector state for every appended call.
+For logs of 100, 400, 1,600 (and 6,400) calls - a generated Anthropic session with
+reported usage: a main conversation with a sliding window, a drift every 50 calls and a
+side call on another model every 25 - a live inspector is built on each log, then calls
+are appended one at a time, the sizes taking turns (a change of the shared machine's
+load falls on all of them alike), and each ``refresh()`` is timed in CPU time (the best
+and the median of ``--appends``). The baseline, in the same run, is what the live
+inspector did before (``cacheviz.ui.live`` until this change): load the whole log,
+analyse it and rebuild the inspector state, for every appended call.
 
 Reported: per-append CPU ms at each size, and the ratio per quadrupling of the log
-(budget: about 1x, against about 4x for the baseline). The load average is printed: the
-machine is shared.
+(budget: about 1x, against about 4x for the baseline), with the load average.
 """
 
 from __future__ import annotations
@@ -104,32 +104,52 @@ def _baseline(log: Path, shown: state.InspectorState) -> state.InspectorState:
     return state.rebuild(shown, analysis)
 
 
-def measure(size: int, appends: int, baseline_appends: int) -> tuple[float, float, float]:
-    """CPU seconds per appended call: incremental (best, median), the full re-analysis."""
-    every = lines(size + appends + baseline_appends)
-    folder = Path(tempfile.mkdtemp(prefix="bench_live_"))
-    log = folder / "run.jsonl"
-    log.write_text("".join(every[:size]), encoding="utf-8")
-    live = LiveInspector(log, poll=3600)
-    live.stop()
-    times = []
-    for k in range(appends):
-        with log.open("a", encoding="utf-8") as handle:
-            handle.write(every[size + k])
-        times.append(_cpu(live.refresh))
-    assert live.updates["appended"] == appends, live.updates
-    shown = live.inspector.state
-    full = []
-    for k in range(baseline_appends):
-        with log.open("a", encoding="utf-8") as handle:
-            handle.write(every[size + appends + k])
-        full.append(_cpu(lambda: _baseline(log, shown)))
-    return min(times), statistics.median(times), min(full)
+class _Follower:
+    """A live inspector on a log of ``size`` calls, and the lines still to append."""
+
+    def __init__(self, size: int, more: int) -> None:
+        self.size = size
+        self.every = lines(size + more)
+        self.log = Path(tempfile.mkdtemp(prefix="bench_live_")) / "run.jsonl"
+        self.log.write_text("".join(self.every[:size]), encoding="utf-8")
+        self.live = LiveInspector(self.log, poll=3600)
+        self.live.stop()
+        self.next = size
+
+    def append(self) -> None:
+        with self.log.open("a", encoding="utf-8") as handle:
+            handle.write(self.every[self.next])
+        self.next += 1
+
+
+def measure(sizes: list[int], appends: int, baseline_appends: int) -> list[tuple[float, ...]]:
+    """Per size: CPU seconds per appended call, live (best, median) and full re-analysis.
+
+    The sizes take turns, one append each, so a change in the machine's load falls on
+    all of them alike.
+    """
+    followers = [_Follower(size, appends + baseline_appends) for size in sizes]
+    times: list[list[float]] = [[] for _ in sizes]
+    for _ in range(appends):
+        for follower, spent in zip(followers, times, strict=True):
+            follower.append()
+            spent.append(_cpu(follower.live.refresh))
+    full: list[list[float]] = [[] for _ in sizes]
+    for _ in range(baseline_appends):
+        for follower, spent in zip(followers, full, strict=True):
+            follower.append()
+            shown = follower.live.inspector.state
+            spent.append(_cpu(lambda f=follower, s=shown: _baseline(f.log, s)))
+    out = []
+    for follower, live, whole in zip(followers, times, full, strict=True):
+        assert follower.live.updates["appended"] == appends, follower.live.updates
+        out.append((min(live), statistics.median(live), min(whole)))
+    return out
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--appends", type=int, default=7)
+    parser.add_argument("--appends", type=int, default=9)
     parser.add_argument("--baseline-appends", type=int, default=2)
     parser.add_argument("--sizes", default="100,400,1600")
     args = parser.parse_args()
@@ -137,8 +157,9 @@ def main() -> None:
     warnings.simplefilter("ignore")
     print(f"load average {os.getloadavg()[0]:.2f} (2 cores, shared)")
     rows = []
-    for size in sizes:
-        live, median, full = measure(size, args.appends, args.baseline_appends)
+    for size, (live, median, full) in zip(
+        sizes, measure(sizes, args.appends, args.baseline_appends), strict=True
+    ):
         rows.append((size, live, full))
         print(
             f"{size:>6} calls: per appended call {live * 1000:8.1f} ms live (best; median "
