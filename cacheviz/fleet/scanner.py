@@ -23,7 +23,7 @@ from cacheviz.errors import CacheVizWarning
 from cacheviz.fleet import pool
 from cacheviz.fleet.cache import MANIFEST, TABLES, ScanCache, default_dir, signature
 from cacheviz.fleet.result import ScanResult
-from cacheviz.fleet.walk import Skipped, Unit, default_locations, shown, walk
+from cacheviz.fleet.walk import Skipped, Tree, Unit, default_locations, shown, walk
 from cacheviz.fleet.worker import UnitResult
 from cacheviz.formats.replays import REPEAT, flag_replays
 from cacheviz.pricing import PriceBook
@@ -37,6 +37,7 @@ def scan(
     cache: bool | str | Path = True,
     progress: bool | None = None,
     prices: str | Path | None = None,
+    tree: Tree | None = None,
 ) -> ScanResult:
     """Analyse every session under ``paths`` (folders or files).
 
@@ -57,6 +58,9 @@ def scan(
         Show a progress bar (default: when stderr is a terminal).
     prices
         A user price file (cacheviz JSON or LiteLLM's).
+    tree
+        Record there what the walk saw (:class:`~cacheviz.fleet.walk.Tree`), e.g. to
+        keep the answer while the tree stays the same (:mod:`cacheviz.fleet.views`).
 
     Returns
     -------
@@ -84,7 +88,7 @@ def scan(
         roots = [loc.path for loc in locations if loc.found]
     else:
         roots = [Path(paths)] if isinstance(paths, (str, Path)) else [Path(p) for p in paths]
-    units, passed_over = walk(roots)
+    units, passed_over = walk(roots, tree)
     store = None
     if cache is not False:
         folder = default_dir() if cache is True else Path(cache)
