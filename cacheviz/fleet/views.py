@@ -11,9 +11,10 @@ the same, the walk would find the same units with the same files, so the documen
 the same, and it is printed as it was. Any difference (a file grown, touched, added,
 removed, replaced; a folder created) and the scan runs as usual.
 
-A view is written only when the tree listed after the scan equals the one the walk saw
-(nothing changed while it ran), through a temporary file, with a BLAKE2b of its text
-checked on reading; a damaged or unreadable view is ignored. This module imports
+The tree kept is the one the walk saw before any file was read: a file that changed
+while the scan ran lists differently next time. A view is written through a temporary
+file, with a BLAKE2b of its text checked on reading; a damaged or unreadable view is
+ignored. This module imports
 neither polars nor the readers.
 """
 
@@ -61,12 +62,11 @@ def load(folder: Path, name: str) -> dict[str, Any] | None:
 def store(folder: Path, name: str, tree: Tree, answer: dict[str, Any]) -> None:
     """Keep ``answer`` as view ``name``, valid while ``tree`` lists the same.
 
-    ``answer`` is stored as JSON (dates become their ``str``). Nothing is stored when
-    the tree changed since the walk recorded it; a write that fails is let go (the
-    next run scans as usual).
+    ``tree`` is what the walk saw before any file was read, so a file that changed
+    while the scan ran (its rows may be of either version) lists differently next
+    time and is scanned again. ``answer`` is stored as JSON (dates become their
+    ``str``); a write that fails is let go (the next run scans as usual).
     """
-    if tree.again().digest() != tree.digest():
-        return  # something changed while the scan ran: its answer may be stale already
     view = {
         "roots": tree.roots,
         "folders": tree.folders,

@@ -463,10 +463,6 @@ class Tree:
         """BLAKE2b of everything recorded (equal digests: the same tree, as walked)."""
         return _digest(self._records)
 
-    def again(self) -> Tree:
-        """The same roots and folders, listed now."""
-        return relist(self.roots, self.folders, self.subtrees)
-
 
 def relist(roots: list[str], folders: list[str], subtrees: list[str]) -> Tree:
     """List ``roots``, ``folders`` and ``subtrees`` now, as a walk records them."""
