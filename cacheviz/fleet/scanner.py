@@ -24,7 +24,7 @@ from cacheviz.fleet import pool
 from cacheviz.fleet.cache import MANIFEST, TABLES, ScanCache, default_dir, signature
 from cacheviz.fleet.result import ScanResult
 from cacheviz.fleet.walk import Skipped, Tree, Unit, default_locations, shown, walk
-from cacheviz.fleet.worker import UnitResult
+from cacheviz.fleet.worker import UnitResult, table
 from cacheviz.formats.replays import REPEAT, flag_replays
 from cacheviz.pricing import PriceBook
 
@@ -119,7 +119,7 @@ def scan(
     hits |= {r.path for r in results if r.status == "unchanged"}
     fresh = [r for r in results if r.status != "unchanged"]
     cached = store.rows(hits) if store is not None else {n: _empty(n) for n in TABLES}
-    tables = {name: pl.concat([cached[name], *(_table(r, name) for r in fresh)]) for name in TABLES}
+    tables = {name: pl.concat([cached[name], _table(fresh, name)]) for name in TABLES}
     manifest = _manifest(fresh, signatures)
     if store is not None:
         reused = store.manifest.filter(pl.col("path").is_in(sorted(hits)))
@@ -220,9 +220,9 @@ def _empty(name: str) -> pl.DataFrame:
     )
 
 
-def _table(result: UnitResult, name: str) -> pl.DataFrame:
-    frame = getattr(result, name)
-    return _empty(name) if frame is None else frame
+def _table(results: list[UnitResult], name: str) -> pl.DataFrame:
+    """The rows of table ``name`` of every unit analysed, as one frame."""
+    return table(name, [rows for r in results if (rows := getattr(r, name)) is not None])
 
 
 def _manifest(results: list[UnitResult], signatures: dict[str, str]) -> pl.DataFrame:
