@@ -351,7 +351,8 @@ def _folders(top: str, tree: Tree | None) -> Iterator[tuple[str, list[str], list
         return
     if tree is not None:
         tree.add_folder(top, entries)
-    dirs, files = [], []
+    dirs: list[str] = []
+    files: list[str] = []
     for entry in entries:
         try:
             is_dir = entry.is_dir()
