@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import multiprocessing
 import os
 import subprocess
 import sys
@@ -250,3 +251,28 @@ def test_a_replaced_file_of_the_same_size_and_mtime_is_analysed_again(tmp_path):
     again = cacheviz.scan([root], cache=tmp_path / "cache", progress=False)
     assert first.calls["reported_output_tokens"].to_list() == [20, 21]
     assert again.calls["reported_output_tokens"].to_list() == [29, 21]
+
+
+@pytest.mark.skipif(
+    "forkserver" not in multiprocessing.get_all_start_methods(), reason="no fork server here"
+)
+def test_pool_workers_start_warm_on_one_polars_thread_and_their_server_stops(monkeypatch):
+    """Workers fork from a server that loaded tiktoken and genai-prices once."""
+    from multiprocessing import forkserver
+
+    monkeypatch.syspath_prepend(os.path.dirname(__file__))  # the workers import it too
+    import _probe
+
+    server = forkserver._forkserver
+    before = server._forkserver_pid
+    with pool_module._fork_server():
+        workers = pool_module._spawned(2)
+        try:
+            seen = [workers.submit(_probe.probe).result() for _ in range(4)]
+        finally:
+            workers.shutdown()
+        assert {s[:3] for s in seen} == {("1", True, True)}
+        assert all(pid != os.getpid() for *_, pid in seen)
+    assert "POLARS_MAX_THREADS" not in os.environ
+    if before is None:  # the server this started is stopped (and waited for)
+        assert server._forkserver_pid is None
