@@ -111,7 +111,10 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _answer(
-    answer: dict[str, Any], args: argparse.Namespace, locations: Any, notes: list[str]
+    answer: dict[str, Any],
+    args: argparse.Namespace,
+    locations: list[Location] | None,
+    notes: list[str],
 ) -> int:
     """Print a scan's answer (fresh, or a view kept from an unchanged tree)."""
     for note in notes:

@@ -135,12 +135,12 @@ def _spawned(workers: int) -> ProcessPoolExecutor:
     for all workers (:mod:`cacheviz.fleet._child`).
     """
     try:
-        context = get_context("forkserver")
+        server = get_context("forkserver")
     except ValueError:  # Windows: no fork server
-        context = get_context("spawn")
-    else:
-        context.set_forkserver_preload(["cacheviz.fleet._warm"])
-    return ProcessPoolExecutor(workers, mp_context=context, initializer=single_threaded)
+        spawn = get_context("spawn")
+        return ProcessPoolExecutor(workers, mp_context=spawn, initializer=single_threaded)
+    server.set_forkserver_preload(["cacheviz.fleet._warm"])
+    return ProcessPoolExecutor(workers, mp_context=server, initializer=single_threaded)
 
 
 @contextmanager
