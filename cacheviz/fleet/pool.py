@@ -136,10 +136,13 @@ def _spawned(workers: int) -> ProcessPoolExecutor:
     """
     try:
         server = get_context("forkserver")
-    except ValueError:  # Windows: no fork server
+        server.set_forkserver_preload(["cacheviz.fleet._warm"])
+        from multiprocessing import forkserver
+
+        forkserver.ensure_running()  # here, so that a server that can't start is one error
+    except (ValueError, OSError):  # Windows (no fork server), or no Unix socket to serve on
         spawn = get_context("spawn")
         return ProcessPoolExecutor(workers, mp_context=spawn, initializer=single_threaded)
-    server.set_forkserver_preload(["cacheviz.fleet._warm"])
     return ProcessPoolExecutor(workers, mp_context=server, initializer=single_threaded)
 
 

@@ -276,3 +276,21 @@ def test_pool_workers_start_warm_on_one_polars_thread_and_their_server_stops(mon
     assert "POLARS_MAX_THREADS" not in os.environ
     if before is None:  # the server this started is stopped (and waited for)
         assert server._forkserver_pid is None
+
+
+def test_a_fork_server_that_cannot_start_leaves_spawned_workers(fleet, monkeypatch):
+    from multiprocessing import forkserver
+
+    local = cacheviz.scan([fleet], cache=False, jobs=1)
+
+    def no_socket():
+        raise OSError(97, "Address family not supported by protocol")
+
+    monkeypatch.setattr(forkserver, "ensure_running", no_socket)
+    monkeypatch.setattr(pool_module, "POOL_BYTES", 0)  # a pool even for this little work
+    with pool_module._fork_server():
+        workers = pool_module._spawned(1)
+        assert workers._mp_context.get_start_method() == "spawn"
+        workers.shutdown()
+    pooled = cacheviz.scan([fleet], cache=False, jobs=2)
+    assert pooled.calls.sort(["path", "call"]).equals(local.calls.sort(["path", "call"]))
