@@ -294,3 +294,22 @@ def test_a_fork_server_that_cannot_start_leaves_spawned_workers(fleet, monkeypat
         workers.shutdown()
     pooled = cacheviz.scan([fleet], cache=False, jobs=2)
     assert pooled.calls.sort(["path", "call"]).equals(local.calls.sort(["path", "call"]))
+
+
+def test_the_walk_lists_folders_as_os_walk_does(tmp_path):
+    """The recorded walk visits what ``os.walk(followlinks=True)`` visits, in its order."""
+    from cacheviz.fleet.walk import Tree, _folders
+
+    root = tmp_path / "t"
+    for folder in ("a/b/c", "a/d", "e", "z/y"):
+        (root / folder).mkdir(parents=True)
+    for file in ("a/x.jsonl", "a/b/c/y.json", "e/f", "top.txt", "z/y/w"):
+        (root / file).write_text("x")
+    (root / "link-to-a").symlink_to(root / "a", target_is_directory=True)
+    (root / "broken").symlink_to(root / "nowhere")
+    (root / "e" / "fifo").unlink(missing_ok=True)
+    os.mkfifo(root / "e" / "fifo")
+    tree = Tree()
+    ours = list(_folders(str(root), tree))
+    assert ours == list(os.walk(root, followlinks=True))
+    assert tree.folders == [top for top, _, _ in ours]
