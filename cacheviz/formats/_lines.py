@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import mmap
 import os
 import warnings
 from collections.abc import Callable, Iterator
@@ -22,7 +23,11 @@ ERROR_MODES = ("raise", "skip")
 PROGRESS: ContextVar[Callable[[int, int], None] | None] = ContextVar("progress", default=None)
 _PROGRESS_STEP = 8 << 20  # report every 8 MB
 _NAMED = 20  # lines a warning names before it only counts
-WINDOW = 4 << 20  # bytes read at a time by LineReader.lines (one buffer, reused)
+# LineReader.lines maps the file and hands the pages behind it back to the kernel every
+# WINDOW bytes; where it cannot, it reads WINDOW bytes at a time into one reused buffer
+WINDOW = 4 << 20
+# whether to map files: only where pages can be handed back (else RSS grows to the file)
+MAPPED = hasattr(mmap, "MADV_DONTNEED") and hasattr(mmap.mmap, "madvise")
 _BLANK = b" \t\r"  # a line starting with one of these and all whitespace is blank
 _SPACE = b" \t\r\x0b\x0c"  # bytes.isspace() without the newline
 
@@ -70,10 +75,11 @@ class LineReader:
     def lines(self) -> Iterator[tuple[int, str]]:
         """Yield ``(line number, text)`` for every non-blank line.
 
-        The file is streamed through a window of :data:`WINDOW` bytes that is reused for
-        the whole file: the process holds one window, the line being read (decoded
-        straight from the window) and whatever the caller keeps, never the whole file.
-        A line longer than the window is assembled from its pieces.
+        Lines are decoded straight from a memory map of the file, whose pages behind the
+        line being read are handed back to the kernel every :data:`WINDOW` bytes (where
+        the file cannot be mapped: streamed through one reused buffer of that size). The
+        process holds about a window of the file, the line being read and whatever the
+        caller keeps, never the whole file nor a copy of it.
         """
         with self.path.open("rb") as handle:
             size = os.fstat(handle.fileno()).st_size
@@ -85,7 +91,7 @@ class LineReader:
             lineno = 0
             held: list[tuple[int, str]] = []  # whitespace-only lines, until text shows up
             content = False  # whether a byte other than whitespace was seen
-            for offset, raw, ended in _raw_lines(handle, WINDOW):
+            for offset, raw, ended in _file_lines(handle, size, WINDOW):
                 if progress is not None and offset - reported >= _PROGRESS_STEP:
                     progress(offset, size)
                     reported = offset
@@ -206,13 +212,61 @@ class LineReader:
         return Session(self.path, fmt, ordered, store.contents, store.blocks, skipped, self.ignored)
 
 
-def _raw_lines(handle: IO[bytes], window: int) -> Iterator[tuple[int, memoryview | bytes, bool]]:
+_Lines = Iterator[tuple[int, memoryview | bytes, bool]]
+
+
+def _file_lines(handle: IO[bytes], size: int, window: int) -> _Lines:
     """Yield ``(offset, bytes, ended)`` for each line of ``handle``, newline left out.
 
     ``offset`` is where the line starts in the file; ``ended`` whether a newline ends it
-    (only the last line may lack one). A line that lies inside the window comes as a
-    view of the window, valid until the next line is asked for; a line that runs past
-    the window is copied out piece by piece and joined.
+    (only the last line may lack one). The bytes are a view, valid until the next line
+    is asked for. A mapped file is read up to the ``size`` it had when opened.
+    """
+    if MAPPED:
+        try:
+            mapped = mmap.mmap(handle.fileno(), size, access=mmap.ACCESS_READ)
+        except (OSError, ValueError):  # e.g. a file system that cannot map
+            pass
+        else:
+            return _mapped_lines(mapped, size, window)
+    return _streamed_lines(handle, window)
+
+
+def _mapped_lines(mapped: mmap.mmap, size: int, window: int) -> _Lines:
+    """The lines of a mapped file; every ``window`` bytes the pages read are let go.
+
+    ``MADV_DONTNEED`` drops the pages before the current line from the process (they
+    stay in the page cache): resident memory holds about one window of the file.
+    """
+    view = memoryview(mapped)
+    line = view[0:0]
+    released = 0  # the pages before this offset were let go
+    start = 0
+    try:
+        while start < size:
+            end = mapped.find(b"\n", start)
+            ended = end >= 0
+            if not ended:
+                end = size
+            line = view[start:end]
+            yield start, line, ended
+            line.release()
+            start = end + 1
+            if start - released >= window:
+                cut = min(start, size) // mmap.PAGESIZE * mmap.PAGESIZE
+                if cut > released:
+                    mapped.madvise(mmap.MADV_DONTNEED, released, cut - released)
+                    released = cut
+    finally:
+        line.release()
+        view.release()
+        mapped.close()
+
+
+def _streamed_lines(handle: IO[bytes], window: int) -> _Lines:
+    """The lines of a file read ``window`` bytes at a time into one reused buffer.
+
+    A line that runs past the window is copied out piece by piece and joined.
     """
     buffer = bytearray(window)
     view = memoryview(buffer)
