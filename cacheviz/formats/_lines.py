@@ -255,7 +255,10 @@ def _mapped_lines(mapped: mmap.mmap, size: int, window: int) -> _Lines:
             if start - released >= window:
                 cut = min(start, size) // mmap.PAGESIZE * mmap.PAGESIZE
                 if cut > released:
-                    mapped.madvise(mmap.MADV_DONTNEED, released, cut - released)
+                    try:
+                        mapped.madvise(mmap.MADV_DONTNEED, released, cut - released)
+                    except OSError:  # the kernel declined: read on, the pages stay
+                        window = size + 1
                     released = cut
     finally:
         line.release()
