@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import mmap
 import os
 import warnings
 from collections.abc import Callable, Iterator
@@ -23,11 +22,10 @@ ERROR_MODES = ("raise", "skip")
 PROGRESS: ContextVar[Callable[[int, int], None] | None] = ContextVar("progress", default=None)
 _PROGRESS_STEP = 8 << 20  # report every 8 MB
 _NAMED = 20  # lines a warning names before it only counts
-# LineReader.lines maps the file and hands the pages behind it back to the kernel every
-# WINDOW bytes; where it cannot, it reads WINDOW bytes at a time into one reused buffer
+# LineReader.lines reads WINDOW bytes at a time into one reused buffer: the process holds
+# about a window of the file, never the file. (Not a memory map: a file truncated by
+# another process while mapped kills the process with SIGBUS, a notebook kernel too.)
 WINDOW = 4 << 20
-# whether to map files: only where pages can be handed back (else RSS grows to the file)
-MAPPED = hasattr(mmap, "MADV_DONTNEED") and hasattr(mmap.mmap, "madvise")
 _BLANK = b" \t\r"  # a line starting with one of these and all whitespace is blank
 _SPACE = b" \t\r\x0b\x0c"  # bytes.isspace() without the newline
 
@@ -75,11 +73,10 @@ class LineReader:
     def lines(self) -> Iterator[tuple[int, str]]:
         """Yield ``(line number, text)`` for every non-blank line.
 
-        Lines are decoded straight from a memory map of the file, whose pages behind the
-        line being read are handed back to the kernel every :data:`WINDOW` bytes (where
-        the file cannot be mapped: streamed through one reused buffer of that size). The
-        process holds about a window of the file, the line being read and whatever the
-        caller keeps, never the whole file nor a copy of it.
+        Lines are decoded straight from one reused buffer of :data:`WINDOW` bytes that
+        the file is read into (a line longer than the window is joined from its pieces).
+        The process holds about a window of the file, the line being read and whatever
+        the caller keeps, never the whole file nor a copy of it.
         """
         with self.path.open("rb") as handle:
             size = os.fstat(handle.fileno()).st_size
@@ -220,50 +217,28 @@ def _file_lines(handle: IO[bytes], size: int, window: int) -> _Lines:
 
     ``offset`` is where the line starts in the file; ``ended`` whether a newline ends it
     (only the last line may lack one). The bytes are a view, valid until the next line
-    is asked for. A mapped file is read up to the ``size`` it had when opened.
+    is asked for. The file is read up to the ``size`` it had when opened.
     """
-    if MAPPED:
+    return _streamed_lines(_Bounded(handle, size), window)
+
+
+class _Bounded:
+    """A binary file read no further than ``size`` bytes (what it held when opened)."""
+
+    def __init__(self, handle: IO[bytes], size: int) -> None:
+        self._handle = handle
+        self._left = size
+
+    def readinto(self, buffer: bytearray) -> int:
+        if self._left <= 0:
+            return 0
+        view = memoryview(buffer)[: min(len(buffer), self._left)]
         try:
-            mapped = mmap.mmap(handle.fileno(), size, access=mmap.ACCESS_READ)
-        except (OSError, ValueError):  # e.g. a file system that cannot map
-            pass
-        else:
-            return _mapped_lines(mapped, size, window)
-    return _streamed_lines(handle, window)
-
-
-def _mapped_lines(mapped: mmap.mmap, size: int, window: int) -> _Lines:
-    """The lines of a mapped file; every ``window`` bytes the pages read are let go.
-
-    ``MADV_DONTNEED`` drops the pages before the current line from the process (they
-    stay in the page cache): resident memory holds about one window of the file.
-    """
-    view = memoryview(mapped)
-    line = view[0:0]
-    released = 0  # the pages before this offset were let go
-    start = 0
-    try:
-        while start < size:
-            end = mapped.find(b"\n", start)
-            ended = end >= 0
-            if not ended:
-                end = size
-            line = view[start:end]
-            yield start, line, ended
-            line.release()
-            start = end + 1
-            if start - released >= window:
-                cut = min(start, size) // mmap.PAGESIZE * mmap.PAGESIZE
-                if cut > released:
-                    try:
-                        mapped.madvise(mmap.MADV_DONTNEED, released, cut - released)
-                    except OSError:  # the kernel declined: read on, the pages stay
-                        window = size + 1
-                    released = cut
-    finally:
-        line.release()
-        view.release()
-        mapped.close()
+            filled = self._handle.readinto(view)  # type: ignore[attr-defined]
+        finally:
+            view.release()
+        self._left -= filled or 0
+        return filled or 0
 
 
 def _streamed_lines(handle: IO[bytes], window: int) -> _Lines:

@@ -1,16 +1,13 @@
-"""Line readers map or stream the file by windows: same lines, same bytes, bounded memory.
+"""Line readers stream the file by windows: same lines, same bytes, bounded memory.
 
-Every test runs with the file memory-mapped (pages let go every window) and streamed
-through one buffer (the fallback), and shrinks ``_lines.WINDOW`` so that lines cross the
+The tests shrink ``_lines.WINDOW`` so that lines cross the
 window's edge, run longer than it, and end exactly on it; the lines must be those of a
 whole-file split.
 """
 
 import json
-import sys
 import tracemalloc
 import warnings
-from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -21,17 +18,6 @@ from cacheviz._jsonspan import digest
 from cacheviz.errors import CacheVizWarning, TranscriptError
 from cacheviz.formats import _lines
 from cacheviz.formats._lines import LineReader
-
-CAN_MAP = _lines.MAPPED
-
-
-@pytest.fixture(autouse=True, params=["mapped", "streamed"])
-def how(request, monkeypatch):
-    """Read through a memory map, or through the streaming fallback."""
-    if request.param == "mapped" and not CAN_MAP:
-        pytest.skip("this platform cannot let mapped pages go (no madvise)")
-    monkeypatch.setattr(_lines, "MAPPED", request.param == "mapped")
-    return request.param
 
 
 def split_lines(data: bytes) -> tuple[list[tuple[int, str]], list[int]] | None:
@@ -190,40 +176,20 @@ def test_a_torn_last_line_is_skipped_through_any_window(tmp_path, monkeypatch, w
     assert any("line 6 is incomplete" in str(w.message) for w in caught)
 
 
-def _rss_file_kb() -> int:
-    """The process's resident file-backed pages (Linux), in kB."""
-    for row in Path("/proc/self/status").read_text().splitlines():
-        if row.startswith("RssFile:"):
-            return int(row.split()[1])
-    pytest.skip("no RssFile in /proc/self/status")
-
-
-def test_reading_holds_a_window_not_the_file(tmp_path, monkeypatch, how):
+def test_reading_holds_a_window_not_the_file(tmp_path, monkeypatch):
     window = 256 << 10
     line = json.dumps({"pad": "p" * 10_000}).encode() + b"\n"
     lines = 32 * (1 << 20) // len(line)
     path = tmp_path / "big.jsonl"
     path.write_bytes(line * lines)  # 32 MB
     monkeypatch.setattr(_lines, "WINDOW", window)
-    if how == "streamed":  # what Python allocates: the window and a line or two
-        tracemalloc.start()
-        try:
-            count = sum(1 for _ in LineReader(path).lines())
-            peak = tracemalloc.get_traced_memory()[1]
-        finally:
-            tracemalloc.stop()
-        assert peak < window + 20 * len(line) + (256 << 10)
-    else:  # what the map keeps resident: about a window, not the 32 MB read
-        if not sys.platform.startswith("linux"):
-            pytest.skip("RssFile is read from /proc")
-        before = _rss_file_kb()
-        grown = 0
-        count = 0
-        for _ in LineReader(path).lines():
-            count += 1
-            if count % 100 == 0:
-                grown = max(grown, _rss_file_kb() - before)
-        assert grown < 8 << 10  # kB; without letting pages go it grows by 32 MB
+    tracemalloc.start()  # what Python allocates: the window and a line or two
+    try:
+        count = sum(1 for _ in LineReader(path).lines())
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < window + 20 * len(line) + (256 << 10)
     assert count == lines
 
 
@@ -233,3 +199,28 @@ def test_an_empty_line_between_calls_is_blank_not_an_error(tmp_path):
     session = cacheviz.load(path)  # errors="raise"
     assert [c.line for c in session.calls] == [1, 3, 4]
     assert session.skipped == []
+
+
+def test_a_file_truncated_while_read_ends_the_read_not_the_process(tmp_path, monkeypatch):
+    # another process shortening the file mid-read (a memory map would die of SIGBUS)
+    monkeypatch.setattr(_lines, "WINDOW", 1024)
+    path = _conversation_log(tmp_path, 40)
+    reader = LineReader(path, errors="skip")
+    lines = reader.lines()
+    first = next(lines)
+    with path.open("r+b") as handle:
+        handle.truncate(len(path.read_bytes()) // 3)
+    rest = list(lines)
+    assert first[0] == 1
+    assert 0 < len(rest) < 39
+
+
+def test_a_file_grown_while_read_is_read_up_to_its_size_when_opened(tmp_path, monkeypatch):
+    monkeypatch.setattr(_lines, "WINDOW", 1024)
+    path = _conversation_log(tmp_path, 5)
+    reader = LineReader(path, errors="skip")
+    lines = reader.lines()
+    first = next(lines)
+    with path.open("ab") as handle:
+        handle.write(path.read_bytes().splitlines(keepends=True)[-1])
+    assert [first[0], *(n for n, _ in lines)] == [1, 2, 3, 4, 5]
