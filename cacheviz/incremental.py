@@ -62,7 +62,7 @@ from cacheviz.costs import _provider_key
 from cacheviz.errors import CacheVizWarning, TranscriptError
 from cacheviz.formats import native
 from cacheviz.formats._body import _one_line
-from cacheviz.formats._lines import LineReader, order_by_time
+from cacheviz.formats._lines import _BLANK, _SPACE, LineReader, order_by_time
 from cacheviz.live_costs import costs_from
 from cacheviz.model import OPAQUE, Call, Session
 from cacheviz.namespace import keyed_params, namespace_of
@@ -119,6 +119,8 @@ class LiveLog:
     def _reset_all(self) -> None:
         self._offset = 0  # bytes (file) or lines (memory) consumed
         self._lineno = 0
+        self._content = False  # a line with text was read (whitespace-only ones wait)
+        self._held: list[tuple[int, str]] = []
         self._identity: tuple[int, int] | None = None
         self.reader = LineReader(self.path or Path("recording.jsonl"), errors=self.errors)
         self.store = BlockStore()
@@ -139,11 +141,10 @@ class LiveLog:
                 return None
             new = lines[self._offset :]
             self._offset = len(lines)
-            out = []
+            out: list[tuple[int, str]] = []
             for text in new:
                 self._lineno += 1
-                if not (text[:1] in " \t\r" and text and text.isspace()):
-                    out.append((self._lineno, text))
+                self._line(self._lineno, text.encode("utf-8"), out)
             return out
         try:
             with self.path.open("rb") as handle:
@@ -169,20 +170,32 @@ class LiveLog:
         while start < len(data):
             stop = data.find(b"\n", start)
             self._lineno += 1
-            first = data[start : start + 1]
-            line_start, start = start, stop + 1
-            if first in b" \t\r" and data[line_start:stop].isspace():
-                continue  # a blank line (as LineReader.lines: an empty one is a bad line)
-            try:
-                text = str(view[line_start:stop], "utf-8")
-            except UnicodeDecodeError as exc:
-                self.reader.fail(
-                    self._lineno,
-                    f"not valid UTF-8 at byte {exc.start + 1}; re-save the file as UTF-8",
-                )
-                continue
-            out.append((self._lineno, text))
+            self._line(self._lineno, view[start:stop], out)
+            start = stop + 1
         return out
+
+    def _line(self, lineno: int, raw: bytes | memoryview, out: list[tuple[int, str]]) -> None:
+        """One complete line, kept or left out as :meth:`LineReader.lines` does."""
+        if not raw:
+            return
+        spaces = raw[0] in _SPACE and bytes(raw).isspace()
+        if spaces and raw[0] in _BLANK:
+            return  # a blank line
+        if not self._content:
+            if spaces:  # e.g. a form feed: read once text shows up (the file is not empty)
+                self._held.append((lineno, str(raw, "ascii")))
+                return
+            self._content = True
+            out.extend(self._held)
+            self._held.clear()
+        try:
+            text = str(raw, "utf-8")
+        except UnicodeDecodeError as exc:
+            self.reader.fail(
+                lineno, f"not valid UTF-8 at byte {exc.start + 1}; re-save the file as UTF-8"
+            )
+            return
+        out.append((lineno, text))
 
     def _parse(self, lines: list[tuple[int, str]], *, check: bool = True) -> list[Call] | None:
         """The calls of ``lines``; ``None`` when one goes before a logged call (``check``)."""

@@ -269,3 +269,18 @@ def test_thread_names_from_running_totals_are_name_threads(tmp_path, seed):
             incremental._named_threads(live._agg, live._first_parent, live._hinted, live._logged)
             == want
         )
+
+
+def test_whitespace_lines_are_read_as_the_loader_reads_them(tmp_path):
+    """Blank lines are left out; a form feed line is a bad line once the file has text."""
+    lines = ["\x0c\n", "\n", "  \t\n", *_sample("append_only.jsonl")[:3], "\x0c\n"]
+    log = tmp_path / "run.jsonl"
+    log.write_text("", encoding="utf-8")
+    live = LiveLog(log)
+    for line in lines:
+        with log.open("a", encoding="utf-8") as handle:
+            handle.write(line)
+        live.update()
+        if live.calls:
+            assert_same_analysis(live, log)
+    assert [s.line for s in live.analysis.session.skipped] == [1, 7]
