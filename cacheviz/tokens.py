@@ -54,11 +54,15 @@ def encoding_for_model(model: str) -> tuple[str, bool]:
 
 @functools.cache
 def get_encoding(name: str):  # noqa: ANN201 - tiktoken.Encoding, imported lazily
-    """Load a tiktoken encoding, or explain in one line how to make it loadable."""
-    import tiktoken
+    """Load a tiktoken encoding, or explain in one line how to make it loadable.
+
+    The ranks come from the binary copy :mod:`cacheviz._encodings` keeps when it fits
+    (the same encoding, built ~0.2-0.4 s faster), else from tiktoken's own loading.
+    """
+    from cacheviz import _encodings
 
     try:
-        return tiktoken.get_encoding(name)
+        return _encodings.load(name)
     except ValueError as exc:
         msg = f"unknown tiktoken encoding {name!r} ({exc}); use o200k_base or cl100k_base"
         raise EncodingUnavailableError(msg) from None

@@ -27,6 +27,14 @@ def _offline_tiktoken() -> None:
 _offline_tiktoken()
 
 
+@pytest.fixture(autouse=True)
+def _private_cache_dir(monkeypatch, tmp_path_factory) -> None:
+    """Caches the code under test writes (scan tables, tiktoken ranks, prices) go to a
+    temporary folder shared by the session, never to the user's cache folder."""
+    if not os.environ.get("CACHEVIZ_CACHE_DIR"):
+        monkeypatch.setenv("CACHEVIZ_CACHE_DIR", str(tmp_path_factory.getbasetemp() / "cache"))
+
+
 @pytest.fixture
 def realdata() -> Path:
     if not REALDATA.is_dir():
