@@ -27,7 +27,8 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from cacheviz import providers
+from cacheviz import _price_copy, providers
+from cacheviz._price_copy import Found
 from cacheviz.errors import TranscriptError, UnknownModelError
 
 _FIELDS = ("input", "cache_read", "cache_write", "cache_write_1h", "output", "storage_hour")
@@ -155,20 +156,16 @@ def _tiered(value: Any, prompt_tokens: int) -> float | None:
 _PRICE_FIELDS = ("input_mtok", "cache_read_mtok", "cache_write_mtok", "cache_write_1h_mtok")
 
 
-def _genai_prices(provider: str, model: str, at: datetime | None) -> tuple[Any, Any] | None:
-    """genai-prices' (model info, prices in force at ``at``) for ``model``, if it has them."""
-    try:
-        from genai_prices import data_snapshot
-    except ImportError:  # pragma: no cover - a declared dependency
+def _genai_prices(provider: str, model: str, at: datetime | None) -> tuple[Found, Any] | None:
+    """genai-prices' (record, prices in force at ``at``) for ``model``, if it has them.
+
+    The record comes from :mod:`cacheviz._price_copy` (a copy of genai-prices' data,
+    read without importing genai-prices once the model was looked up before).
+    """
+    found = _price_copy.lookup(provider, _bare(model))
+    if found is None:
         return None
-    snapshot = data_snapshot.get_snapshot()
-    try:
-        _, info = snapshot.find_provider_model(_bare(model), None, provider, None)
-    except LookupError:
-        return None
-    except Exception:
-        return None
-    return info, info.get_prices(at or datetime.now(UTC))
+    return found, found.prices(at or datetime.now(UTC))
 
 
 def tier_starts(provider: str, model: str, at: datetime | None = None) -> tuple[int, ...]:
@@ -191,12 +188,10 @@ def tier_starts(provider: str, model: str, at: datetime | None = None) -> tuple[
 
 
 def _genai(provider: str, model: str, at: datetime | None, prompt_tokens: int) -> Rates | None:
-    from genai_prices import __version__
-
     found = _genai_prices(provider, model, at)
     if found is None:
         return None
-    info, prices = found
+    record, prices = found
     values = {
         "input": _tiered(getattr(prices, "input_mtok", None), prompt_tokens),
         "cache_read": _tiered(getattr(prices, "cache_read_mtok", None), prompt_tokens),
@@ -207,7 +202,8 @@ def _genai(provider: str, model: str, at: datetime | None, prompt_tokens: int) -
     first = values.pop("input")
     if first is None:
         return None
-    return Rates(input=first, **values, source=f"genai-prices {__version__} ({info.id})")
+    source = f"genai-prices {record.version} ({record.model_id})"
+    return Rates(input=first, **values, source=source)
 
 
 def _known_models(provider: str, extra: list[dict[str, Any]]) -> list[str]:
