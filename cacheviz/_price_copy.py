@@ -14,6 +14,7 @@ snapshot) is read from genai-prices each time.
 
 from __future__ import annotations
 
+import hashlib
 import json
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, time
@@ -214,13 +215,25 @@ class _Copy:
             and document.get("key") == self.key
             and isinstance(document.get("version"), str)
             and isinstance(document.get("models"), dict)
+            and document.get("digest") == _digest(document["models"])
         ):
             self.version, self.records = document["version"], document["models"]
 
     def save(self) -> None:
-        document = {"key": self.key, "version": self.version, "models": self.records}
+        document = {
+            "key": self.key,
+            "version": self.version,
+            "digest": _digest(self.records),
+            "models": self.records,
+        }
         text = json.dumps(document, separators=(",", ":"), sort_keys=True)
         _usercache.write_atomic(cache_file(), text.encode("utf-8"))
+
+
+def _digest(records: dict[str, Any]) -> str:
+    """A digest of the records: a copy edited or damaged on disk is not read."""
+    text = json.dumps(records, separators=(",", ":"), sort_keys=True)
+    return hashlib.blake2b(text.encode("utf-8"), digest_size=16).hexdigest()
 
 
 _copy: _Copy | None = None
