@@ -279,13 +279,17 @@ def _from_genai(copy: _Copy, provider: str, model: str, name: str) -> Found | No
         info = None
     except Exception:
         return None
-    if snapshot.from_auto_update or data_snapshot._custom_snapshot is not None:
-        return None if info is None else Found(__version__, info.id, info=info)  # not bundled
-    try:
-        record = None if info is None else _record_json(info)
-        found = None if record is None else _found(__version__, record)
-    except (_UncopyableError, AttributeError, TypeError, ValueError):
-        return Found(__version__, info.id, info=info)
+    record: dict[str, Any] | None = None
+    found: Found | None = None
+    if info is not None:
+        live = Found(__version__, info.id, info=info)
+        if snapshot.from_auto_update or data_snapshot._custom_snapshot is not None:
+            return live  # not the bundled data: not copied
+        try:
+            record = _record_json(info)
+            found = _found(__version__, record)
+        except (_UncopyableError, AttributeError, TypeError, ValueError):
+            return live
     if copy.key is not None:
         if copy.version != __version__:
             copy.version, copy.records = __version__, {}
