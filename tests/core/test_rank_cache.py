@@ -268,12 +268,16 @@ def test_realdata_texts_give_the_same_ids(folders, realdata):
 def test_short_texts_use_the_small_encoding_until_the_limit(folders, monkeypatch):
     from cacheviz import tokens
 
+    tokens.get_encoding.cache_clear()  # as a new process starts: nothing loaded yet
     monkeypatch.setattr(tokens, "_restricted_chars", {})
     monkeypatch.setattr(tokens, "_loaded", set())
     monkeypatch.setattr(tokens, "_RESTRICTED_CHARS", 100)
-    first = tokens.encoding_for_texts("o200k_base", ["x" * 60])
-    assert len(first._mergeable_ranks) < 1000
-    whole = tokens.encoding_for_texts("o200k_base", ["y" * 60])  # 120 characters in all
-    assert whole is tokens.get_encoding("o200k_base")
-    monkeypatch.setattr(tokens, "_restricted_chars", {})
-    assert tokens.encoding_for_texts("o200k_base", ["z"]) is whole  # loaded: used from now on
+    try:
+        first = tokens.encoding_for_texts("o200k_base", ["x" * 60])
+        assert len(first._mergeable_ranks) < 1000
+        whole = tokens.encoding_for_texts("o200k_base", ["y" * 60])  # 120 characters in all
+        assert whole is tokens.get_encoding("o200k_base")
+        monkeypatch.setattr(tokens, "_restricted_chars", {})
+        assert tokens.encoding_for_texts("o200k_base", ["z"]) is whole  # loaded: used now on
+    finally:
+        tokens.get_encoding.cache_clear()
