@@ -72,6 +72,23 @@ class Found:
     schedule: tuple[tuple[Condition, Prices], ...] = ()
     info: Any = None  # genai-prices' ModelInfo itself, when it could not be copied
 
+    def time_changes(self) -> list[float]:
+        """The minutes of the UTC day at which a time-of-day condition starts or ends."""
+        if self.info is not None:
+            prices = self.info.prices if isinstance(self.info.prices, list) else []
+            pairs = [
+                (c.constraint.start_time, c.constraint.end_time)
+                for c in prices
+                if hasattr(c.constraint, "start_time") and hasattr(c.constraint, "end_time")
+            ]
+        else:
+            pairs = [(c[1], c[2]) for c, _ in self.schedule if c is not None and c[0] == "time"]
+        minutes = []
+        for moment in (m for pair in pairs for m in pair):
+            utc = _utc_time(moment)
+            minutes.append(utc.hour * 60 + utc.minute + utc.second / 60)
+        return minutes
+
     def prices(self, at: datetime) -> Any:
         """The prices in force at ``at``: the last condition met, else the first prices."""
         if self.info is not None:

@@ -326,11 +326,50 @@ class PriceBook:
         return replace(rates, source="; ".join(sources))
 
 
-class RateCache:
-    """A provider's rates per (model, hour, prompt-size tier), each resolved once.
+def day_changes(provider: str, model: str, book: PriceBook | None = None) -> tuple[float, ...]:
+    """Minutes of the UTC day at which ``model``'s prices may change, from the data.
 
-    Rates change by the hour at most (peak windows, dated prices) and by prompt size only
-    at the model's tier boundaries, which come from the price data (:func:`tier_starts`).
+    genai-prices' time-of-day prices (DeepSeek's discount from 16:30 UTC), the overlay's
+    peak windows, and any dated price (overlay or user file) that starts or ends off the
+    hour. Prices also change at midnight (dated prices, weekdays), on an hour.
+
+    >>> day_changes("anthropic", "claude-nonexistent")
+    ()
+    """
+    changes: set[float] = set()
+    found = _price_copy.lookup(provider, _bare(model))
+    if found is not None:
+        changes |= set(found.time_changes())
+    window = _overlay().get("peak_windows", {}).get(provider)
+    for low, high in window["hours_utc"] if window else ():
+        changes |= {low * 60.0, high * 60.0}
+    for entry in [*_overlay()["models"], *(book._user if book else [])]:
+        for field in ("from", "until"):
+            moment = _parse_time(entry.get(field))
+            if moment is not None and _matches(entry, provider, model):
+                utc = moment.astimezone(UTC)
+                changes.add(utc.hour * 60 + utc.minute + utc.second / 60)
+    return tuple(sorted(c % 1440 for c in changes if c % 60))
+
+
+def _period(at: datetime | None, changes: tuple[float, ...]) -> tuple[datetime | None, int]:
+    """The UTC hour of ``at`` and which stretch of it (cut at ``changes``) it falls in."""
+    if at is None:
+        return None, 0
+    utc = at.astimezone(UTC) if at.tzinfo is not None else at
+    hour = utc.replace(minute=0, second=0, microsecond=0)
+    start = hour.hour * 60
+    minute = start + utc.minute + (utc.second + utc.microsecond / 1e6) / 60
+    return hour, sum(start < change <= minute for change in changes)
+
+
+class RateCache:
+    """A provider's rates per (model, price period, prompt-size tier), each resolved once.
+
+    Rates change by the UTC hour at most (peak windows, dated prices) except at the
+    minutes of the day the data names (:func:`day_changes`: DeepSeek's 16:30 UTC), and
+    by prompt size only at the model's tier boundaries, which come from the price data
+    (:func:`tier_starts`).
 
     Parameters
     ----------
@@ -342,8 +381,9 @@ class RateCache:
 
     def __init__(self, book: PriceBook, provider: str) -> None:
         self.book, self.provider = book, provider
-        self._seen: dict[tuple[str, datetime | None, int], Rates] = {}
-        self._starts: dict[tuple[str, datetime | None], tuple[int, ...]] = {}
+        self._seen: dict[tuple[str, datetime | None, int, int], Rates] = {}
+        self._starts: dict[tuple[str, datetime | None, int], tuple[int, ...]] = {}
+        self._changes: dict[str, tuple[float, ...]] = {}
 
     def __call__(self, model: str, at: datetime | None, prompt_tokens: int) -> Rates:
         """The rates of ``model`` at ``at`` for a prompt of ``prompt_tokens``.
@@ -353,11 +393,14 @@ class RateCache:
         UnknownModelError
             When no source prices the model.
         """
-        hour = at.replace(minute=0, second=0, microsecond=0) if at else None
-        starts = self._starts.get((model, hour))
+        changes = self._changes.get(model)
+        if changes is None:
+            changes = self._changes[model] = day_changes(self.provider, model, self.book)
+        hour, stretch = _period(at, changes)
+        starts = self._starts.get((model, hour, stretch))
         if starts is None:
-            starts = self._starts[(model, hour)] = tier_starts(self.provider, model, at)
-        key = (model, hour, sum(prompt_tokens > start for start in starts))
+            starts = self._starts[(model, hour, stretch)] = tier_starts(self.provider, model, at)
+        key = (model, hour, stretch, sum(prompt_tokens > start for start in starts))
         if key not in self._seen:
             self._seen[key] = self.book.rates(
                 self.provider, model, at=at, prompt_tokens=prompt_tokens
