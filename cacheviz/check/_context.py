@@ -87,6 +87,10 @@ class Context:
         """The content of a block hash."""
         return self.analysis.session.contents[digest]
 
+    def rendered(self, digest: str) -> tuple[str | None, str]:
+        """``(role, text)`` of a block in one rendering (its value may be parsed anew)."""
+        return render_text(self.content(digest))
+
     def text(self, digest: str) -> str:
         """What the tokenizer sees of a block."""
         return render_text(self.content(digest))[1]
