@@ -35,10 +35,14 @@ FLOOR = (
 )
 
 
-def peak_mb(argv: list[str], env: dict[str, str]) -> float:
-    """Peak RSS (MB) of one process and the children it waited for."""
+def peak_mb(argv: list[str], env: dict[str, str], cwd: Path) -> float:
+    """Peak RSS (MB) of one process and the children it waited for.
+
+    It runs in ``cwd``, the checkout measured: ``python -m`` puts the working directory
+    before ``PYTHONPATH``.
+    """
     child = subprocess.Popen(
-        argv, env=env, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
+        argv, env=env, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
     )
     _, status, usage = os.wait4(child.pid, 0)
     child.returncode = os.waitstatus_to_exitcode(status)
@@ -73,16 +77,17 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=1)
     parser.add_argument("--root", type=Path, default=ROOT, help="the cacheviz checkout to run")
     args = parser.parse_args()
-    env = {**os.environ, "PYTHONPATH": str(args.root.resolve())}
+    args.root = args.root.resolve()
+    env = {**os.environ, "PYTHONPATH": str(args.root)}
     files = inputs(args.cc_mb, args.log_calls)
-    floor = min(peak_mb([sys.executable, "-c", FLOOR], env) for _ in range(args.repeat))
+    floor = min(peak_mb([sys.executable, "-c", FLOOR], env, args.root) for _ in range(args.repeat))
     print(f"{args.root}; load average {os.getloadavg()[0]:.1f}")
     print(f"floor (imports + o200k_base): {floor:,.0f} MB")
     for kind, path in files:
         size = path.stat().st_size / 2**20
         for command, extra in (("check", ["--json"]), ("scan", ["--no-cache", "--json"])):
             argv = [sys.executable, "-m", "cacheviz", command, str(path), *extra]
-            peak = min(peak_mb(argv, env) for _ in range(args.repeat))
+            peak = min(peak_mb(argv, env, args.root) for _ in range(args.repeat))
             print(
                 f"{command:5} {kind} {path.name} ({size:,.0f} MB): peak RSS {peak:,.0f} MB = "
                 f"{peak / size:.2f}x the file (budget 4x; above the floor: "
