@@ -2,6 +2,7 @@
 
     python bench/bench_memory.py                          # 220 MB CC session, 280 MB log
     python bench/bench_memory.py --cc-mb 300 --repeat 2
+    python bench/bench_memory.py --cc-mb 300 --log-calls 0 --cc-source ../shared/realdata/claude_code_jsonl/Xu-Wentao__dotfile__7ef4b236-d946-48a6-a856-e45b02af7be7.jsonl
     python bench/bench_memory.py --root /tmp/ref           # another checkout, same files
 
 Two inputs, written under ``/tmp/cacheviz-bench`` when missing:
@@ -53,33 +54,38 @@ def peak_mb(argv: list[str], env: dict[str, str], cwd: Path) -> float:
     return usage.ru_maxrss / 1024
 
 
-def inputs(cc_mb: float, log_calls: int) -> list[tuple[str, Path]]:
-    """The two files, written when missing."""
+def inputs(cc_mb: float, log_calls: int, source: Path | None) -> list[tuple[str, Path]]:
+    """The files, written when missing (``log_calls`` 0: no request log)."""
     sys.path.insert(0, str(HERE))
-    OUT.mkdir(parents=True, exist_ok=True)
-    cc = OUT / f"big_cc_{cc_mb:g}.jsonl"
-    if not cc.exists():
-        from make_big_cc import default_source, write
+    from make_big_cc import default_source, write
 
-        write(default_source(), cc, cc_mb)
+    OUT.mkdir(parents=True, exist_ok=True)
+    origin = source or default_source()
+    cc = OUT / f"big_cc_{cc_mb:g}.jsonl"
+    if source is not None:
+        cc = OUT / f"big_cc_{source.stem.split('__')[0]}_{cc_mb:g}.jsonl"
+    if not cc.exists():
+        write(origin, cc, cc_mb)
+    files = [(f"Claude Code session from {origin.name[:24]}", cc)]
     log = OUT / f"memory_log_{log_calls}.jsonl"
-    if not log.exists():
+    if log_calls and not log.exists():
         from bench_analysis import generate
 
         generate(log, log_calls)
-    return [("Claude Code session", cc), ("request log", log)]
+    return files + ([("request log", log)] if log_calls else [])
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--cc-mb", type=float, default=220.0)
-    parser.add_argument("--log-calls", type=int, default=1000)
+    parser.add_argument("--cc-source", type=Path, help="the real session to repeat")
+    parser.add_argument("--log-calls", type=int, default=1000, help="0: no request log")
     parser.add_argument("--repeat", type=int, default=1)
     parser.add_argument("--root", type=Path, default=ROOT, help="the cacheviz checkout to run")
     args = parser.parse_args()
     args.root = args.root.resolve()
     env = {**os.environ, "PYTHONPATH": str(args.root)}
-    files = inputs(args.cc_mb, args.log_calls)
+    files = inputs(args.cc_mb, args.log_calls, args.cc_source)
     floor = min(peak_mb([sys.executable, "-c", FLOOR], env, args.root) for _ in range(args.repeat))
     print(f"{args.root}; load average {os.getloadavg()[0]:.1f}")
     print(f"floor (imports + o200k_base): {floor:,.0f} MB")
