@@ -129,6 +129,7 @@ def test_an_edit_quotes_forty_characters_of_each_side_from_the_edit_on(tmp_path)
     drift = _drift(tmp_path, _body(messages=_said(LONG)), _body(messages=_said(edited)))
     assert drift["cause"] == "content_edited"
     at = LONG.index("nested")
+    assert drift["byte_offset"] == json.dumps(_said(LONG)[1]).index("nested")
     assert drift["detail"] == (
         f"assistant#1: edited at character {at}: "
         f"{LONG[at : at + SNIPPET] + '…'!r} → {edited[at : at + SNIPPET] + '…'!r}"
@@ -166,6 +167,9 @@ def test_a_date_replaced_by_a_number_is_an_edit_not_a_volatile_value(tmp_path):
     )
     assert same_kind["cause"] == "volatile_value"
     assert same_kind["detail"] == "assistant#1: date changed: '2026-05-04' → '2026-05-05'"
+    # the first differing byte of the message as sent (its JSON), where "05-04" became "05-05"
+    raw = json.dumps(_said(old)[1])
+    assert same_kind["byte_offset"] == raw.index("05-04") + 4
 
 
 def _whole_text_answer(old: str, new: str) -> str | None:
@@ -261,8 +265,9 @@ def test_thinking_dropped_from_an_earlier_assistant_turn(tmp_path):
         tmp_path, _body(messages=_answered(THINKING, text)), _body(messages=_answered(text))
     )
     assert drift["cause"] == "content_edited"
-    assert drift["detail"].startswith(
-        "assistant#1: thinking block(s) dropped from an earlier assistant turn"
+    assert drift["detail"] == (
+        "assistant#1: thinking block(s) dropped from an earlier assistant turn (Haiku, and "
+        "Opus/Sonnet before 4.5/4.6, strip them after a new user turn)"
     )
     # dropped and the text edited too: an edit, not the thinking rule
     other = {"type": "text", "text": LONG.replace("nested", "unbalanced")}
@@ -292,7 +297,10 @@ def test_a_stripped_tagged_tail_is_named_by_its_tag_even_when_the_rest_became_a_
     first, second = _user_then([ASK, reminder], ASK["text"])
     drift = _drift(tmp_path, first, second)
     assert drift["cause"] == "env_details_stripped"
-    assert drift["detail"].startswith("user#0: <system-reminder> was the tail of this message")
+    assert drift["detail"] == (
+        "user#0: <system-reminder> was the tail of this message when it was sent last and is "
+        "gone now (move volatile details into a new last block instead of editing history)"
+    )
 
 
 def test_a_stripped_untagged_tail_block_is_a_trailing_block(tmp_path):
@@ -358,7 +366,10 @@ def test_a_field_added_next_to_the_same_content_is_an_edit_of_other_json_fields(
     named = [TASK, {"role": "assistant", "content": content, "name": "bot"}, _said("")[2]]
     drift = _drift(tmp_path, _body(messages=plain), _body(messages=named))
     assert drift["cause"] == "content_edited"
-    assert drift["detail"].startswith("assistant#1: same text, other JSON fields: ")
+    # quoted from where the compact JSON of the two differs: the new field before the "}"
+    assert drift["detail"] == (
+        "assistant#1: same text, other JSON fields: '}' → ',\"name\":\"bot\"}'"
+    )
 
 
 def test_a_shorter_message_whose_first_block_changed_is_not_a_stripped_tail(tmp_path):
@@ -380,3 +391,65 @@ def test_a_stripped_trailing_image_is_a_trailing_block(tmp_path):
     drift = _drift(tmp_path, *_user_then([ASK, image], [ASK]))
     assert drift["cause"] == "env_details_stripped"
     assert drift["detail"].startswith("user#0: a trailing block was the tail")
+
+
+# -- segments removed, inserted, reordered, replaced -----------------------------------------
+
+
+def _turn(i: int) -> dict:
+    role = "user" if i % 2 == 0 else "assistant"
+    return {"role": role, "content": f"turn {i}: " + " ".join(f"w{i}x{j}" for j in range(12))}
+
+
+def _messages(*turns: int) -> dict:
+    return _body(messages=[_turn(i) for i in turns])
+
+
+def test_a_request_that_stops_early_names_the_segments_gone(tmp_path):
+    drift = _drift(tmp_path, _messages(0, 1, 2, 3, 4), _messages(0, 1, 2))
+    assert drift["cause"] == "block_removed"
+    assert drift["detail"] == (
+        "the request stops where the previous one went on: 2 segment(s) from assistant#3 on "
+        "are gone"
+    )
+
+
+def test_one_message_removed_from_the_middle(tmp_path):
+    drift = _drift(tmp_path, _messages(0, 1, 2, 3, 4), _messages(0, 1, 3, 4, 5, 6))
+    assert (drift["cause"], drift["detail"]) == ("block_removed", "1 segment(s) removed: user#2")
+
+
+def test_one_message_inserted_in_the_middle(tmp_path):
+    drift = _drift(tmp_path, _messages(0, 1, 2, 3, 4), _messages(0, 1, 9, 2, 3, 4, 5, 6))
+    assert (drift["cause"], drift["detail"]) == (
+        "block_added",
+        "1 segment(s) inserted: assistant#2",
+    )
+
+
+def test_messages_in_another_order_are_a_reorder(tmp_path):
+    drift = _drift(tmp_path, _messages(0, 1, 2, 3, 4), _messages(0, 1, 4, 3, 2, 5, 6))
+    assert drift["cause"] == "reorder"
+    assert drift["detail"] == (
+        "3 messages segments are the same but in another order (first out of place: user#2)"
+    )
+
+
+def test_messages_dropped_from_the_front(tmp_path):
+    drift = _drift(tmp_path, _messages(0, 1, 2, 3, 4), _messages(2, 3, 4, 5, 6))
+    assert drift["cause"] == "truncated_front"
+    assert drift["detail"] == (
+        "2 message(s) dropped from the front of the history (user#0, assistant#1…)"
+    )
+
+
+def test_every_message_from_the_break_on_replaced_is_history_replaced(tmp_path):
+    drift = _drift(tmp_path, _messages(0, 1, 2, 3, 4), _messages(0, 11, 12, 13))
+    assert drift["cause"] == "history_replaced"
+    assert drift["detail"] == (
+        "4 message(s) from assistant#1 on were replaced by 3 other(s) (compaction or a new "
+        "conversation)"
+    )
+    # one of them kept: not a replaced history
+    kept = _drift(tmp_path, _messages(0, 1, 2, 3, 4), _messages(0, 11, 12, 3))
+    assert kept["cause"] != "history_replaced"
