@@ -1,20 +1,28 @@
 """Benchmark: a cold ``cacheviz scan --no-cache`` against a usage sum of the same files.
 
     python bench/bench_cold_scan.py                       # 400 synthetic sessions + realdata
-    python bench/bench_cold_scan.py --sessions 1000 --out /tmp/fleet
+    python bench/bench_cold_scan.py --sessions 300 --out /tmp/fleet --root ../ref --root .
 
 The files: the Claude Code transcripts of ../shared/realdata (when present) and a
 synthetic fleet of Claude Code sessions (``bench_scan.fleet``, deterministic), written
 outside the repository. Each command runs in a fresh process (both pay their start-up),
-best of ``--runs``:
+best of ``--runs``; with several ``--root`` checkouts, their runs alternate, so that
+before and after are measured under the same load:
 
 * **baseline**: ccusage (``npx --no-install ccusage session --json --offline``) when it
   runs offline, else a plain-Python usage sum: every line holding ``"usage"`` parsed
   with ``json.loads``, usage summed once per message id (ccusage's own fast path);
 * ``cacheviz scan PATH --no-cache --json`` (cold: budget <= 3x the baseline);
-* the same with its cache filled (warm: budget <= 1x).
+* the same with its cache filled, nothing changed (warm: budget <= 1x);
+* the same after one session file was touched (its mtime changed, its bytes not: the
+  scan hashes it and reuses its rows, and reads the cached tables);
+* ``python -c pass`` and ``cacheviz --version``, the start-up floor.
 
-Printed with wall and CPU time (children included): the ratios are what to quote.
+Python writes no bytecode under ``PYTHONDONTWRITEBYTECODE`` (set on this machine), so
+every process would compile cacheviz again; an installed package has its ``.pyc``. The
+children get a ``PYTHONPYCACHEPREFIX`` in a temporary folder instead, filled by one
+untimed run of each command. Printed with wall and CPU time (children included) and the
+load average: the CPU ratios are what to quote.
 """
 
 from __future__ import annotations
@@ -27,6 +35,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
@@ -35,6 +44,7 @@ sys.path.insert(0, str(HERE))
 
 USAGE_SUM = r"""
 import json, sys
+from collections.abc import Callable
 from pathlib import Path
 seen = set()
 totals = dict.fromkeys(
@@ -70,17 +80,14 @@ def _cpu() -> float:
     return kids.ru_utime + kids.ru_stime
 
 
-def best(argv: list[str], env: dict[str, str], runs: int, before=None) -> tuple[float, float]:
-    """Best wall and CPU seconds of ``argv`` over ``runs`` fresh processes."""
-    wall = cpu = float("inf")
-    for _ in range(runs):
-        if before is not None:
-            before()
-        start, start_cpu = time.perf_counter(), _cpu()
-        subprocess.run(argv, env=env, capture_output=True, check=True, cwd=ROOT)
-        wall = min(wall, time.perf_counter() - start)
-        cpu = min(cpu, _cpu() - start_cpu)
-    return wall, cpu
+def once(argv: list[str], env: dict[str, str], cwd: Path) -> tuple[float, float]:
+    """Wall and CPU seconds of ``argv`` in a fresh process.
+
+    ``cwd`` is the checkout timed: ``python -m`` puts it first on ``sys.path``.
+    """
+    start, start_cpu = time.perf_counter(), _cpu()
+    subprocess.run(argv, env=env, capture_output=True, check=True, cwd=cwd)
+    return time.perf_counter() - start, _cpu() - start_cpu
 
 
 def _ccusage(env: dict[str, str]) -> list[str] | None:
@@ -97,8 +104,14 @@ def main() -> None:
     parser.add_argument("--sessions", type=int, default=400)
     parser.add_argument("--out", type=Path, default=Path("/tmp/cacheviz-bench/fleet"))
     parser.add_argument("--runs", type=int, default=3)
-    parser.add_argument("--root", type=Path, default=ROOT, help="the cacheviz checkout to time")
+    parser.add_argument(
+        "--root",
+        type=Path,
+        action="append",
+        help="a cacheviz checkout to time (repeat to compare; default: this one)",
+    )
     args = parser.parse_args()
+    roots = [r.resolve() for r in args.root or [ROOT]]
     from bench_scan import claude_config, fleet
 
     projects = args.out / "projects"
@@ -107,29 +120,73 @@ def main() -> None:
         real = ROOT.parent / "shared" / "realdata"
         if (real / "claude_code_jsonl").is_dir():
             claude_config(real, args.out)
-    files = list(projects.rglob("*.jsonl"))
+    files = sorted(projects.rglob("*.jsonl"))
     size = sum(p.stat().st_size for p in files)
-    print(f"{len(files)} files, {size / 1e6:.1f} MB; load average {os.getloadavg()[0]:.1f}")
-    env = {**os.environ, "PYTHONPATH": str(args.root.resolve()), "CLAUDE_CONFIG_DIR": str(args.out)}
-    baseline = _ccusage(env)
-    name = "ccusage session --offline"
-    if baseline is None:
-        baseline, name = [sys.executable, "-c", USAGE_SUM, str(projects)], "python usage sum"
-    base_wall, base_cpu = best(baseline, env, args.runs)
+    print(f"{len(files)} files, {size / 1e6:.1f} MB; load average {_load()}")
     with tempfile.TemporaryDirectory() as temp:
-        cache = Path(temp) / "cache"
-        scan_env = {**env, "CACHEVIZ_CACHE_DIR": str(cache)}
-        scan = [sys.executable, "-m", "cacheviz", "scan", str(projects), "--json"]
-        cold = best([*scan, "--no-cache"], scan_env, args.runs)
-        subprocess.run(scan, env=scan_env, capture_output=True, check=True, cwd=ROOT)
-        warm = best(scan, scan_env, args.runs)
-        shutil.rmtree(cache, ignore_errors=True)
-    print(f"{name:<28} {base_wall:7.2f} s wall {base_cpu:7.2f} CPU-s")
-    for label, (wall, cpu) in (("cacheviz scan, cold", cold), ("cacheviz scan, warm", warm)):
-        print(
-            f"{label:<28} {wall:7.2f} s wall {cpu:7.2f} CPU-s  = {wall / base_wall:.2f}x wall, "
-            f"{cpu / base_cpu:.2f}x CPU"
-        )
+        env = {
+            **os.environ,
+            "CLAUDE_CONFIG_DIR": str(args.out),
+            "PYTHONPYCACHEPREFIX": str(Path(temp) / "pyc"),
+        }
+        env.pop("PYTHONDONTWRITEBYTECODE", None)
+        baseline = _ccusage(env)
+        name = "ccusage session --offline"
+        if baseline is None:
+            baseline, name = [sys.executable, "-c", USAGE_SUM, str(projects)], "python usage sum"
+
+        commands: list[tuple[str, Path | None, list[str], dict[str, str], object]] = []
+        commands.append((name, None, baseline, env, None))
+        commands.append(("python -c pass", None, [sys.executable, "-c", "pass"], env, None))
+        for n, root in enumerate(roots):
+            root_env = {
+                **env,
+                "PYTHONPATH": str(root),
+                "CACHEVIZ_CACHE_DIR": str(Path(temp) / f"cache-{n}"),
+            }
+            own = Path(temp) / f"fleet-{n}" / "projects"  # a copy each: touching one is theirs
+            shutil.copytree(projects, own, symlinks=True)
+            touch = _toucher(sorted(own.rglob("*.jsonl"))[len(files) // 2])
+            scan = [sys.executable, "-m", "cacheviz", "scan", str(own), "--json"]
+            version = [sys.executable, "-m", "cacheviz", "--version"]
+            commands += [
+                ("cacheviz --version", root, version, root_env, None),
+                ("cacheviz scan, cold", root, [*scan, "--no-cache"], root_env, None),
+                ("cacheviz scan, warm", root, scan, root_env, None),
+                ("  warm, one file touched", root, scan, root_env, touch),
+            ]
+        for _label, root, argv, cmd_env, _before in commands:  # compile; fill the caches
+            subprocess.run(argv, env=cmd_env, capture_output=True, check=True, cwd=root or ROOT)
+        best: dict[int, tuple[float, float]] = {}
+        for _ in range(args.runs):
+            for i, (_label, root, argv, cmd_env, before) in enumerate(commands):
+                if callable(before):
+                    before()
+                wall, cpu = once(argv, cmd_env, root or ROOT)
+                old = best.get(i, (float("inf"), float("inf")))
+                best[i] = (min(old[0], wall), min(old[1], cpu))
+    base_wall, base_cpu = best[0]
+    print(f"best of {args.runs}; load average after {_load()}")
+    shown_root = None
+    for i, (label, root, _argv, _env, _before) in enumerate(commands):
+        if root is not None and root != shown_root:
+            print(f"-- {root}")
+            shown_root = root
+        wall, cpu = best[i]
+        ratio = "" if i == 0 else f"  = {wall / base_wall:5.2f}x wall, {cpu / base_cpu:5.2f}x CPU"
+        print(f"{label:<28} {wall:7.2f} s wall {cpu:7.2f} CPU-s{ratio}")
+
+
+def _toucher(path: Path) -> Callable[[], None]:
+    def touch() -> None:
+        info = path.stat()
+        os.utime(path, ns=(info.st_atime_ns, info.st_mtime_ns + 1_000_000_000))
+
+    return touch
+
+
+def _load() -> str:
+    return " ".join(f"{x:.1f}" for x in os.getloadavg())
 
 
 if __name__ == "__main__":

@@ -91,6 +91,8 @@ class ObjectScan:
     blocks: dict[str, list[Element]] = field(default_factory=dict)
     reused_chars: int = 0
     ref: ObjectScan | None = None  # the reference scan whose elements were re-used
+    # per block member: how many leading elements are the very elements of ``ref``
+    reused: dict[str, int] = field(default_factory=dict)
     rendered: Any = None  # room for a consumer to cache what it derived from this scan
 
     def value(self, key: str, default: Any = None) -> Any:
@@ -276,6 +278,7 @@ def scan_object(
         scan.ref = ref
         members, blocks, rel, open_member, reused = _resume_point(ref, lcp)
         scan.members, scan.blocks, scan.reused_chars = members, blocks, reused
+        scan.reused = {key: len(elements) for key, elements in blocks.items()}
         cursor = base + rel
     if open_member is not None:
         end = _scan_array(text, cursor, base, scan.blocks[open_member.key], after_element=True)

@@ -27,7 +27,8 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from cacheviz import providers
+from cacheviz import _price_copy, providers
+from cacheviz._price_copy import Found
 from cacheviz.errors import TranscriptError, UnknownModelError
 
 _FIELDS = ("input", "cache_read", "cache_write", "cache_write_1h", "output", "storage_hour")
@@ -155,20 +156,16 @@ def _tiered(value: Any, prompt_tokens: int) -> float | None:
 _PRICE_FIELDS = ("input_mtok", "cache_read_mtok", "cache_write_mtok", "cache_write_1h_mtok")
 
 
-def _genai_prices(provider: str, model: str, at: datetime | None) -> tuple[Any, Any] | None:
-    """genai-prices' (model info, prices in force at ``at``) for ``model``, if it has them."""
-    try:
-        from genai_prices import data_snapshot
-    except ImportError:  # pragma: no cover - a declared dependency
+def _genai_prices(provider: str, model: str, at: datetime | None) -> tuple[Found, Any] | None:
+    """genai-prices' (record, prices in force at ``at``) for ``model``, if it has them.
+
+    The record comes from :mod:`cacheviz._price_copy` (a copy of genai-prices' data,
+    read without importing genai-prices once the model was looked up before).
+    """
+    found = _price_copy.lookup(provider, _bare(model))
+    if found is None:
         return None
-    snapshot = data_snapshot.get_snapshot()
-    try:
-        _, info = snapshot.find_provider_model(_bare(model), None, provider, None)
-    except LookupError:
-        return None
-    except Exception:
-        return None
-    return info, info.get_prices(at or datetime.now(UTC))
+    return found, found.prices(at or datetime.now(UTC))
 
 
 def tier_starts(provider: str, model: str, at: datetime | None = None) -> tuple[int, ...]:
@@ -191,12 +188,10 @@ def tier_starts(provider: str, model: str, at: datetime | None = None) -> tuple[
 
 
 def _genai(provider: str, model: str, at: datetime | None, prompt_tokens: int) -> Rates | None:
-    from genai_prices import __version__
-
     found = _genai_prices(provider, model, at)
     if found is None:
         return None
-    info, prices = found
+    record, prices = found
     values = {
         "input": _tiered(getattr(prices, "input_mtok", None), prompt_tokens),
         "cache_read": _tiered(getattr(prices, "cache_read_mtok", None), prompt_tokens),
@@ -207,7 +202,8 @@ def _genai(provider: str, model: str, at: datetime | None, prompt_tokens: int) -
     first = values.pop("input")
     if first is None:
         return None
-    return Rates(input=first, **values, source=f"genai-prices {__version__} ({info.id})")
+    source = f"genai-prices {record.version} ({record.model_id})"
+    return Rates(input=first, **values, source=source)
 
 
 def _known_models(provider: str, extra: list[dict[str, Any]]) -> list[str]:
@@ -330,11 +326,50 @@ class PriceBook:
         return replace(rates, source="; ".join(sources))
 
 
-class RateCache:
-    """A provider's rates per (model, hour, prompt-size tier), each resolved once.
+def day_changes(provider: str, model: str, book: PriceBook | None = None) -> tuple[float, ...]:
+    """Minutes of the UTC day at which ``model``'s prices may change, from the data.
 
-    Rates change by the hour at most (peak windows, dated prices) and by prompt size only
-    at the model's tier boundaries, which come from the price data (:func:`tier_starts`).
+    genai-prices' time-of-day prices (DeepSeek's discount from 16:30 UTC), the overlay's
+    peak windows, and any dated price (overlay or user file) that starts or ends off the
+    hour. Prices also change at midnight (dated prices, weekdays), on an hour.
+
+    >>> day_changes("anthropic", "claude-nonexistent")
+    ()
+    """
+    changes: set[float] = set()
+    found = _price_copy.lookup(provider, _bare(model))
+    if found is not None:
+        changes |= set(found.time_changes())
+    window = _overlay().get("peak_windows", {}).get(provider)
+    for low, high in window["hours_utc"] if window else ():
+        changes |= {low * 60.0, high * 60.0}
+    for entry in [*_overlay()["models"], *(book._user if book else [])]:
+        for field in ("from", "until"):
+            moment = _parse_time(entry.get(field))
+            if moment is not None and _matches(entry, provider, model):
+                utc = moment.astimezone(UTC)
+                changes.add(utc.hour * 60 + utc.minute + utc.second / 60)
+    return tuple(sorted(c % 1440 for c in changes if c % 60))
+
+
+def _period(at: datetime | None, changes: tuple[float, ...]) -> tuple[datetime | None, int]:
+    """The UTC hour of ``at`` and which stretch of it (cut at ``changes``) it falls in."""
+    if at is None:
+        return None, 0
+    utc = at.astimezone(UTC) if at.tzinfo is not None else at
+    hour = utc.replace(minute=0, second=0, microsecond=0)
+    start = hour.hour * 60
+    minute = start + utc.minute + (utc.second + utc.microsecond / 1e6) / 60
+    return hour, sum(start < change <= minute for change in changes)
+
+
+class RateCache:
+    """A provider's rates per (model, price period, prompt-size tier), each resolved once.
+
+    Rates change by the UTC hour at most (peak windows, dated prices) except at the
+    minutes of the day the data names (:func:`day_changes`: DeepSeek's 16:30 UTC), and
+    by prompt size only at the model's tier boundaries, which come from the price data
+    (:func:`tier_starts`).
 
     Parameters
     ----------
@@ -346,8 +381,9 @@ class RateCache:
 
     def __init__(self, book: PriceBook, provider: str) -> None:
         self.book, self.provider = book, provider
-        self._seen: dict[tuple[str, datetime | None, int], Rates] = {}
-        self._starts: dict[tuple[str, datetime | None], tuple[int, ...]] = {}
+        self._seen: dict[tuple[str, datetime | None, int, int], Rates] = {}
+        self._starts: dict[tuple[str, datetime | None, int], tuple[int, ...]] = {}
+        self._changes: dict[str, tuple[float, ...]] = {}
 
     def __call__(self, model: str, at: datetime | None, prompt_tokens: int) -> Rates:
         """The rates of ``model`` at ``at`` for a prompt of ``prompt_tokens``.
@@ -357,11 +393,14 @@ class RateCache:
         UnknownModelError
             When no source prices the model.
         """
-        hour = at.replace(minute=0, second=0, microsecond=0) if at else None
-        starts = self._starts.get((model, hour))
+        changes = self._changes.get(model)
+        if changes is None:
+            changes = self._changes[model] = day_changes(self.provider, model, self.book)
+        hour, stretch = _period(at, changes)
+        starts = self._starts.get((model, hour, stretch))
         if starts is None:
-            starts = self._starts[(model, hour)] = tier_starts(self.provider, model, at)
-        key = (model, hour, sum(prompt_tokens > start for start in starts))
+            starts = self._starts[(model, hour, stretch)] = tier_starts(self.provider, model, at)
+        key = (model, hour, stretch, sum(prompt_tokens > start for start in starts))
         if key not in self._seen:
             self._seen[key] = self.book.rates(
                 self.provider, model, at=at, prompt_tokens=prompt_tokens

@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import functools
 import re
+import sys
+import types
 from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -81,14 +83,47 @@ _TOKEN_TAIL = re.compile(r"[A-Za-z0-9_\-+/=]*")
 _GROUPED = frozenset({"aws", "basic_auth", "npm"})
 
 
+class _Deferred(types.ModuleType):
+    """A module imported on its first attribute use (``requests`` for detect-secrets).
+
+    detect-secrets' plugins ``import requests`` at the top for their ``verify`` methods,
+    which redaction never calls; importing it (urllib3, http, ssl, ...) was half the
+    cost of a report's start. This stands in for it while the plugins are imported, and
+    imports the real module, then behaves as it, if anything ever touches it.
+    """
+
+    def __getattr__(self, name: str) -> Any:
+        import importlib
+
+        if sys.modules.get(self.__name__) is self:
+            del sys.modules[self.__name__]
+        real = importlib.import_module(self.__name__)
+        self.__dict__.update(real.__dict__)
+        return getattr(real, name)
+
+
+def _plugin_classes() -> list[tuple[str, Any]]:
+    """detect-secrets' plugin classes of ``_PLUGINS``, ``requests`` deferred."""
+    import importlib
+
+    stand_in = None
+    if "requests" not in sys.modules:
+        stand_in = sys.modules["requests"] = _Deferred("requests")
+    try:
+        return [
+            (module, getattr(importlib.import_module(f"detect_secrets.plugins.{module}"), name))
+            for module, name in _PLUGINS
+        ]
+    finally:
+        if stand_in is not None and sys.modules.get("requests") is stand_in:
+            del sys.modules["requests"]  # a later ``import requests`` gets the real one
+
+
 @functools.cache
 def _patterns() -> tuple[tuple[re.Pattern[str], int | str], ...]:
     """Every pattern, with the group that holds the secret (0: the whole match)."""
-    import importlib
-
     compiled: list[tuple[re.Pattern[str], int | str]] = []
-    for module, name in _PLUGINS:
-        plugin = getattr(importlib.import_module(f"detect_secrets.plugins.{module}"), name)
+    for module, plugin in _plugin_classes():
         for pattern in plugin.denylist:
             group = 1 if module in _GROUPED and pattern.groups else 0
             compiled.append((re.compile(pattern.pattern, pattern.flags), group))

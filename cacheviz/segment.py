@@ -96,7 +96,11 @@ class BlockStore:
         return block
 
 
-_Sources = list[tuple[Part, list[Element], list[str]]]  # part, its elements, their kinds
+# part, its elements, their kinds, and the block member whose element list the part is as a
+# whole (its first ``scan.reused[key]`` elements are then those of the reference)
+_Sources = list[tuple[Part, list[Element], list[str], str | None]]
+# a rendered part: its elements, blocks, hashes and (position, TTL) of its directives
+_RenderedPart = tuple[list[Element], list[Block], list[str], list[tuple[int, int]]]
 
 
 _OBJECTS_ONLY = ("tools", "messages")  # arrays of objects, never a bare string or number
@@ -104,8 +108,12 @@ _TEXT_ALLOWED = ("system", "instructions", "input")
 _ALL_BLOCK_KEYS = frozenset().union(*BLOCK_KEYS.values())
 
 
-def _check_shape(scan: ObjectScan) -> None:
-    """Refuse block members of the wrong shape instead of dropping or mis-reading them."""
+def _check_shape(scan: ObjectScan, trusted: bool) -> None:
+    """Refuse block members of the wrong shape instead of dropping or mis-reading them.
+
+    ``trusted``: the scan's reference passed this check, so the elements taken over
+    from it (``scan.reused``) are not looked at again.
+    """
     for member in scan.members:
         if not member.is_block and member.key in _ALL_BLOCK_KEYS and member.value is not None:
             text = "a string or " if member.key in _TEXT_ALLOWED else ""
@@ -114,7 +122,8 @@ def _check_shape(scan: ObjectScan) -> None:
             raise RenderError(msg, f"request.{member.key}")
     for key in _OBJECTS_ONLY:
         elements = scan.blocks.get(key, [])
-        for position, element in enumerate(elements):
+        for position in range(scan.reused.get(key, 0) if trusted else 0, len(elements)):
+            element = elements[position]
             if isinstance(element.value, dict):
                 continue
             whole = any(m.key == key and m.start == element.start for m in scan.members)
@@ -124,8 +133,8 @@ def _check_shape(scan: ObjectScan) -> None:
             raise RenderError(msg, f"request.{where}")
 
 
-def _sources(api: str, scan: ObjectScan) -> _Sources:
-    _check_shape(scan)
+def _sources(api: str, scan: ObjectScan, trusted: bool) -> _Sources:
+    _check_shape(scan, trusted)
     tools = scan.blocks.get("tools", [])
     if api == "messages":
         messages = scan.blocks.get("messages")
@@ -134,9 +143,9 @@ def _sources(api: str, scan: ObjectScan) -> _Sources:
             raise RenderError(msg, "request.messages")
         system = scan.blocks.get("system", [])
         return [
-            ("tools", tools, ["tool"] * len(tools)),
-            ("system", system, ["system"] * len(system)),
-            ("messages", messages, ["message:messages"] * len(messages)),
+            ("tools", tools, ["tool"] * len(tools), "tools"),
+            ("system", system, ["system"] * len(system), "system"),
+            ("messages", messages, ["message:messages"] * len(messages), "messages"),
         ]
     key = "messages" if api == "chat.completions" else "input"
     conversation = scan.blocks.get(key, [])
@@ -154,9 +163,9 @@ def _sources(api: str, scan: ObjectScan) -> _Sources:
     kinds = ["system"] * len(instructions) + [kind] * leading
     rest = conversation[leading:]
     return [
-        ("system", system, kinds),
-        ("tools", tools, ["tool"] * len(tools)),
-        ("messages", rest, [kind] * len(rest)),
+        ("system", system, kinds, None),
+        ("tools", tools, ["tool"] * len(tools), "tools"),
+        ("messages", rest, [kind] * len(rest), None),
     ]
 
 
@@ -177,6 +186,27 @@ class Rendered:
     hashes: list[str]
     message_start: int
     breakpoints: list[tuple[int, int]]  # (block index, TTL seconds) of cache directives
+
+
+def _same_leading(new: list[Element], old: list[Element]) -> int:
+    """How many leading elements of ``new`` are the very objects of ``old``.
+
+    The scanner takes elements over in order, so identity holds up to a point and fails
+    after it: the point is found by halving and confirmed with one C-speed compare (a
+    list compares its elements by identity first, and elements equal only themselves);
+    the general search runs when the guess is not confirmed.
+    """
+    n = min(len(new), len(old))
+    low, high = 0, n
+    while low < high:
+        mid = (low + high + 1) // 2
+        if new[mid - 1] is old[mid - 1]:
+            low = mid
+        else:
+            high = mid - 1
+    if (low == n or new[low] is not old[low]) and new[:low] == old[:low]:
+        return low
+    return common_prefix(new, old)
 
 
 def blocks_from_scan(api: str, scan: ObjectScan, store: BlockStore) -> Rendered:
@@ -204,27 +234,37 @@ def blocks_from_scan(api: str, scan: ObjectScan, store: BlockStore) -> Rendered:
     RenderError
         When the body has no conversation (no ``messages``/``input``).
     """
-    previous = scan.ref.rendered if scan.ref is not None else None
+    # the reference's parts, set once it rendered (so its elements passed the checks)
+    ref = scan.ref
+    previous = ref.rendered if ref is not None else None
     scan.ref = None  # keep no chain of scans alive
-    parts: dict[str, tuple[list[Element], list[Block], list[str]]] = {}
+    parts: dict[str, _RenderedPart] = {}
     blocks: list[Block] = []
     hashes: list[str] = []
     breakpoints: list[tuple[int, int]] = []
     message_start = 0
-    for part, elements, kinds in _sources(api, scan):
-        breakpoints += [(len(blocks) + j, e.ttl) for j, e in enumerate(elements) if e.ttl]
+    for part, elements, kinds, key in _sources(api, scan, previous is not None):
         part_blocks: list[Block] = []
         part_hashes: list[str] = []
+        marks: list[tuple[int, int]] = []  # (position in the part, TTL) of directives
+        shared = 0
         if previous is not None and part in previous:
-            old_elements, old_blocks, old_hashes = previous[part]
-            shared = common_prefix(elements, old_elements)  # the very same objects
+            old_elements, old_blocks, old_hashes, old_marks = previous[part]
+            if key is not None and ref is not None and old_elements is ref.blocks.get(key):
+                shared = scan.reused.get(key, 0)  # taken over in order; the rest is new
+            else:
+                shared = _same_leading(elements, old_elements)
             part_blocks, part_hashes = old_blocks[:shared], old_hashes[:shared]
-        for position in range(len(part_blocks), len(elements)):
+            marks = [mark for mark in old_marks if mark[0] < shared]
+        for position in range(shared, len(elements)):
             element = elements[position]
             label = _label(part, position, element)
             part_blocks.append(store.add(part, position, label, element, kinds[position]))
             part_hashes.append(element.hash)
-        parts[part] = (elements, part_blocks, part_hashes)
+            if element.ttl:
+                marks.append((position, element.ttl))
+        parts[part] = (elements, part_blocks, part_hashes, marks)
+        breakpoints += [(len(blocks) + j, ttl) for j, ttl in marks]
         if part == "messages":
             message_start = len(blocks)
         blocks += part_blocks

@@ -21,6 +21,7 @@ how far the tokenizer approximation is from the provider's (1.0 = exact).
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import warnings
 from collections.abc import Sequence
@@ -354,8 +355,8 @@ def simulate(
         ``"raise"`` (default): a model no price source knows is an error; ``"skip"``:
         its calls get no cost (tokens and verdicts are still computed).
     calls
-        ``sim_calls(analysis)``, when already built (they are not modified when
-        ``model`` is ``None``).
+        ``sim_calls(analysis)``, when already built (they are not modified: another
+        ``model`` replays copies of them).
     **rules
         The simulator's parameters (e.g. ``breakpoints="auto"``, ``ttl="1h"``).
 
@@ -366,8 +367,10 @@ def simulate(
     provider = provider_id(provider)
     simulator = make_simulator(provider, **rules)
     self_hosted = providers.profile(provider).self_hosted
-    if calls is None or model is not None or self_hosted:
+    if calls is None or self_hosted:
         calls = sim_calls(analysis, local=self_hosted)
+    elif model is not None:
+        calls = [copy.copy(call) for call in calls]  # the caller's stay as they are
     if model is not None:
         for call in calls:
             if call.model != model:
@@ -471,11 +474,14 @@ def compare(
     """
     book = prices if isinstance(prices, PriceBook) else PriceBook(prices)
     rows = []
+    built: list[SimCall] | None = None  # one replay input for every target (not copied twice)
     for target in targets:
         provider, _, model = target.partition(":")
         simulator_fields = _rule_names(provider)
         accepted = {k: v for k, v in rules.items() if k in simulator_fields}
-        result = simulate(analysis, provider, model or None, prices=book, **accepted)
+        if built is None and not providers.profile(provider).self_hosted:
+            built = sim_calls(analysis)
+        result = simulate(analysis, provider, model or None, prices=book, calls=built, **accepted)
         frame = result.calls
         rows.append(
             {

@@ -1,7 +1,9 @@
 from __future__ import annotations
 
+import atexit
 import os
 import shutil
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -25,6 +27,26 @@ def _offline_tiktoken() -> None:
 
 
 _offline_tiktoken()
+
+
+def _private_caches() -> str:
+    """Caches the code under test writes (scan tables, tiktoken ranks, prices) go to a
+    temporary folder for the whole run, never to the user's cache folder."""
+    folder = os.environ.get("CACHEVIZ_CACHE_DIR")
+    if not folder:
+        folder = tempfile.mkdtemp(prefix="cacheviz-test-cache-")
+        atexit.register(shutil.rmtree, folder, ignore_errors=True)
+        os.environ["CACHEVIZ_CACHE_DIR"] = folder
+    return folder
+
+
+CACHE_DIR = _private_caches()
+
+
+@pytest.fixture(autouse=True)
+def _private_cache_dir(monkeypatch) -> None:
+    """The run's cache folder is restored after each test, even one that removed it."""
+    monkeypatch.setenv("CACHEVIZ_CACHE_DIR", os.environ.get("CACHEVIZ_CACHE_DIR") or CACHE_DIR)
 
 
 @pytest.fixture

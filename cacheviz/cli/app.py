@@ -730,8 +730,8 @@ def _recorded_provider(analysis: Analysis) -> str:
 def _dump(doc: dict[str, Any]) -> None:
     import json
 
-    json.dump(doc, sys.stdout, ensure_ascii=False, indent=1, default=str)
-    sys.stdout.write("\n")
+    # one write: the stream's control-character filter runs once, not per JSON token
+    sys.stdout.write(json.dumps(doc, ensure_ascii=False, indent=1, default=str) + "\n")
 
 
 def main(argv: Sequence[str] | None = None) -> int:

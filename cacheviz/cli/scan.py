@@ -16,6 +16,7 @@ if TYPE_CHECKING:
     from typing import Any, TextIO
 
     from cacheviz.fleet.result import ScanResult
+    from cacheviz.fleet.walk import Location
 
 _TOP = 10
 BY = ("day", "week", "month", "session", "project", "model")
@@ -61,8 +62,6 @@ def _positive(text: str) -> int:
 
 def run(args: argparse.Namespace) -> int:
     """Run ``cacheviz scan``; return the exit status."""
-    from cacheviz.fleet.scanner import scan
-
     paths = [Path(p) for p in args.paths] or None
     for path in paths or []:
         if not path.exists():
@@ -70,19 +69,33 @@ def run(args: argparse.Namespace) -> int:
                 f"cacheviz: error: {path}: no such file or folder; check the path", file=sys.stderr
             )
             return 2
+    from cacheviz.fleet import views
+
+    view = _view(args, paths)
+    if view is not None:
+        answer = views.load(*view)
+        if answer is not None:  # nothing changed since this question was last answered
+            return _answer(answer, args, _locations(paths), [])
+    from cacheviz.fleet.scanner import scan
+    from cacheviz.fleet.walk import Tree
+
+    tree = Tree() if view is not None else None
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", CacheVizWarning)
         try:
-            result = scan(paths, jobs=args.jobs, cache=not args.no_cache, prices=args.prices)
+            result = scan(
+                paths, jobs=args.jobs, cache=not args.no_cache, prices=args.prices, tree=tree
+            )
         except CacheVizError as exc:
             print(f"cacheviz: error: {exc}", file=sys.stderr)
             return 2
-    for warning in caught:
-        print(f"cacheviz: warning: {warning.message}", file=sys.stderr)
+    notes = [f"cacheviz: warning: {warning.message}" for warning in caught]
     try:
         result = result.between(args.since, args.until, tz=args.tz)
         doc = result.to_dict(by=args.by, tz=args.tz)
     except ValueError as exc:
+        for note in notes:
+            print(note, file=sys.stderr)
         print(f"cacheviz: error: {exc}", file=sys.stderr)
         return 2
     if args.parquet:
@@ -91,26 +104,85 @@ def run(args: argparse.Namespace) -> int:
         from cacheviz.ui.fleet import write_fleet_report
 
         write_fleet_report(result, args.report, tz=args.tz)
+    answer = {"doc": doc, "stderr": _messages(result), "failed": result.failed.height}
+    if view is not None and tree is not None and not caught:
+        views.store(*view, tree, answer)
+    return _answer(answer, args, result.locations, notes)
+
+
+def _answer(
+    answer: dict[str, Any],
+    args: argparse.Namespace,
+    locations: list[Location] | None,
+    notes: list[str],
+) -> int:
+    """Print a scan's answer (fresh, or a view kept from an unchanged tree)."""
+    for note in notes:
+        print(note, file=sys.stderr)
+    doc = answer["doc"]
     if args.json:
-        json.dump(doc, sys.stdout, ensure_ascii=False, indent=1, default=str)
-        sys.stdout.write("\n")
+        # one write: the stream shows control characters escaped, chunk by chunk
+        sys.stdout.write(json.dumps(doc, ensure_ascii=False, indent=1, default=str) + "\n")
     else:
-        _print(result, doc, sys.stdout)
-    for row in result.failed.iter_rows(named=True):
-        print(f"cacheviz: failed: {row['error']}", file=sys.stderr)
+        _print(locations, doc, sys.stdout)
+    for line in answer["stderr"]:
+        print(line, file=sys.stderr)
+    return 2 if args.strict and answer["failed"] else 0
+
+
+def _messages(result: ScanResult) -> list[str]:
+    """The lines printed to stderr after the answer: failed, skipped files, warnings."""
     import polars as pl
 
+    lines = [f"cacheviz: failed: {row['error']}" for row in result.failed.iter_rows(named=True)]
     passed = result.files.filter(pl.col("status").is_in(["skipped", "duplicate"]))
     for row in passed.head(_TOP).iter_rows(named=True):
-        print(f"cacheviz: {row['status']}: {row['path']}: {row['error']}", file=sys.stderr)
+        lines.append(f"cacheviz: {row['status']}: {row['path']}: {row['error']}")
     if passed.height > _TOP:
-        print(f"cacheviz: and {passed.height - _TOP} more skipped", file=sys.stderr)
+        lines.append(f"cacheviz: and {passed.height - _TOP} more skipped")
     notes = [w for ws in result.files["warnings"].to_list() for w in ws or []]
-    for note in notes[:_TOP]:
-        print(f"cacheviz: warning: {note}", file=sys.stderr)
+    lines += [f"cacheviz: warning: {note}" for note in notes[:_TOP]]
     if len(notes) > _TOP:
-        print(f"cacheviz: warning: and {len(notes) - _TOP} more", file=sys.stderr)
-    return 2 if args.strict and result.failed.height else 0
+        lines.append(f"cacheviz: warning: and {len(notes) - _TOP} more")
+    return lines
+
+
+def _locations(paths: list[Path] | None) -> list[Location] | None:
+    if paths is not None:
+        return None
+    from cacheviz.fleet.walk import default_locations
+
+    return default_locations()
+
+
+def _view(args: argparse.Namespace, paths: list[Path] | None) -> tuple[Path, str] | None:
+    """Where the answer to this question is kept (None: not kept, e.g. ``--no-cache``).
+
+    A question is the paths (or the default locations found), the rollup options and
+    the price file; ``--parquet`` and ``--report`` need the tables, so they always scan.
+    """
+    if args.no_cache or args.parquet or args.report:
+        return None
+    from cacheviz.fleet import views
+    from cacheviz.fleet.cachedir import default_dir, versioned
+
+    found = None
+    if paths is None:
+        found = [[loc.agent, str(loc.path), loc.found] for loc in _locations(None) or []]
+    question = {
+        "paths": None if paths is None else [str(p) for p in paths],
+        "locations": found,
+        "by": args.by,
+        "tz": args.tz,
+        "since": args.since,
+        "until": args.until,
+        "prices": args.prices,
+    }
+    try:
+        folder = versioned(default_dir(), None if args.prices is None else Path(args.prices))
+    except OSError:
+        return None  # the price file can't be read: the scan says so
+    return folder, views.key(question)
 
 
 def _money(value: float | None) -> str:
@@ -177,10 +249,10 @@ _BUSTER_COLUMNS = (
 )
 
 
-def _print(result: ScanResult, doc: dict[str, Any], out: TextIO) -> None:
+def _print(locations: list[Location] | None, doc: dict[str, Any], out: TextIO) -> None:
     width = width_of(out)
-    if result.locations is not None:
-        for loc in result.locations:
+    if locations is not None:
+        for loc in locations:
             # a path is for copying: never wrapped
             out.write(f"{'found' if loc.found else 'absent':<7} {loc.agent:<12} {loc.path}\n")
     totals = doc["totals"]

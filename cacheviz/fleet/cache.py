@@ -16,20 +16,19 @@ from __future__ import annotations
 import hashlib
 import io
 import json
-import os
-import tempfile
 from pathlib import Path
 
 import polars as pl
 
 from cacheviz import _schema
+from cacheviz.fleet.cachedir import CACHE_VERSION, default_dir, replace_file, versioned
 from cacheviz.fleet.walk import Unit, shown
 
-CACHE_VERSION = 7  # bump when what the cached tables hold changes
+__all__ = ["CACHE_VERSION", "MANIFEST", "TABLES", "ScanCache", "default_dir", "signature"]
 TABLES = ("calls", "drifts", "misses")
 MANIFEST: dict[str, pl.DataType] = {
     "path": pl.String,
-    "signature": pl.String,  # [(file, size, mtime_ns), ...] as JSON
+    "signature": pl.String,  # [(file, device, inode, size, mtime_ns), ...] as JSON
     "content_hash": pl.String,
     "status": pl.String,
     "format": pl.String,
@@ -44,22 +43,17 @@ SCHEMAS = {
 }
 
 
-def default_dir() -> Path:
-    """``$CACHEVIZ_CACHE_DIR`` or the platform's user cache dir (platformdirs), + ``scan``."""
-    base = os.environ.get("CACHEVIZ_CACHE_DIR")
-    if not base:
-        from platformdirs import user_cache_dir
-
-        base = user_cache_dir("cacheviz", appauthor=False)
-    return Path(base) / "scan"
-
-
 def signature(unit: Unit) -> str:
-    """Path, size and mtime of every file of ``unit`` (what a re-scan compares first)."""
+    """Path, device, inode, size and mtime of every file of ``unit``.
+
+    What a re-scan compares first: the same signature reuses the cached rows without
+    reading the files; another one (a file replaced, grown or touched) has the files
+    hashed, and rows are reused only when their content hash is the one recorded.
+    """
     parts = []
     for member in unit.members:
         stat = member.stat()
-        parts.append([shown(member), stat.st_size, stat.st_mtime_ns])
+        parts.append([shown(member), stat.st_dev, stat.st_ino, stat.st_size, stat.st_mtime_ns])
     return json.dumps(parts, separators=(",", ":"))
 
 
@@ -67,13 +61,7 @@ class ScanCache:
     """Read and write the cache tables in ``folder`` (created on first write)."""
 
     def __init__(self, folder: Path, prices: Path | None = None) -> None:
-        from cacheviz import __version__
-
-        name = f"v{CACHE_VERSION}-{__version__}"
-        if prices is not None:  # costs under a user price file are cached apart
-            digest = hashlib.blake2b(prices.read_bytes(), digest_size=8).hexdigest()
-            name += f"-prices-{digest}"
-        self.folder = folder / name
+        self.folder = versioned(folder, prices)
         self.damaged: list[str] = []  # tables found damaged (the cache was read cold)
         sums = self._checksums()
         schemas = {"manifest": MANIFEST, **SCHEMAS}
@@ -143,8 +131,8 @@ class ScanCache:
             frame.write_parquet(buffer)
             data = buffer.getvalue()
             sums[name] = {"rows": frame.height, "blake2b": _digest(data)}
-            _replace(self.folder / f"{name}.parquet", data)
-        _replace(self.folder / _CHECKSUMS, json.dumps(sums, indent=1).encode())
+            replace_file(self.folder / f"{name}.parquet", data)
+        replace_file(self.folder / _CHECKSUMS, json.dumps(sums, indent=1).encode())
 
 
 _CHECKSUMS = "checksums.json"
@@ -152,15 +140,3 @@ _CHECKSUMS = "checksums.json"
 
 def _digest(data: bytes) -> str:
     return hashlib.blake2b(data, digest_size=16).hexdigest()
-
-
-def _replace(target: Path, data: bytes) -> None:
-    """Write ``data`` to a temporary file beside ``target``, then rename it over ``target``."""
-    handle, temp = tempfile.mkstemp(dir=target.parent, suffix=".tmp")
-    try:
-        with os.fdopen(handle, "wb") as out:
-            out.write(data)
-        Path(temp).replace(target)
-    except BaseException:
-        Path(temp).unlink(missing_ok=True)
-        raise

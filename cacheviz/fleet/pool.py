@@ -9,11 +9,12 @@ import warnings
 from collections.abc import Callable, Iterator
 from concurrent.futures import Executor, ProcessPoolExecutor, as_completed
 from concurrent.futures.process import BrokenProcessPool
-from contextlib import contextmanager, suppress
+from contextlib import ExitStack, contextmanager, suppress
 from multiprocessing import get_context
 from typing import Any
 
 from cacheviz.errors import CacheVizWarning
+from cacheviz.fleet._child import single_threaded
 from cacheviz.fleet.walk import Unit, shown
 from cacheviz.fleet.worker import UnitResult, run_batch, run_unit
 
@@ -33,6 +34,7 @@ def execute(
     if not todo:
         return []
     bar = _bar(len(todo)) if show else None
+    stack = ExitStack()
     update: Callable[[int], Any] = bar.update if bar is not None else (lambda _n: None)
 
     def serial() -> list[UnitResult]:
@@ -47,6 +49,7 @@ def execute(
         if executor is None and (workers == 1 or _size(todo) < POOL_BYTES):
             return serial()
         if executor is None:
+            stack.enter_context(_fork_server())
             try:
                 return _on_pool(todo, None, workers, update, prices)
             except _Broken as broken:
@@ -64,6 +67,7 @@ def execute(
                 return sorted(broken.done + rest, key=lambda r: r.path)
         return _on_pool(todo, executor, workers, update, prices)
     finally:
+        stack.close()
         if bar is not None:
             bar.close()
 
@@ -80,16 +84,15 @@ def _on_pool(
     pool = executor or _spawned(workers)
     size = max(1, min(_MAX_BATCH, math.ceil(len(todo) / (workers * _BATCHES_PER_WORKER))))
     try:
-        with _one_thread_each(own):  # workers start while submitting
-            futures = [
-                pool.submit(
-                    run_batch,
-                    [u for u, _ in todo[i : i + size]],
-                    [k for _, k in todo[i : i + size]],
-                    prices,
-                )
-                for i in range(0, len(todo), size)
-            ]
+        futures = [
+            pool.submit(
+                run_batch,
+                [u for u, _ in todo[i : i + size]],
+                [k for _, k in todo[i : i + size]],
+                prices,
+            )
+            for i in range(0, len(todo), size)
+        ]
         results = []
         taken = set()
         try:
@@ -125,7 +128,44 @@ class _Broken(Exception):  # noqa: N818 - control flow, never leaves this module
 
 
 def _spawned(workers: int) -> ProcessPoolExecutor:
-    return ProcessPoolExecutor(workers, mp_context=get_context("spawn"))
+    """A pool of fresh processes: forked from a fork server where there is one, else spawned.
+
+    Never forked from this process: polars' threads do not survive a fork. The fork
+    server is a fresh process too, which loads tiktoken's table and genai-prices once
+    for all workers (:mod:`cacheviz.fleet._child`).
+    """
+    try:
+        server = get_context("forkserver")
+        server.set_forkserver_preload(["cacheviz.fleet._warm"])
+        from multiprocessing import forkserver
+
+        forkserver.ensure_running()  # here, so that a server that can't start is one error
+    except (ValueError, OSError):  # Windows (no fork server), or no Unix socket to serve on
+        spawn = get_context("spawn")
+        return ProcessPoolExecutor(workers, mp_context=spawn, initializer=single_threaded)
+    return ProcessPoolExecutor(workers, mp_context=server, initializer=single_threaded)
+
+
+@contextmanager
+def _fork_server() -> Iterator[None]:
+    """Stop the fork server after the scan if the scan started it.
+
+    It holds tiktoken's table and genai-prices' data for the workers; stopping it frees
+    them, and waiting for it is what counts its workers' CPU time as this process's
+    children's (as a spawned pool's workers are). A fork server that ran before (the
+    caller's own) is left running.
+    """
+    from multiprocessing import forkserver
+
+    server = getattr(forkserver, "_forkserver", None)
+    ours = server is not None and getattr(server, "_forkserver_pid", 0) is None
+    try:
+        yield
+    finally:
+        stop = getattr(server, "_stop", None)
+        if ours and stop is not None:
+            with suppress(Exception):  # a private hook: never let it fail a scan
+                stop()
 
 
 def _pool_starts() -> bool:
@@ -151,41 +191,23 @@ def _isolated(
     results: list[UnitResult] = []
     pool: ProcessPoolExecutor | None = None
     try:
-        with _one_thread_each(active=True):
-            for unit, known in todo:
-                pool = pool or _spawned(1)
-                try:
-                    results += pool.submit(run_batch, [unit], [known], prices).result()
-                except BrokenProcessPool:
-                    pool.shutdown(wait=False)
-                    pool = None
-                    error = (
-                        f"{shown(unit.path)}: the worker process reading it died (killed by "
-                        "the system, e.g. out of memory); the other files were scanned"
-                    )
-                    results.append(UnitResult(shown(unit.path), "failed", "", error=error))
-                update(1)
+        for unit, known in todo:
+            pool = pool or _spawned(1)
+            try:
+                results += pool.submit(run_batch, [unit], [known], prices).result()
+            except BrokenProcessPool:
+                pool.shutdown(wait=False)
+                pool = None
+                error = (
+                    f"{shown(unit.path)}: the worker process reading it died (killed by "
+                    "the system, e.g. out of memory); the other files were scanned"
+                )
+                results.append(UnitResult(shown(unit.path), "failed", "", error=error))
+            update(1)
     finally:
         if pool is not None:
             pool.shutdown()
     return results
-
-
-@contextmanager
-def _one_thread_each(active: bool) -> Iterator[None]:
-    """Workers of our own pool run polars single-threaded: the pool is the parallelism."""
-    if not active:
-        yield
-        return
-    saved = os.environ.get("POLARS_MAX_THREADS")
-    os.environ["POLARS_MAX_THREADS"] = "1"
-    try:
-        yield
-    finally:
-        if saved is None:
-            del os.environ["POLARS_MAX_THREADS"]
-        else:
-            os.environ["POLARS_MAX_THREADS"] = saved
 
 
 def _size(todo: list[tuple[Unit, str | None]]) -> int:

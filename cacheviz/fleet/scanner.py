@@ -23,8 +23,8 @@ from cacheviz.errors import CacheVizWarning
 from cacheviz.fleet import pool
 from cacheviz.fleet.cache import MANIFEST, TABLES, ScanCache, default_dir, signature
 from cacheviz.fleet.result import ScanResult
-from cacheviz.fleet.walk import Skipped, Unit, default_locations, shown, walk
-from cacheviz.fleet.worker import UnitResult
+from cacheviz.fleet.walk import Skipped, Tree, Unit, default_locations, shown, walk
+from cacheviz.fleet.worker import UnitResult, table
 from cacheviz.formats.replays import REPEAT, flag_replays
 from cacheviz.pricing import PriceBook
 
@@ -37,6 +37,7 @@ def scan(
     cache: bool | str | Path = True,
     progress: bool | None = None,
     prices: str | Path | None = None,
+    tree: Tree | None = None,
 ) -> ScanResult:
     """Analyse every session under ``paths`` (folders or files).
 
@@ -57,6 +58,9 @@ def scan(
         Show a progress bar (default: when stderr is a terminal).
     prices
         A user price file (cacheviz JSON or LiteLLM's).
+    tree
+        Record there what the walk saw (:class:`~cacheviz.fleet.walk.Tree`), e.g. to
+        keep the answer while the tree stays the same (:mod:`cacheviz.fleet.views`).
 
     Returns
     -------
@@ -84,7 +88,7 @@ def scan(
         roots = [loc.path for loc in locations if loc.found]
     else:
         roots = [Path(paths)] if isinstance(paths, (str, Path)) else [Path(p) for p in paths]
-    units, passed_over = walk(roots)
+    units, passed_over = walk(roots, tree)
     store = None
     if cache is not False:
         folder = default_dir() if cache is True else Path(cache)
@@ -115,7 +119,7 @@ def scan(
     hits |= {r.path for r in results if r.status == "unchanged"}
     fresh = [r for r in results if r.status != "unchanged"]
     cached = store.rows(hits) if store is not None else {n: _empty(n) for n in TABLES}
-    tables = {name: pl.concat([cached[name], *(_table(r, name) for r in fresh)]) for name in TABLES}
+    tables = {name: pl.concat([cached[name], _table(fresh, name)]) for name in TABLES}
     manifest = _manifest(fresh, signatures)
     if store is not None:
         reused = store.manifest.filter(pl.col("path").is_in(sorted(hits)))
@@ -216,9 +220,9 @@ def _empty(name: str) -> pl.DataFrame:
     )
 
 
-def _table(result: UnitResult, name: str) -> pl.DataFrame:
-    frame = getattr(result, name)
-    return _empty(name) if frame is None else frame
+def _table(results: list[UnitResult], name: str) -> pl.DataFrame:
+    """The rows of table ``name`` of every unit analysed, as one frame."""
+    return table(name, [rows for r in results if (rows := getattr(r, name)) is not None])
 
 
 def _manifest(results: list[UnitResult], signatures: dict[str, str]) -> pl.DataFrame:

@@ -6,16 +6,22 @@ to it (a Claude Code session's ``<session>/subagents/agent-*.jsonl``, or its
 chats in ``chats/<sessionId>/``; a Cline task's
 ``ui_messages.json`` and ``task_metadata.json`` beside its history). Units are grouped
 by file name only; the format of each is detected later, by content, in the worker.
+
+The walk can record what it saw (:class:`Tree`: every folder it listed, each entry's
+type, identity, size and mtime) so that a later run can tell, by listing the same
+folders again, that nothing it depends on changed (:mod:`cacheviz.fleet.views`). Nothing
+here imports polars or the readers until a folder needs them.
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
 import os
 import stat
-from dataclasses import dataclass
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
-
-from cacheviz.formats import claude_code, gemini_json, opencode
 
 _CLINE_HISTORY = "api_conversation_history.json"
 _CLINE_UI = "ui_messages.json"
@@ -160,6 +166,8 @@ def _subagents(session: Path, beside: dict[str, list[Path]] | None) -> tuple[Pat
     if session.name.startswith("agent-"):
         return inside
     if beside is None:
+        from cacheviz.formats import claude_code
+
         return inside + tuple(claude_code.sibling_agents(session))
     return inside + tuple(beside.get(session.stem, ()))
 
@@ -169,6 +177,8 @@ def _agents_beside(folder: Path, names: set[str]) -> dict[str, list[Path]]:
     out: dict[str, list[Path]] = {}
     for name in sorted(names):
         if name.startswith("agent-") and name.endswith(".jsonl"):
+            from cacheviz.formats import claude_code
+
             session_id = claude_code.session_id_of(folder / name)
             if session_id and f"{session_id}.jsonl" in names:
                 out.setdefault(session_id, []).append(folder / name)
@@ -184,13 +194,17 @@ def find_units(paths: list[Path]) -> list[Unit]:
     return walk(paths)[0]
 
 
-def walk(paths: list[Path]) -> tuple[list[Unit], list[Skipped]]:
+def walk(paths: list[Path], tree: Tree | None = None) -> tuple[list[Unit], list[Skipped]]:
     """The units under ``paths`` and the files passed over, with the reason.
 
     Symlinked folders are followed (a folder reached twice, a loop included, is walked
     once). A file is read once however many paths reach it (same device and inode);
     only regular files are read: a FIFO, a device or a broken link is listed as skipped.
+    ``tree``, when given, records every root and folder the walk listed, as it listed
+    them (:class:`Tree`).
     """
+    from cacheviz.formats import opencode
+
     units: dict[Path, Unit] = {}
     skipped: dict[Path, Skipped] = {}
     seen: dict[tuple[int, int], Path] = {}
@@ -215,11 +229,15 @@ def walk(paths: list[Path]) -> tuple[list[Unit], list[Skipped]]:
 
     for root in paths:
         root = root.expanduser()
+        if tree is not None:
+            tree.add_root(root)
         if not root.is_dir():
+            if tree is not None:  # a file's unit depends on what is beside and above it
+                tree.add_around(root)
             if (root.exists() or root.is_symlink()) and admit(root):
                 _add_file(units, root, root.parent, set())
             continue
-        for folder, dirs, files in os.walk(root, followlinks=True):
+        for folder, dirs, files in _folders(str(root), tree):
             here = Path(folder)
             try:
                 info = here.stat()
@@ -233,12 +251,16 @@ def walk(paths: list[Path]) -> tuple[list[Unit], list[Skipped]]:
             dirs[:] = sorted(d for d in dirs if d not in _SKIP_DIRS)
             if here.name.endswith(_CXV_SESSION) and "manifest.json" in files:
                 dirs[:] = []  # a cx-viewer session archive is read whole, as one unit
+                if tree is not None:
+                    tree.add_subtree(folder)
                 units.setdefault(here, Unit(here, _archive_members(here), _project(here, root)))
                 continue
             if opencode.is_storage(here):  # one session store: a unit, not its files
                 members = tuple(sorted(p for p in here.rglob("*.json") if p.is_file()))
                 units.setdefault(here, Unit(here, members, shown(root.name)))
                 dirs[:] = []
+                if tree is not None:
+                    tree.add_subtree(folder)
                 continue
             names = set(files)
             cline, used = _cline_units(here, names, root)
@@ -259,6 +281,8 @@ def walk(paths: list[Path]) -> tuple[list[Unit], list[Skipped]]:
                     _add_file(units, path, root, names, beside)
     for unit in units.values():
         skipped.pop(unit.path, None)
+    if tree is not None:  # the folders of every file read, listed or not (their sizes, mtimes)
+        tree.add_members(m for unit in units.values() for m in unit.members)
     ordered = sorted(units.values(), key=lambda u: str(u.path))
     return ordered, sorted(skipped.values(), key=lambda s: str(s.path))
 
@@ -286,6 +310,8 @@ def _add_file(
 ) -> None:
     if _sqlite_companion(path):
         return
+    from cacheviz.formats import claude_code, gemini_json
+
     in_subagents = path.parent.name == "subagents" and path.name.startswith("agent-")
     if in_subagents and claude_code.session_of_agent(path) is not None:
         return  # read with its session
@@ -307,3 +333,177 @@ def _add_file(
         wal = path.with_name(path.name + _SQLITE_WAL)  # claude-tap's traces.sqlite3
         members = (path, wal) if wal.is_file() else (path,)
     units.setdefault(path, Unit(path, members, _project(path, root)))
+
+
+def _folders(top: str, tree: Tree | None) -> Iterator[tuple[str, list[str], list[str]]]:
+    """``os.walk(top, followlinks=True)``, top-down, recording each listing in ``tree``.
+
+    The caller prunes ``dirs`` in place, as with :func:`os.walk`. The entries recorded
+    are the ones the walk went by (one listing for both), so a later
+    :meth:`Tree.unchanged` compares what this walk saw.
+    """
+    try:
+        with os.scandir(top) as listing:
+            entries = list(listing)
+    except OSError as exc:
+        if tree is not None:
+            tree.add_folder(top, None, exc)
+        return
+    if tree is not None:
+        tree.add_folder(top, entries)
+    dirs: list[str] = []
+    files: list[str] = []
+    for entry in entries:
+        try:
+            is_dir = entry.is_dir()
+        except OSError:
+            is_dir = False
+        (dirs if is_dir else files).append(entry.name)
+    yield top, dirs, files
+    for name in dirs:
+        yield from _folders(os.path.join(top, name), tree)  # noqa: PTH118 - os.walk's paths
+
+
+def _entry(entry: os.DirEntry[str]) -> list[object]:
+    """An entry as a listing records it: name, is a link, and what ``stat`` follows to."""
+    try:
+        is_link = entry.is_symlink()
+        info = entry.stat()
+    except OSError as exc:
+        return [entry.name, None, exc.errno]
+    return [
+        entry.name,
+        is_link,
+        [info.st_mode, info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns],
+    ]
+
+
+def _listing(
+    folder: str, entries: list[os.DirEntry[str]] | None, error: OSError | None
+) -> list[object]:
+    if entries is None:
+        return [folder, None, None if error is None else error.errno]
+    rows = sorted((_entry(e) for e in entries), key=lambda row: str(row[0]))
+    return [folder, rows, None]
+
+
+def _stat_of(path: str) -> list[object]:
+    link = Path(path).is_symlink()
+    try:
+        info = Path(path).stat()
+    except OSError as exc:
+        return [link, exc.errno]
+    return [link, [info.st_mode, info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns]]
+
+
+@dataclass
+class Tree:
+    """What a walk saw: its roots and every folder it listed, entry by entry.
+
+    Each entry is recorded with whether it is a symlink and the mode, device, inode,
+    size and mtime (ns) of what it leads to. The walk depends on nothing else (file
+    contents are taken as unchanged while those are, as the scan cache does), so when
+    listing the same folders again gives the same records, walking again would give
+    the same units, and their files the same rows. Folders read whole (an OpenCode
+    store, a cx-viewer archive) are recorded with all their sub-folders.
+    """
+
+    roots: list[str] = field(default_factory=list)
+    folders: list[str] = field(default_factory=list)
+    subtrees: list[str] = field(default_factory=list)
+    _records: dict[str, list[list[object]]] = field(
+        default_factory=lambda: {"roots": [], "folders": [], "subtrees": []}
+    )
+
+    def add_root(self, root: Path) -> None:
+        """Record a root as given (a folder or a file), and what it is now."""
+        self.roots.append(str(root))
+        self._records["roots"].append([str(root), _stat_of(str(root))])
+
+    def add_folder(
+        self, folder: str, entries: list[os.DirEntry[str]] | None, error: OSError | None = None
+    ) -> None:
+        """Record one listing the walk made (``None`` and the error when it failed)."""
+        self.folders.append(folder)
+        self._records["folders"].append(_listing(folder, entries, error))
+
+    def add_subtree(self, folder: str) -> None:
+        """Record every folder under ``folder`` (read whole by its reader)."""
+        self.subtrees.append(folder)
+        self._records["subtrees"].extend(_subtree(folder))
+
+    def add_around(self, file: Path) -> None:
+        """Record what a file given as a root is read with.
+
+        The folders beside and above it (sibling sub-agent logs, a Cline task's other
+        files, the session of a sub-agent log) and, whole, the ``<name>/`` folder beside
+        it (its sub-agents).
+        """
+        for folder in (file.parent, file.parent.parent):
+            self.add_folder_now(str(folder))
+        self.add_subtree(str(file.parent / file.stem))
+
+    def add_members(self, members: Iterable[Path]) -> None:
+        """Record the folders of ``members`` not listed yet (their files' sizes, mtimes)."""
+        listed = set(self.folders)
+        for member in members:
+            folder = str(member.parent)
+            if folder not in listed:
+                listed.add(folder)
+                self.add_folder_now(folder)
+
+    def add_folder_now(self, folder: str) -> None:
+        """List ``folder`` now and record it."""
+        try:
+            with os.scandir(folder) as listing:
+                self.add_folder(folder, list(listing))
+        except OSError as exc:
+            self.add_folder(folder, None, exc)
+
+    def digest(self) -> str:
+        """BLAKE2b of everything recorded (equal digests: the same tree, as walked)."""
+        return _digest(self._records)
+
+
+def relist(roots: list[str], folders: list[str], subtrees: list[str]) -> Tree:
+    """List ``roots``, ``folders`` and ``subtrees`` now, as a walk records them."""
+    tree = Tree()
+    for root in roots:
+        tree.add_root(Path(root))
+    for folder in folders:
+        tree.add_folder_now(folder)
+    for folder in subtrees:
+        tree.add_subtree(folder)
+    return tree
+
+
+def _subtree(top: str) -> list[list[object]]:
+    """Listings of ``top`` and every folder under it (symlinks followed, each once)."""
+    out: list[list[object]] = []
+    seen: set[tuple[int, int]] = set()
+    stack = [top]
+    while stack:
+        folder = stack.pop()
+        try:
+            info = Path(folder).stat()
+            if (info.st_dev, info.st_ino) in seen:
+                continue
+            seen.add((info.st_dev, info.st_ino))
+            with os.scandir(folder) as listing:
+                entries = list(listing)
+        except OSError as exc:
+            out.append(_listing(folder, None, exc))
+            continue
+        out.append(_listing(folder, entries, None))
+        for entry in sorted(entries, key=lambda e: e.name, reverse=True):
+            try:
+                if entry.is_dir():
+                    stack.append(entry.path)
+            except OSError:
+                continue
+    return out
+
+
+def _digest(records: dict[str, list[list[object]]]) -> str:
+    text = json.dumps(records, separators=(",", ":"))  # ASCII: escaped non-UTF-8 names too
+    return hashlib.blake2b(text.encode(), digest_size=16).hexdigest()

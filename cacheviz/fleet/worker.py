@@ -2,8 +2,9 @@
 
 It runs in worker processes (or on any ``concurrent.futures.Executor``), so its input
 and output are plain picklable values: a :class:`~cacheviz.fleet.walk.Unit` in, a
-:class:`UnitResult` of small polars frames out. Nothing here depends on other units;
-de-duplication across files happens afterwards (:mod:`cacheviz.fleet.scanner`).
+:class:`UnitResult` of rows as plain lists out (:func:`table` builds the frames).
+Nothing here depends on other units; de-duplication across files happens afterwards
+(:mod:`cacheviz.fleet.scanner`).
 """
 
 from __future__ import annotations
@@ -29,6 +30,8 @@ from cacheviz.model import OPAQUE, Session
 from cacheviz.pricing import PriceBook
 
 _HASH_CHUNK = 1 << 20
+Columns = dict[str, list[Any]]
+"""A table as plain lists, one per column (built into one frame per scan, not per unit)."""
 
 
 @dataclass(slots=True)
@@ -41,9 +44,9 @@ class UnitResult:
     format: str | None = None
     error: str | None = None
     warnings: list[str] = field(default_factory=list)
-    calls: pl.DataFrame | None = None
-    drifts: pl.DataFrame | None = None
-    misses: pl.DataFrame | None = None
+    calls: Columns | None = None  # the unit's rows of each table (see :func:`table`)
+    drifts: Columns | None = None
+    misses: Columns | None = None
     replays: int = 0  # responses the loader dropped as replays of others
 
 
@@ -159,71 +162,62 @@ def _one_line(exc: BaseException, path: Path) -> str:
     return shown(text if str(path) in text else f"{path}: {text}")
 
 
-def _rows(
-    unit: Unit, fmt: str, session: Session, analysis: Analysis
-) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame]:
+_OF_THE_UNIT = {"path", "session", "format", "project", "usage_only"}
+_FROM_META = {"response_id", "reported_cost_usd"}
+_FROM_ANALYSIS = tuple(n for n in _schema.SCAN_CALLS if n not in _OF_THE_UNIT | _FROM_META)
+_SCHEMAS = {
+    "calls": _schema.SCAN_CALLS,
+    "drifts": _schema.SCAN_DRIFTS,
+    "misses": _schema.SCAN_MISSES,
+}
+
+
+def _rows(unit: Unit, fmt: str, session: Session, analysis: Analysis) -> tuple[Columns, ...]:
+    """The unit's calls, drifts and misses as columns of the scan's tables.
+
+    Plain lists: a polars frame per unit costs more to build, pickle and concatenate
+    than the rows of a small session (the scanner builds one frame of all of them).
+    """
     frame = analysis.calls
     calls = session.calls  # row i of the calls frame is session.calls[i]
     opaque = {h for h, c in session.contents.items() if c.kind == OPAQUE}
     path = shown(unit.path)
     metas = [c.meta for c in calls]
+    n = len(calls)
+    out: Columns = {name: frame.get_column(name).to_list() for name in _FROM_ANALYSIS}
     logged = [not any(h in opaque for h in c.hashes[: c.message_start]) for c in calls]
-    extra: dict[str, list[Any]] = {
+    # Whale logs a fingerprint of system + tools; elsewhere the hash, when they were logged
+    out["prefix_hash"] = [
+        m.get("prefix_fingerprint")
+        if m.get("prefix_fingerprint") is not None
+        else (h if known else None)
+        for m, h, known in zip(metas, out["prefix_hash"], logged, strict=True)
+    ]
+    usage_only = bool(getattr(READERS[fmt], "USAGE_ONLY", False))
+    out |= {
+        "path": [path] * n,
         "session": [f"{path}#{m['session']}" if m.get("session") else path for m in metas],
+        "format": [fmt] * n,
+        "project": [unit.project] * n,
+        "usage_only": [usage_only] * n,
         "response_id": [m.get("response_id") for m in metas],
         "reported_cost_usd": [m.get("reported_cost_usd") for m in metas],
-        "_fingerprint": [m.get("prefix_fingerprint") for m in metas],
-        "_logged": logged,
     }
-    schema = _schema.SCAN_CALLS
-    added = pl.DataFrame(
-        extra,
-        schema={k: schema.get(k, pl.String if k == "_fingerprint" else pl.Boolean) for k in extra},
-    )
-    usage_only = bool(getattr(READERS[fmt], "USAGE_ONLY", False))
-    out = pl.concat([frame, added], how="horizontal").with_columns(
-        pl.lit(path, pl.String).alias("path"),
-        pl.lit(fmt, pl.String).alias("format"),
-        pl.lit(unit.project, pl.String).alias("project"),
-        pl.lit(usage_only).alias("usage_only"),
-        pl.coalesce("_fingerprint", pl.when("_logged").then(pl.col("prefix_hash"))).alias(
-            "prefix_hash"
-        ),
-    )
-    scan_calls = out.select([pl.col(name).cast(dtype) for name, dtype in schema.items()])
-    drifts = _drift_rows(path, analysis.drifts, "thread")
-    misses = _miss_rows(path, analysis.misses)
-    return scan_calls, drifts, misses
+    return out, _drift_rows(path, analysis.drifts), _miss_rows(path, analysis.misses)
 
 
-def _drift_rows(path: str, drifts: pl.DataFrame, thread_col: str) -> pl.DataFrame:
-    n = drifts.height
-    columns = {
-        "path": [path] * n,
-        "call": drifts["call"].to_list(),
-        "thread": drifts[thread_col].to_list(),
-        "part": drifts["part"].to_list(),
-        "label": drifts["label"].to_list(),
-        "cause": drifts["cause"].to_list(),
-        "tokens_lost": drifts["tokens_lost"].to_list(),
-        "cost_usd": drifts["cost_usd"].to_list(),
-        "material": drifts["material"].to_list(),
-        "detail": drifts["detail"].to_list(),
-    }
-    return _schema.frame(_schema.SCAN_DRIFTS, columns)
+def _drift_rows(path: str, drifts: pl.DataFrame) -> Columns:
+    out = {n: drifts.get_column(n).to_list() for n in _schema.SCAN_DRIFTS if n != "path"}
+    return {"path": [path] * drifts.height, **out}
 
 
-def _miss_rows(path: str, misses: pl.DataFrame) -> pl.DataFrame:
-    if misses.is_empty():
-        return _schema.frame(_schema.SCAN_MISSES, {name: [] for name in _schema.SCAN_MISSES})
-    n = misses.height
-    columns = {
-        "path": [path] * n,
-        "call": misses["call"].to_list(),
-        "thread": misses["thread"].to_list(),
-        "cause": misses["cause"].to_list(),
-        "shortfall_tokens": misses["shortfall_tokens"].to_list(),
-        "cost_usd": misses["cost_usd"].to_list(),
-        "detail": misses["detail"].to_list(),
-    }
-    return _schema.frame(_schema.SCAN_MISSES, columns)
+def _miss_rows(path: str, misses: pl.DataFrame) -> Columns:
+    out = {n: misses.get_column(n).to_list() for n in _schema.SCAN_MISSES if n != "path"}
+    return {"path": [path] * misses.height, **out}
+
+
+def table(name: str, parts: list[Columns]) -> pl.DataFrame:
+    """One of the scan's tables (``calls``, ``drifts``, ``misses``) from units' columns."""
+    schema = _SCHEMAS[name]
+    columns = {c: [v for part in parts for v in part[c]] for c in schema}
+    return _schema.frame(schema, columns) if parts else pl.DataFrame(schema=schema)

@@ -5,6 +5,7 @@
 
 from __future__ import annotations
 
+import importlib
 import json
 import os
 import re
@@ -14,63 +15,63 @@ import stat
 import sys
 import tempfile
 import warnings
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from types import ModuleType
 from typing import Any
 
 from cacheviz.errors import CacheVizWarning, TranscriptError, UnknownFormatError
-from cacheviz.formats import (
-    aider,
-    cc_viewer,
-    claude_code,
-    claude_tap,
-    claude_trace,
-    cline,
-    cline_ui,
-    codex,
-    copilot_cli,
-    gemini_cli,
-    gemini_json,
-    inspect_log,
-    mitm,
-    native,
-    openai_log,
-    opencode,
-    openhands,
-    otel,
-    swe_agent,
-    whale_usage,
-)
 from cacheviz.formats._folders import session_file
 from cacheviz.formats._lines import describe_lines
 from cacheviz.model import Session, SkippedLine
 from cacheviz.usage import UsageError, lenient_usage
 
-READERS: dict[str, ModuleType] = {
-    m.NAME: m
-    for m in (
-        openai_log,
-        native,
-        claude_trace,
-        claude_tap,
-        cc_viewer,
-        mitm,
-        claude_code,
-        codex,
-        gemini_json,  # before gemini_cli: a one-line chat JSON opens like a JSONL header
-        gemini_cli,
-        inspect_log,
-        cline,
-        openhands,
-        opencode,
-        copilot_cli,
-        swe_agent,
-        aider,
-        whale_usage,  # usage-only readers (USAGE_ONLY = True)
-        cline_ui,
-        otel,
-    )
+# Every reader by its NAME, in detection order (the first to claim a file reads it).
+_MODULES = {
+    "openai-log": "openai_log",
+    "cacheviz": "native",
+    "claude-trace": "claude_trace",
+    "claude-tap": "claude_tap",
+    "cc-viewer": "cc_viewer",
+    "mitmproxy": "mitm",
+    "claude-code": "claude_code",
+    "codex": "codex",
+    "gemini-cli-json": "gemini_json",  # before gemini_cli: a one-line chat JSON opens like a header
+    "gemini-cli": "gemini_cli",
+    "inspect": "inspect_log",
+    "cline": "cline",
+    "openhands": "openhands",
+    "opencode": "opencode",
+    "copilot-cli": "copilot_cli",
+    "swe-agent": "swe_agent",
+    "aider": "aider",
+    "whale-usage": "whale_usage",  # usage-only readers (USAGE_ONLY = True)
+    "cline-ui": "cline_ui",
+    "otel": "otel",
 }
+
+
+class _Readers(Mapping[str, ModuleType]):
+    """The reader modules by name, in detection order, each imported when first asked for.
+
+    Detection imports the readers it tries (up to the one that claims the file), not all
+    twenty: a short command does not pay for the readers it does not use.
+    """
+
+    def __getitem__(self, name: str) -> ModuleType:
+        return importlib.import_module(f"cacheviz.formats.{_MODULES[name]}")
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(_MODULES)
+
+    def __len__(self) -> int:
+        return len(_MODULES)
+
+    def __contains__(self, name: object) -> bool:
+        return name in _MODULES
+
+
+READERS: Mapping[str, ModuleType] = _Readers()
 _HEAD_BYTES = 1 << 20  # detection reads this much, and more until the first line ends
 _LONG_RUN = re.compile(rb"[^\"\\\n]{4096,}")  # a long run inside a string (base64, ...)
 _MAX_DIGITS = 4300  # Python's int-from-text limit (sys.int_info.default_max_str_digits)
@@ -128,9 +129,11 @@ def detect(path: Path) -> str:
         if not head.strip():
             msg = "file is empty; expected a transcript"
             raise TranscriptError(msg, path=path)
-    for name, module in READERS.items():
-        if _claims(module, path, head):
+    for name in READERS:
+        if _claims(READERS[name], path, head):
             return name
+    from cacheviz.formats import claude_code
+
     if claude_code.agent_metadata(path, head):
         agent = path.name.removesuffix(".meta.json")
         msg = (

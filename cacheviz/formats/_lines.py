@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import json
+import os
 import warnings
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 from cacheviz.errors import CacheVizWarning, TranscriptError
 from cacheviz.model import Call, Session, SkippedLine
@@ -21,6 +22,12 @@ ERROR_MODES = ("raise", "skip")
 PROGRESS: ContextVar[Callable[[int, int], None] | None] = ContextVar("progress", default=None)
 _PROGRESS_STEP = 8 << 20  # report every 8 MB
 _NAMED = 20  # lines a warning names before it only counts
+# LineReader.lines reads WINDOW bytes at a time into one reused buffer: the process holds
+# about a window of the file, never the file. (Not a memory map: a file truncated by
+# another process while mapped kills the process with SIGBUS, a notebook kernel too.)
+WINDOW = 4 << 20
+_BLANK = b" \t\r"  # a line starting with one of these and all whitespace is blank
+_SPACE = b" \t\r\x0b\x0c"  # bytes.isspace() without the newline
 
 
 class LineReader:
@@ -66,41 +73,52 @@ class LineReader:
     def lines(self) -> Iterator[tuple[int, str]]:
         """Yield ``(line number, text)`` for every non-blank line.
 
-        Lines are decoded straight from the file's buffer (no split copy of the file).
+        Lines are decoded straight from one reused buffer of :data:`WINDOW` bytes that
+        the file is read into (a line longer than the window is joined from its pieces).
+        The process holds about a window of the file, the line being read and whatever
+        the caller keeps, never the whole file nor a copy of it.
         """
-        data = self.path.read_bytes()
-        if not data or data.isspace():
-            msg = "file is empty; expected one JSON object per line"
-            raise TranscriptError(msg, path=self.path)
-        view = memoryview(data)
-        start = 0
-        lineno = 0
-        size = len(data)
-        progress = PROGRESS.get()
-        reported = 0
-        while start < size:
-            if progress is not None and start - reported >= _PROGRESS_STEP:
-                progress(start, size)
-                reported = start
-            lineno += 1
-            end = data.find(b"\n", start)
-            if end < 0:
-                end = size
-                self._open_line = lineno
-            first = data[start : start + 1]
-            line_start, start = start, end + 1
-            if not first or (first in b" \t\r" and data[line_start:end].isspace()):
-                continue  # a blank line
-            try:
-                text = str(view[line_start:end], "utf-8")
-            except UnicodeDecodeError as exc:
-                self.fail(
-                    lineno, f"not valid UTF-8 at byte {exc.start + 1}; re-save the file as UTF-8"
-                )
-                continue
-            if lineno == self._open_line:
-                self._open_text = text
-            yield lineno, text
+        with self.path.open("rb") as handle:
+            size = os.fstat(handle.fileno()).st_size
+            if size == 0:
+                msg = "file is empty; expected one JSON object per line"
+                raise TranscriptError(msg, path=self.path)
+            progress = PROGRESS.get()
+            reported = 0
+            lineno = 0
+            held: list[tuple[int, str]] = []  # whitespace-only lines, until text shows up
+            content = False  # whether a byte other than whitespace was seen
+            for offset, raw, ended in _file_lines(handle, size, WINDOW):
+                if progress is not None and offset - reported >= _PROGRESS_STEP:
+                    progress(offset, size)
+                    reported = offset
+                lineno += 1
+                if not ended:
+                    self._open_line = lineno
+                if not raw:
+                    continue
+                spaces = raw[0] in _SPACE and bytes(raw).isspace()
+                if spaces and raw[0] in _BLANK:
+                    continue  # a blank line
+                if not content:
+                    if spaces:  # e.g. a form feed: read it unless the file is all spaces
+                        held.append((lineno, str(raw, "ascii")))
+                        continue
+                    content = True
+                    yield from held
+                    held.clear()
+                try:
+                    text = str(raw, "utf-8")
+                except UnicodeDecodeError as exc:
+                    reason = f"not valid UTF-8 at byte {exc.start + 1}; re-save the file as UTF-8"
+                    self.fail(lineno, reason)
+                    continue
+                if lineno == self._open_line:
+                    self._open_text = text
+                yield lineno, text
+            if not content:
+                msg = "file is empty; expected one JSON object per line"
+                raise TranscriptError(msg, path=self.path)
         if progress is not None:
             progress(size, size)
 
@@ -189,6 +207,77 @@ class LineReader:
             )
         skipped = [*self.skipped, *([self.torn] if self.torn is not None else [])]
         return Session(self.path, fmt, ordered, store.contents, store.blocks, skipped, self.ignored)
+
+
+_Lines = Iterator[tuple[int, memoryview | bytes, bool]]
+
+
+def _file_lines(handle: IO[bytes], size: int, window: int) -> _Lines:
+    """Yield ``(offset, bytes, ended)`` for each line of ``handle``, newline left out.
+
+    ``offset`` is where the line starts in the file; ``ended`` whether a newline ends it
+    (only the last line may lack one). The bytes are a view, valid until the next line
+    is asked for. The file is read up to the ``size`` it had when opened.
+    """
+    return _streamed_lines(_Bounded(handle, size), window)
+
+
+class _Bounded:
+    """A binary file read no further than ``size`` bytes (what it held when opened)."""
+
+    def __init__(self, handle: IO[bytes], size: int) -> None:
+        self._handle = handle
+        self._left = size
+
+    def readinto(self, buffer: bytearray) -> int:
+        if self._left <= 0:
+            return 0
+        view = memoryview(buffer)[: min(len(buffer), self._left)]
+        try:
+            filled = self._handle.readinto(view)  # type: ignore[attr-defined]
+        finally:
+            view.release()
+        self._left -= filled or 0
+        return filled or 0
+
+
+def _streamed_lines(handle: IO[bytes], window: int) -> _Lines:
+    """The lines of a file read ``window`` bytes at a time into one reused buffer.
+
+    A line that runs past the window is copied out piece by piece and joined.
+    """
+    buffer = bytearray(window)
+    view = memoryview(buffer)
+    pieces: list[bytes] = []  # the start of a line that runs past the window
+    start_of_line = 0  # file offset of the line being assembled
+    position = 0  # file offset of buffer[0]
+    try:
+        while True:
+            filled = handle.readinto(buffer)  # type: ignore[attr-defined]
+            if not filled:
+                break
+            start = 0
+            while True:
+                end = buffer.find(b"\n", start, filled)
+                if end < 0:
+                    break
+                if pieces:
+                    pieces.append(view[start:end].tobytes())
+                    line: memoryview | bytes = b"".join(pieces)
+                    pieces.clear()
+                    yield start_of_line, line, True
+                else:
+                    yield position + start, view[start:end], True
+                start = end + 1
+            if start < filled:
+                if not pieces:
+                    start_of_line = position + start
+                pieces.append(view[start:filled].tobytes())
+            position += filled
+        if pieces:
+            yield start_of_line, b"".join(pieces), False
+    finally:
+        view.release()
 
 
 def _cut_short(text: str) -> bool:

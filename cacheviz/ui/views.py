@@ -188,14 +188,11 @@ def shape_runs(analysis: Analysis) -> pl.DataFrame:
     )
     runs = (
         segments.select("call", "token_offset", "tokens", status.alias("status"))
-        .with_columns(
-            run=(pl.col("status") != pl.col("status").shift(1).over("call"))
-            .fill_null(value=True)
-            .cum_sum()
-            .over("call")
-        )
-        .group_by("call", "run", maintain_order=True)
+        # a run: consecutive rows of one call with one status (a call's rows are together)
+        .with_columns(run=pl.struct("call", "status").rle_id())
+        .group_by("run", maintain_order=True)
         .agg(
+            pl.col("call").first(),
             pl.col("token_offset").min().alias("start"),
             (pl.col("token_offset") + pl.col("tokens")).max().alias("end"),
             pl.col("status").first(),
@@ -737,6 +734,7 @@ class _Browser:
         self._labels: dict[str | None, str] = {}
         self._own_texts: dict[str | None, str] = {}
         self._finished: dict[str, str] = {}
+        self._items: dict[tuple[Any, ...], dict[str, Any]] = {}
         self.finish = finish
 
     def _done(self, text: str) -> str:
@@ -762,6 +760,26 @@ class _Browser:
         is_sent = status != "same"
         if not (is_context or is_sent):
             return
+        # a call re-sends its context (tools, system) as the calls before it: the same
+        # row gives the same item, made once (the documents are only read, never changed)
+        item = self._items.get(row[1:])
+        if item is None:
+            item = self._items[row[1:]] = self._item(part, status, label, tokens, digest)
+        if is_sent:
+            doc["sent_more"] += 1
+            if len(doc["sent"]) < MAX_SENT:
+                doc["sent"].append(item)
+                doc["sent_more"] -= 1
+        elif is_context:
+            doc["context_more"] += 1
+            if len(doc["context"]) < MAX_CONTEXT:
+                doc["context"].append(item)
+                doc["context_more"] -= 1
+
+    def _item(
+        self, part: str, status: str, label: str, tokens: int | None, digest: str | None
+    ) -> dict[str, Any]:
+        """The browser's item of one segment row (its texts made or stored once)."""
         shown = self._labels.get(label)
         if shown is None:
             shown = self._labels[label] = self._done(clean(label))
@@ -788,16 +806,7 @@ class _Browser:
             item["hash"] = done(digest) if digest is not None else digest
             if digest not in self.texts:
                 self.texts[digest] = segment_text(self.analysis, digest, self.limit)
-        if is_sent:
-            doc["sent_more"] += 1
-            if len(doc["sent"]) < MAX_SENT:
-                doc["sent"].append(item)
-                doc["sent_more"] -= 1
-        elif is_context:
-            doc["context_more"] += 1
-            if len(doc["context"]) < MAX_CONTEXT:
-                doc["context"].append(item)
-                doc["context_more"] -= 1
+        return item
 
     def _render(self, digest: str | None) -> None:
         """A message block's role, and its text when the text is stored: one rendering.

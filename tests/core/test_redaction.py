@@ -288,3 +288,23 @@ def test_the_short_text_prefilter_finds_every_secret(monkeypatch):
     monkeypatch.setattr(module, "_SHORT", -1)
     assert with_filter == [module.secret_spans(t) for t in short]
     assert sum(bool(spans) for spans in with_filter) >= len(SECRETS) - 2
+
+
+def test_the_patterns_load_without_importing_requests():
+    """detect-secrets' plugins import ``requests``; redaction defers it (start-up time)."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys\n"
+        "from cacheviz.redact import redact\n"
+        "assert redact('Bearer abcdefghijklmnop1234') == 'Bearer [REDACTED]'\n"
+        "assert 'requests' not in sys.modules and 'urllib3' not in sys.modules\n"
+        "import requests\n"
+        "from detect_secrets.plugins import aws\n"
+        "assert type(requests).__name__ == 'module'\n"
+        "assert aws.requests.get is requests.get\n"  # the stand-in became the real one
+        "print('ok')\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
+    assert out.stdout.strip() == "ok", out.stderr

@@ -129,3 +129,32 @@ def test_bad_price_files_are_one_line(tmp_path, content, expected):
     with pytest.raises(TranscriptError, match=expected) as info:
         PriceBook(path)
     assert "\n" not in str(info.value)
+
+
+@pytest.mark.parametrize("model", ["deepseek-chat", "deepseek-flash", "deepseek-reasoner"])
+@pytest.mark.parametrize(
+    "day", [datetime(2025, 3, 4, tzinfo=UTC), datetime(2026, 9, 1, tzinfo=UTC)]
+)
+@pytest.mark.parametrize("offset", [0, 5.5, -9.5])  # hours; half-hour zones cut UTC hours
+@pytest.mark.parametrize("backwards", [False, True])
+def test_the_rate_cache_prices_every_minute_as_the_book(model, day, offset, backwards):
+    # DeepSeek's time-of-day prices change at 16:30 and 00:30 UTC, its peak at 01:00 and
+    # 04:00: the cache may not reuse one call's rates for another across any of them
+    from datetime import timedelta, timezone
+
+    from cacheviz.pricing import RateCache
+
+    book = PriceBook()
+    cache = RateCache(book, "deepseek")
+    zone = timezone(timedelta(hours=offset))
+    moments = [(day + timedelta(minutes=10 * i)).astimezone(zone) for i in range(6 * 24)]
+    for at in reversed(moments) if backwards else moments:
+        assert cache(model, at, 1000) == book.rates("deepseek", model, at=at, prompt_tokens=1000)
+
+
+def test_day_changes_come_from_the_data():
+    from cacheviz.pricing import day_changes
+
+    assert day_changes("deepseek", "deepseek-chat") == (30.0, 990.0)  # genai-prices' 00:30-16:30
+    assert day_changes("deepseek", "deepseek-flash") == ()  # its peak windows start on the hour
+    assert day_changes("anthropic", "claude-sonnet-4-5") == ()

@@ -95,3 +95,28 @@ def test_another_provider_prices_its_comparable_model(leaky):
     meta = report_data(leaky, provider="google")["meta"]
     assert meta["target"]["model"].startswith("gemini")
     assert "approximate" in meta["target"]["warning"]
+
+
+@pytest.mark.parametrize("enabled", [True, False])
+def test_the_collector_is_paused_while_the_data_is_built_and_restored(
+    leaky, tmp_path, monkeypatch, enabled
+):
+    import gc
+
+    from cacheviz.ui import report
+
+    during = []
+    built = report.report_data
+
+    def watched(*args, **kwargs):
+        during.append(gc.isenabled())
+        return built(*args, **kwargs)
+
+    monkeypatch.setattr(report, "report_data", watched)
+    (gc.enable if enabled else gc.disable)()
+    try:
+        write_report(leaky, tmp_path / "r.html")
+        assert during == [False]
+        assert gc.isenabled() is enabled  # as it was, not simply on
+    finally:
+        gc.enable()

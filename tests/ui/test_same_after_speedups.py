@@ -145,3 +145,118 @@ def test_tokens_in_small_batches_are_the_tokens_of_one_batch(monkeypatch) -> Non
         for digest in whole.session.contents:
             assert cache[digest] == other[digest]
     assert whole.summary() == batched.summary()
+
+
+def _walked_segments(analysis: Any) -> list[tuple[Any, ...]]:
+    """The segments frame as a row-by-row walk computes it (status, sizes, stability)."""
+    prev_calls = analysis.calls["prev_call"].to_list()
+    prefixes = analysis.calls["prefix_tokens"].to_list()
+    threads = analysis.calls["thread"].to_list()
+    calls = analysis.session.calls
+    seen: dict[tuple[str, str, int], set[str]] = {}
+    for call in calls:
+        for block in call.blocks:
+            seen.setdefault((threads[call.index], block.part, block.position), set()).add(
+                block.hash
+            )
+    rows = []
+    for call in calls:
+        own = analysis.offsets[call.index]
+        prev = prev_calls[call.index]
+        before = {} if prev is None else {(b.part, b.position): b.hash for b in calls[prev].blocks}
+        for j, block in enumerate(call.blocks):
+            tokens, offset = own[j + 1] - own[j], own[j] - own[0]
+            prefix = prefixes[call.index]
+            if prefix is not None and offset + tokens <= prefix:
+                status = "same"
+            elif (block.part, block.position) not in before:
+                status = "new"
+            elif before[(block.part, block.position)] == block.hash:
+                status = "invalidated"
+            else:
+                status = "changed"
+            key = (threads[call.index], block.part, block.position)
+            stability = "immutable" if len(seen[key]) == 1 else "dynamic"
+            place = (call.index, block.part, block.position, block.hash)
+            rows.append((*place, tokens, offset, status, stability))
+    return rows
+
+
+_SEGMENT_COLUMNS = ("call", "part", "position", "hash", "tokens", "token_offset")
+_SEGMENT_COLUMNS += ("status", "stability")
+REALDATA = Path(__file__).resolve().parents[3] / "shared" / "realdata"
+
+
+@pytest.mark.parametrize("path", SAMPLES, ids=[p.stem for p in SAMPLES])
+def test_segments_frame_is_the_row_walk_on_samples(path: Path) -> None:
+    analysis = cacheviz.load(path).analyze()
+    assert analysis.segments.select(_SEGMENT_COLUMNS).rows() == _walked_segments(analysis)
+
+
+def test_segments_frame_is_the_row_walk_on_a_claude_code_session() -> None:
+    found = sorted((REALDATA / "claude_code_jsonl").rglob("*.jsonl"))
+    if not found:
+        pytest.skip("../shared/realdata/claude_code_jsonl is absent")
+    analysis = cacheviz.load(min(found, key=lambda p: p.stat().st_size)).analyze()
+    assert analysis.segments.select(_SEGMENT_COLUMNS).rows() == _walked_segments(analysis)
+
+
+def test_previous_codes_bisected_are_the_join() -> None:
+    """The (call, slot) lookup: a bisection of sorted keys gives what a join gives."""
+    import random
+
+    from cacheviz.shape import previous_codes
+
+    rng = random.Random(19)
+    keys = sorted(rng.sample(range(10_000), 500))
+    codes = [rng.randrange(50) for _ in keys]
+    wanted = [rng.choice([None, -3, 10_001, rng.randrange(10_002), *keys]) for _ in range(2_000)]
+    wanted_s = pl.Series(wanted, dtype=pl.Int64)
+    shuffled = list(zip(keys, codes, strict=True))
+    rng.shuffle(shuffled)
+    joined = previous_codes(
+        pl.Series([k for k, _ in shuffled]), wanted_s, pl.Series([c for _, c in shuffled])
+    )
+    bisected = previous_codes(pl.Series(keys), wanted_s, pl.Series(codes))
+    table = dict(zip(keys, codes, strict=True))
+    assert bisected.to_list() == joined.to_list() == [table.get(w) for w in wanted]
+
+
+def test_compare_on_one_sim_calls_is_each_target_alone() -> None:
+    """The comparison replays copies of one ``sim_calls``: each row as its own replay."""
+    from cacheviz.simulate import sim_calls, simulate
+
+    analysis = cacheviz.load(SAMPLES[0]).analyze()
+    targets = ["anthropic:claude-sonnet-4-5", "openai:gpt-5", "deepseek:deepseek-chat"]
+    targets += ["google:gemini-2.5-pro", "vllm", "anthropic:claude-opus-4-1"]
+    frame = analysis.compare(targets)
+    for row in frame.iter_rows(named=True):
+        provider, _, model = row["target"].partition(":")
+        alone = simulate(analysis, provider, model or None)
+        assert row["cost_usd"] == alone.total_cost_usd
+        assert row["cache_read_tokens"] == int(alone.calls["cache_read_tokens"].sum())
+    built = sim_calls(analysis)
+    before = [(c.model, c.warm_tokens) for c in built]
+    shared = simulate(analysis, "openai", "gpt-5", calls=built)
+    assert [(c.model, c.warm_tokens) for c in built] == before  # the caller's, unchanged
+    assert shared.calls.equals(simulate(analysis, "openai", "gpt-5").calls)
+
+
+def _walked_runs(analysis: Any) -> list[tuple[int, int, int, int]]:
+    """Runs of one status per call, walking the segment rows one by one."""
+    runs: list[list[int]] = []
+    columns = ("call", "token_offset", "tokens", "status", "opaque")
+    for call, offset, tokens, status, opaque in analysis.segments.select(columns).iter_rows():
+        code = views.UNLOGGED_STATUS if opaque else views.STATUS[status]
+        if runs and runs[-1][0] == call and runs[-1][3] == code:
+            runs[-1][1] = min(runs[-1][1], offset)
+            runs[-1][2] = max(runs[-1][2], offset + tokens)
+        else:
+            runs.append([call, offset, offset + tokens, code])
+    return [tuple(run) for run in runs]
+
+
+@pytest.mark.parametrize("path", SAMPLES, ids=[p.stem for p in SAMPLES])
+def test_shape_runs_are_the_row_walk_on_samples(path: Path) -> None:
+    analysis = cacheviz.load(path).analyze()
+    assert views.shape_runs(analysis).rows() == _walked_runs(analysis)

@@ -1,0 +1,283 @@
+"""The binary copy of tiktoken's ranks (cacheviz._encodings): same ids, or tiktoken's loading.
+
+Each test runs against a private copy of tiktoken's cache folder and a private cacheviz
+cache folder, so that touching, corrupting or locking them affects nothing else.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import shutil
+from pathlib import Path
+
+import pytest
+
+from cacheviz import _encodings
+
+TEXTS = [
+    "hello world",
+    "The quick brown fox jumps over the lazy dog. It's 12,345.678 o'clock; we'll see!",
+    "def f(x):\n    return {'a': [1, 2, 3]}  # comment\n\n\n\tindented\r\n",
+    "日本語のテキスト、中文文本, 한국어 텍스트, עברית, العربية, Ελληνικά",
+    "emoji 👩‍👩‍👧‍👦 🎉🎉 flags 🇫🇷🇯🇵 and combining e\u0301 a\u0308",
+    "   leading and trailing spaces   \n\n\n   ",
+    "1234567890123456789 0.000001 -42 3e10 ١٢٣",
+    "<|endoftext|> is text here, not a special token <|endofprompt|>",
+    "a lone surrogate \ud800 in the middle",
+    "ALLCAPS CamelCase snake_case kebab-case SHOUTING'S DON'T",
+    "",
+]
+
+
+def _random_text(seed: int, length: int = 4000) -> str:
+    rng = random.Random(seed)
+    alphabet = (
+        "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
+        " \n\t.,;:'\"!?()[]{}<>/\\|-_=+*&^%$#@~`"
+        "éüßøñçåæœ日本中文한국어🙂👍\u0301\u200b\u00a0"
+    )
+    return "".join(rng.choice(alphabet) for _ in range(length))
+
+
+def _reference(name: str):
+    import tiktoken
+
+    return tiktoken.get_encoding(name)
+
+
+@pytest.fixture(autouse=True)
+def _no_table_held(monkeypatch):
+    """Each test reads the copy as a new process would."""
+    monkeypatch.setattr(_encodings, "_TABLES", {})
+
+
+@pytest.fixture
+def folders(tmp_path, monkeypatch) -> tuple[Path, Path]:
+    """A private copy of tiktoken's cache folder and a private cacheviz cache folder."""
+    source = os.environ.get("TIKTOKEN_CACHE_DIR")
+    if not source or not Path(source).is_dir():
+        pytest.skip("TIKTOKEN_CACHE_DIR with tiktoken's files is not set")
+    tiktoken_dir = tmp_path / "tiktoken"
+    shutil.copytree(source, tiktoken_dir)
+    cache = tmp_path / "cache"
+    monkeypatch.setenv("TIKTOKEN_CACHE_DIR", str(tiktoken_dir))
+    monkeypatch.setenv("CACHEVIZ_CACHE_DIR", str(cache))
+    return tiktoken_dir, cache
+
+
+_CONSTRUCTED: dict[str, dict] = {}  # tiktoken's constructor runs once per name and session
+
+
+@pytest.fixture
+def built(monkeypatch) -> list[str]:
+    """The encodings built by tiktoken's constructor (not from the copy), in order."""
+    calls: list[str] = []
+    original = _encodings._constructor
+
+    def counting(name: str):
+        constructor = original(name)
+        if constructor is None:
+            return None
+        calls.append(name)
+
+        def construct():
+            if name not in _CONSTRUCTED:
+                _CONSTRUCTED[name] = constructor()
+            return dict(_CONSTRUCTED[name])
+
+        construct.__module__ = constructor.__module__
+        return construct
+
+    monkeypatch.setattr(_encodings, "_constructor", counting)
+    return calls
+
+
+@pytest.mark.parametrize("name", ["o200k_base", "cl100k_base"])
+def test_the_copy_gives_tiktokens_ids(folders, built, name):
+    import tiktoken
+
+    first = _encodings.load(name)  # built by tiktoken's constructor, copy written
+    assert built == [name]
+    assert _encodings.cache_file(name).is_file()
+    _encodings._TABLES.clear()  # as a new process starts
+    second = _encodings.load(name)  # from the copy
+    assert built == [name]
+    reference = tiktoken.get_encoding(name)
+    texts = [*TEXTS, *(_random_text(seed) for seed in range(3))]
+    for text in texts:
+        expected = reference.encode_ordinary(text)
+        assert first.encode_ordinary(text) == expected, text
+        assert second.encode_ordinary(text) == expected, text
+        assert second.encode(text, disallowed_special=()) == reference.encode(
+            text, disallowed_special=()
+        )
+    assert second.encode("<|endoftext|>", allowed_special="all") == reference.encode(
+        "<|endoftext|>", allowed_special="all"
+    )
+    assert second.name == reference.name
+    assert second.max_token_value == reference.max_token_value
+    assert second.n_vocab == reference.n_vocab
+
+
+def test_a_changed_tiktoken_file_rebuilds_the_copy(folders, built):
+    tiktoken_dir, _ = folders
+    _encodings.load("o200k_base")
+    before = _encodings.cache_file("o200k_base").read_bytes()
+    for path in tiktoken_dir.iterdir():  # a re-download: same name, new mtime
+        stat = path.stat()
+        os.utime(path, ns=(stat.st_atime_ns, stat.st_mtime_ns + 10**9))
+    _encodings._TABLES.clear()
+    encoding = _encodings.load("o200k_base")
+    assert built == ["o200k_base", "o200k_base"]
+    after = _encodings.cache_file("o200k_base").read_bytes()
+    assert after != before  # the new key recorded
+    assert encoding.encode_ordinary("hello world") == [24912, 2375]
+    _encodings._TABLES.clear()
+    _encodings.load("o200k_base")
+    assert len(built) == 2  # and used again
+
+
+def test_another_tiktoken_version_rebuilds_the_copy(folders, built, monkeypatch):
+    import tiktoken
+
+    _encodings.load("o200k_base")
+    monkeypatch.setattr(tiktoken, "__version__", "0.0.0-other")
+    _encodings._TABLES.clear()
+    _encodings.load("o200k_base")
+    assert built == ["o200k_base", "o200k_base"]
+
+
+@pytest.mark.parametrize(
+    "damage",
+    [
+        lambda data: data[: len(data) // 2],  # truncated
+        lambda data: data[:-5000] + bytes([data[-5000] ^ 1]) + data[-4999:],  # one bit
+        lambda data: b"not a cache file at all",
+        lambda data: data.replace(b'"longest":128', b'"longest":12'),  # a header lie
+        lambda data: data.replace(b"\\\\s", b"\\\\S", 1),  # the pattern edited
+    ],
+    ids=["truncated", "bit-flip", "garbage", "header", "pattern"],
+)
+def test_a_corrupt_copy_falls_back_and_is_rewritten(folders, built, damage):
+    _encodings.load("o200k_base")
+    path = _encodings.cache_file("o200k_base")
+    good = path.read_bytes()
+    damaged = damage(good)
+    assert damaged != good
+    path.write_bytes(damaged)
+    _encodings._TABLES.clear()  # as a new process starts
+    encoding = _encodings.load("o200k_base")
+    small = _encodings.restricted("o200k_base", ["hello world"])
+    assert built == ["o200k_base", "o200k_base"]  # tiktoken's loading, not the copy
+    assert encoding.encode_ordinary("hello world") == [24912, 2375]
+    assert small.encode_ordinary("hello world") == [24912, 2375]
+    assert path.read_bytes() == good  # rewritten whole
+
+
+def _sections(data: bytes) -> dict[str, tuple[int, int]]:
+    end = data.index(b"\n", len(_encodings._MAGIC))
+    header = json.loads(data[len(_encodings._MAGIC) : end])
+    offset, found = end + 1, {}
+    for name, size, _ in header["sections"]:
+        found[name] = (offset, size)
+        offset += size
+    return found
+
+
+@pytest.mark.parametrize(
+    ("section", "use"), [("ranks", "load"), ("pairs", "restricted"), ("groups", "restricted")]
+)
+def test_a_damaged_section_is_found_when_read(folders, built, section, use):
+    _encodings.load("o200k_base")
+    path = _encodings.cache_file("o200k_base")
+    good = path.read_bytes()
+    offset, size = _sections(good)[section]
+    middle = offset + size // 2
+    path.write_bytes(good[:middle] + bytes([good[middle] ^ 0x10]) + good[middle + 1 :])
+    _encodings._TABLES.clear()
+    text = "a damaged copy is never read as a good one"
+    if use == "load":
+        ids = _encodings.load("o200k_base").encode_ordinary(text)
+    else:
+        ids = _encodings.restricted("o200k_base", [text]).encode_ordinary(text)
+    assert ids == _reference("o200k_base").encode_ordinary(text)
+    assert len(built) == 2  # the section read was found damaged, the copy rebuilt
+    assert path.read_bytes() == good
+
+
+def test_an_unwritable_cache_folder_loads_without_a_copy(folders, built, monkeypatch, tmp_path):
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a folder")
+    monkeypatch.setenv("CACHEVIZ_CACHE_DIR", str(blocker))  # mkdir under a file fails
+    first = _encodings.load("o200k_base")
+    _encodings._TABLES.clear()
+    second = _encodings.load("o200k_base")
+    assert built == ["o200k_base", "o200k_base"]
+    assert first.encode_ordinary("hello world") == second.encode_ordinary("hello world")
+    assert not (blocker.parent / "a-file" / "tiktoken").exists()
+    assert list(tmp_path.glob(".*.ranks.*")) == []  # no temporary file left behind
+
+
+def test_an_unknown_encoding_raises_as_tiktoken_does(folders):
+    with pytest.raises(ValueError, match="Unknown encoding"):
+        _encodings.load("no_such_encoding")
+
+
+def test_get_encoding_explains_an_unknown_encoding():
+    from cacheviz.errors import EncodingUnavailableError
+    from cacheviz.tokens import get_encoding
+
+    with pytest.raises(EncodingUnavailableError, match="unknown tiktoken encoding"):
+        get_encoding("no_such_encoding")
+
+
+@pytest.mark.parametrize("name", ["o200k_base", "cl100k_base"])
+def test_an_encoding_of_the_ranks_in_the_texts_gives_the_same_ids(folders, name):
+    reference = _reference(name)
+    texts = [*TEXTS, *(_random_text(seed, 1500) for seed in range(4)), "user", "assistant"]
+    small = _encodings.restricted(name, texts)
+    assert len(small._mergeable_ranks) < len(reference._mergeable_ranks) // 10
+    for text in texts:
+        assert small.encode_ordinary(text) == reference.encode_ordinary(text), text
+    words = _encodings.restricted(name, ["hello world"])
+    assert words.encode_ordinary("hello world") == reference.encode_ordinary("hello world")
+
+
+def test_realdata_texts_give_the_same_ids(folders, realdata):
+    import cacheviz
+    from cacheviz.segment import render_text
+
+    reference = _reference("o200k_base")
+    checked = 0
+    for path in sorted(realdata.rglob("*.json*"))[:12]:
+        try:
+            session = cacheviz.load(path)
+        except Exception:
+            continue
+        texts = [render_text(content)[1] for content in session.contents.values()]
+        texts = [t for t in texts if len(t) < 20_000][:60]
+        small = _encodings.restricted("o200k_base", texts)
+        for text in texts:
+            assert small.encode_ordinary(text) == reference.encode_ordinary(text), path
+        checked += len(texts)
+    assert checked > 100
+
+
+def test_short_texts_use_the_small_encoding_until_the_limit(folders, monkeypatch):
+    from cacheviz import tokens
+
+    tokens.get_encoding.cache_clear()  # as a new process starts: nothing loaded yet
+    monkeypatch.setattr(tokens, "_restricted_chars", {})
+    monkeypatch.setattr(tokens, "_loaded", set())
+    monkeypatch.setattr(tokens, "_RESTRICTED_CHARS", 100)
+    try:
+        first = tokens.encoding_for_texts("o200k_base", ["x" * 60])
+        assert len(first._mergeable_ranks) < 1000
+        whole = tokens.encoding_for_texts("o200k_base", ["y" * 60])  # 120 characters in all
+        assert whole is tokens.get_encoding("o200k_base")
+        monkeypatch.setattr(tokens, "_restricted_chars", {})
+        assert tokens.encoding_for_texts("o200k_base", ["z"]) is whole  # loaded: used now on
+    finally:
+        tokens.get_encoding.cache_clear()
