@@ -34,9 +34,14 @@ _PROVIDER = "tests/providers/test_{}.py"
 # module -> the unit tests that run its mutants (paths relative to the repo root)
 TESTS: dict[str, list[str]] = {
     "prefix": ["tests/core/test_prefix.py", "tests/providers/test_token_scale.py"],
-    "diagnose": ["tests/core/test_diagnosis.py", "tests/providers/test_rule_edges_anthropic.py"],
+    "diagnose": [
+        "tests/core/test_diagnose_causes.py",
+        "tests/core/test_diagnosis.py",
+        "tests/providers/test_rule_edges_anthropic.py",
+    ],
     "providers.anthropic": [
         _PROVIDER.format("anthropic"),
+        "tests/providers/test_anthropic_params.py",
         "tests/providers/test_rule_edges_anthropic.py",
     ],
     "providers.openai": [_PROVIDER.format("openai")],
