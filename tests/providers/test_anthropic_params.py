@@ -104,3 +104,34 @@ def test_the_automatic_breakpoints_ttl():
     assert automatic_ttl({"type": "ephemeral", "ttl": "5m"}) == 300
     assert automatic_ttl({"type": "ephemeral", "ttl": "1h"}) == 3600
     assert automatic_ttl({"type": "ephemeral", "ttl": "2h"}) == 300  # unknown: the default
+
+
+def test_a_read_without_a_1h_breakpoint_writes_nothing_for_1h():
+    result = AnthropicSimulator().run([_call(0), _call(1, sizes=(1200, 400, 50, 50, 30))])[1]
+    assert result.cache_read_tokens == 1700
+    assert result.cache_write_1h_tokens == 0
+
+
+def test_the_auto_strategy_marks_the_last_tools_system_and_two_message_blocks():
+    # providers.md §7: at most 4 breakpoints; tools, system, then the last two messages
+    parts = ["tools"] * 3 + ["system"] * 3 + ["messages"] * 3
+    call = _call(0, sizes=(400,) * 3 + (200,) * 3 + (50,) * 3, points=[], parts=parts)
+    call.reconstructed = True  # no recorded breakpoints: the auto strategy places them
+    points, strategy = AnthropicSimulator()._breakpoints(call)
+    assert strategy == "auto"
+    assert [p.block for p in points] == [2, 5, 7, 8]
+    assert {p.ttl_seconds for p in points} == {300}
+    kilocode, _ = AnthropicSimulator(breakpoints="kilocode")._breakpoints(call)
+    assert [p.block for p in kilocode] == [3, 4, 7, 8]  # the first two system blocks
+
+
+def test_a_top_level_cache_control_marks_the_last_block_with_its_ttl():
+    call = _call(0, points=[])
+    call.auto_breakpoint = 3600  # cache_control: {"type": "ephemeral", "ttl": "1h"}
+    (result,) = AnthropicSimulator().run([call])
+    assert result.cache_write_tokens == result.cache_write_1h_tokens == 1700
+
+
+def test_a_request_below_the_minimum_says_so():
+    (result,) = AnthropicSimulator().run([_call(0, sizes=(60, 30, 5, 5))])
+    assert result.detail == "recorded: 3 breakpoint(s), below the 1024-token minimum"
