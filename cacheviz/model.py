@@ -7,6 +7,7 @@ block re-sent in a thousand requests is stored, rendered and tokenized once.
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Literal
@@ -41,13 +42,57 @@ class Usage:
     provenance: Provenance = "reported"
 
 
-@dataclass(slots=True)
-class Content:
-    """The bytes of one distinct block, as sent, and their parsed value."""
+_UNPARSED: Any = object()  # Content._value of a content parsed from its bytes when read
 
-    raw: bytes
-    value: Any
-    kind: str  # render kind: "tool", "system", "message:<api>", or OPAQUE
+
+class Content:
+    """The bytes of one distinct block, as sent, and their parsed value.
+
+    A content made with :meth:`unparsed` keeps its bytes only (one copy of its text, not
+    two): its ``value`` is parsed from them each time it is read. The requests rebuilt
+    from conversation logs are stored so; a caller that reads a value often keeps it.
+    """
+
+    __slots__ = ("_value", "kind", "raw")
+
+    def __init__(self, raw: bytes, value: Any, kind: str) -> None:
+        self.raw = raw
+        self._value = value
+        self.kind = kind  # render kind: "tool", "system", "message:<api>", or OPAQUE
+
+    @classmethod
+    def unparsed(cls, raw: bytes, kind: str) -> Content:
+        """A content whose value is the JSON of ``raw`` (UTF-8, lone surrogates kept)."""
+        return cls(raw, _UNPARSED, kind)
+
+    @property
+    def value(self) -> Any:
+        """The block's parsed value (a fresh parse of ``raw`` for an unparsed content)."""
+        value = self._value
+        if value is _UNPARSED:
+            return json.loads(self.raw.decode("utf-8", "surrogatepass"))
+        return value
+
+    @property
+    def parsed(self) -> bool:
+        """Whether the value is held (``False``: parsed from ``raw`` when read)."""
+        return self._value is not _UNPARSED
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Content):
+            return NotImplemented
+        return (self.raw, self.kind, self.value) == (other.raw, other.kind, other.value)
+
+    __hash__ = None  # type: ignore[assignment]  # mutable, like the dataclass it was
+
+    def __reduce__(self) -> tuple[Any, ...]:  # pickles (scan workers) keep it unparsed
+        if self.parsed:
+            return (Content, (self.raw, self._value, self.kind))
+        return (Content.unparsed, (self.raw, self.kind))
+
+    def __repr__(self) -> str:
+        held = "" if self.parsed else ", unparsed"
+        return f"Content({self.kind}, {len(self.raw)} bytes{held})"
 
 
 @dataclass(slots=True, frozen=True, eq=False)

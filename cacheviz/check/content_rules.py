@@ -56,8 +56,8 @@ def text_format(ctx: Context) -> list[Finding]:
             if block.part != "messages":
                 continue
             if block.hash not in verdicts:
-                role = ctx.role(block.hash)
-                verdicts[block.hash] = _flattened(ctx.text(block.hash)) if role == "user" else None
+                role, text = ctx.rendered(block.hash)
+                verdicts[block.hash] = _flattened(text) if role == "user" else None
             why = verdicts[block.hash]
             if why is None:
                 continue

@@ -9,11 +9,10 @@ are marked ``reconstructed``.
 
 from __future__ import annotations
 
-import json
 from datetime import datetime
 from typing import Any
 
-from cacheviz._jsonspan import Element, digest
+from cacheviz._jsonspan import digest
 from cacheviz.model import OPAQUE, Block, Call, Content, Usage
 from cacheviz.segment import BlockStore, compact_json
 
@@ -57,6 +56,22 @@ class Thread:
     def _unlogged(self) -> Block:
         return unlogged_block(self.store, self.key)
 
+    def _add(self, position: int, label: str, raw: bytes) -> Block:
+        """Register one rebuilt message block; its content keeps the bytes only.
+
+        The bytes are the message as its request is rebuilt, so its value is exactly
+        their JSON: parsed when read (:meth:`Content.unparsed`), not held as a second
+        copy of the text, and never shared with the reader's message dicts, which it
+        may still edit.
+        """
+        store = self.store
+        hash_ = digest(raw)
+        if hash_ not in store.contents:
+            store.contents[hash_] = Content.unparsed(raw, f"message:{self.api}")
+        block = Block(len(store.blocks), "messages", position, label, hash_)
+        store.blocks.append(block)
+        return block
+
     def append(self, message: dict[str, Any]) -> None:
         """Add a message at the end of the conversation."""
         self.messages.append(message)
@@ -84,15 +99,9 @@ class Thread:
         del self._blocks[1 + self._clean :]
         for position in range(self._clean, len(self.messages)):
             message = self.messages[position]
-            text = compact_json(message)
-            raw = text.encode("utf-8", "surrogatepass")
-            # the stored value is a copy: readers may still edit their message dicts
-            element = Element(0, len(raw), json.loads(text), digest(raw), raw)
+            raw = compact_json(message).encode("utf-8", "surrogatepass")
             role = message.get("role") or message.get("type") or "item"
-            label = f"{role}#{position}"
-            self._blocks.append(
-                self.store.add("messages", position, label, element, f"message:{self.api}")
-            )
+            self._blocks.append(self._add(position, f"{role}#{position}", raw))
         self._clean = len(self.messages)
         blocks = list(self._blocks)
         return Call(

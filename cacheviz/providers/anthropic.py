@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 
 from cacheviz.providers._base import Breakpoint, CallResult, SimCall
@@ -142,11 +142,16 @@ class AnthropicSimulator:
 
     def run(self, calls: Sequence[SimCall]) -> list[CallResult]:
         """Replay the calls; see the module docstring for the algorithm."""
+        return list(self.stream(calls))
+
+    def stream(self, calls: Iterable[SimCall]) -> Iterator[CallResult]:
+        """Replay the calls one by one: each result as soon as its call is taken.
+
+        The live inspector feeds the calls as they are logged (:mod:`cacheviz.incremental`).
+        """
         store = EntryStore()
-        results = []
         for call in calls:
-            results.append(self._one(call, store))
-        return results
+            yield self._one(call, store)
 
     def _one(self, call: SimCall, store: EntryStore) -> CallResult:
         points, strategy = self._breakpoints(call)

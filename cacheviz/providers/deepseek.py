@@ -59,7 +59,7 @@ import hashlib
 import math
 from array import array
 from bisect import bisect_left
-from collections.abc import Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -207,17 +207,22 @@ class DeepSeekSimulator:
 
     def run(self, calls: Sequence[SimCall]) -> list[CallResult]:
         """Replay the calls; see the module docstring for the algorithm."""
+        return list(self.stream(calls))
+
+    def stream(self, calls: Iterable[SimCall]) -> Iterator[CallResult]:
+        """Replay the calls one by one: each result as soon as its call is taken.
+
+        The live inspector feeds the calls as they are logged (:mod:`cacheviz.incremental`).
+        """
         states: dict[str, _State] = {}
-        results = []
         for call in calls:
             state = states.get(call.model)
             if state is None:
                 state = states[call.model] = _State(LivePrompts(self.expiry_seconds))
             if self.mode == "legacy":
-                results.append(self._legacy(call, state))
+                yield self._legacy(call, state)
             else:
-                results.append(self._units(call, state))
-        return results
+                yield self._units(call, state)
 
     def _build(self, call: SimCall) -> float:
         return 0.0 if call.ts is None else self.build_seconds

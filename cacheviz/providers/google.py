@@ -43,7 +43,7 @@ Approximations:
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 
 from cacheviz.providers._base import CallResult, SimCall
@@ -179,11 +179,21 @@ class GeminiSimulator:
 
     def run(self, calls: Sequence[SimCall]) -> list[CallResult]:
         """Replay the calls; see the module docstring for the algorithm."""
+        return list(self.stream(calls))
+
+    def stream(self, calls: Iterable[SimCall]) -> Iterator[CallResult]:
+        """Replay the calls one by one: each result as soon as its call is taken.
+
+        The live inspector feeds the calls as they are logged (:mod:`cacheviz.incremental`).
+        """
         if self.mode == "implicit":
             prompts: dict[str, LivePrompts] = {}
-            return [self._implicit(call, prompts) for call in calls]
+            for call in calls:
+                yield self._implicit(call, prompts)
+            return
         objects: dict[str, EntryStore] = {}
-        return [self._explicit(call, objects) for call in calls]
+        for call in calls:
+            yield self._explicit(call, objects)
 
     def _implicit(self, call: SimCall, prompts: dict[str, LivePrompts]) -> CallResult:
         live = prompts.get(call.model)

@@ -66,7 +66,7 @@ import bisect
 import hashlib
 import json
 import re
-from collections.abc import Hashable, Sequence
+from collections.abc import Hashable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import cast
 
@@ -266,16 +266,21 @@ class OpenAISimulator:
 
     def run(self, calls: Sequence[SimCall]) -> list[CallResult]:
         """Replay the calls; see the module docstring for the algorithm."""
+        return list(self.stream(calls))
+
+    def stream(self, calls: Iterable[SimCall]) -> Iterator[CallResult]:
+        """Replay the calls one by one: each result as soon as its call is taken.
+
+        The live inspector feeds the calls as they are logged (:mod:`cacheviz.incremental`).
+        """
         buckets: dict[tuple[bytes, tuple[str, Hashable]], _Bucket] = {}
         store = EntryStore()
-        results = []
         for call in calls:
             generation = self.generation or generation_for(call.model)
             if generation == "classic":
-                results.append(self._classic(call, buckets))
+                yield self._classic(call, buckets)
             else:
-                results.append(self._breakpoint(call, store))
-        return results
+                yield self._breakpoint(call, store)
 
     def _ttl(self, call: SimCall) -> tuple[str, float]:
         retention = self.retention or str(call.params.get("prompt_cache_retention") or "")

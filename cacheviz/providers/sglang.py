@@ -25,7 +25,7 @@ from __future__ import annotations
 import heapq
 import itertools
 from array import array
-from collections.abc import Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 
 from cacheviz._seq import common_prefix
@@ -155,8 +155,16 @@ class SGLangSimulator:
 
     def run(self, calls: Sequence[SimCall]) -> list[CallResult]:
         """Replay the calls; see the module docstring for the algorithm."""
+        return list(self.stream(calls))
+
+    def stream(self, calls: Iterable[SimCall]) -> Iterator[CallResult]:
+        """Replay the calls one by one: each result as soon as its call is taken.
+
+        The live inspector feeds the calls as they are logged (:mod:`cacheviz.incremental`).
+        """
         tree = _RadixTree(self.page_size, self.capacity_tokens)
-        return [self._one(call, tree, tick) for tick, call in enumerate(calls, 1)]
+        for tick, call in enumerate(calls, 1):
+            yield self._one(call, tree, tick)
 
     def _one(self, call: SimCall, tree: _RadixTree, now: int) -> CallResult:
         page, total = self.page_size, call.total

@@ -31,7 +31,7 @@ import hashlib
 import itertools
 from array import array
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 
 from cacheviz._seq import common_prefix
@@ -162,9 +162,17 @@ class VLLMSimulator:
 
     def run(self, calls: Sequence[SimCall]) -> list[CallResult]:
         """Replay the calls; see the module docstring for the algorithm."""
+        return list(self.stream(calls))
+
+    def stream(self, calls: Iterable[SimCall]) -> Iterator[CallResult]:
+        """Replay the calls one by one: each result as soon as its call is taken.
+
+        The live inspector feeds the calls as they are logged (:mod:`cacheviz.incremental`).
+        """
         pool = _BlockPool(self.capacity_blocks)
         hasher = _Hasher(self.block_size)
-        return [self._one(call, pool, hasher) for call in calls]
+        for call in calls:
+            yield self._one(call, pool, hasher)
 
     def _one(self, call: SimCall, pool: _BlockPool, hasher: _Hasher) -> CallResult:
         size, total = self.block_size, call.total

@@ -1,28 +1,31 @@
 """The live inspector: an inspector that follows a request log while calls arrive.
 
 ``rec = cacheviz.record(); rec.inspect()`` (or ``cacheviz.inspect(live="run.jsonl")``)
-shows the inspector and keeps it in step: when a call is written, the log is analysed
-again and, when the earlier calls' rows are unchanged (the usual case: a new call only
-adds rows), only the new rows of the three Arrow tables are sent to the front end, in
+shows the inspector and keeps it in step. When a call is written, only the new lines are
+read and only the new calls are analysed (:mod:`cacheviz.incremental`, through
+:class:`cacheviz.ui.live_state.LiveState`): the work per appended call does not grow
+with the session. The new rows of the three Arrow tables are sent to the front end in
 one custom ``append`` message with the new ``meta``; the front end appends them to its
 tables and redraws. When earlier rows did change (a call that ended late but was sent
-earlier sorts before others), the whole state is sent instead.
+earlier sorts before others, a thread renamed or given TTL evidence), the whole state is
+sent instead. A log in another format than the cacheviz request log is analysed again
+in full at each change.
 
-The Python side of the widget is ``cacheviz.ui.widget`` (unchanged); this module only
-feeds it. Imports Jupyter code: not part of the core.
+Imports Jupyter code: not part of the core.
 """
 
 from __future__ import annotations
 
 import logging
 import threading
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import ipywidgets
 
-from cacheviz.errors import TranscriptError
 from cacheviz.recording import Recorder
+from cacheviz.ui.live_state import LiveState
 
 _LOG = logging.getLogger(__name__)
 WAITING = "cacheviz: waiting for the first call…"
@@ -64,6 +67,12 @@ class LiveInspector:
         self.inspector: Any = None
         self.updates = {"appended": 0, "replaced": 0}
         self._size = -1
+        self._shown: Any = None
+        self.live = LiveState(
+            _lines_of(source)
+            if isinstance(source, Recorder) and source.path is None
+            else (source.path if isinstance(source, Recorder) else source)
+        )
         self._lock = threading.Lock()
         self._wake = threading.Event()
         self._stop = threading.Event()
@@ -109,29 +118,11 @@ class LiveInspector:
             size = Path(self.source).stat().st_size
         except OSError:
             return False
-        return size != self._size
-
-    def _analysis(self) -> Any:
-        """The log analysed, or ``None`` while it holds no call."""
-        if isinstance(self.source, Recorder):
-            if not self.source.lines:
-                return None
-            session = self.source.session(errors="skip")
-        else:
-            from cacheviz.formats import load
-
-            path = Path(self.source)
-            if not path.exists() or path.stat().st_size == 0:
-                return None
-            self._size = path.stat().st_size
-            try:
-                session = load(path, errors="skip")
-            except TranscriptError:
-                return None  # nothing complete yet
-        return session.analyze()
+        grew, self._size = size != self._size, size
+        return grew
 
     def refresh(self) -> str:
-        """Analyse the log again and update the inspector.
+        """Read what was written since the last refresh and update the inspector.
 
         Returns
         -------
@@ -141,12 +132,33 @@ class LiveInspector:
             ``unchanged``.
         """
         with self._lock:
-            analysis = self._analysis()
+            if self.inspector is not None and self.inspector.state is not None:
+                shown = self.inspector.state  # follow the target the user picked
+                self.live.choose(
+                    shown.target, shown.targets, with_compare=shown.compare is not None
+                )
+            log = self.live.log
+            if self.live.state is None and log.analysis is not None and log.incremental:
+                self.live.rebuild()
+            new, appended = self.live.update(full_state=False)
+            analysis = log.analysis
             if analysis is None:
                 return "waiting"
             if self.inspector is None:
                 return self._build(analysis)
-            return self._update(analysis)
+            if new is None:  # another format: analysed in full, its rows compared
+                if analysis is self._shown:
+                    return "unchanged"
+                self._shown = analysis
+                outcome = self.inspector.update(analysis)
+            elif new is self._shown:
+                return "unchanged"
+            else:
+                self._shown = new
+                outcome = self.inspector.follow(new, self.live.delta if appended else None)
+            if outcome in self.updates:
+                self.updates[outcome] += 1
+            return outcome
 
     def _build(self, analysis: Any) -> str:
         from cacheviz.ui.widget import inspect
@@ -155,13 +167,20 @@ class LiveInspector:
         self.inspector = built.inspector
         self.box.children = built.children
         self.box.inspector = self.inspector  # type: ignore[attr-defined]
+        shown = self.inspector.state
+        self.live.choose(shown.target, shown.targets, with_compare=shown.compare is not None)
+        # the next call appends to the state shown
+        self._shown = self.live.rebuild() if self.live.log.incremental else analysis
         return "built"
 
-    def _update(self, analysis: Any) -> str:
-        outcome = self.inspector.update(analysis)
-        if outcome in self.updates:
-            self.updates[outcome] += 1
-        return outcome
+
+def _lines_of(recorder: Recorder) -> Callable[[], list[str]]:
+    """A recorder's lines in memory, as :class:`~cacheviz.incremental.LiveLog` reads them."""
+
+    def lines() -> list[str]:
+        return recorder.lines
+
+    return lines
 
 
 __all__ = ["WAITING", "LiveInspector"]

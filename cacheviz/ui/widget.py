@@ -146,14 +146,54 @@ class Inspector(anywidget.AnyWidget):
             views.ipc(new.costs.slice(n_old)),
         ]
         self.send({"type": "append", "meta": new.meta}, buffers)
-        traits = self._traits_of(new)
-        # the Python side's state follows without sending it again (the front end already
-        # has it): ipywidgets skips a value equal to the locked one
+        # the Python side's state follows without sending it again (the front end has it)
+        self._quietly(self._traits_of(new))
+        self.status = new.status
+        return "appended"
+
+    def follow(
+        self,
+        new: state.InspectorState,
+        rows: tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame] | None,
+    ) -> str:
+        """Show ``new``, a state that followed this one's log (the live inspector).
+
+        ``rows`` are the new calls' timeline, shape and cost rows when the earlier rows
+        are unchanged (:class:`cacheviz.ui.live_state.LiveState`): only they are sent,
+        in one ``append`` message with the new ``meta``. ``None`` sends the whole state.
+
+        Returns
+        -------
+        str
+            ``unchanged``, ``appended`` or ``replaced``.
+        """
+        old = self.state
+        if new is old:
+            return "unchanged"
+        self.analysis = new.analysis
+        if old is None or rows is None:
+            self._show(new)
+            return "replaced"
+        self.state = new
+        timeline, shape, costs = rows
+        self.send(
+            {"type": "append", "meta": new.meta},
+            [views.ipc(timeline), views.ipc(shape), views.ipc(costs)],
+        )
+        traits: dict[str, Any] = {"meta": new.meta}
+        for name, part in zip(("_timeline", "_shape", "_costs"), rows, strict=True):
+            grown = _ipc_append(getattr(self, name), part)
+            traits[name] = grown if grown is not None else views.ipc(getattr(new, name[1:]))
+        self._quietly(traits)
+        self.status = new.status
+        return "appended"
+
+    def _quietly(self, traits: dict[str, Any]) -> None:
+        """Set the traits the front end already has, without sending them again."""
+        # ipywidgets skips a value equal to the locked one
         with self._lock_property(**traits):
             for name, value in traits.items():
                 setattr(self, name, value)
-        self.status = new.status
-        return "appended"
 
     @staticmethod
     def _traits_of(new: state.InspectorState) -> dict[str, Any]:
@@ -198,6 +238,33 @@ class Inspector(anywidget.AnyWidget):
         if self.selected_call < 0:
             return {}
         return self.analysis.calls.row(self.selected_call, named=True)
+
+
+_CONTINUATION = b"\xff\xff\xff\xff"
+_END = _CONTINUATION + b"\x00\x00\x00\x00"  # an Arrow IPC stream's end-of-stream marker
+
+
+def _schema_end(stream: bytes) -> int:
+    """Where an Arrow IPC stream's first message (its schema, no body) ends; -1 if unsure."""
+    if stream[:4] != _CONTINUATION or len(stream) < 8:
+        return -1
+    return 8 + int.from_bytes(stream[4:8], "little")
+
+
+def _ipc_append(stream: bytes, rows: pl.DataFrame) -> bytes | None:
+    """``stream`` (an Arrow IPC stream) with ``rows`` as more record batches, or ``None``.
+
+    The stream of the whole table without serializing it again: the old stream's
+    batches, then the new rows' (same schema), then the end marker. ``None`` when the
+    schemas differ or the stream is not one :func:`views.ipc` wrote.
+    """
+    part = views.ipc(rows)
+    old_end, new_end = _schema_end(stream), _schema_end(part)
+    if old_end < 0 or new_end < 0 or not stream.endswith(_END):
+        return None
+    if stream[:old_end] != part[:new_end]:
+        return None
+    return stream[: -len(_END)] + part[new_end:]
 
 
 def inspect(

@@ -17,7 +17,20 @@ import pytest
 
 PACKAGE = Path(__file__).resolve().parents[2] / "cacheviz"
 
-BASE = {"errors", "_schema", "model", "_seq", "_visible", "_jsonspan", "redact", "usage", "tokens"}
+BASE = {
+    "errors",
+    "_schema",
+    "model",
+    "_seq",
+    "_visible",
+    "_jsonspan",
+    "redact",
+    "usage",
+    "tokens",
+    "_encodings",
+    "_price_copy",
+    "_usercache",
+}
 JUPYTER = ("anywidget", "ipywidgets", "traitlets", "IPython", "plotly", "marimo", "ipykernel")
 
 

@@ -8,11 +8,9 @@ import sys
 
 def probe() -> tuple[str | None, bool, bool, int]:
     """(POLARS_MAX_THREADS, tiktoken's table loaded, genai-prices loaded, pid)."""
-    import tiktoken.registry
+    from cacheviz import tokens
 
-    from cacheviz.tokens import DEFAULT_ENCODING
-
-    loaded = DEFAULT_ENCODING in getattr(tiktoken.registry, "ENCODINGS", {})
+    loaded = tokens.DEFAULT_ENCODING in tokens._loaded  # built by get_encoding
     return (
         os.environ.get("POLARS_MAX_THREADS"),
         loaded,

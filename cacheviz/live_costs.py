@@ -1,0 +1,313 @@
+"""The cost columns of a followed log, call by call (:mod:`cacheviz.incremental`).
+
+The steps of :func:`cacheviz.costs.diagnose_costs` and :func:`cacheviz.simulate.sim_calls`
+for one new call: its replay input, its billed, simulated and ideal cost, its drift's
+what-if cost and its miss. Each reads only the call and the state the earlier calls left
+(the thread's unlogged-prefix version, its first read, the namespace's latest call).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from cacheviz import _schema, providers
+from cacheviz._seq import common_prefix
+from cacheviz.costs import (
+    _UNLOGGED_DEFAULT,
+    UNLOGGED_HOLDS,
+    _cost,
+    _miss_cost,
+    _provider_key,
+    _ttl,
+    _what_if,
+    billed_cost,
+)
+from cacheviz.errors import UnknownModelError
+from cacheviz.formats import native
+from cacheviz.metrics import call_waste
+from cacheviz.pricing import RateCache
+from cacheviz.providers._base import Breakpoint, SimCall
+from cacheviz.providers.anthropic import automatic_ttl
+from cacheviz.sim_stream import SimulationStream
+from cacheviz.simulate import (
+    _role,
+    _unversioned,
+    extend_chain,
+    make_simulator,
+    material_shortfall,
+)
+from cacheviz.ttl import idle_seconds
+from cacheviz.verdict import agrees
+
+if TYPE_CHECKING:
+    from cacheviz.incremental import LiveLog
+
+_SYNTHETIC_STEP = 1.0  # as in cacheviz.simulate
+
+
+def sim_call(log: LiveLog, i: int) -> SimCall:
+    """:func:`cacheviz.simulate.sim_calls` for call ``i`` (provider-token axis)."""
+    cols = log.call_cols
+    call = log.calls[i]
+    calls = log.calls
+    thread = cols["thread"][i]
+    prev = cols["prev_call"][i]
+    # _unlogged_versions
+    shortest = min(
+        (p.default_ttl_seconds for p in providers.profiles() if p.default_ttl_seconds),
+        default=0.0,
+    )
+    gap = None if prev is None else idle_seconds(call, calls[prev])
+    total_in = cols["reported_input_tokens"][i]
+    line = None if total_in is None else min(cols["prefix_tokens"][i], total_in)
+    explicit = _explicit(cols["provider"][i])
+    hidden = cols["unlogged_tokens"][i] if cols["reconstructed"][i] and explicit else None
+    got = cols["reported_cache_read_tokens"][i]
+    ttl = cols["ttl_seconds"][i]
+    if hidden and line is not None and got is not None and 0 < got <= hidden < line:
+        fresh = gap is not None and gap <= ((ttl if ttl is not None else shortest) or 0)
+        if fresh and material_shortfall(line, got):
+            log._versions[thread] = log._versions.get(thread, 0) + 1
+    version = log._versions.get(thread, 0)
+    # _warm_heads
+    if prev is None and thread not in log._warm_first:
+        hidden_w = cols["unlogged_tokens"][i]
+        usable = explicit and cols["reconstructed"][i] and hidden_w and got
+        log._warm_first[thread] = got if usable and got <= hidden_w else 0
+    warm = log._warm_first.get(thread, 0)
+    previous = log.built[-1] if log.built else None
+    hashes = call.hashes
+    if version and call.message_start > 0:
+        hashes = [f"{hashes[0]}@v{version}", *hashes[1:]]
+    shared = common_prefix(previous.hashes, hashes) if previous is not None else 0
+    chain = extend_chain(previous.chain[:shared] if previous is not None else [], hashes[shared:])
+    auto = call.params.get("cache_control")
+    if call.ts is not None:
+        log._clock = call.ts.timestamp()
+    elif log.built:
+        log._clock += _SYNTHETIC_STEP
+    cache = log.caches[cols["encoding"][i]]
+    return SimCall(
+        index=call.index,
+        thread=thread,
+        ts=call.ts,
+        model=call.model,
+        hashes=hashes,
+        chain=chain,
+        offsets=log.mapped[i],
+        parts=(previous.parts[:shared] if previous is not None else [])
+        + [b.part for b in call.blocks[shared:]],
+        roles=(previous.roles[:shared] if previous is not None else [])
+        + [_role(b.label) if b.part == "messages" else None for b in call.blocks[shared:]],
+        tokens=_unversioned(cache) if version else cache.__getitem__,
+        breakpoints=[Breakpoint(block, ttl_) for block, ttl_ in call.breakpoints],
+        auto_breakpoint=automatic_ttl(auto) if isinstance(auto, dict) else None,
+        params=call.params,
+        output_tokens=call.usage.output_tokens if call.usage else None,
+        reported=call.usage,
+        reconstructed=call.reconstructed,
+        provider=call.provider,
+        clock=log._clock,
+        local_offsets=log.local[i],
+        ttl_hint=ttl,
+        warm_tokens=warm,
+    )
+
+
+def costs_from(log: LiveLog, start: int) -> None:
+    """Extend the replays and the cost, drift-cost and miss columns by calls ``start:``."""
+    assert log.g is not None
+    n = len(log.calls)
+    if start >= n:
+        return
+    for i in range(start, n):
+        log.built.append(sim_call(log, i))
+    keys = log.g.keys
+    for name in keys:
+        if name not in log.runs:
+            log.runs[name] = SimulationStream(name, prices=log.prices, unpriced="skip")
+            log._prices_of[name] = RateCache(log.prices, name)
+    recorded = log.call_cols["provider"]
+    prefixes = log.call_cols["prefix_tokens"]
+    for run in log.runs.values():
+        run.extend(log.built[start:n], recorded, prefixes)
+    cc = log.cost_cols
+    for i in range(start, n):
+        call = log.calls[i]
+        key = _provider_key(call.provider)
+        simulated = ideal = read = None
+        detail = ""
+        if key is not None:
+            run = log.runs[key]
+            simulated = run.cols["cost_usd"][i]
+            ideal = run.cols["ideal_usd"][i]
+            read = run.cols["cache_read_tokens"][i]
+            detail = run.cols["detail"][i]
+        billed = None
+        if key is not None and call.usage is not None:
+            try:
+                rates = log._prices_of[key](call.model, call.ts, call.usage.input_tokens or 0)
+            except UnknownModelError:
+                log._unpriced[call.model] = None
+            else:
+                billed = billed_cost(call, rates)
+        if billed is not None:
+            log._billed_sum = billed if log._billed_sum is None else log._billed_sum + billed
+        cc["billed_usd"].append(billed)
+        cc["simulated_usd"].append(simulated)
+        cc["ideal_usd"].append(ideal)
+
+        cc["waste_usd"].append(call_waste(billed, simulated, ideal))
+        _drift_cost_of(log, i, key)
+        _miss_of(log, i, key, read, detail, billed)
+        k = log._drift_of.get(i)
+        cc["drift_material"].append(
+            log._drift_material[k] if log.call_cols["drift"][i] and k is not None else None
+        )
+        part, cause = (None, None)
+        if k is not None:
+            part, cause = log.drift_cols["part"][k], log.drift_cols["cause"][k]
+        cc["verdict_agrees"].append(
+            agrees(log.call_cols["provider_verdict"][i], part, cause, log._own_miss[i])
+        )
+
+
+def _drift_cost_of(log: LiveLog, i: int, key: str | None) -> None:
+    """:func:`cacheviz.costs._drift_costs` for call ``i``'s drift, if it has one."""
+    k = log._drift_of.get(i)
+    if k is None:
+        return
+    before = log.drift_cols["prev_call"][k]
+    cause = log.drift_cols["cause"][k]
+    if key is None or key not in log.runs:
+        log._drift_cost.append(None)
+        log._drift_material.append(None)
+        return
+    previous, kept = _what_if(log.built[before], log.built[i], cause)
+    results = make_simulator(key).run([previous, kept])
+    run = log.runs[key].cols
+    actual_read = run["cache_read_tokens"][i]
+    gained = results[1].cache_read_tokens - actual_read
+    log._drift_material.append(gained > 0)
+    actual = run["cost_usd"][i]
+    what_if = _cost(log._prices_of[key], kept, results[1])
+    if actual is None or what_if is None:
+        log._drift_cost.append(None)
+    else:
+        log._drift_cost.append(max(0.0, actual - what_if) if gained > 0 else 0.0)
+
+
+def _miss_of(
+    log: LiveLog,
+    i: int,
+    key: str | None,
+    predicted: int | None,
+    sim_detail: str,
+    paid: float | None,
+) -> None:
+    """One step of :func:`cacheviz.costs._misses`."""
+    cols = log.call_cols
+    cc = log.cost_cols
+    calls = log.calls
+    call = calls[i]
+    namespace = cols["namespace"][i]
+    source = cols["prev_call"][i]
+    if source is None or cols["namespace"][source] != namespace:
+        source = log._miss_ns.get(namespace)
+    log._miss_ns[namespace] = i
+    log._own_miss.append(None)
+    usage = call.usage
+    expected = cause = shortfall = None
+    try:
+        if usage is None or usage.cache_read_tokens is None:
+            return
+        offered = cols["prefix_tokens"][i]
+        if usage.input_tokens is not None:
+            offered = min(offered, usage.input_tokens)
+        expected = offered
+        reported = usage.cache_read_tokens
+        if not material_shortfall(offered, reported):
+            return
+        gap = idle_seconds(call, calls[source] if source is not None else None)
+        ttl = _ttl(key, calls[source] if source is not None else None, cols["ttl_seconds"][i])
+        profile = providers.profile(key) if key is not None else None
+        hidden = cols["unlogged_tokens"][i] or 0
+        verdict = cols["provider_verdict"][i]
+        holds = UNLOGGED_HOLDS.get(native.NAME, _UNLOGGED_DEFAULT)
+        if profile is not None and offered < profile.min_tokens(call.model):
+            found = "below_minimum"
+            detail = f"the prefix ({offered:,} tokens) is below the minimum"
+        elif gap is not None and ttl is not None and gap > ttl:
+            found = "ttl_expired"
+            detail = f"{gap:,.0f} s idle since call {source}, beyond the {ttl:,.0f} s TTL"
+        elif (
+            profile is not None
+            and profile.explicit_breakpoints
+            and call.reconstructed
+            and 0 < reported <= hidden < offered
+        ):
+            found = "unlogged_prefix_changed"
+            detail = (
+                f"the provider read {reported:,} tokens, inside the {hidden:,}-token "
+                f"unlogged prefix the log does not hold ({holds})"
+            )
+        elif key is not None and predicted is not None and material_shortfall(predicted, reported):
+            found = "provider_side"
+            detail = f"the {key} rules predict {predicted:,} read; the provider read {reported:,}"
+        elif profile is not None and profile.explicit_breakpoints:
+            found = "no_breakpoint"
+            detail = "no cache_control breakpoint wrote an entry this call could read"
+        elif key is not None:
+            found = "provider_side"
+            detail = f"the {key} rules predict {predicted or 0:,} read: {sim_detail}"
+        else:
+            found = "unknown"
+            detail = (
+                f"the line offers {offered:,} tokens the call re-sent; the provider read "
+                f"{reported:,} (no caching rules for {call.provider or 'this provider'})"
+            )
+        log._own_miss[i] = found
+        chosen = found
+        if verdict in _schema.PROVIDER_REASONS:
+            missed = cols["provider_missed_tokens"][i]
+            said = f" ({missed:,} tokens missed)" if missed is not None else ""
+            detail = f"the provider says {verdict}{said}; cacheviz's own reading: {found}: {detail}"
+            chosen = verdict
+        elif cols["rebuild"][i] is not None and found in (
+            "provider_side",
+            "no_breakpoint",
+            "unknown",
+        ):
+            return
+        shortfall = offered - reported
+        cause = chosen
+        cost = None
+        if paid is not None and key in log._prices_of:
+            rates = log._prices_of[key](call.model, call.ts, usage.input_tokens or 0)
+            cost = _miss_cost(call, rates, paid, shortfall, reported)
+        values = {
+            "call": call.index,
+            "thread": cols["thread"][i],
+            "cause": chosen,
+            "shortfall_tokens": shortfall,
+            "expected_read_tokens": offered,
+            "simulated_read_tokens": predicted,
+            "reported_cache_read_tokens": reported,
+            "gap_seconds": gap,
+            "cost_usd": cost,
+            "detail": detail,
+        }
+        for name, value in values.items():
+            log.miss_cols[name].append(value)
+    finally:
+        cc["expected_read_tokens"].append(expected)
+        cc["miss_cause"].append(cause)
+        cc["shortfall_tokens"].append(shortfall)
+
+
+def _explicit(provider: str | None) -> bool:
+    found = providers.find(provider)
+    return found is not None and found.explicit_breakpoints
+
+
+__all__ = ["costs_from", "sim_call"]
