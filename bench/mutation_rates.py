@@ -45,7 +45,7 @@ TESTS: dict[str, list[str]] = {
         "tests/providers/test_rule_edges_anthropic.py",
     ],
     "providers.openai": [_PROVIDER.format("openai"), _PROVIDER.format("openai_rules")],
-    "providers.google": [_PROVIDER.format("google")],
+    "providers.google": [_PROVIDER.format("google"), _PROVIDER.format("google_rules")],
     "providers.deepseek": [_PROVIDER.format("deepseek"), "tests/providers/test_token_scale.py"],
     "providers.sglang": [_PROVIDER.format("sglang")],
     "providers.vllm": [_PROVIDER.format("vllm")],
