@@ -46,7 +46,11 @@ TESTS: dict[str, list[str]] = {
     ],
     "providers.openai": [_PROVIDER.format("openai"), _PROVIDER.format("openai_rules")],
     "providers.google": [_PROVIDER.format("google"), _PROVIDER.format("google_rules")],
-    "providers.deepseek": [_PROVIDER.format("deepseek"), "tests/providers/test_token_scale.py"],
+    "providers.deepseek": [
+        _PROVIDER.format("deepseek"),
+        _PROVIDER.format("deepseek_rules"),
+        "tests/providers/test_token_scale.py",
+    ],
     "providers.sglang": [_PROVIDER.format("sglang")],
     "providers.vllm": [_PROVIDER.format("vllm")],
     "usage": ["tests/core/test_usage.py"],
