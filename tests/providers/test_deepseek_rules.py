@@ -48,7 +48,10 @@ def test_the_output_is_cached_with_its_interval_units_at_the_prompt_time():
     # were written at call 0's time, so they are usable before call 1's own units are
     resend = call(1, [S, U, R, U2], CONV, clock=100)
     branch = call(2, [S, U, R[:60] + run(50, 9000)], CONV[:3], clock=101)
-    assert hits([first, resend, branch], interval_tokens=100) == [0, 270, 200]
+    results = DeepSeekSimulator(interval_tokens=100).run([first, resend, branch])
+    assert [r.cache_read_tokens for r in results] == [0, 270, 200]
+    # ... and the 210 tokens it shares with call 1 become a common-prefix unit
+    assert results[2].detail == "hit the interval unit of call #0; common prefix 210 persisted"
 
 
 @pytest.mark.parametrize(("output", "hit"), [(110, 250), (111, 150)])
@@ -97,7 +100,9 @@ def test_build_and_expiry_boundaries():
 
 def test_a_unit_inside_a_writer_block_can_end_at_a_reader_block_boundary():
     calls = [call(0, [run(250)]), call(1, [run(100), run(50, 9000)], clock=10)]
-    assert hits(calls, interval_tokens=100) == [0, 100]
+    results = DeepSeekSimulator(interval_tokens=100).run(calls)
+    assert [r.cache_read_tokens for r in results] == [0, 100]
+    assert results[1].detail == "hit the interval unit of call #0"
     # a request that ends before the units filed inside block 1 of call 0
     calls = [call(0, [run(50), run(250, 5000)]), call(1, [run(50)], clock=10)]
     assert hits(calls, interval_tokens=100) == [0, 0]
@@ -149,3 +154,14 @@ def test_prefix_keys_are_the_same_with_any_memo():
             plain[0],
             plain[3],
         ]
+
+
+def test_a_unit_of_another_thread_at_the_same_offset_does_not_hide_a_longer_match():
+    x, y = run(250), run(150, 5000)
+    calls = [
+        call(0, [x]),  # units at 100, 200 (x's tokens) and 250
+        call(1, [x[:150] + y], clock=1),  # units at 100, 150 (common prefix), 200, 300
+        # shares 250 tokens with call 1: its 200-token unit, not call 0's (another 200)
+        call(2, [x[:150] + y[:100] + run(50, 9000)], clock=10),
+    ]
+    assert hits(calls, interval_tokens=100) == [0, 0, 200]
