@@ -208,3 +208,15 @@ def test_gpt56_function_and_call_output_items_are_tool_responses(role):
     messages = [U1, ("assistant", run(20, 400)), (role, run(30, 500))]
     result = OpenAISimulator().run([chat(0, DEV, messages)])[0]
     assert result.cache_write_tokens == 1250  # the implicit breakpoint after the response
+
+
+def test_gpt56_a_reuse_restarts_the_30_minutes_at_its_own_time():
+    def again(index, clock):
+        return chat(index, DEV, [U1], clock=clock)
+
+    # written at 3000, reused at 4500 (alive until 6300), so still live at 6200
+    assert reads(OpenAISimulator(), [again(0, 3000), again(1, 4500), again(2, 6200)]) == [
+        0,
+        1200,
+        1200,
+    ]
