@@ -71,7 +71,7 @@ from cacheviz.pricing import PriceBook, RateCache
 from cacheviz.providers._base import SimCall
 from cacheviz.segment import BlockStore
 from cacheviz.sim_stream import SimulationStream, append_rows
-from cacheviz.thread import CONVERSATION_CALLS, ROOT, _best_thread
+from cacheviz.thread import ROOT, ThreadTotals, _best_thread, name_from_totals
 from cacheviz.tokens import TokenCache, encoding_for_model
 from cacheviz.ttl import call_ttl
 
@@ -357,7 +357,7 @@ class LiveLog:
         self._logged: set[str] = set()
         self._ttl_seen: dict[str, set[int]] = {}
         self._key_counts: dict[str, int] = {}  # calls per provider key, first seen first
-        self._agg = _ThreadTotals({}, {}, {}, {})
+        self._agg = ThreadTotals()
         self._rates: list[float] = []  # sorted reported/local rates (calibration's median)
 
     def _thread_step(self, i: int) -> None:
@@ -428,18 +428,14 @@ class LiveLog:
             self._hinted.add(name)
         if call.parent_hint is not None:
             self._logged.add(name)
-        agg = self._agg
-        agg.sizes[name] = agg.sizes.get(name, 0) + 1
-        agg.tokens[name] = agg.tokens.get(name, 0) + offsets[-1]
-        agg.spans.setdefault(name, [i, i])[1] = i
-        agg.models.setdefault(name, call.model)
+        self._agg.add(i, name, call.model, offsets[-1])
         ttl = call_ttl(call)
         bucket = self._ttl_seen.setdefault(name, set())
         if ttl is not None:
             bucket.add(ttl)
 
     def _globals(self) -> _Globals:
-        renamed, tree = _named_threads(self._agg, self._first_parent, self._hinted, self._logged)
+        renamed, tree = name_from_totals(self._agg, self._first_parent, self._hinted, self._logged)
         ttls = {t: (min(v) if v else None) for t, v in self._ttl_seen.items()}
         keys = tuple(self._key_counts)
         rates = self._rates
@@ -728,68 +724,6 @@ class LiveLog:
             unpriced_models=list(self._unpriced),
             own_simulation=own,
         )
-
-
-@dataclasses.dataclass
-class _ThreadTotals:
-    """Per found thread: calls, local tokens, first and last call, first model."""
-
-    sizes: dict[str, int]
-    tokens: dict[str, int]
-    spans: dict[str, list[int]]
-    models: dict[str, str]
-
-
-def _named_threads(
-    agg: _ThreadTotals,
-    parents: dict[str, str | None],
-    hinted: set[str],
-    logged: set[str],
-) -> tuple[dict[str, str], dict[str, str | None]]:
-    """:func:`cacheviz.thread.name_threads` from totals kept call by call (same result)."""
-    sizes, tokens, spans, models = agg.sizes, agg.tokens, agg.spans, agg.models
-    found = [n for n in sizes if n not in hinted]
-    if not found:
-        return {n: n for n in sizes}, dict(parents)
-    longest = max(sizes[n] for n in found)
-    main = max(
-        (n for n in found if 2 * sizes[n] >= longest),
-        key=lambda n: (tokens[n], sizes[n], -spans[n][0]),
-    )
-    taken = set(hinted)
-    renamed = {n: n for n in hinted}
-    renamed[main] = "main" if "main" not in taken else main
-    taken.add(renamed[main])
-    for name in found:
-        if name == main:
-            continue
-        start, end = spans[name]
-        overlaps = start <= spans[main][1] and end >= spans[main][0]
-        conversation = sizes[name] >= CONVERSATION_CALLS and models[name] == models[main]
-        if conversation and not overlaps:
-            base = renamed[main]
-        elif conversation:
-            base = f"sub-agent {models[name]}"
-        else:
-            base = f"side call {models[name]}"
-        label, count = base, 1
-        while label in taken:
-            count += 1
-            label = f"{base} #{count}"
-        renamed[name] = label
-        taken.add(label)
-    tree: dict[str, str | None] = {}
-    for name in sizes:
-        parent = parents.get(name)
-        if name == main:
-            tree[renamed[name]] = None
-        elif name in hinted or name in logged:
-            tree[renamed[name]] = None if parent is None else renamed.get(parent, parent)
-        elif parent is not None and parent != main and sizes.get(parent, 0) > sizes[name]:
-            tree[renamed[name]] = renamed[parent]
-        else:
-            tree[renamed[name]] = renamed[main]
-    return renamed, tree
 
 
 def _native_call(text: str, refs: list[Any], store: BlockStore, _reader: Any) -> Call:
