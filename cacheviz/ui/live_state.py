@@ -22,14 +22,12 @@ from typing import TYPE_CHECKING, Any
 
 import polars as pl
 
-from cacheviz import _schema, providers
-from cacheviz._schema import CAUSES, MISS_CAUSES, clean
+from cacheviz import _schema
 from cacheviz._schema import hit_ratio as token_hit_ratio
 from cacheviz.errors import CacheVizError
 from cacheviz.incremental import LiveLog
 from cacheviz.metrics import HitRatio, call_waste
 from cacheviz.model import OPAQUE
-from cacheviz.redact import redact_all
 from cacheviz.sim_stream import SimulationStream, append_rows
 from cacheviz.ui import state, views
 
@@ -312,67 +310,26 @@ class LiveState:
         self._waste.add(
             new["billed_usd"].to_list(), new["simulated_usd"].to_list(), new["ideal_usd"].to_list()
         )
-        target = None
         # the calls' providers and encodings are all pricing_notes reads of them
         kinds = SimpleNamespace(calls=calls.select("provider", "encoding").unique())
         notes = views.pricing_notes(kinds, simulation)  # type: ignore[arg-type]
+        sim_hit = None
         if simulation is not None:
             sim = simulation.calls.slice(start)
             self._replayed.add(sim["cache_read_tokens"].to_list(), sim["input_tokens"].to_list())
-            target = {
-                "provider": simulation.provider,
-                "model": simulation.model,
-                "self_hosted": providers.profile(simulation.provider).self_hosted,
-                "own": simulation is analysis.own_simulation,
-                "price_source": simulation.price_source,
-                "total_cost_usd": simulation.total_cost_usd,
-                "ideal_usd": simulation.ideal_usd,
-                "score": simulation.score,
-                "token_scale": simulation.token_scale,
-                "hit_ratio": self._replayed.ratio().tokens,
-                "warning": notes["warning"],
-            }
-        rows = []
-        if compare is not None:
-            keys = (
-                "target",
-                "cost_usd",
-                "ideal_usd",
-                "cache_read_tokens",
-                "cache_write_tokens",
-                "uncached_tokens",
-            )
-            rows = [{k: row[k] for k in keys} for row in compare.iter_rows(named=True)]
-        path = analysis.session.path
+            sim_hit = self._replayed.ratio().tokens
         reported = self._reported.ratio()
-        out: dict[str, Any] = {
-            "path": None if path is None else clean(str(path)),
-            "format": analysis.session.format,
-            "n_calls": calls.height,
-            "threads": [clean(name) for name in self._threads],
-            "thread_parents": views._thread_parents(analysis),
-            "causes": list(CAUSES),
-            "miss_causes": list(MISS_CAUSES),
-            "ttl_seconds": ttl_seconds,
-            "totals": {
-                "input_tokens": int(calls["input_tokens"].sum()),
-                "prefix_tokens": int(calls["prefix_tokens"].sum()),
-                "new_tokens": int(calls["new_tokens"].sum()),
-                "drifts": analysis.drifts.height,
-            },
-            "reported": {"hit_ratio": reported.tokens, "hit_ratio_requests": reported.requests},
-            "waste_usd": self._waste.total(),
-            "target": target,
-            "models": views.priced_models(simulation.provider) if simulation is not None else [],
-            "unpriced_models": views.unpriced_models(analysis, simulation),
-            "notice": notes["notice"],
-            "compare": rows,
-            "approximate": not bool(calls["tokens_exact"].all()) if calls.height else False,
-            "reconstructed": bool(calls["reconstructed"].any()) if calls.height else False,
-        }
-        out["billed_usd"] = analysis.billed_usd
-        out["billed_unpriced_models"] = list(analysis.unpriced_models or [])
-        return redact_all(out)
+        return views.meta_of(
+            analysis,
+            ttl_seconds=ttl_seconds,
+            simulation=simulation,
+            compare=compare,
+            notes=notes,
+            threads=self._threads,
+            hit_ratio=sim_hit,
+            reported=(reported.tokens, reported.requests),
+            waste_usd=self._waste.total(),
+        )
 
     def _timeline_rows(self, analysis: Analysis, start: int, mode: Any, idle: Any) -> pl.DataFrame:
         """:func:`views.timeline`'s rows of calls ``start:`` (each thread's gap included)."""
