@@ -386,60 +386,15 @@ def simulate(
     sources: list[str] = []
     scale = _token_scale(calls)
     for call, result, origin, same in zip(calls, results, recorded, comparable, strict=True):
-        cost = ideal = None
         rates = None
         if not self_hosted:
-            try:
-                rates = price(call.model, call.ts, call.total)
-            except UnknownModelError:
-                if unpriced == "skip":
-                    rates = None
-                elif model is None and origin != provider:
-                    msg = (
-                        f"call {call.index} used {call.model!r} ({origin}); to replay the "
-                        f"session on {provider}, name one of its models with --model / model="
-                    )
-                    raise SimulationError(msg) from None
-                else:
-                    raise
-        if rates is not None:
-            if rates.source not in sources:
-                sources.append(rates.source)
-            cost = result_cost(rates, call, result)
-            # a true lower bound: whatever the line or the rules let this call read, read
-            # at the cache price, and nothing written
-            # (and at least what the provider itself read)
-            served = call.reported.cache_read_tokens if call.reported is not None else None
-            prefix = min(
-                call.total, max(prefixes[call.index], result.cache_read_tokens, served or 0)
+            rates = call_rates(
+                price, call, provider=provider, model=model, origin=origin, unpriced=unpriced
             )
-            ideal = rates.cost(
-                uncached=call.total - prefix, cache_read=prefix, output=call.output_tokens
-            )
+        if rates is not None and rates.source not in sources:
+            sources.append(rates.source)
         reported = call.reported if origin == provider and same else None
-        values = {
-            "call": call.index,
-            "thread": call.thread,
-            "model": call.model,
-            "ts": call.ts,
-            "input_tokens": result.input_tokens,
-            "cache_read_tokens": result.cache_read_tokens,
-            "cache_write_tokens": result.cache_write_tokens,
-            "cache_write_1h_tokens": result.cache_write_1h_tokens,
-            "uncached_tokens": result.uncached_tokens,
-            "output_tokens": call.output_tokens,
-            "cost_usd": cost,
-            "ideal_usd": ideal,
-            "prefill_tokens_saved": int(result.extra.get("prefill_tokens_saved", 0))
-            if self_hosted
-            else None,
-            "reported_input_tokens": reported.input_tokens if reported else None,
-            "reported_cache_read_tokens": reported.cache_read_tokens if reported else None,
-            "reported_cache_write_tokens": reported.cache_write_tokens if reported else None,
-            "reported_output_tokens": reported.output_tokens if reported else None,
-            "verdict": _verdict(result, reported),
-            "detail": result.detail,
-        }
+        values = sim_row(call, result, rates, prefixes[call.index], reported, self_hosted)
         for name, value in values.items():
             cols[name].append(value)
     frame = _schema.frame(_schema.SIMULATION, cols)
@@ -458,6 +413,87 @@ def simulate(
         score=score,
         rules=dict(rules),
     )
+
+
+def call_rates(
+    price: RateCache,
+    call: SimCall,
+    *,
+    provider: str,
+    model: str | None,
+    origin: str,
+    unpriced: str,
+) -> Rates | None:
+    """The rates of one replayed call (``None``: an unknown model, ``unpriced="skip"``).
+
+    Raises
+    ------
+    SimulationError
+        The call's model is another provider's (``origin``) and no ``model`` was named.
+    UnknownModelError
+        No price for the model.
+    """
+    try:
+        return price(call.model, call.ts, call.total)
+    except UnknownModelError:
+        if unpriced == "skip":
+            return None
+        if model is None and origin != provider:
+            msg = (
+                f"call {call.index} used {call.model!r} ({origin}); to replay the "
+                f"session on {provider}, name one of its models with --model / model="
+            )
+            raise SimulationError(msg) from None
+        raise
+
+
+def sim_row(
+    call: SimCall,
+    result: CallResult,
+    rates: Rates | None,
+    line: int,
+    reported: Any,
+    self_hosted: bool,
+) -> dict[str, Any]:
+    """One row of :data:`cacheviz._schema.SIMULATION`: the call's replay, priced.
+
+    ``line`` is the call's common-prefix line, ``reported`` its reported usage when it
+    is comparable (same provider and model), else ``None``.
+    """
+    cost = ideal = None
+    if rates is not None:
+        cost = result_cost(rates, call, result)
+        # a true lower bound: whatever the line or the rules let this call read, read
+        # at the cache price, and nothing written
+        # (and at least what the provider itself read)
+        served = call.reported.cache_read_tokens if call.reported is not None else None
+        prefix = min(call.total, max(line, result.cache_read_tokens, served or 0))
+        ideal = rates.cost(
+            uncached=call.total - prefix, cache_read=prefix, output=call.output_tokens
+        )
+    return {
+        "call": call.index,
+        "thread": call.thread,
+        "model": call.model,
+        "ts": call.ts,
+        "input_tokens": result.input_tokens,
+        "cache_read_tokens": result.cache_read_tokens,
+        "cache_write_tokens": result.cache_write_tokens,
+        "cache_write_1h_tokens": result.cache_write_1h_tokens,
+        "uncached_tokens": result.uncached_tokens,
+        "output_tokens": call.output_tokens,
+        "cost_usd": cost,
+        "ideal_usd": ideal,
+        "prefill_tokens_saved": int(result.extra.get("prefill_tokens_saved", 0))
+        if self_hosted
+        else None,
+        "reported_input_tokens": reported.input_tokens if reported else None,
+        "reported_cache_read_tokens": reported.cache_read_tokens if reported else None,
+        "reported_cache_write_tokens": reported.cache_write_tokens if reported else None,
+        "reported_output_tokens": reported.output_tokens if reported else None,
+        "verdict": _verdict(result, reported),
+        "detail": result.detail,
+    }
 
 
 def compare(
