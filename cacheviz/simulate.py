@@ -518,23 +518,26 @@ def compare(
         if built is None and not providers.profile(provider).self_hosted:
             built = sim_calls(analysis)
         result = simulate(analysis, provider, model or None, prices=book, calls=built, **accepted)
-        frame = result.calls
-        rows.append(
-            {
-                "target": target,
-                "provider": result.provider,
-                "model": result.model,
-                "input_tokens": int(frame["input_tokens"].sum()),
-                "cache_read_tokens": int(frame["cache_read_tokens"].sum()),
-                "cache_write_tokens": int(frame["cache_write_tokens"].sum()),
-                "uncached_tokens": int(frame["uncached_tokens"].sum()),
-                "output_tokens": int(frame["output_tokens"].fill_null(0).sum()),
-                "cost_usd": result.total_cost_usd,
-                "ideal_usd": result.ideal_usd,
-                "price_source": result.price_source,
-            }
-        )
+        rows.append(compare_row(target, result))
     return pl.DataFrame(rows, schema=_schema.COMPARE)
+
+
+def compare_row(target: str, result: Simulation) -> dict[str, Any]:
+    """One row of :func:`compare`: ``target``'s replay summed."""
+    frame = result.calls
+    return {
+        "target": target,
+        "provider": result.provider,
+        "model": result.model,
+        "input_tokens": int(frame["input_tokens"].sum()),
+        "cache_read_tokens": int(frame["cache_read_tokens"].sum()),
+        "cache_write_tokens": int(frame["cache_write_tokens"].sum()),
+        "uncached_tokens": int(frame["uncached_tokens"].sum()),
+        "output_tokens": int(frame["output_tokens"].fill_null(0).sum()),
+        "cost_usd": result.total_cost_usd,
+        "ideal_usd": result.ideal_usd,
+        "price_source": result.price_source,
+    }
 
 
 def _rule_names(provider: str) -> set[str]:

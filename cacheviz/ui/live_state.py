@@ -29,6 +29,7 @@ from cacheviz.incremental import LiveLog
 from cacheviz.metrics import HitRatio, call_waste
 from cacheviz.model import OPAQUE
 from cacheviz.sim_stream import SimulationStream, append_rows
+from cacheviz.simulate import compare_row
 from cacheviz.ui import state, views
 
 if TYPE_CHECKING:
@@ -207,23 +208,7 @@ class LiveState:
             if isinstance(stream, Exception):
                 raise stream
             self._feed(analysis, analysis.calls.height)
-            result = stream.simulation()
-            frame = result.calls
-            rows.append(
-                {
-                    "target": target,
-                    "provider": result.provider,
-                    "model": result.model,
-                    "input_tokens": int(frame["input_tokens"].sum()),
-                    "cache_read_tokens": int(frame["cache_read_tokens"].sum()),
-                    "cache_write_tokens": int(frame["cache_write_tokens"].sum()),
-                    "uncached_tokens": int(frame["uncached_tokens"].sum()),
-                    "output_tokens": int(frame["output_tokens"].fill_null(0).sum()),
-                    "cost_usd": result.total_cost_usd,
-                    "ideal_usd": result.ideal_usd,
-                    "price_source": result.price_source,
-                }
-            )
+            rows.append(compare_row(target, stream.simulation()))
         return pl.DataFrame(rows, schema=_schema.COMPARE)
 
     # -- the state -------------------------------------------------------------------
