@@ -230,17 +230,8 @@ class LiveState:
         except (CacheVizError, ValueError) as exc:
             status = f"{target.provider}: {exc}"
         ttl_seconds = target.ttl_seconds(analysis)
-        missing = views.unpriced_models(analysis, simulation)
-        if not status and missing and simulation is not None and not simulation.total_cost_usd:
-            status = (
-                f"{target.provider}: no price for {', '.join(missing)}; "
-                "choose a priced model in the list"
-            )
-        mode: Any = (
-            "recorded"
-            if target.ttl is None and target.provider == state._recorded_provider(analysis)
-            else ttl_seconds
-        )
+        status = status or state.unpriced_status(analysis, target, simulation)
+        mode = state.timeline_mode(analysis, target, ttl_seconds)
         idle = views.default_ttl_seconds(analysis) if mode == "recorded" else mode
         self._appended = old is not None and (mode, idle) == self._timeline_mode
         if not self._appended:
