@@ -65,8 +65,7 @@ from cacheviz.formats._body import _one_line
 from cacheviz.formats._lines import _BLANK, _SPACE, LineReader, order_by_time
 from cacheviz.live_costs import costs_from
 from cacheviz.model import OPAQUE, Call, Session
-from cacheviz.namespace import keyed_params, namespace_of
-from cacheviz.prefix import PrefixIndex, match_pair
+from cacheviz.namespace import keyed_params
 from cacheviz.pricing import PriceBook, RateCache
 from cacheviz.providers._base import SimCall
 from cacheviz.segment import BlockStore
@@ -447,9 +446,7 @@ class LiveLog:
     def _reset_calls(self) -> None:
         self._done = 0
         self.g: _Globals | None = None
-        self._indexes: dict[str, PrefixIndex] = {}
-        self._latest: dict[str, int] = {}
-        self._latest_ns: dict[str, int] = {}
+        self._walk = analysis.CallWalk()
         self._params: list[Any] = []
         self.call_cols: dict[str, list[Any]] = {name: [] for name in _schema.CALLS}
         self.drift_cols: dict[str, list[Any]] = {name: [] for name in _schema.DRIFTS}
@@ -535,62 +532,23 @@ class LiveLog:
         g = self.g
         raw = self.raw[i]
         name = g.renamed[raw]
-        offsets = self.local
-        cache = self.call_cache[i]
-        namespace = namespace_of(call)
-        index = self._indexes.setdefault(namespace, PrefixIndex())
         self._params.append(keyed_params(call))
-        params = self._params
-        ns_keys, ns_offsets = analysis._namespace_keys(call, call.hashes, offsets[i], params[i])
-        best, _ = index.add(ns_keys, ns_offsets, analysis._pseudo_aware(cache))
-        before = self._latest.get(name)
-        self._latest[name] = i
-        drift = common = None
-        last_here = self._latest_ns.get(namespace)
-        self._latest_ns[namespace] = i
-        previous: int | None = None
-        shared: int | None = None
-        if before is None and last_here is not None and best.tokens:
-            other = calls[last_here]
-            found = match_pair(
-                other.hashes,
-                offsets[last_here][-1],
-                call.hashes,
-                offsets[i],
-                cache.__getitem__,
-                self.call_cache[last_here].__getitem__,
-            )
-            if found.tokens:
-                previous, shared = last_here, found.tokens
-        session = self._view
-        if before is not None:
-            common, drift = analysis._thread_drift(
-                session, calls[before], call, offsets, params, self.call_cache
-            )
-            previous, shared = before, common
-            if drift is not None and call.meta.get("rebuild") is not None:
-                drift = None
-            if drift is not None:
-                at, diagnosis = drift
-                self._drift_of[i] = len(self.drift_cols["call"])
-                analysis._add_drift(
-                    self.drift_cols, call, name, calls[before], at, common, offsets, diagnosis
-                )
-        analysis._add_call(
-            self.call_cols,
-            call,
+        drifts = len(self.drift_cols["call"])
+        previous, shared, drifted = self._walk.step(
+            self._view,
+            i,
             name,
             g.tree[name],
-            namespace,
-            cache.encoding,
+            self.local,
+            self._params,
+            self.call_cache,
             self.exact[i],
-            offsets[i][-1],
-            best,
-            None if before is None else calls[before].index,
-            common,
-            None if drift is None else drift[1],
+            self.call_cols,
+            self.drift_cols,
             {},
         )
+        if drifted:
+            self._drift_of[i] = drifts
         self.call_cols["ttl_seconds"][i] = g.ttls.get(raw)
         self._calibrate_one(i, previous, shared, name)
         self._to_provider(i)
