@@ -11,7 +11,6 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from cacheviz import providers
-from cacheviz._seq import common_prefix
 from cacheviz.costs import (
     _UNLOGGED_DEFAULT,
     UNLOGGED_HOLDS,
@@ -25,23 +24,18 @@ from cacheviz.errors import UnknownModelError
 from cacheviz.formats import native
 from cacheviz.metrics import call_waste
 from cacheviz.pricing import RateCache
-from cacheviz.providers._base import Breakpoint, SimCall
-from cacheviz.providers.anthropic import automatic_ttl
+from cacheviz.providers._base import SimCall
 from cacheviz.sim_stream import SimulationStream
 from cacheviz.simulate import (
-    _role,
-    _unversioned,
-    extend_chain,
     make_simulator,
     material_shortfall,
+    next_sim_call,
 )
 from cacheviz.ttl import idle_seconds
 from cacheviz.verdict import agrees
 
 if TYPE_CHECKING:
     from cacheviz.incremental import LiveLog
-
-_SYNTHETIC_STEP = 1.0  # as in cacheviz.simulate
 
 
 def sim_call(log: LiveLog, i: int) -> SimCall:
@@ -75,42 +69,20 @@ def sim_call(log: LiveLog, i: int) -> SimCall:
         log._warm_first[thread] = got if usable and got <= hidden_w else 0
     warm = log._warm_first.get(thread, 0)
     previous = log.built[-1] if log.built else None
-    hashes = call.hashes
-    if version and call.message_start > 0:
-        hashes = [f"{hashes[0]}@v{version}", *hashes[1:]]
-    shared = common_prefix(previous.hashes, hashes) if previous is not None else 0
-    chain = extend_chain(previous.chain[:shared] if previous is not None else [], hashes[shared:])
-    auto = call.params.get("cache_control")
-    if call.ts is not None:
-        log._clock = call.ts.timestamp()
-    elif log.built:
-        log._clock += _SYNTHETIC_STEP
-    cache = log.caches[cols["encoding"][i]]
-    return SimCall(
-        index=call.index,
+    sim = next_sim_call(
+        call,
+        previous,
         thread=thread,
-        ts=call.ts,
-        model=call.model,
-        hashes=hashes,
-        chain=chain,
-        offsets=log.mapped[i],
-        parts=(previous.parts[:shared] if previous is not None else [])
-        + [b.part for b in call.blocks[shared:]],
-        roles=(previous.roles[:shared] if previous is not None else [])
-        + [_role(b.label) if b.part == "messages" else None for b in call.blocks[shared:]],
-        tokens=_unversioned(cache) if version else cache.__getitem__,
-        breakpoints=[Breakpoint(block, ttl_) for block, ttl_ in call.breakpoints],
-        auto_breakpoint=automatic_ttl(auto) if isinstance(auto, dict) else None,
-        params=call.params,
-        output_tokens=call.usage.output_tokens if call.usage else None,
-        reported=call.usage,
-        reconstructed=call.reconstructed,
-        provider=call.provider,
+        version=version,
         clock=log._clock,
+        offsets=log.mapped[i],
+        cache=log.caches[cols["encoding"][i]],
         local_offsets=log.local[i],
         ttl_hint=ttl,
         warm_tokens=warm,
     )
+    log._clock = sim.clock
+    return sim
 
 
 def costs_from(log: LiveLog, start: int) -> None:

@@ -41,6 +41,8 @@ from cacheviz.ttl import idle_seconds
 
 if TYPE_CHECKING:
     from cacheviz.analysis import Analysis
+    from cacheviz.model import Call
+    from cacheviz.tokens import TokenCache
 
 
 def provider_id(name: str) -> str:
@@ -82,51 +84,82 @@ def sim_calls(analysis: Analysis, *, local: bool = False) -> list[SimCall]:
     for i, (call, (thread, encoding)) in enumerate(
         zip(session.calls, frame.iter_rows(), strict=True)
     ):
-        hashes = call.hashes
-        if versions[i] and call.message_start > 0:
-            # the evidence says the unlogged prefix changed: a new identity from here on
-            hashes = [f"{hashes[0]}@v{versions[i]}", *hashes[1:]]
-        shared = common_prefix(previous.hashes, hashes) if previous is not None else 0
-        chain = extend_chain(
-            previous.chain[:shared] if previous is not None else [], hashes[shared:]
-        )
-        breakpoints = [Breakpoint(block, ttl) for block, ttl in call.breakpoints]
-        auto = call.params.get("cache_control")
-        if call.ts is not None:
-            clock = call.ts.timestamp()
-        elif out:
-            clock += _SYNTHETIC_STEP
-        cache = analysis.token_caches[encoding]
-        current = SimCall(
-            index=call.index,
+        current = next_sim_call(
+            call,
+            previous,
             thread=thread,
-            ts=call.ts,
-            model=call.model,
-            hashes=hashes,
-            chain=chain,
-            offsets=axis[i],
-            # the blocks shared with the previous request are the same (same bytes: same
-            # part and role): only the new ones are looked at
-            parts=(previous.parts[:shared] if previous is not None else [])
-            + [b.part for b in call.blocks[shared:]],
-            roles=(previous.roles[:shared] if previous is not None else [])
-            + [_role(b.label) if b.part == "messages" else None for b in call.blocks[shared:]],
-            tokens=_unversioned(cache) if versions[i] else cache.__getitem__,
-            breakpoints=breakpoints,
-            auto_breakpoint=automatic_ttl(auto) if isinstance(auto, dict) else None,
-            params=call.params,
-            output_tokens=call.usage.output_tokens if call.usage else None,
-            reported=call.usage,
-            reconstructed=call.reconstructed,
-            provider=call.provider,
+            version=versions[i],
             clock=clock,
+            offsets=axis[i],
+            cache=analysis.token_caches[encoding],
             local_offsets=None if axis is own else own[i],
             ttl_hint=ttls[i],
             warm_tokens=warm[i],
         )
+        clock = current.clock
         out.append(current)
         previous = current
     return out
+
+
+def next_sim_call(
+    call: Call,
+    previous: SimCall | None,
+    *,
+    thread: str,
+    version: int,
+    clock: float,
+    offsets: list[int],
+    cache: TokenCache,
+    local_offsets: list[int] | None,
+    ttl_hint: int | None,
+    warm_tokens: int,
+) -> SimCall:
+    """The :class:`SimCall` of ``call``, which follows ``previous`` (``None``: the first).
+
+    ``version`` is its unlogged prefix's version (:func:`_unlogged_versions`), ``clock``
+    the previous call's clock (a call without a time is one step later), ``offsets``
+    its token offsets on the replay's axis; shared by :func:`sim_calls` and
+    :mod:`cacheviz.live_costs`.
+    """
+    hashes = call.hashes
+    if version and call.message_start > 0:
+        # the evidence says the unlogged prefix changed: a new identity from here on
+        hashes = [f"{hashes[0]}@v{version}", *hashes[1:]]
+    shared = common_prefix(previous.hashes, hashes) if previous is not None else 0
+    chain = extend_chain(previous.chain[:shared] if previous is not None else [], hashes[shared:])
+    auto = call.params.get("cache_control")
+    if call.ts is not None:
+        clock = call.ts.timestamp()
+    elif previous is not None:
+        clock += _SYNTHETIC_STEP
+    return SimCall(
+        index=call.index,
+        thread=thread,
+        ts=call.ts,
+        model=call.model,
+        hashes=hashes,
+        chain=chain,
+        offsets=offsets,
+        # the blocks shared with the previous request are the same (same bytes: same
+        # part and role): only the new ones are looked at
+        parts=(previous.parts[:shared] if previous is not None else [])
+        + [b.part for b in call.blocks[shared:]],
+        roles=(previous.roles[:shared] if previous is not None else [])
+        + [_role(b.label) if b.part == "messages" else None for b in call.blocks[shared:]],
+        tokens=_unversioned(cache) if version else cache.__getitem__,
+        breakpoints=[Breakpoint(block, ttl) for block, ttl in call.breakpoints],
+        auto_breakpoint=automatic_ttl(auto) if isinstance(auto, dict) else None,
+        params=call.params,
+        output_tokens=call.usage.output_tokens if call.usage else None,
+        reported=call.usage,
+        reconstructed=call.reconstructed,
+        provider=call.provider,
+        clock=clock,
+        local_offsets=local_offsets,
+        ttl_hint=ttl_hint,
+        warm_tokens=warm_tokens,
+    )
 
 
 def _unlogged_versions(analysis: Analysis) -> list[int]:
