@@ -48,16 +48,7 @@ import polars as pl
 from cacheviz import _schema, analysis
 from cacheviz._seq import common_prefix
 from cacheviz.analysis import Analysis
-from cacheviz.calibrate import (
-    CALIBRATED,
-    ESTIMATED,
-    EXACT,
-    RESCALED,
-    Calibration,
-    _monotone,
-    map_position,
-)
-from cacheviz.calibrate import _mapped as _calibrated_offsets
+from cacheviz.calibrate import Calibration, calibrate_call, map_position
 from cacheviz.costs import _provider_key
 from cacheviz.errors import CacheVizWarning, TranscriptError
 from cacheviz.formats import native
@@ -557,56 +548,23 @@ class LiveLog:
         """One step of :func:`cacheviz.calibrate.calibrate`."""
         assert self.g is not None
         local = self.local
-        call = self.calls[i]
-        own = list(local[i])
-        total_local = own[-1]
-        heads_i = local[i][call.message_start]
-        shared = 0 if before is None else max(0, min(common or 0, total_local))
-        if before is not None:
-            heads_b = local[before][self.calls[before].message_start]
-            if shared < heads_i == heads_b:
-                shared = heads_i
-        anchor = 0
-        if before is not None and shared:
-            anchor = map_position(local[before], self.mapped[before], shared)
-        grown = total_local - shared
-        reported = call.usage.input_tokens if call.usage else None
-        target = reported
-        is_exact = self.exact[i]
-        if target is None:
-            if not is_exact and key not in self._thread_rate:
-                self._used_default = True
-            rate = 1.0 if is_exact else self._thread_rate.get(key, self.g.default_rate)
-            target = anchor + round(grown * rate)
-            kind = EXACT if is_exact else ESTIMATED
-        else:
-            kind = CALIBRATED
-        rate_used: float | None
-        prev_local = local[before] if before is not None else None
-        prev_mapped = self.mapped[before] if before is not None else None
-        if grown > 0 and target >= anchor:
-            rate_used = (target - anchor) / grown
-            mapped = _calibrated_offsets(
-                own, shared, prev_local, prev_mapped, anchor, rate_used, target
-            )
-        elif grown == 0 and target == anchor:
-            rate_used = None
-            mapped = _calibrated_offsets(own, shared, prev_local, prev_mapped, anchor, 0.0, target)
-        else:
-            keep = min(shared, heads_i)
-            kept = map_position(prev_local, prev_mapped, keep) if prev_mapped else 0  # type: ignore[arg-type]
-            if keep and kept <= target and total_local > keep:
-                rate_used = (target - kept) / (total_local - keep)
-                mapped = _calibrated_offsets(
-                    own, keep, prev_local, prev_mapped, kept, rate_used, target
-                )
-            else:
-                rate_used = target / total_local if total_local else None
-                mapped = _monotone([o * (rate_used or 0.0) for o in own], target)
-            if kind == CALIBRATED:
-                kind = RESCALED
-        if rate_used is not None and grown > 0 and reported is not None:
-            self._thread_rate[key] = rate_used
+        calls = self.calls
+        usage = calls[i].usage
+        mapped, kind, rate_used, used_default = calibrate_call(
+            local,
+            self.mapped,
+            i,
+            before,
+            common,
+            usage.input_tokens if usage else None,
+            self.exact[i],
+            local[i][calls[i].message_start],
+            None if before is None else local[before][calls[before].message_start],
+            self._thread_rate,
+            key,
+            self.g.default_rate,
+        )
+        self._used_default = self._used_default or used_default
         self.mapped.append(mapped)
         self.basis.append(kind)
         self.rates.append(rate_used)
