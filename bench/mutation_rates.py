@@ -1,39 +1,138 @@
-"""Kill rate per module from a mutmut run (``make mutation``): a table for the docs.
+"""Mutation testing per module (``make mutation``): run mutmut, print the kill-rate table.
 
-Reads ``mutants/**/*.py.meta`` (mutmut 3). Killed = a test failed or timed out with the
-mutant in place; survived = the whole selected suite passed; mutants never run (``not
-checked``, ``no tests``) are counted apart, not as killed.
+``python bench/mutation_rates.py`` reads ``mutants/**/*.py.meta`` (mutmut 3) and prints one
+row per mutated module: mutants run, killed by a failing test, killed by the CPU/wall
+limit (a timeout), survived, and the kill rate ``(killed + timeouts) / run``. Mutants never
+run (``not checked``, ``no tests``) are counted apart, not as killed.
+
+``python bench/mutation_rates.py --run prefix diagnose providers.anthropic`` runs mutmut
+once per named module, each against that module's own fast unit tests (:data:`TESTS`)
+instead of the whole ``[tool.mutmut]`` selection: a mutant is run by the tests of the
+selection that execute its function, and the selection's slower tests (analysis, fuzz,
+redaction) execute every ``prefix``/``diagnose``/provider function, which would make each
+mutant cost seconds more. The rates are therefore a lower bound for the full suite. Each
+module's run starts from a fresh ``mutants/``; its table row is printed and appended to
+``bench/out/mutation.md``.
 """
 
 from __future__ import annotations
 
+import argparse
 import json
+import os
+import shutil
+import subprocess
+import sys
 from collections import Counter
 from pathlib import Path
 
-KILLED = {1, 3, 36, 24, -24, 152, 255}  # a failing test, or a timeout
+FAILED = {1, 3}  # a test failed (3: pytest internal error with the mutant in place)
+TIMEOUT = {36, 24, -24, 152, 255, -9}  # SIGXCPU at the limit; -9: SIGKILL one second later
+
+WALL_SLACK = 10
+_PROVIDER = "tests/providers/test_{}.py"
+# module -> the unit tests that run its mutants (paths relative to the repo root)
+TESTS: dict[str, list[str]] = {
+    "prefix": ["tests/core/test_prefix.py", "tests/providers/test_token_scale.py"],
+    "diagnose": [
+        "tests/core/test_diagnose_causes.py",
+        "tests/core/test_diagnosis.py",
+        "tests/providers/test_rule_edges_anthropic.py",
+    ],
+    "providers.anthropic": [
+        _PROVIDER.format("anthropic"),
+        "tests/providers/test_anthropic_params.py",
+        "tests/providers/test_rule_edges_anthropic.py",
+    ],
+    "providers.openai": [_PROVIDER.format("openai")],
+    "providers.google": [_PROVIDER.format("google")],
+    "providers.deepseek": [_PROVIDER.format("deepseek"), "tests/providers/test_token_scale.py"],
+    "providers.sglang": [_PROVIDER.format("sglang")],
+    "providers.vllm": [_PROVIDER.format("vllm")],
+    "usage": ["tests/core/test_usage.py"],
+    "redact": ["tests/core/test_redaction.py", "tests/formats/test_fuzz.py"],
+}
 
 
-def rates(root: Path = Path("mutants")) -> list[tuple[str, int, int, int]]:
-    """``(module, killed, survived, not run)`` per mutated module."""
+def classify(code: int | None) -> str:
+    """The verdict of one mutmut exit code."""
+    if code in FAILED:
+        return "killed"
+    if code in TIMEOUT:
+        return "timeout"
+    if code == 0:
+        return "survived"
+    return "not run"
+
+
+def rates(root: Path = Path("mutants")) -> list[tuple[str, Counter[str]]]:
+    """``(module, verdict counts)`` per mutated module."""
     rows = []
     for meta in sorted(root.rglob("*.py.meta")):
         codes = json.loads(meta.read_text())["exit_code_by_key"].values()
-        counts = Counter(
-            "killed" if c in KILLED else "survived" if c == 0 else "not run" for c in codes
-        )
         module = str(meta.relative_to(root)).removesuffix(".meta")
-        rows.append((module, counts["killed"], counts["survived"], counts["not run"]))
+        rows.append((module, Counter(classify(c) for c in codes)))
     return rows
 
 
+HEADER = (
+    "| module | mutants | killed by a failing test | killed by timeout | survived "
+    "| kill rate | not run |\n|---|---:|---:|---:|---:|---:|---:|"
+)
+
+
+def row(module: str, counts: Counter[str]) -> str:
+    """One markdown table row."""
+    run = counts["killed"] + counts["timeout"] + counts["survived"]
+    rate = f"{(counts['killed'] + counts['timeout']) / run:.0%}".replace("%", " %") if run else "-"
+    return (
+        f"| `{module}` | {run} | {counts['killed']} | {counts['timeout']} "
+        f"| {counts['survived']} | {rate} | {counts['not run']} |"
+    )
+
+
+def run_module(module: str, children: int) -> None:
+    """Run mutmut on one module against its own unit tests, from a fresh ``mutants/``."""
+    path = "cacheviz/" + module.replace(".", "/") + ".py"
+    shutil.rmtree("mutants", ignore_errors=True)
+    # mutmut reads [tool.mutmut] through configuration.config(); override two fields of
+    # the loaded config in a child interpreter, then hand over to mutmut's own CLI. Its
+    # wall-clock limit, (test time + constant) x multiplier, calls a slow run on a loaded
+    # machine a timeout; the CPU-time limit (RLIMIT_CPU, twice that) does not depend on
+    # the load, so the wall limit is stretched WALL_SLACK-fold and kept only as a backstop
+    # for a mutant that blocks without using CPU.
+    code = (
+        "from mutmut import configuration\n"
+        "from mutmut.workers import isolation\n"
+        "c = configuration.config()\n"
+        f"c.only_mutate = [{path!r}]\n"
+        f"c.pytest_add_cli_args_test_selection = {TESTS[module]!r}\n"
+        "wall = isolation.register_timeout\n"
+        f"isolation.register_timeout = lambda pid, timeout_s: wall(pid, timeout_s * {WALL_SLACK})\n"
+        "from mutmut.__main__ import cli\n"
+        f"cli(['run', '--max-children', '{children}', 'cacheviz.{module}.*'])\n"
+    )
+    subprocess.run([sys.executable, "-c", code], check=False)
+
+
 def main() -> None:
-    print("| module | mutants run | killed | kill rate | not run |")
-    print("|---|---:|---:|---:|---:|")
-    for module, killed, survived, idle in rates():
-        run = killed + survived
-        rate = f"{killed / run:.0%}" if run else "-"
-        print(f"| `{module}` | {run} | {killed} | {rate} | {idle} |")
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--run", nargs="+", metavar="MODULE", choices=sorted(TESTS))
+    parser.add_argument("--max-children", type=int, default=1)
+    args = parser.parse_args()
+    if not args.run:
+        print(HEADER)
+        for module, counts in rates():
+            print(row(module, counts))
+        return
+    out = Path("bench/out/mutation.md")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    for module in args.run:
+        run_module(module, args.max_children)
+        lines = [row(m, c) for m, c in rates()]
+        print(HEADER, *lines, sep="\n")
+        with out.open("a") as log:
+            log.write("\n".join(lines) + f"  <!-- load {os.getloadavg()[0]:.1f} -->\n")
 
 
 if __name__ == "__main__":

@@ -5,7 +5,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from cacheviz._seq import common_prefix
-from cacheviz.prefix import PrefixIndex, differing_block_common
+from cacheviz.prefix import PrefixIndex, differing_block_common, match_pair
 
 # a small alphabet of blocks; each block's tokens share leading tokens with its neighbours
 TOKENS = {f"h{i}": array("i", [1, 2, i % 3, i, i + 100, *range(i % 4)]) for i in range(8)}
@@ -27,7 +27,8 @@ def _brute_force(history, keys):
     return best
 
 
-requests = st.lists(st.lists(st.sampled_from(sorted(TOKENS)), max_size=12), min_size=1, max_size=12)
+blocks = st.lists(st.sampled_from(sorted(TOKENS)), max_size=12)
+requests = st.lists(blocks, min_size=1, max_size=12)
 
 
 @settings(max_examples=400, deadline=None)
@@ -41,10 +42,13 @@ def test_the_trie_finds_the_longest_prefix_of_any_earlier_request(requests, grow
     for i, keys in enumerate(requests):
         best, previous = index.add(list(keys), _offsets(keys), TOKENS.__getitem__)
         assert best.tokens == _brute_force(requests[:i], keys)
+        # whole blocks matched: the longest block run shared with any earlier request
+        assert best.blocks == max((common_prefix(e, keys) for e in requests[:i]), default=0)
         if i:
             assert previous.tokens == min(
                 _brute_force([requests[i - 1]], keys), _offsets(requests[i - 1])[-1]
             )
+            assert previous.blocks == common_prefix(requests[i - 1], keys)
         else:
             assert previous is None
 
@@ -53,3 +57,28 @@ def test_identical_tokens_with_other_bytes_stop_before_the_last_token():
     assert differing_block_common(array("i", [1, 2, 3]), array("i", [1, 2, 3])) == 2
     assert differing_block_common(array("i", [1, 2, 3]), array("i", [1, 2, 4])) == 2
     assert differing_block_common(array("i", [1, 2]), array("i", [1, 2, 3])) == 2
+    # a one-token (or empty) block whose bytes changed matches nothing of it
+    assert differing_block_common(array("i", [7]), array("i", [7])) == 0
+    assert differing_block_common(array("i"), array("i")) == 0
+
+
+@settings(max_examples=300, deadline=None)
+@given(before=blocks, keys=blocks)
+def test_a_pair_matches_to_the_first_differing_token_capped_at_the_earlier_total(before, keys):
+    match = match_pair(before, _offsets(before)[-1], keys, _offsets(keys), TOKENS.__getitem__)
+    assert match.blocks == common_prefix(before, keys)
+    assert match.tokens == min(_brute_force([before], keys), _offsets(before)[-1])
+
+
+def test_a_pair_reads_the_earlier_block_with_the_earlier_requests_tokens():
+    # the earlier request was tokenized on its own (another model's encoding): inside the
+    # first differing block its tokens, not this request's, are the ones compared
+    earlier = {"h1": TOKENS["h1"], "h2": array("i", [1, 2, 0, 3, 7])}
+    keys, offsets = ["h1", "h3"], _offsets(["h1", "h3"])
+    mine = match_pair(["h1", "h2"], 100, keys, offsets, TOKENS.__getitem__)
+    theirs = match_pair(["h1", "h2"], 100, keys, offsets, TOKENS.__getitem__, earlier.get)
+    assert mine.tokens == len(TOKENS["h1"]) + common_prefix(TOKENS["h3"], TOKENS["h2"])
+    assert theirs.tokens == len(TOKENS["h1"]) + 4  # [1, 2, 0, 3] shared with h3
+    assert mine.blocks == theirs.blocks == 1
+    # never more than the earlier request held
+    assert match_pair(["h1", "h2"], 3, keys, offsets, TOKENS.__getitem__).tokens == 3
