@@ -286,15 +286,28 @@ def unlogged_versions(
     later call of the thread.
     """
     version: dict[str, int] = {}
-    out: list[int] = []
-    for i, thread in enumerate(threads):
-        hidden, line, got, gap = unlogged[i], offered[i], read[i], gaps[i]
-        if hidden and line is not None and got is not None and 0 < got <= hidden < line:
-            fresh = gap is not None and gap <= (ttls[i] or 0)
-            if fresh and material(line, got):
-                version[thread] = version.get(thread, 0) + 1
-        out.append(version.get(thread, 0))
-    return out
+    return [
+        next_version(version, thread, unlogged[i], offered[i], read[i], gaps[i], ttls[i], material)
+        for i, thread in enumerate(threads)
+    ]
+
+
+def next_version(
+    version: dict[str, int],
+    thread: str,
+    hidden: int | None,
+    line: int | None,
+    got: int | None,
+    gap: float | None,
+    ttl: float | None,
+    material: Callable[[int, int], bool],
+) -> int:
+    """One call of :func:`unlogged_versions`: ``version`` (per thread) is updated."""
+    if hidden and line is not None and got is not None and 0 < got <= hidden < line:
+        fresh = gap is not None and gap <= (ttl or 0)
+        if fresh and material(line, got):
+            version[thread] = version.get(thread, 0) + 1
+    return version.get(thread, 0)
 
 
 __all__ = [
@@ -303,5 +316,6 @@ __all__ = [
     "calibrate",
     "calibrate_call",
     "map_position",
+    "next_version",
     "unlogged_versions",
 ]

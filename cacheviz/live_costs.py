@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from cacheviz import providers
+from cacheviz.calibrate import next_version
 from cacheviz.costs import (
     _UNLOGGED_DEFAULT,
     UNLOGGED_HOLDS,
@@ -27,9 +27,12 @@ from cacheviz.pricing import RateCache
 from cacheviz.providers._base import SimCall
 from cacheviz.sim_stream import SimulationStream
 from cacheviz.simulate import (
+    _explicit,
     make_simulator,
     material_shortfall,
     next_sim_call,
+    shortest_ttl,
+    warm_head,
 )
 from cacheviz.ttl import idle_seconds
 from cacheviz.verdict import agrees
@@ -46,10 +49,7 @@ def sim_call(log: LiveLog, i: int) -> SimCall:
     thread = cols["thread"][i]
     prev = cols["prev_call"][i]
     # _unlogged_versions
-    shortest = min(
-        (p.default_ttl_seconds for p in providers.profiles() if p.default_ttl_seconds),
-        default=0.0,
-    )
+    shortest = shortest_ttl()
     gap = None if prev is None else idle_seconds(call, calls[prev])
     total_in = cols["reported_input_tokens"][i]
     line = None if total_in is None else min(cols["prefix_tokens"][i], total_in)
@@ -57,16 +57,21 @@ def sim_call(log: LiveLog, i: int) -> SimCall:
     hidden = cols["unlogged_tokens"][i] if cols["reconstructed"][i] and explicit else None
     got = cols["reported_cache_read_tokens"][i]
     ttl = cols["ttl_seconds"][i]
-    if hidden and line is not None and got is not None and 0 < got <= hidden < line:
-        fresh = gap is not None and gap <= ((ttl if ttl is not None else shortest) or 0)
-        if fresh and material_shortfall(line, got):
-            log._versions[thread] = log._versions.get(thread, 0) + 1
-    version = log._versions.get(thread, 0)
+    version = next_version(
+        log._versions,
+        thread,
+        hidden,
+        line,
+        got,
+        gap,
+        ttl if ttl is not None else shortest,
+        material_shortfall,
+    )
     # _warm_heads
     if prev is None and thread not in log._warm_first:
-        hidden_w = cols["unlogged_tokens"][i]
-        usable = explicit and cols["reconstructed"][i] and hidden_w and got
-        log._warm_first[thread] = got if usable and got <= hidden_w else 0
+        log._warm_first[thread] = warm_head(
+            explicit, cols["reconstructed"][i], cols["unlogged_tokens"][i], got
+        )
     warm = log._warm_first.get(thread, 0)
     previous = log.built[-1] if log.built else None
     sim = next_sim_call(
@@ -208,11 +213,6 @@ def _miss_of(
     cc["expected_read_tokens"].append(miss.expected)
     cc["miss_cause"].append(miss.cause)
     cc["shortfall_tokens"].append(miss.shortfall)
-
-
-def _explicit(provider: str | None) -> bool:
-    found = providers.find(provider)
-    return found is not None and found.explicit_breakpoints
 
 
 __all__ = ["costs_from", "sim_call"]

@@ -166,11 +166,7 @@ def _unlogged_versions(analysis: Analysis) -> list[int]:
     """Per call, the version of its unlogged prefix the reported reads show (calibrate.py)."""
     frame = analysis.calls
     calls = analysis.session.calls
-    # without evidence, a gap within the shortest lifetime any provider gives is no expiry
-    shortest = min(
-        (p.default_ttl_seconds for p in providers.profiles() if p.default_ttl_seconds),
-        default=0.0,
-    )
+    shortest = shortest_ttl()
     gaps = [
         None if p is None else idle_seconds(calls[i], calls[p])
         for i, p in enumerate(frame["prev_call"].to_list())
@@ -222,9 +218,25 @@ def _warm_heads(analysis: Analysis) -> list[int]:
     ).iter_rows()
     for thread, prev, provider, rebuilt, hidden, read in rows:
         if prev is None and thread not in first:
-            usable = _explicit(provider) and rebuilt and hidden and read
-            first[thread] = read if usable and read <= hidden else 0
+            first[thread] = warm_head(_explicit(provider), rebuilt, hidden, read)
     return [first.get(thread, 0) for thread in frame["thread"].to_list()]
+
+
+def warm_head(explicit: bool, rebuilt: bool, hidden: int | None, read: int | None) -> int:
+    """A thread's warm head (:func:`_warm_heads`) from its first call's columns."""
+    usable = explicit and rebuilt and hidden and read
+    return read if usable and read is not None and hidden is not None and read <= hidden else 0
+
+
+def shortest_ttl() -> float:
+    """The shortest entry lifetime any provider gives (0 when none does).
+
+    Without evidence, a gap within it is no expiry (:func:`_unlogged_versions`).
+    """
+    return min(
+        (p.default_ttl_seconds for p in providers.profiles() if p.default_ttl_seconds),
+        default=0.0,
+    )
 
 
 def _explicit(provider: str | None) -> bool:
