@@ -227,58 +227,22 @@ def analyze(
 
     call_cols: dict[str, list[Any]] = {name: [] for name in _schema.CALLS}
     drift_cols: dict[str, list[Any]] = {name: [] for name in _schema.DRIFTS}
-    indexes: dict[str, PrefixIndex] = {}
-    latest: dict[str, int] = {}
-    latest_in_namespace: dict[str, int] = {}
+    walk = CallWalk()
     params = [keyed_params(call) for call in calls]
     previous: list[int | None] = [None] * len(calls)
     shared: list[int | None] = [None] * len(calls)
-    for i, call in enumerate(calls):
-        name = threads[i]
-        namespace = namespace_of(call)
-        index = indexes.setdefault(namespace, PrefixIndex())
-        ns_keys, ns_offsets = _namespace_keys(call, keys[i], offsets[i], params[i])
-        best, _ = index.add(ns_keys, ns_offsets, _pseudo_aware(call_cache[i]))
-        before = latest.get(name)
-        latest[name] = i
-        drift = common = None
-        last_here = latest_in_namespace.get(namespace)
-        latest_in_namespace[namespace] = i
-        if before is None and last_here is not None and best.tokens:
-            # a thread's first call that re-sends another's prefix (a fork, a side call):
-            # calibration anchors on that call's positions for the part they share
-            other = calls[last_here]
-            found = match_pair(
-                other.hashes,
-                offsets[last_here][-1],
-                call.hashes,
-                offsets[i],
-                call_cache[i].__getitem__,
-                call_cache[last_here].__getitem__,
-            )
-            if found.tokens:
-                previous[i], shared[i] = last_here, found.tokens
-        if before is not None:
-            common, drift = _thread_drift(session, calls[before], call, offsets, params, call_cache)
-            previous[i], shared[i] = before, common
-            if drift is not None and call.meta.get("rebuild") is not None:
-                drift = None  # an expected rebuild the log announced (a compaction)
-            if drift is not None:
-                at, diagnosis = drift
-                _add_drift(drift_cols, call, name, calls[before], at, common, offsets, diagnosis)
-        _add_call(
-            call_cols,
-            call,
-            name,
+    for i in range(len(calls)):
+        previous[i], shared[i], _ = walk.step(
+            session,
+            i,
+            threads[i],
             parents[i],
-            namespace,
-            call_cache[i].encoding,
+            offsets,
+            params,
+            call_cache,
             exact[i],
-            offsets[i][-1],
-            best,
-            None if before is None else calls[before].index,
-            common,
-            None if drift is None else drift[1],
+            call_cols,
+            drift_cols,
             unlogged,
         )
 
@@ -314,6 +278,92 @@ def analyze(
 
 
 _EMPTY = array("i")
+
+
+@dataclass
+class CallWalk:
+    """What :func:`analyze`'s per-call loop carries from one call to the next.
+
+    The prefix index of each cache namespace and the latest call of each thread and of
+    each namespace; :class:`cacheviz.incremental.LiveLog` keeps one across appends.
+    """
+
+    indexes: dict[str, PrefixIndex] = _field(default_factory=dict)
+    latest: dict[str, int] = _field(default_factory=dict)
+    latest_in_namespace: dict[str, int] = _field(default_factory=dict)
+
+    def step(
+        self,
+        session: Session,
+        i: int,
+        name: str,
+        parent: str | None,
+        offsets: list[list[int]],
+        params: list[KeyedParams],
+        call_cache: list[TokenCache],
+        exact: bool,
+        call_cols: dict[str, list[Any]],
+        drift_cols: dict[str, list[Any]],
+        unlogged: dict[str, int],
+    ) -> tuple[int | None, int | None, bool]:
+        """Add call ``i``'s row (thread ``name``) and its drift's, if any.
+
+        Returns
+        -------
+        tuple
+            The earlier call its calibration anchors on and the tokens they share
+            (``None``, ``None``: none), and whether a drift row was added.
+        """
+        calls = session.calls
+        call = calls[i]
+        namespace = namespace_of(call)
+        index = self.indexes.setdefault(namespace, PrefixIndex())
+        ns_keys, ns_offsets = _namespace_keys(call, call.hashes, offsets[i], params[i])
+        best, _ = index.add(ns_keys, ns_offsets, _pseudo_aware(call_cache[i]))
+        before = self.latest.get(name)
+        self.latest[name] = i
+        drift = common = None
+        last_here = self.latest_in_namespace.get(namespace)
+        self.latest_in_namespace[namespace] = i
+        previous = shared = None
+        if before is None and last_here is not None and best.tokens:
+            # a thread's first call that re-sends another's prefix (a fork, a side call):
+            # calibration anchors on that call's positions for the part they share
+            other = calls[last_here]
+            found = match_pair(
+                other.hashes,
+                offsets[last_here][-1],
+                call.hashes,
+                offsets[i],
+                call_cache[i].__getitem__,
+                call_cache[last_here].__getitem__,
+            )
+            if found.tokens:
+                previous, shared = last_here, found.tokens
+        if before is not None:
+            common, drift = _thread_drift(session, calls[before], call, offsets, params, call_cache)
+            previous, shared = before, common
+            if drift is not None and call.meta.get("rebuild") is not None:
+                drift = None  # an expected rebuild the log announced (a compaction)
+            if drift is not None:
+                at, diagnosis = drift
+                _add_drift(drift_cols, call, name, calls[before], at, common, offsets, diagnosis)
+        _add_call(
+            call_cols,
+            call,
+            name,
+            parent,
+            namespace,
+            call_cache[i].encoding,
+            exact,
+            offsets[i][-1],
+            best,
+            None if before is None else calls[before].index,
+            common,
+            None if drift is None else drift[1],
+            unlogged,
+        )
+        return previous, shared, drift is not None
 
 
 def _to_provider_tokens(

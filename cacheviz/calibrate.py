@@ -174,53 +174,97 @@ def calibrate(
     default_rate = statistics.median(seen_rates) if seen_rates else 1.0
     thread_rate: dict[str, float] = {}
     for i in range(n):
-        own = list(local[i])
-        total_local = own[-1]
         before = previous[i]
-        shared = 0 if before is None else max(0, min(common[i] or 0, total_local))
-        if before is not None and heads is not None and shared < heads[i] == heads[before]:
-            shared = heads[i]  # the same head (a model switch shares no cache, not its size)
-        anchor = 0
-        if before is not None and shared:
-            anchor = map_position(local[before], offsets[before], shared)
-        grown = total_local - shared
-        key = threads[i] if threads is not None else ""
-        target = reported[i]
-        is_exact = bool(exact[i]) if exact is not None else False
-        if target is None:
-            rate = 1.0 if is_exact else thread_rate.get(key, default_rate)
-            target = anchor + round(grown * rate)
-            kind = EXACT if is_exact else ESTIMATED
-        else:
-            kind = CALIBRATED
-        rate_used: float | None
-        prev_local = local[before] if before is not None else None
-        prev_mapped = offsets[before] if before is not None else None
-        if grown > 0 and target >= anchor:
-            rate_used = (target - anchor) / grown
-            mapped = _mapped(own, shared, prev_local, prev_mapped, anchor, rate_used, target)
-        elif grown == 0 and target == anchor:
-            rate_used = None
-            mapped = _mapped(own, shared, prev_local, prev_mapped, anchor, 0.0, target)
-        else:
-            # the request is smaller than the part it shares: keep the head (the unlogged
-            # prefix, system and tools) where it was when it fits, scale the rest onto it
-            keep = min(shared, heads[i] if heads is not None else 0)
-            kept = map_position(prev_local, prev_mapped, keep) if prev_mapped else 0
-            if keep and kept <= target and total_local > keep:
-                rate_used = (target - kept) / (total_local - keep)
-                mapped = _mapped(own, keep, prev_local, prev_mapped, kept, rate_used, target)
-            else:
-                rate_used = target / total_local if total_local else None
-                mapped = _monotone([o * (rate_used or 0.0) for o in own], target)
-            if kind == CALIBRATED:
-                kind = RESCALED
-        if rate_used is not None and grown > 0 and reported[i] is not None:
-            thread_rate[key] = rate_used
+        head = heads[i] if heads is not None else None
+        mapped, kind, rate_used, _ = calibrate_call(
+            local,
+            offsets,
+            i,
+            before,
+            common[i],
+            reported[i],
+            bool(exact[i]) if exact is not None else False,
+            head,
+            heads[before] if heads is not None and before is not None else None,
+            thread_rate,
+            threads[i] if threads is not None else "",
+            default_rate,
+        )
         offsets.append(mapped)
         basis.append(kind)
         rates.append(rate_used)
     return Calibration(offsets, basis, rates)
+
+
+def calibrate_call(
+    local: Sequence[Sequence[int]],
+    offsets: Sequence[list[int]],
+    i: int,
+    before: int | None,
+    common: int | None,
+    reported: int | None,
+    is_exact: bool,
+    head: int | None,
+    head_before: int | None,
+    thread_rate: dict[str, float],
+    key: str,
+    default_rate: float,
+) -> tuple[list[int], str, float | None, bool]:
+    """One call of :func:`calibrate`: its provider-token offsets, basis and rate.
+
+    ``offsets`` holds the calibrated offsets of the calls before ``i``; ``head`` and
+    ``head_before`` are where the messages of call ``i`` and of ``before`` start (``None``:
+    not known); ``thread_rate`` (thread ``key``'s latest reported rate) is updated.
+    The last value returned says whether ``default_rate`` was used.
+
+    Returns
+    -------
+    tuple
+        Offsets, basis, rate (``None``: nothing grew), whether the default rate was used.
+    """
+    own = list(local[i])
+    total_local = own[-1]
+    shared = 0 if before is None else max(0, min(common or 0, total_local))
+    if before is not None and head is not None and shared < head == head_before:
+        shared = head  # the same head (a model switch shares no cache, not its size)
+    anchor = 0
+    if before is not None and shared:
+        anchor = map_position(local[before], offsets[before], shared)
+    grown = total_local - shared
+    target = reported
+    used_default = False
+    if target is None:
+        used_default = not is_exact and key not in thread_rate
+        rate = 1.0 if is_exact else thread_rate.get(key, default_rate)
+        target = anchor + round(grown * rate)
+        kind = EXACT if is_exact else ESTIMATED
+    else:
+        kind = CALIBRATED
+    rate_used: float | None
+    prev_local = local[before] if before is not None else None
+    prev_mapped = offsets[before] if before is not None else None
+    if grown > 0 and target >= anchor:
+        rate_used = (target - anchor) / grown
+        mapped = _mapped(own, shared, prev_local, prev_mapped, anchor, rate_used, target)
+    elif grown == 0 and target == anchor:
+        rate_used = None
+        mapped = _mapped(own, shared, prev_local, prev_mapped, anchor, 0.0, target)
+    else:
+        # the request is smaller than the part it shares: keep the head (the unlogged
+        # prefix, system and tools) where it was when it fits, scale the rest onto it
+        keep = min(shared, head if head is not None else 0)
+        kept = map_position(prev_local, prev_mapped, keep) if prev_mapped else 0
+        if keep and kept <= target and total_local > keep:
+            rate_used = (target - kept) / (total_local - keep)
+            mapped = _mapped(own, keep, prev_local, prev_mapped, kept, rate_used, target)
+        else:
+            rate_used = target / total_local if total_local else None
+            mapped = _monotone([o * (rate_used or 0.0) for o in own], target)
+        if kind == CALIBRATED:
+            kind = RESCALED
+    if rate_used is not None and grown > 0 and reported is not None:
+        thread_rate[key] = rate_used
+    return mapped, kind, rate_used, used_default
 
 
 def unlogged_versions(
@@ -242,15 +286,36 @@ def unlogged_versions(
     later call of the thread.
     """
     version: dict[str, int] = {}
-    out: list[int] = []
-    for i, thread in enumerate(threads):
-        hidden, line, got, gap = unlogged[i], offered[i], read[i], gaps[i]
-        if hidden and line is not None and got is not None and 0 < got <= hidden < line:
-            fresh = gap is not None and gap <= (ttls[i] or 0)
-            if fresh and material(line, got):
-                version[thread] = version.get(thread, 0) + 1
-        out.append(version.get(thread, 0))
-    return out
+    return [
+        next_version(version, thread, unlogged[i], offered[i], read[i], gaps[i], ttls[i], material)
+        for i, thread in enumerate(threads)
+    ]
 
 
-__all__ = ["BASES", "Calibration", "calibrate", "map_position", "unlogged_versions"]
+def next_version(
+    version: dict[str, int],
+    thread: str,
+    hidden: int | None,
+    line: int | None,
+    got: int | None,
+    gap: float | None,
+    ttl: float | None,
+    material: Callable[[int, int], bool],
+) -> int:
+    """One call of :func:`unlogged_versions`: ``version`` (per thread) is updated."""
+    if hidden and line is not None and got is not None and 0 < got <= hidden < line:
+        fresh = gap is not None and gap <= (ttl or 0)
+        if fresh and material(line, got):
+            version[thread] = version.get(thread, 0) + 1
+    return version.get(thread, 0)
+
+
+__all__ = [
+    "BASES",
+    "Calibration",
+    "calibrate",
+    "calibrate_call",
+    "map_position",
+    "next_version",
+    "unlogged_versions",
+]

@@ -335,90 +335,147 @@ def _misses(
     own: list[str | None] = [None] * n
     rebuilds = frame["rebuild"].to_list()
     holds = UNLOGGED_HOLDS.get(session.format, _UNLOGGED_DEFAULT)
-    for i, call in enumerate(calls):
+    for i in range(n):
         namespace = namespaces[i]
         source = prev_call[i]
         if source is None or namespaces[source] != namespace:
             source = latest_in_namespace.get(namespace)
         latest_in_namespace[namespace] = i
-        key = _provider_key(call.provider)
-        usage = call.usage
-        if usage is None or usage.cache_read_tokens is None:
-            continue
-        offered = prefix[i]
-        if usage.input_tokens is not None:
-            offered = min(offered, usage.input_tokens)
-        expected[i] = offered
-        reported = usage.cache_read_tokens
-        if not material_shortfall(offered, reported):
-            continue
-        predicted = sim_read[i]
-        gap = idle_seconds(call, calls[source] if source is not None else None)
-        ttl = _ttl(key, calls[source] if source is not None else None, ttls[i])
-        profile = providers.profile(key) if key is not None else None
-        hidden = unlogged[i] or 0
-        verdict = verdicts[i]
-        if profile is not None and offered < profile.min_tokens(call.model):
-            cause, detail = "below_minimum", f"the prefix ({offered:,} tokens) is below the minimum"
-        elif gap is not None and ttl is not None and gap > ttl:
-            cause = "ttl_expired"
-            detail = f"{gap:,.0f} s idle since call {source}, beyond the {ttl:,.0f} s TTL"
-        elif (
-            profile is not None
-            and profile.explicit_breakpoints
-            and call.reconstructed
-            and 0 < reported <= hidden < offered
-        ):
-            cause = "unlogged_prefix_changed"
-            detail = (
-                f"the provider read {reported:,} tokens, inside the {hidden:,}-token "
-                f"unlogged prefix the log does not hold ({holds})"
-            )
-        elif key is not None and predicted is not None and material_shortfall(predicted, reported):
-            cause = "provider_side"
-            detail = f"the {key} rules predict {predicted:,} read; the provider read {reported:,}"
-        elif profile is not None and profile.explicit_breakpoints:
-            cause = "no_breakpoint"
-            detail = "no cache_control breakpoint wrote an entry this call could read"
-        elif key is not None:
-            cause = "provider_side"
-            detail = f"the {key} rules predict {predicted or 0:,} read: {sim_detail[i]}"
-        else:
-            cause = "unknown"
-            detail = (
-                f"the line offers {offered:,} tokens the call re-sent; the provider read "
-                f"{reported:,} (no caching rules for {call.provider or 'this provider'})"
-            )
-        own[i] = cause
-        if verdict in _schema.PROVIDER_REASONS:
-            missed = missed_tokens[i]
-            said = f" ({missed:,} tokens missed)" if missed is not None else ""
-            detail = f"the provider says {verdict}{said}; cacheviz's own reading: {cause}: {detail}"
-            cause = verdict
-        elif rebuilds[i] is not None and cause in ("provider_side", "no_breakpoint", "unknown"):
-            continue  # an expected rebuild (a compaction): not a miss
-        shortfall = offered - reported
-        causes[i], shortfalls[i] = cause, shortfall
-        cost = None
-        paid = billed[i]
-        if paid is not None and key in prices_of:
-            rates = prices_of[key](call.model, call.ts, usage.input_tokens or 0)
-            cost = _miss_cost(call, rates, paid, shortfall, reported)
-        values = {
-            "call": call.index,
-            "thread": threads[i],
-            "cause": cause,
-            "shortfall_tokens": shortfall,
-            "expected_read_tokens": offered,
-            "simulated_read_tokens": predicted,
-            "reported_cache_read_tokens": reported,
-            "gap_seconds": gap,
-            "cost_usd": cost,
-            "detail": detail,
-        }
-        for name, value in values.items():
-            rows[name].append(value)
+        miss = miss_at(
+            calls,
+            i,
+            source,
+            line=prefix[i],
+            ttl_evidence=ttls[i],
+            predicted=sim_read[i],
+            sim_detail=sim_detail[i],
+            hidden=unlogged[i],
+            verdict=verdicts[i],
+            missed=missed_tokens[i],
+            rebuild=rebuilds[i],
+            thread=threads[i],
+            paid=billed[i],
+            prices_of=prices_of,
+            holds=holds,
+        )
+        expected[i], own[i] = miss.expected, miss.own
+        causes[i], shortfalls[i] = miss.cause, miss.shortfall
+        if miss.row is not None:
+            for name, value in miss.row.items():
+                rows[name].append(value)
     return expected, causes, shortfalls, _schema.frame(_schema.MISSES, rows), own
+
+
+@dataclasses.dataclass(frozen=True)
+class Miss:
+    """One call's miss columns, and its row of the misses table (``None``: no miss)."""
+
+    expected: int | None
+    own: str | None
+    cause: str | None
+    shortfall: int | None
+    row: dict[str, Any] | None
+
+
+_NO_MISS = Miss(None, None, None, None, None)
+
+
+def miss_at(
+    calls: Sequence[Call],
+    i: int,
+    source: int | None,
+    *,
+    line: int,
+    ttl_evidence: int | None,
+    predicted: int | None,
+    sim_detail: str,
+    hidden: int | None,
+    verdict: str | None,
+    missed: int | None,
+    rebuild: Any,
+    thread: str,
+    paid: float | None,
+    prices_of: dict[str, RateCache],
+    holds: str,
+) -> Miss:
+    """The miss of call ``i`` on the calibrated line (module docstring).
+
+    ``source`` is the call it could read from (the previous call of its namespace),
+    ``line`` its calibrated prefix, the other values its columns; shared by
+    :func:`diagnose_costs` and :mod:`cacheviz.live_costs`.
+    """
+    call = calls[i]
+    key = _provider_key(call.provider)
+    usage = call.usage
+    if usage is None or usage.cache_read_tokens is None:
+        return _NO_MISS
+    offered = line
+    if usage.input_tokens is not None:
+        offered = min(offered, usage.input_tokens)
+    reported = usage.cache_read_tokens
+    if not material_shortfall(offered, reported):
+        return Miss(offered, None, None, None, None)
+    previous = calls[source] if source is not None else None
+    gap = idle_seconds(call, previous)
+    ttl = _ttl(key, previous, ttl_evidence)
+    profile = providers.profile(key) if key is not None else None
+    hidden = hidden or 0
+    if profile is not None and offered < profile.min_tokens(call.model):
+        cause, detail = "below_minimum", f"the prefix ({offered:,} tokens) is below the minimum"
+    elif gap is not None and ttl is not None and gap > ttl:
+        cause = "ttl_expired"
+        detail = f"{gap:,.0f} s idle since call {source}, beyond the {ttl:,.0f} s TTL"
+    elif (
+        profile is not None
+        and profile.explicit_breakpoints
+        and call.reconstructed
+        and 0 < reported <= hidden < offered
+    ):
+        cause = "unlogged_prefix_changed"
+        detail = (
+            f"the provider read {reported:,} tokens, inside the {hidden:,}-token "
+            f"unlogged prefix the log does not hold ({holds})"
+        )
+    elif key is not None and predicted is not None and material_shortfall(predicted, reported):
+        cause = "provider_side"
+        detail = f"the {key} rules predict {predicted:,} read; the provider read {reported:,}"
+    elif profile is not None and profile.explicit_breakpoints:
+        cause = "no_breakpoint"
+        detail = "no cache_control breakpoint wrote an entry this call could read"
+    elif key is not None:
+        cause = "provider_side"
+        detail = f"the {key} rules predict {predicted or 0:,} read: {sim_detail}"
+    else:
+        cause = "unknown"
+        detail = (
+            f"the line offers {offered:,} tokens the call re-sent; the provider read "
+            f"{reported:,} (no caching rules for {call.provider or 'this provider'})"
+        )
+    own = cause
+    if verdict in _schema.PROVIDER_REASONS:
+        said = f" ({missed:,} tokens missed)" if missed is not None else ""
+        detail = f"the provider says {verdict}{said}; cacheviz's own reading: {cause}: {detail}"
+        cause = verdict
+    elif rebuild is not None and cause in ("provider_side", "no_breakpoint", "unknown"):
+        return Miss(offered, own, None, None, None)  # an expected rebuild: not a miss
+    shortfall = offered - reported
+    cost = None
+    if paid is not None and key in prices_of:
+        rates = prices_of[key](call.model, call.ts, usage.input_tokens or 0)
+        cost = _miss_cost(call, rates, paid, shortfall, reported)
+    row = {
+        "call": call.index,
+        "thread": thread,
+        "cause": cause,
+        "shortfall_tokens": shortfall,
+        "expected_read_tokens": offered,
+        "simulated_read_tokens": predicted,
+        "reported_cache_read_tokens": reported,
+        "gap_seconds": gap,
+        "cost_usd": cost,
+        "detail": detail,
+    }
+    return Miss(offered, own, cause, shortfall, row)
 
 
 def _agreements(analysis: Analysis, own: list[str | None]) -> list[bool | None]:

@@ -48,16 +48,7 @@ import polars as pl
 from cacheviz import _schema, analysis
 from cacheviz._seq import common_prefix
 from cacheviz.analysis import Analysis
-from cacheviz.calibrate import (
-    CALIBRATED,
-    ESTIMATED,
-    EXACT,
-    RESCALED,
-    Calibration,
-    _monotone,
-    map_position,
-)
-from cacheviz.calibrate import _mapped as _calibrated_offsets
+from cacheviz.calibrate import Calibration, calibrate_call, map_position
 from cacheviz.costs import _provider_key
 from cacheviz.errors import CacheVizWarning, TranscriptError
 from cacheviz.formats import native
@@ -65,13 +56,12 @@ from cacheviz.formats._body import _one_line
 from cacheviz.formats._lines import _BLANK, _SPACE, LineReader, order_by_time
 from cacheviz.live_costs import costs_from
 from cacheviz.model import OPAQUE, Call, Session
-from cacheviz.namespace import keyed_params, namespace_of
-from cacheviz.prefix import PrefixIndex, match_pair
+from cacheviz.namespace import keyed_params
 from cacheviz.pricing import PriceBook, RateCache
 from cacheviz.providers._base import SimCall
 from cacheviz.segment import BlockStore
 from cacheviz.sim_stream import SimulationStream, append_rows
-from cacheviz.thread import CONVERSATION_CALLS, ROOT, _best_thread
+from cacheviz.thread import ROOT, ThreadTotals, _best_thread, name_from_totals
 from cacheviz.tokens import TokenCache, encoding_for_model
 from cacheviz.ttl import call_ttl
 
@@ -357,7 +347,7 @@ class LiveLog:
         self._logged: set[str] = set()
         self._ttl_seen: dict[str, set[int]] = {}
         self._key_counts: dict[str, int] = {}  # calls per provider key, first seen first
-        self._agg = _ThreadTotals({}, {}, {}, {})
+        self._agg = ThreadTotals()
         self._rates: list[float] = []  # sorted reported/local rates (calibration's median)
 
     def _thread_step(self, i: int) -> None:
@@ -428,18 +418,14 @@ class LiveLog:
             self._hinted.add(name)
         if call.parent_hint is not None:
             self._logged.add(name)
-        agg = self._agg
-        agg.sizes[name] = agg.sizes.get(name, 0) + 1
-        agg.tokens[name] = agg.tokens.get(name, 0) + offsets[-1]
-        agg.spans.setdefault(name, [i, i])[1] = i
-        agg.models.setdefault(name, call.model)
+        self._agg.add(i, name, call.model, offsets[-1])
         ttl = call_ttl(call)
         bucket = self._ttl_seen.setdefault(name, set())
         if ttl is not None:
             bucket.add(ttl)
 
     def _globals(self) -> _Globals:
-        renamed, tree = _named_threads(self._agg, self._first_parent, self._hinted, self._logged)
+        renamed, tree = name_from_totals(self._agg, self._first_parent, self._hinted, self._logged)
         ttls = {t: (min(v) if v else None) for t, v in self._ttl_seen.items()}
         keys = tuple(self._key_counts)
         rates = self._rates
@@ -451,9 +437,7 @@ class LiveLog:
     def _reset_calls(self) -> None:
         self._done = 0
         self.g: _Globals | None = None
-        self._indexes: dict[str, PrefixIndex] = {}
-        self._latest: dict[str, int] = {}
-        self._latest_ns: dict[str, int] = {}
+        self._walk = analysis.CallWalk()
         self._params: list[Any] = []
         self.call_cols: dict[str, list[Any]] = {name: [] for name in _schema.CALLS}
         self.drift_cols: dict[str, list[Any]] = {name: [] for name in _schema.DRIFTS}
@@ -539,62 +523,23 @@ class LiveLog:
         g = self.g
         raw = self.raw[i]
         name = g.renamed[raw]
-        offsets = self.local
-        cache = self.call_cache[i]
-        namespace = namespace_of(call)
-        index = self._indexes.setdefault(namespace, PrefixIndex())
         self._params.append(keyed_params(call))
-        params = self._params
-        ns_keys, ns_offsets = analysis._namespace_keys(call, call.hashes, offsets[i], params[i])
-        best, _ = index.add(ns_keys, ns_offsets, analysis._pseudo_aware(cache))
-        before = self._latest.get(name)
-        self._latest[name] = i
-        drift = common = None
-        last_here = self._latest_ns.get(namespace)
-        self._latest_ns[namespace] = i
-        previous: int | None = None
-        shared: int | None = None
-        if before is None and last_here is not None and best.tokens:
-            other = calls[last_here]
-            found = match_pair(
-                other.hashes,
-                offsets[last_here][-1],
-                call.hashes,
-                offsets[i],
-                cache.__getitem__,
-                self.call_cache[last_here].__getitem__,
-            )
-            if found.tokens:
-                previous, shared = last_here, found.tokens
-        session = self._view
-        if before is not None:
-            common, drift = analysis._thread_drift(
-                session, calls[before], call, offsets, params, self.call_cache
-            )
-            previous, shared = before, common
-            if drift is not None and call.meta.get("rebuild") is not None:
-                drift = None
-            if drift is not None:
-                at, diagnosis = drift
-                self._drift_of[i] = len(self.drift_cols["call"])
-                analysis._add_drift(
-                    self.drift_cols, call, name, calls[before], at, common, offsets, diagnosis
-                )
-        analysis._add_call(
-            self.call_cols,
-            call,
+        drifts = len(self.drift_cols["call"])
+        previous, shared, drifted = self._walk.step(
+            self._view,
+            i,
             name,
             g.tree[name],
-            namespace,
-            cache.encoding,
+            self.local,
+            self._params,
+            self.call_cache,
             self.exact[i],
-            offsets[i][-1],
-            best,
-            None if before is None else calls[before].index,
-            common,
-            None if drift is None else drift[1],
+            self.call_cols,
+            self.drift_cols,
             {},
         )
+        if drifted:
+            self._drift_of[i] = drifts
         self.call_cols["ttl_seconds"][i] = g.ttls.get(raw)
         self._calibrate_one(i, previous, shared, name)
         self._to_provider(i)
@@ -603,56 +548,23 @@ class LiveLog:
         """One step of :func:`cacheviz.calibrate.calibrate`."""
         assert self.g is not None
         local = self.local
-        call = self.calls[i]
-        own = list(local[i])
-        total_local = own[-1]
-        heads_i = local[i][call.message_start]
-        shared = 0 if before is None else max(0, min(common or 0, total_local))
-        if before is not None:
-            heads_b = local[before][self.calls[before].message_start]
-            if shared < heads_i == heads_b:
-                shared = heads_i
-        anchor = 0
-        if before is not None and shared:
-            anchor = map_position(local[before], self.mapped[before], shared)
-        grown = total_local - shared
-        reported = call.usage.input_tokens if call.usage else None
-        target = reported
-        is_exact = self.exact[i]
-        if target is None:
-            if not is_exact and key not in self._thread_rate:
-                self._used_default = True
-            rate = 1.0 if is_exact else self._thread_rate.get(key, self.g.default_rate)
-            target = anchor + round(grown * rate)
-            kind = EXACT if is_exact else ESTIMATED
-        else:
-            kind = CALIBRATED
-        rate_used: float | None
-        prev_local = local[before] if before is not None else None
-        prev_mapped = self.mapped[before] if before is not None else None
-        if grown > 0 and target >= anchor:
-            rate_used = (target - anchor) / grown
-            mapped = _calibrated_offsets(
-                own, shared, prev_local, prev_mapped, anchor, rate_used, target
-            )
-        elif grown == 0 and target == anchor:
-            rate_used = None
-            mapped = _calibrated_offsets(own, shared, prev_local, prev_mapped, anchor, 0.0, target)
-        else:
-            keep = min(shared, heads_i)
-            kept = map_position(prev_local, prev_mapped, keep) if prev_mapped else 0  # type: ignore[arg-type]
-            if keep and kept <= target and total_local > keep:
-                rate_used = (target - kept) / (total_local - keep)
-                mapped = _calibrated_offsets(
-                    own, keep, prev_local, prev_mapped, kept, rate_used, target
-                )
-            else:
-                rate_used = target / total_local if total_local else None
-                mapped = _monotone([o * (rate_used or 0.0) for o in own], target)
-            if kind == CALIBRATED:
-                kind = RESCALED
-        if rate_used is not None and grown > 0 and reported is not None:
-            self._thread_rate[key] = rate_used
+        calls = self.calls
+        usage = calls[i].usage
+        mapped, kind, rate_used, used_default = calibrate_call(
+            local,
+            self.mapped,
+            i,
+            before,
+            common,
+            usage.input_tokens if usage else None,
+            self.exact[i],
+            local[i][calls[i].message_start],
+            None if before is None else local[before][calls[before].message_start],
+            self._thread_rate,
+            key,
+            self.g.default_rate,
+        )
+        self._used_default = self._used_default or used_default
         self.mapped.append(mapped)
         self.basis.append(kind)
         self.rates.append(rate_used)
@@ -728,68 +640,6 @@ class LiveLog:
             unpriced_models=list(self._unpriced),
             own_simulation=own,
         )
-
-
-@dataclasses.dataclass
-class _ThreadTotals:
-    """Per found thread: calls, local tokens, first and last call, first model."""
-
-    sizes: dict[str, int]
-    tokens: dict[str, int]
-    spans: dict[str, list[int]]
-    models: dict[str, str]
-
-
-def _named_threads(
-    agg: _ThreadTotals,
-    parents: dict[str, str | None],
-    hinted: set[str],
-    logged: set[str],
-) -> tuple[dict[str, str], dict[str, str | None]]:
-    """:func:`cacheviz.thread.name_threads` from totals kept call by call (same result)."""
-    sizes, tokens, spans, models = agg.sizes, agg.tokens, agg.spans, agg.models
-    found = [n for n in sizes if n not in hinted]
-    if not found:
-        return {n: n for n in sizes}, dict(parents)
-    longest = max(sizes[n] for n in found)
-    main = max(
-        (n for n in found if 2 * sizes[n] >= longest),
-        key=lambda n: (tokens[n], sizes[n], -spans[n][0]),
-    )
-    taken = set(hinted)
-    renamed = {n: n for n in hinted}
-    renamed[main] = "main" if "main" not in taken else main
-    taken.add(renamed[main])
-    for name in found:
-        if name == main:
-            continue
-        start, end = spans[name]
-        overlaps = start <= spans[main][1] and end >= spans[main][0]
-        conversation = sizes[name] >= CONVERSATION_CALLS and models[name] == models[main]
-        if conversation and not overlaps:
-            base = renamed[main]
-        elif conversation:
-            base = f"sub-agent {models[name]}"
-        else:
-            base = f"side call {models[name]}"
-        label, count = base, 1
-        while label in taken:
-            count += 1
-            label = f"{base} #{count}"
-        renamed[name] = label
-        taken.add(label)
-    tree: dict[str, str | None] = {}
-    for name in sizes:
-        parent = parents.get(name)
-        if name == main:
-            tree[renamed[name]] = None
-        elif name in hinted or name in logged:
-            tree[renamed[name]] = None if parent is None else renamed.get(parent, parent)
-        elif parent is not None and parent != main and sizes.get(parent, 0) > sizes[name]:
-            tree[renamed[name]] = renamed[parent]
-        else:
-            tree[renamed[name]] = renamed[main]
-    return renamed, tree
 
 
 def _native_call(text: str, refs: list[Any], store: BlockStore, _reader: Any) -> Call:

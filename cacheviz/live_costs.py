@@ -10,39 +10,35 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from cacheviz import _schema, providers
-from cacheviz._seq import common_prefix
+from cacheviz.calibrate import next_version
 from cacheviz.costs import (
     _UNLOGGED_DEFAULT,
     UNLOGGED_HOLDS,
     _cost,
-    _miss_cost,
     _provider_key,
-    _ttl,
     _what_if,
     billed_cost,
+    miss_at,
 )
 from cacheviz.errors import UnknownModelError
 from cacheviz.formats import native
 from cacheviz.metrics import call_waste
 from cacheviz.pricing import RateCache
-from cacheviz.providers._base import Breakpoint, SimCall
-from cacheviz.providers.anthropic import automatic_ttl
+from cacheviz.providers._base import SimCall
 from cacheviz.sim_stream import SimulationStream
 from cacheviz.simulate import (
-    _role,
-    _unversioned,
-    extend_chain,
+    _explicit,
     make_simulator,
     material_shortfall,
+    next_sim_call,
+    shortest_ttl,
+    warm_head,
 )
 from cacheviz.ttl import idle_seconds
 from cacheviz.verdict import agrees
 
 if TYPE_CHECKING:
     from cacheviz.incremental import LiveLog
-
-_SYNTHETIC_STEP = 1.0  # as in cacheviz.simulate
 
 
 def sim_call(log: LiveLog, i: int) -> SimCall:
@@ -53,10 +49,7 @@ def sim_call(log: LiveLog, i: int) -> SimCall:
     thread = cols["thread"][i]
     prev = cols["prev_call"][i]
     # _unlogged_versions
-    shortest = min(
-        (p.default_ttl_seconds for p in providers.profiles() if p.default_ttl_seconds),
-        default=0.0,
-    )
+    shortest = shortest_ttl()
     gap = None if prev is None else idle_seconds(call, calls[prev])
     total_in = cols["reported_input_tokens"][i]
     line = None if total_in is None else min(cols["prefix_tokens"][i], total_in)
@@ -64,54 +57,37 @@ def sim_call(log: LiveLog, i: int) -> SimCall:
     hidden = cols["unlogged_tokens"][i] if cols["reconstructed"][i] and explicit else None
     got = cols["reported_cache_read_tokens"][i]
     ttl = cols["ttl_seconds"][i]
-    if hidden and line is not None and got is not None and 0 < got <= hidden < line:
-        fresh = gap is not None and gap <= ((ttl if ttl is not None else shortest) or 0)
-        if fresh and material_shortfall(line, got):
-            log._versions[thread] = log._versions.get(thread, 0) + 1
-    version = log._versions.get(thread, 0)
+    version = next_version(
+        log._versions,
+        thread,
+        hidden,
+        line,
+        got,
+        gap,
+        ttl if ttl is not None else shortest,
+        material_shortfall,
+    )
     # _warm_heads
     if prev is None and thread not in log._warm_first:
-        hidden_w = cols["unlogged_tokens"][i]
-        usable = explicit and cols["reconstructed"][i] and hidden_w and got
-        log._warm_first[thread] = got if usable and got <= hidden_w else 0
+        log._warm_first[thread] = warm_head(
+            explicit, cols["reconstructed"][i], cols["unlogged_tokens"][i], got
+        )
     warm = log._warm_first.get(thread, 0)
     previous = log.built[-1] if log.built else None
-    hashes = call.hashes
-    if version and call.message_start > 0:
-        hashes = [f"{hashes[0]}@v{version}", *hashes[1:]]
-    shared = common_prefix(previous.hashes, hashes) if previous is not None else 0
-    chain = extend_chain(previous.chain[:shared] if previous is not None else [], hashes[shared:])
-    auto = call.params.get("cache_control")
-    if call.ts is not None:
-        log._clock = call.ts.timestamp()
-    elif log.built:
-        log._clock += _SYNTHETIC_STEP
-    cache = log.caches[cols["encoding"][i]]
-    return SimCall(
-        index=call.index,
+    sim = next_sim_call(
+        call,
+        previous,
         thread=thread,
-        ts=call.ts,
-        model=call.model,
-        hashes=hashes,
-        chain=chain,
-        offsets=log.mapped[i],
-        parts=(previous.parts[:shared] if previous is not None else [])
-        + [b.part for b in call.blocks[shared:]],
-        roles=(previous.roles[:shared] if previous is not None else [])
-        + [_role(b.label) if b.part == "messages" else None for b in call.blocks[shared:]],
-        tokens=_unversioned(cache) if version else cache.__getitem__,
-        breakpoints=[Breakpoint(block, ttl_) for block, ttl_ in call.breakpoints],
-        auto_breakpoint=automatic_ttl(auto) if isinstance(auto, dict) else None,
-        params=call.params,
-        output_tokens=call.usage.output_tokens if call.usage else None,
-        reported=call.usage,
-        reconstructed=call.reconstructed,
-        provider=call.provider,
+        version=version,
         clock=log._clock,
+        offsets=log.mapped[i],
+        cache=log.caches[cols["encoding"][i]],
         local_offsets=log.local[i],
         ttl_hint=ttl,
         warm_tokens=warm,
     )
+    log._clock = sim.clock
+    return sim
 
 
 def costs_from(log: LiveLog, start: int) -> None:
@@ -159,7 +135,7 @@ def costs_from(log: LiveLog, start: int) -> None:
 
         cc["waste_usd"].append(call_waste(billed, simulated, ideal))
         _drift_cost_of(log, i, key)
-        _miss_of(log, i, key, read, detail, billed)
+        _miss_of(log, i, read, detail, billed)
         k = log._drift_of.get(i)
         cc["drift_material"].append(
             log._drift_material[k] if log.call_cols["drift"][i] and k is not None else None
@@ -200,7 +176,6 @@ def _drift_cost_of(log: LiveLog, i: int, key: str | None) -> None:
 def _miss_of(
     log: LiveLog,
     i: int,
-    key: str | None,
     predicted: int | None,
     sim_detail: str,
     paid: float | None,
@@ -209,105 +184,35 @@ def _miss_of(
     cols = log.call_cols
     cc = log.cost_cols
     calls = log.calls
-    call = calls[i]
     namespace = cols["namespace"][i]
     source = cols["prev_call"][i]
     if source is None or cols["namespace"][source] != namespace:
         source = log._miss_ns.get(namespace)
     log._miss_ns[namespace] = i
-    log._own_miss.append(None)
-    usage = call.usage
-    expected = cause = shortfall = None
-    try:
-        if usage is None or usage.cache_read_tokens is None:
-            return
-        offered = cols["prefix_tokens"][i]
-        if usage.input_tokens is not None:
-            offered = min(offered, usage.input_tokens)
-        expected = offered
-        reported = usage.cache_read_tokens
-        if not material_shortfall(offered, reported):
-            return
-        gap = idle_seconds(call, calls[source] if source is not None else None)
-        ttl = _ttl(key, calls[source] if source is not None else None, cols["ttl_seconds"][i])
-        profile = providers.profile(key) if key is not None else None
-        hidden = cols["unlogged_tokens"][i] or 0
-        verdict = cols["provider_verdict"][i]
-        holds = UNLOGGED_HOLDS.get(native.NAME, _UNLOGGED_DEFAULT)
-        if profile is not None and offered < profile.min_tokens(call.model):
-            found = "below_minimum"
-            detail = f"the prefix ({offered:,} tokens) is below the minimum"
-        elif gap is not None and ttl is not None and gap > ttl:
-            found = "ttl_expired"
-            detail = f"{gap:,.0f} s idle since call {source}, beyond the {ttl:,.0f} s TTL"
-        elif (
-            profile is not None
-            and profile.explicit_breakpoints
-            and call.reconstructed
-            and 0 < reported <= hidden < offered
-        ):
-            found = "unlogged_prefix_changed"
-            detail = (
-                f"the provider read {reported:,} tokens, inside the {hidden:,}-token "
-                f"unlogged prefix the log does not hold ({holds})"
-            )
-        elif key is not None and predicted is not None and material_shortfall(predicted, reported):
-            found = "provider_side"
-            detail = f"the {key} rules predict {predicted:,} read; the provider read {reported:,}"
-        elif profile is not None and profile.explicit_breakpoints:
-            found = "no_breakpoint"
-            detail = "no cache_control breakpoint wrote an entry this call could read"
-        elif key is not None:
-            found = "provider_side"
-            detail = f"the {key} rules predict {predicted or 0:,} read: {sim_detail}"
-        else:
-            found = "unknown"
-            detail = (
-                f"the line offers {offered:,} tokens the call re-sent; the provider read "
-                f"{reported:,} (no caching rules for {call.provider or 'this provider'})"
-            )
-        log._own_miss[i] = found
-        chosen = found
-        if verdict in _schema.PROVIDER_REASONS:
-            missed = cols["provider_missed_tokens"][i]
-            said = f" ({missed:,} tokens missed)" if missed is not None else ""
-            detail = f"the provider says {verdict}{said}; cacheviz's own reading: {found}: {detail}"
-            chosen = verdict
-        elif cols["rebuild"][i] is not None and found in (
-            "provider_side",
-            "no_breakpoint",
-            "unknown",
-        ):
-            return
-        shortfall = offered - reported
-        cause = chosen
-        cost = None
-        if paid is not None and key in log._prices_of:
-            rates = log._prices_of[key](call.model, call.ts, usage.input_tokens or 0)
-            cost = _miss_cost(call, rates, paid, shortfall, reported)
-        values = {
-            "call": call.index,
-            "thread": cols["thread"][i],
-            "cause": chosen,
-            "shortfall_tokens": shortfall,
-            "expected_read_tokens": offered,
-            "simulated_read_tokens": predicted,
-            "reported_cache_read_tokens": reported,
-            "gap_seconds": gap,
-            "cost_usd": cost,
-            "detail": detail,
-        }
-        for name, value in values.items():
+    miss = miss_at(
+        calls,
+        i,
+        source,
+        line=cols["prefix_tokens"][i],
+        ttl_evidence=cols["ttl_seconds"][i],
+        predicted=predicted,
+        sim_detail=sim_detail,
+        hidden=cols["unlogged_tokens"][i],
+        verdict=cols["provider_verdict"][i],
+        missed=cols["provider_missed_tokens"][i],
+        rebuild=cols["rebuild"][i],
+        thread=cols["thread"][i],
+        paid=paid,
+        prices_of=log._prices_of,
+        holds=UNLOGGED_HOLDS.get(native.NAME, _UNLOGGED_DEFAULT),
+    )
+    log._own_miss.append(miss.own)
+    if miss.row is not None:
+        for name, value in miss.row.items():
             log.miss_cols[name].append(value)
-    finally:
-        cc["expected_read_tokens"].append(expected)
-        cc["miss_cause"].append(cause)
-        cc["shortfall_tokens"].append(shortfall)
-
-
-def _explicit(provider: str | None) -> bool:
-    found = providers.find(provider)
-    return found is not None and found.explicit_breakpoints
+    cc["expected_read_tokens"].append(miss.expected)
+    cc["miss_cause"].append(miss.cause)
+    cc["shortfall_tokens"].append(miss.shortfall)
 
 
 __all__ = ["costs_from", "sim_call"]

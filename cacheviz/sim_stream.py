@@ -20,10 +20,10 @@ from cacheviz.pricing import PriceBook, RateCache
 from cacheviz.providers._base import CallResult, SimCall
 from cacheviz.simulate import (
     Simulation,
-    _verdict,
+    call_rates,
     make_simulator,
     provider_id,
-    result_cost,
+    sim_row,
 )
 
 MAX_CHUNKS = 16  # a grown frame is made one chunk again past this many
@@ -131,63 +131,27 @@ class SimulationStream:
                 ours = call.local_offsets[-1] if call.local_offsets else call.total
                 self._scale_num += call.reported.input_tokens * ours
                 self._scale_den += ours * ours
-            cost = ideal = None
             rates = None
             if not self.self_hosted and self.error is None:
                 try:
-                    rates = self._price(call.model, call.ts, call.total)
-                except UnknownModelError as exc:
-                    if self.unpriced == "skip":
-                        rates = None
-                    elif model is None and origin != self.provider:
-                        msg = (
-                            f"call {call.index} used {call.model!r} ({origin}); to replay "
-                            f"the session on {self.provider}, name one of its models with "
-                            "--model / model="
-                        )
-                        self.error = SimulationError(msg)
-                    else:
-                        self.error = exc
-            if rates is not None:
-                if rates.source not in self.sources:
-                    self.sources.append(rates.source)
-                cost = result_cost(rates, call, result)
-                served = call.reported.cache_read_tokens if call.reported is not None else None
-                prefix = min(
-                    call.total,
-                    max(prefixes[call.index], result.cache_read_tokens, served or 0),
-                )
-                ideal = rates.cost(
-                    uncached=call.total - prefix, cache_read=prefix, output=call.output_tokens
-                )
+                    rates = call_rates(
+                        self._price,
+                        call,
+                        provider=self.provider,
+                        model=model,
+                        origin=origin,
+                        unpriced=self.unpriced,
+                    )
+                except (SimulationError, UnknownModelError) as exc:
+                    self.error = exc
+            if rates is not None and rates.source not in self.sources:
+                self.sources.append(rates.source)
             reported = call.reported if origin == self.provider and same else None
-            verdict = _verdict(result, reported)
+            values = sim_row(call, result, rates, prefixes[call.index], reported, self.self_hosted)
+            verdict = values["verdict"]
             if verdict != "not_reported":
                 self._reported += 1
                 self._matched += verdict == "match"
-            values = {
-                "call": call.index,
-                "thread": call.thread,
-                "model": call.model,
-                "ts": call.ts,
-                "input_tokens": result.input_tokens,
-                "cache_read_tokens": result.cache_read_tokens,
-                "cache_write_tokens": result.cache_write_tokens,
-                "cache_write_1h_tokens": result.cache_write_1h_tokens,
-                "uncached_tokens": result.uncached_tokens,
-                "output_tokens": call.output_tokens,
-                "cost_usd": cost,
-                "ideal_usd": ideal,
-                "prefill_tokens_saved": int(result.extra.get("prefill_tokens_saved", 0))
-                if self.self_hosted
-                else None,
-                "reported_input_tokens": reported.input_tokens if reported else None,
-                "reported_cache_read_tokens": reported.cache_read_tokens if reported else None,
-                "reported_cache_write_tokens": reported.cache_write_tokens if reported else None,
-                "reported_output_tokens": reported.output_tokens if reported else None,
-                "verdict": verdict,
-                "detail": result.detail,
-            }
             for name, value in values.items():
                 self.cols[name].append(value)
             self.n += 1

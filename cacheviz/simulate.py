@@ -41,6 +41,8 @@ from cacheviz.ttl import idle_seconds
 
 if TYPE_CHECKING:
     from cacheviz.analysis import Analysis
+    from cacheviz.model import Call
+    from cacheviz.tokens import TokenCache
 
 
 def provider_id(name: str) -> str:
@@ -82,62 +84,89 @@ def sim_calls(analysis: Analysis, *, local: bool = False) -> list[SimCall]:
     for i, (call, (thread, encoding)) in enumerate(
         zip(session.calls, frame.iter_rows(), strict=True)
     ):
-        hashes = call.hashes
-        if versions[i] and call.message_start > 0:
-            # the evidence says the unlogged prefix changed: a new identity from here on
-            hashes = [f"{hashes[0]}@v{versions[i]}", *hashes[1:]]
-        shared = common_prefix(previous.hashes, hashes) if previous is not None else 0
-        chain = extend_chain(
-            previous.chain[:shared] if previous is not None else [], hashes[shared:]
-        )
-        breakpoints = [Breakpoint(block, ttl) for block, ttl in call.breakpoints]
-        auto = call.params.get("cache_control")
-        if call.ts is not None:
-            clock = call.ts.timestamp()
-        elif out:
-            clock += _SYNTHETIC_STEP
-        cache = analysis.token_caches[encoding]
-        current = SimCall(
-            index=call.index,
+        current = next_sim_call(
+            call,
+            previous,
             thread=thread,
-            ts=call.ts,
-            model=call.model,
-            hashes=hashes,
-            chain=chain,
-            offsets=axis[i],
-            # the blocks shared with the previous request are the same (same bytes: same
-            # part and role): only the new ones are looked at
-            parts=(previous.parts[:shared] if previous is not None else [])
-            + [b.part for b in call.blocks[shared:]],
-            roles=(previous.roles[:shared] if previous is not None else [])
-            + [_role(b.label) if b.part == "messages" else None for b in call.blocks[shared:]],
-            tokens=_unversioned(cache) if versions[i] else cache.__getitem__,
-            breakpoints=breakpoints,
-            auto_breakpoint=automatic_ttl(auto) if isinstance(auto, dict) else None,
-            params=call.params,
-            output_tokens=call.usage.output_tokens if call.usage else None,
-            reported=call.usage,
-            reconstructed=call.reconstructed,
-            provider=call.provider,
+            version=versions[i],
             clock=clock,
+            offsets=axis[i],
+            cache=analysis.token_caches[encoding],
             local_offsets=None if axis is own else own[i],
             ttl_hint=ttls[i],
             warm_tokens=warm[i],
         )
+        clock = current.clock
         out.append(current)
         previous = current
     return out
+
+
+def next_sim_call(
+    call: Call,
+    previous: SimCall | None,
+    *,
+    thread: str,
+    version: int,
+    clock: float,
+    offsets: list[int],
+    cache: TokenCache,
+    local_offsets: list[int] | None,
+    ttl_hint: int | None,
+    warm_tokens: int,
+) -> SimCall:
+    """The :class:`SimCall` of ``call``, which follows ``previous`` (``None``: the first).
+
+    ``version`` is its unlogged prefix's version (:func:`_unlogged_versions`), ``clock``
+    the previous call's clock (a call without a time is one step later), ``offsets``
+    its token offsets on the replay's axis; shared by :func:`sim_calls` and
+    :mod:`cacheviz.live_costs`.
+    """
+    hashes = call.hashes
+    if version and call.message_start > 0:
+        # the evidence says the unlogged prefix changed: a new identity from here on
+        hashes = [f"{hashes[0]}@v{version}", *hashes[1:]]
+    shared = common_prefix(previous.hashes, hashes) if previous is not None else 0
+    chain = extend_chain(previous.chain[:shared] if previous is not None else [], hashes[shared:])
+    auto = call.params.get("cache_control")
+    if call.ts is not None:
+        clock = call.ts.timestamp()
+    elif previous is not None:
+        clock += _SYNTHETIC_STEP
+    return SimCall(
+        index=call.index,
+        thread=thread,
+        ts=call.ts,
+        model=call.model,
+        hashes=hashes,
+        chain=chain,
+        offsets=offsets,
+        # the blocks shared with the previous request are the same (same bytes: same
+        # part and role): only the new ones are looked at
+        parts=(previous.parts[:shared] if previous is not None else [])
+        + [b.part for b in call.blocks[shared:]],
+        roles=(previous.roles[:shared] if previous is not None else [])
+        + [_role(b.label) if b.part == "messages" else None for b in call.blocks[shared:]],
+        tokens=_unversioned(cache) if version else cache.__getitem__,
+        breakpoints=[Breakpoint(block, ttl) for block, ttl in call.breakpoints],
+        auto_breakpoint=automatic_ttl(auto) if isinstance(auto, dict) else None,
+        params=call.params,
+        output_tokens=call.usage.output_tokens if call.usage else None,
+        reported=call.usage,
+        reconstructed=call.reconstructed,
+        provider=call.provider,
+        clock=clock,
+        local_offsets=local_offsets,
+        ttl_hint=ttl_hint,
+        warm_tokens=warm_tokens,
+    )
 
 
 def _unlogged_versions(analysis: Analysis) -> list[int]:
     """Per call, the version of its unlogged prefix the reported reads show (calibrate.py)."""
     frame = analysis.calls
     calls = analysis.session.calls
-    # without evidence, a gap within the shortest lifetime any provider gives is no expiry
-    shortest = min(
-        (p.default_ttl_seconds for p in providers.profiles() if p.default_ttl_seconds),
-        default=0.0,
-    )
+    shortest = shortest_ttl()
     gaps = [
         None if p is None else idle_seconds(calls[i], calls[p])
         for i, p in enumerate(frame["prev_call"].to_list())
@@ -189,9 +218,25 @@ def _warm_heads(analysis: Analysis) -> list[int]:
     ).iter_rows()
     for thread, prev, provider, rebuilt, hidden, read in rows:
         if prev is None and thread not in first:
-            usable = _explicit(provider) and rebuilt and hidden and read
-            first[thread] = read if usable and read <= hidden else 0
+            first[thread] = warm_head(_explicit(provider), rebuilt, hidden, read)
     return [first.get(thread, 0) for thread in frame["thread"].to_list()]
+
+
+def warm_head(explicit: bool, rebuilt: bool, hidden: int | None, read: int | None) -> int:
+    """A thread's warm head (:func:`_warm_heads`) from its first call's columns."""
+    usable = explicit and rebuilt and hidden and read
+    return read if usable and read is not None and hidden is not None and read <= hidden else 0
+
+
+def shortest_ttl() -> float:
+    """The shortest entry lifetime any provider gives (0 when none does).
+
+    Without evidence, a gap within it is no expiry (:func:`_unlogged_versions`).
+    """
+    return min(
+        (p.default_ttl_seconds for p in providers.profiles() if p.default_ttl_seconds),
+        default=0.0,
+    )
 
 
 def _explicit(provider: str | None) -> bool:
@@ -386,60 +431,15 @@ def simulate(
     sources: list[str] = []
     scale = _token_scale(calls)
     for call, result, origin, same in zip(calls, results, recorded, comparable, strict=True):
-        cost = ideal = None
         rates = None
         if not self_hosted:
-            try:
-                rates = price(call.model, call.ts, call.total)
-            except UnknownModelError:
-                if unpriced == "skip":
-                    rates = None
-                elif model is None and origin != provider:
-                    msg = (
-                        f"call {call.index} used {call.model!r} ({origin}); to replay the "
-                        f"session on {provider}, name one of its models with --model / model="
-                    )
-                    raise SimulationError(msg) from None
-                else:
-                    raise
-        if rates is not None:
-            if rates.source not in sources:
-                sources.append(rates.source)
-            cost = result_cost(rates, call, result)
-            # a true lower bound: whatever the line or the rules let this call read, read
-            # at the cache price, and nothing written
-            # (and at least what the provider itself read)
-            served = call.reported.cache_read_tokens if call.reported is not None else None
-            prefix = min(
-                call.total, max(prefixes[call.index], result.cache_read_tokens, served or 0)
+            rates = call_rates(
+                price, call, provider=provider, model=model, origin=origin, unpriced=unpriced
             )
-            ideal = rates.cost(
-                uncached=call.total - prefix, cache_read=prefix, output=call.output_tokens
-            )
+        if rates is not None and rates.source not in sources:
+            sources.append(rates.source)
         reported = call.reported if origin == provider and same else None
-        values = {
-            "call": call.index,
-            "thread": call.thread,
-            "model": call.model,
-            "ts": call.ts,
-            "input_tokens": result.input_tokens,
-            "cache_read_tokens": result.cache_read_tokens,
-            "cache_write_tokens": result.cache_write_tokens,
-            "cache_write_1h_tokens": result.cache_write_1h_tokens,
-            "uncached_tokens": result.uncached_tokens,
-            "output_tokens": call.output_tokens,
-            "cost_usd": cost,
-            "ideal_usd": ideal,
-            "prefill_tokens_saved": int(result.extra.get("prefill_tokens_saved", 0))
-            if self_hosted
-            else None,
-            "reported_input_tokens": reported.input_tokens if reported else None,
-            "reported_cache_read_tokens": reported.cache_read_tokens if reported else None,
-            "reported_cache_write_tokens": reported.cache_write_tokens if reported else None,
-            "reported_output_tokens": reported.output_tokens if reported else None,
-            "verdict": _verdict(result, reported),
-            "detail": result.detail,
-        }
+        values = sim_row(call, result, rates, prefixes[call.index], reported, self_hosted)
         for name, value in values.items():
             cols[name].append(value)
     frame = _schema.frame(_schema.SIMULATION, cols)
@@ -458,6 +458,87 @@ def simulate(
         score=score,
         rules=dict(rules),
     )
+
+
+def call_rates(
+    price: RateCache,
+    call: SimCall,
+    *,
+    provider: str,
+    model: str | None,
+    origin: str,
+    unpriced: str,
+) -> Rates | None:
+    """The rates of one replayed call (``None``: an unknown model, ``unpriced="skip"``).
+
+    Raises
+    ------
+    SimulationError
+        The call's model is another provider's (``origin``) and no ``model`` was named.
+    UnknownModelError
+        No price for the model.
+    """
+    try:
+        return price(call.model, call.ts, call.total)
+    except UnknownModelError:
+        if unpriced == "skip":
+            return None
+        if model is None and origin != provider:
+            msg = (
+                f"call {call.index} used {call.model!r} ({origin}); to replay the "
+                f"session on {provider}, name one of its models with --model / model="
+            )
+            raise SimulationError(msg) from None
+        raise
+
+
+def sim_row(
+    call: SimCall,
+    result: CallResult,
+    rates: Rates | None,
+    line: int,
+    reported: Any,
+    self_hosted: bool,
+) -> dict[str, Any]:
+    """One row of :data:`cacheviz._schema.SIMULATION`: the call's replay, priced.
+
+    ``line`` is the call's common-prefix line, ``reported`` its reported usage when it
+    is comparable (same provider and model), else ``None``.
+    """
+    cost = ideal = None
+    if rates is not None:
+        cost = result_cost(rates, call, result)
+        # a true lower bound: whatever the line or the rules let this call read, read
+        # at the cache price, and nothing written
+        # (and at least what the provider itself read)
+        served = call.reported.cache_read_tokens if call.reported is not None else None
+        prefix = min(call.total, max(line, result.cache_read_tokens, served or 0))
+        ideal = rates.cost(
+            uncached=call.total - prefix, cache_read=prefix, output=call.output_tokens
+        )
+    return {
+        "call": call.index,
+        "thread": call.thread,
+        "model": call.model,
+        "ts": call.ts,
+        "input_tokens": result.input_tokens,
+        "cache_read_tokens": result.cache_read_tokens,
+        "cache_write_tokens": result.cache_write_tokens,
+        "cache_write_1h_tokens": result.cache_write_1h_tokens,
+        "uncached_tokens": result.uncached_tokens,
+        "output_tokens": call.output_tokens,
+        "cost_usd": cost,
+        "ideal_usd": ideal,
+        "prefill_tokens_saved": int(result.extra.get("prefill_tokens_saved", 0))
+        if self_hosted
+        else None,
+        "reported_input_tokens": reported.input_tokens if reported else None,
+        "reported_cache_read_tokens": reported.cache_read_tokens if reported else None,
+        "reported_cache_write_tokens": reported.cache_write_tokens if reported else None,
+        "reported_output_tokens": reported.output_tokens if reported else None,
+        "verdict": _verdict(result, reported),
+        "detail": result.detail,
+    }
 
 
 def compare(
@@ -482,23 +563,26 @@ def compare(
         if built is None and not providers.profile(provider).self_hosted:
             built = sim_calls(analysis)
         result = simulate(analysis, provider, model or None, prices=book, calls=built, **accepted)
-        frame = result.calls
-        rows.append(
-            {
-                "target": target,
-                "provider": result.provider,
-                "model": result.model,
-                "input_tokens": int(frame["input_tokens"].sum()),
-                "cache_read_tokens": int(frame["cache_read_tokens"].sum()),
-                "cache_write_tokens": int(frame["cache_write_tokens"].sum()),
-                "uncached_tokens": int(frame["uncached_tokens"].sum()),
-                "output_tokens": int(frame["output_tokens"].fill_null(0).sum()),
-                "cost_usd": result.total_cost_usd,
-                "ideal_usd": result.ideal_usd,
-                "price_source": result.price_source,
-            }
-        )
+        rows.append(compare_row(target, result))
     return pl.DataFrame(rows, schema=_schema.COMPARE)
+
+
+def compare_row(target: str, result: Simulation) -> dict[str, Any]:
+    """One row of :func:`compare`: ``target``'s replay summed."""
+    frame = result.calls
+    return {
+        "target": target,
+        "provider": result.provider,
+        "model": result.model,
+        "input_tokens": int(frame["input_tokens"].sum()),
+        "cache_read_tokens": int(frame["cache_read_tokens"].sum()),
+        "cache_write_tokens": int(frame["cache_write_tokens"].sum()),
+        "uncached_tokens": int(frame["uncached_tokens"].sum()),
+        "output_tokens": int(frame["output_tokens"].fill_null(0).sum()),
+        "cost_usd": result.total_cost_usd,
+        "ideal_usd": result.ideal_usd,
+        "price_source": result.price_source,
+    }
 
 
 def _rule_names(provider: str) -> set[str]:

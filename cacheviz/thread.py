@@ -34,6 +34,7 @@ Modes
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 from array import array
 from collections.abc import Callable, Sequence
@@ -218,15 +219,41 @@ def name_threads(
     tuple of dict
         Old name to new name, and new name to parent (new names).
     """
-    sizes: dict[str, int] = {}
-    spans: dict[str, list[int]] = {}
-    models: dict[str, str] = {}
-    tokens: dict[str, int] = {}
+    totals = ThreadTotals()
     for i, (name, call) in enumerate(zip(names, calls, strict=True)):
-        sizes[name] = sizes.get(name, 0) + 1
-        tokens[name] = tokens.get(name, 0) + weights[i]
-        spans.setdefault(name, [i, i])[1] = i
-        models.setdefault(name, call.model)
+        totals.add(i, name, call.model, weights[i])
+    return name_from_totals(totals, parents, hinted, logged)
+
+
+@dataclasses.dataclass
+class ThreadTotals:
+    """Per thread: calls, tokens sent, first and last call index, first model.
+
+    What :func:`name_threads` reads of the calls; kept call by call by
+    :class:`cacheviz.incremental.LiveLog`.
+    """
+
+    sizes: dict[str, int] = dataclasses.field(default_factory=dict)
+    tokens: dict[str, int] = dataclasses.field(default_factory=dict)
+    spans: dict[str, list[int]] = dataclasses.field(default_factory=dict)
+    models: dict[str, str] = dataclasses.field(default_factory=dict)
+
+    def add(self, i: int, name: str, model: str, weight: int) -> None:
+        """Count call ``i`` (of ``model``, ``weight`` tokens) in thread ``name``."""
+        self.sizes[name] = self.sizes.get(name, 0) + 1
+        self.tokens[name] = self.tokens.get(name, 0) + weight
+        self.spans.setdefault(name, [i, i])[1] = i
+        self.models.setdefault(name, model)
+
+
+def name_from_totals(
+    totals: ThreadTotals,
+    parents: dict[str, str | None],
+    hinted: set[str],
+    logged: set[str],
+) -> tuple[dict[str, str], dict[str, str | None]]:
+    """:func:`name_threads` from the threads' :class:`ThreadTotals`."""
+    sizes, tokens, spans, models = totals.sizes, totals.tokens, totals.spans, totals.models
     found = [n for n in sizes if n not in hinted]
     if not found:
         return {n: n for n in sizes}, dict(parents)

@@ -22,15 +22,14 @@ from typing import TYPE_CHECKING, Any
 
 import polars as pl
 
-from cacheviz import _schema, providers
-from cacheviz._schema import CAUSES, MISS_CAUSES, clean
+from cacheviz import _schema
 from cacheviz._schema import hit_ratio as token_hit_ratio
 from cacheviz.errors import CacheVizError
 from cacheviz.incremental import LiveLog
 from cacheviz.metrics import HitRatio, call_waste
 from cacheviz.model import OPAQUE
-from cacheviz.redact import redact_all
 from cacheviz.sim_stream import SimulationStream, append_rows
+from cacheviz.simulate import compare_row
 from cacheviz.ui import state, views
 
 if TYPE_CHECKING:
@@ -209,23 +208,7 @@ class LiveState:
             if isinstance(stream, Exception):
                 raise stream
             self._feed(analysis, analysis.calls.height)
-            result = stream.simulation()
-            frame = result.calls
-            rows.append(
-                {
-                    "target": target,
-                    "provider": result.provider,
-                    "model": result.model,
-                    "input_tokens": int(frame["input_tokens"].sum()),
-                    "cache_read_tokens": int(frame["cache_read_tokens"].sum()),
-                    "cache_write_tokens": int(frame["cache_write_tokens"].sum()),
-                    "uncached_tokens": int(frame["uncached_tokens"].sum()),
-                    "output_tokens": int(frame["output_tokens"].fill_null(0).sum()),
-                    "cost_usd": result.total_cost_usd,
-                    "ideal_usd": result.ideal_usd,
-                    "price_source": result.price_source,
-                }
-            )
+            rows.append(compare_row(target, stream.simulation()))
         return pl.DataFrame(rows, schema=_schema.COMPARE)
 
     # -- the state -------------------------------------------------------------------
@@ -247,17 +230,8 @@ class LiveState:
         except (CacheVizError, ValueError) as exc:
             status = f"{target.provider}: {exc}"
         ttl_seconds = target.ttl_seconds(analysis)
-        missing = views.unpriced_models(analysis, simulation)
-        if not status and missing and simulation is not None and not simulation.total_cost_usd:
-            status = (
-                f"{target.provider}: no price for {', '.join(missing)}; "
-                "choose a priced model in the list"
-            )
-        mode: Any = (
-            "recorded"
-            if target.ttl is None and target.provider == state._recorded_provider(analysis)
-            else ttl_seconds
-        )
+        status = status or state.unpriced_status(analysis, target, simulation)
+        mode = state.timeline_mode(analysis, target, ttl_seconds)
         idle = views.default_ttl_seconds(analysis) if mode == "recorded" else mode
         self._appended = old is not None and (mode, idle) == self._timeline_mode
         if not self._appended:
@@ -312,67 +286,26 @@ class LiveState:
         self._waste.add(
             new["billed_usd"].to_list(), new["simulated_usd"].to_list(), new["ideal_usd"].to_list()
         )
-        target = None
         # the calls' providers and encodings are all pricing_notes reads of them
         kinds = SimpleNamespace(calls=calls.select("provider", "encoding").unique())
         notes = views.pricing_notes(kinds, simulation)  # type: ignore[arg-type]
+        sim_hit = None
         if simulation is not None:
             sim = simulation.calls.slice(start)
             self._replayed.add(sim["cache_read_tokens"].to_list(), sim["input_tokens"].to_list())
-            target = {
-                "provider": simulation.provider,
-                "model": simulation.model,
-                "self_hosted": providers.profile(simulation.provider).self_hosted,
-                "own": simulation is analysis.own_simulation,
-                "price_source": simulation.price_source,
-                "total_cost_usd": simulation.total_cost_usd,
-                "ideal_usd": simulation.ideal_usd,
-                "score": simulation.score,
-                "token_scale": simulation.token_scale,
-                "hit_ratio": self._replayed.ratio().tokens,
-                "warning": notes["warning"],
-            }
-        rows = []
-        if compare is not None:
-            keys = (
-                "target",
-                "cost_usd",
-                "ideal_usd",
-                "cache_read_tokens",
-                "cache_write_tokens",
-                "uncached_tokens",
-            )
-            rows = [{k: row[k] for k in keys} for row in compare.iter_rows(named=True)]
-        path = analysis.session.path
+            sim_hit = self._replayed.ratio().tokens
         reported = self._reported.ratio()
-        out: dict[str, Any] = {
-            "path": None if path is None else clean(str(path)),
-            "format": analysis.session.format,
-            "n_calls": calls.height,
-            "threads": [clean(name) for name in self._threads],
-            "thread_parents": views._thread_parents(analysis),
-            "causes": list(CAUSES),
-            "miss_causes": list(MISS_CAUSES),
-            "ttl_seconds": ttl_seconds,
-            "totals": {
-                "input_tokens": int(calls["input_tokens"].sum()),
-                "prefix_tokens": int(calls["prefix_tokens"].sum()),
-                "new_tokens": int(calls["new_tokens"].sum()),
-                "drifts": analysis.drifts.height,
-            },
-            "reported": {"hit_ratio": reported.tokens, "hit_ratio_requests": reported.requests},
-            "waste_usd": self._waste.total(),
-            "target": target,
-            "models": views.priced_models(simulation.provider) if simulation is not None else [],
-            "unpriced_models": views.unpriced_models(analysis, simulation),
-            "notice": notes["notice"],
-            "compare": rows,
-            "approximate": not bool(calls["tokens_exact"].all()) if calls.height else False,
-            "reconstructed": bool(calls["reconstructed"].any()) if calls.height else False,
-        }
-        out["billed_usd"] = analysis.billed_usd
-        out["billed_unpriced_models"] = list(analysis.unpriced_models or [])
-        return redact_all(out)
+        return views.meta_of(
+            analysis,
+            ttl_seconds=ttl_seconds,
+            simulation=simulation,
+            compare=compare,
+            notes=notes,
+            threads=self._threads,
+            hit_ratio=sim_hit,
+            reported=(reported.tokens, reported.requests),
+            waste_usd=self._waste.total(),
+        )
 
     def _timeline_rows(self, analysis: Analysis, start: int, mode: Any, idle: Any) -> pl.DataFrame:
         """:func:`views.timeline`'s rows of calls ``start:`` (each thread's gap included)."""

@@ -145,6 +145,28 @@ def simulate_target(analysis: Analysis, target: Target) -> Simulation:
     return analysis.simulate(target.provider, target.model, unpriced="skip", **rules)
 
 
+def unpriced_status(analysis: Analysis, target: Target, simulation: Simulation | None) -> str:
+    """The status line when no model of the target's replay has a price (else ``""``)."""
+    missing = views.unpriced_models(analysis, simulation)
+    if missing and simulation is not None and not simulation.total_cost_usd:
+        return (
+            f"{target.provider}: no price for {', '.join(missing)}; "
+            "choose a priced model in the list"
+        )
+    return ""
+
+
+def timeline_mode(analysis: Analysis, target: Target, ttl_seconds: float | None) -> Any:
+    """The timeline's TTL mode: ``"recorded"`` or ``ttl_seconds``.
+
+    ``"recorded"`` (each thread's own TTL, :mod:`cacheviz.ttl`) when no TTL is chosen on
+    the recorded provider.
+    """
+    if target.ttl is None and target.provider == _recorded_provider(analysis):
+        return "recorded"
+    return ttl_seconds
+
+
 def build(
     analysis: Analysis,
     target: Target | None = None,
@@ -171,25 +193,14 @@ def build(
     except (CacheVizError, ValueError) as exc:
         status = f"{target.provider}: {exc}"
     ttl_seconds = target.ttl_seconds(analysis)
-    missing = views.unpriced_models(analysis, simulation)
-    if not status and missing and simulation is not None and not simulation.total_cost_usd:
-        status = (
-            f"{target.provider}: no price for {', '.join(missing)}; "
-            "choose a priced model in the list"
-        )
+    status = status or unpriced_status(analysis, target, simulation)
     return InspectorState(
         analysis=analysis,
         target=target,
         simulation=simulation,
         compare=compare,
         ttl_seconds=ttl_seconds,
-        # no TTL chosen on the recorded provider: each thread's own (cacheviz.ttl)
-        timeline=views.timeline(
-            analysis,
-            "recorded"
-            if target.ttl is None and target.provider == _recorded_provider(analysis)
-            else ttl_seconds,
-        ),
+        timeline=views.timeline(analysis, timeline_mode(analysis, target, ttl_seconds)),
         shape=views.shape_runs(analysis),
         costs=views.costs(simulation, analysis.calls.height, analysis),
         meta=views.meta(analysis, ttl_seconds=ttl_seconds, simulation=simulation, compare=compare),
@@ -219,4 +230,6 @@ __all__ = [
     "rebuild",
     "resolve_target",
     "simulate_target",
+    "timeline_mode",
+    "unpriced_status",
 ]

@@ -339,10 +339,47 @@ def meta(
 ) -> dict[str, Any]:
     """Totals, names and the target's headline numbers, as JSON-ready values."""
     calls = analysis.calls
-    target = None
-    notes = pricing_notes(analysis, simulation)
+    sim_hit = None
     if simulation is not None:
         sim = simulation.calls
+        sim_hit = _hit_ratio(sim["cache_read_tokens"], sim["input_tokens"])
+    reported = hit_ratio(
+        calls["reported_cache_read_tokens"].to_list(), calls["reported_input_tokens"].to_list()
+    )
+    return meta_of(
+        analysis,
+        ttl_seconds=ttl_seconds,
+        simulation=simulation,
+        compare=compare,
+        notes=pricing_notes(analysis, simulation),
+        threads=_threads(analysis),
+        hit_ratio=sim_hit,
+        reported=(reported.tokens, reported.requests),
+        waste_usd=analysis.headline()["waste_usd"],
+    )
+
+
+def meta_of(
+    analysis: Analysis,
+    *,
+    ttl_seconds: float | None,
+    simulation: Simulation | None,
+    compare: pl.DataFrame | None,
+    notes: dict[str, Any],
+    threads: list[str],
+    hit_ratio: float | None,
+    reported: tuple[float | None, float | None],
+    waste_usd: float | None,
+) -> dict[str, Any]:
+    """:func:`meta` from its per-call sums (the live inspector keeps them call by call).
+
+    ``notes`` is :func:`pricing_notes`, ``threads`` the thread names in order,
+    ``hit_ratio`` the simulation's token hit ratio, ``reported`` the reported hit ratios
+    (tokens, requests), ``waste_usd`` the headline waste.
+    """
+    calls = analysis.calls
+    target = None
+    if simulation is not None:
         target = {
             "provider": simulation.provider,
             "model": simulation.model,
@@ -356,7 +393,7 @@ def meta(
             "ideal_usd": simulation.ideal_usd,
             "score": simulation.score,
             "token_scale": simulation.token_scale,
-            "hit_ratio": _hit_ratio(sim["cache_read_tokens"], sim["input_tokens"]),
+            "hit_ratio": hit_ratio,
             "warning": notes["warning"],
         }
     rows = []
@@ -371,12 +408,11 @@ def meta(
         )
         rows = [{k: row[k] for k in keys} for row in compare.iter_rows(named=True)]
     path = analysis.session.path
-    threads = [clean(name) for name in _threads(analysis)]
     out: dict[str, Any] = {
         "path": None if path is None else clean(str(path)),
         "format": analysis.session.format,
         "n_calls": calls.height,
-        "threads": threads,
+        "threads": [clean(name) for name in threads],
         "thread_parents": _thread_parents(analysis),
         "causes": list(CAUSES),
         "miss_causes": list(MISS_CAUSES),
@@ -387,16 +423,8 @@ def meta(
             "new_tokens": int(calls["new_tokens"].sum()),
             "drifts": analysis.drifts.height,
         },
-        "reported": {
-            "hit_ratio": _hit_ratio(
-                calls["reported_cache_read_tokens"], calls["reported_input_tokens"]
-            ),
-            "hit_ratio_requests": hit_ratio(
-                calls["reported_cache_read_tokens"].to_list(),
-                calls["reported_input_tokens"].to_list(),
-            ).requests,
-        },
-        "waste_usd": analysis.headline()["waste_usd"],
+        "reported": {"hit_ratio": reported[0], "hit_ratio_requests": reported[1]},
+        "waste_usd": waste_usd,
         "target": target,
         "models": priced_models(simulation.provider) if simulation is not None else [],
         "unpriced_models": unpriced_models(analysis, simulation),

@@ -12,14 +12,14 @@ import polars as pl
 import pytest
 from polars.testing import assert_frame_equal
 
-from cacheviz import incremental, providers, sim_stream
+from cacheviz import providers, sim_stream
 from cacheviz.errors import CacheVizWarning
 from cacheviz.formats import native
 from cacheviz.incremental import LiveLog
 from cacheviz.pricing import PriceBook
 from cacheviz.sim_stream import SimulationStream
 from cacheviz.simulate import sim_calls, simulate
-from cacheviz.thread import name_threads
+from cacheviz.thread import name_from_totals, name_threads
 
 sys.path.insert(0, str(Path(__file__).parents[1]))  # live_sessions
 from live_sessions import session_lines
@@ -265,10 +265,7 @@ def test_thread_names_from_running_totals_are_name_threads(tmp_path, seed):
         want = name_threads(
             live.calls, live.raw, live._first_parent, live._hinted, live._logged, weights
         )
-        assert (
-            incremental._named_threads(live._agg, live._first_parent, live._hinted, live._logged)
-            == want
-        )
+        assert name_from_totals(live._agg, live._first_parent, live._hinted, live._logged) == want
 
 
 def test_whitespace_lines_are_read_as_the_loader_reads_them(tmp_path):
