@@ -313,3 +313,48 @@ def _from_genai(copy: _Copy, provider: str, model: str, name: str) -> Found | No
         copy.records[name] = record
         copy.save()
     return found
+
+
+def models(provider: str) -> list[tuple[str, bool]]:
+    """``(model id, deprecated)`` of every model genai-prices' bundled data lists for ``provider``.
+
+    Kept in the copy beside the records, so that a report or an inspector lists the
+    models it can price (and which are retired) without importing genai-prices (0.25 s);
+    ``[]`` when genai-prices is not usable.
+    """
+    copy = _the_copy()
+    name = f"#models {provider}"  # a record's name is "<provider> <model>": no clash
+    kept = copy.records.get(name)
+    if copy.key is not None and copy.version is not None and _model_list(kept):
+        return [(model, deprecated) for model, deprecated in kept]
+    try:
+        from genai_prices import __version__, data_snapshot
+
+        snapshot = data_snapshot.get_snapshot()
+        found = [
+            (m.id, bool(m.deprecated))
+            for item in snapshot.providers
+            if item.id == provider
+            for m in item.models
+        ]
+    except Exception:
+        return []
+    if snapshot.from_auto_update or data_snapshot._custom_snapshot is not None:
+        return found  # not the bundled data: not copied
+    if copy.key is not None:
+        if copy.version != __version__:
+            copy.version, copy.records = __version__, {}
+        copy.records[name] = [[model, deprecated] for model, deprecated in found]
+        copy.save()
+    return found
+
+
+def _model_list(kept: Any) -> bool:
+    """Whether a kept value is a list of ``[id, deprecated]`` pairs."""
+    return isinstance(kept, list) and all(
+        isinstance(pair, list)
+        and len(pair) == 2
+        and isinstance(pair[0], str)
+        and isinstance(pair[1], bool)
+        for pair in kept
+    )

@@ -207,15 +207,7 @@ def _genai(provider: str, model: str, at: datetime | None, prompt_tokens: int) -
 
 
 def _known_models(provider: str, extra: list[dict[str, Any]]) -> list[str]:
-    names: list[str] = []
-    try:
-        from genai_prices import data_snapshot
-
-        for item in data_snapshot.get_snapshot().providers:
-            if item.id == provider:
-                names += [m.id for m in item.models]
-    except Exception:
-        pass
+    names = [model for model, _ in _price_copy.models(provider)]
     for entry in [*_overlay()["models"], *extra]:
         if entry.get("provider") in (None, provider):
             names += entry.get("model", [])
@@ -250,15 +242,7 @@ def recency(model: str) -> tuple[tuple[float, ...], str]:
 
 def retired_models(provider: str) -> set[str]:
     """Models the vendor no longer serves: genai-prices' ``deprecated`` plus the overlay's."""
-    names: set[str] = set()
-    try:
-        from genai_prices import data_snapshot
-
-        for item in data_snapshot.get_snapshot().providers:
-            if item.id == provider:
-                names |= {m.id for m in item.models if m.deprecated}
-    except Exception:
-        pass
+    names = {model for model, deprecated in _price_copy.models(provider) if deprecated}
     for entry in _overlay().get("retired", []):
         if entry.get("provider") == provider:
             names |= set(entry.get("model", []))

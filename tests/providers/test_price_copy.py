@@ -207,3 +207,52 @@ def test_a_warm_summary_does_not_import_genai_prices(fresh, tmp_path):
         for _ in range(2)
     ]
     assert runs == ["True", "False"]
+
+
+def test_the_model_list_is_genai_prices_own_and_kept_in_the_copy(fresh, monkeypatch):
+    from genai_prices import data_snapshot
+
+    snapshot = data_snapshot.get_snapshot()
+    for provider in ("anthropic", "openai", "google", "deepseek", "nobody"):
+        expected = [
+            (m.id, bool(m.deprecated))
+            for p in snapshot.providers
+            if p.id == provider
+            for m in p.models
+        ]
+        assert _price_copy.models(provider) == expected
+        _forget(monkeypatch)
+        monkeypatch.setattr(data_snapshot, "get_snapshot", _no_snapshot)  # the copy alone
+        assert _price_copy.models(provider) == expected
+        monkeypatch.undo()
+        monkeypatch.setenv("CACHEVIZ_CACHE_DIR", str(fresh))
+        _forget(monkeypatch)
+    assert _price_copy.models("anthropic")  # the data does list Anthropic's models
+    assert any(deprecated for _, deprecated in _price_copy.models("google"))  # and retired ones
+
+
+def _no_snapshot():
+    raise AssertionError("genai-prices was read although the copy holds the answer")
+
+
+def test_a_warm_report_lists_priced_models_without_genai_prices(fresh):
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    code = (
+        "import sys\n"
+        "from cacheviz.pricing import known_models, retired_models\n"
+        "assert known_models('google') and retired_models('google')\n"
+        "print('genai_prices' in sys.modules)\n"
+    )
+    env = {**os.environ, "PYTHONPATH": str(root), "CACHEVIZ_CACHE_DIR": str(fresh)}
+    runs = [
+        subprocess.run(
+            [sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True
+        ).stdout.strip()
+        for _ in range(2)
+    ]
+    assert runs == ["True", "False"]
