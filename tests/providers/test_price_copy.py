@@ -186,27 +186,27 @@ def test_an_unwritable_cache_folder_prices_from_genai_prices(tmp_path, monkeypat
     assert len(from_genai) == 2  # nothing could be kept
 
 
-def test_a_warm_summary_does_not_import_genai_prices(fresh, tmp_path):
+def _imports_genai_prices(cache, code: str) -> list[str]:
+    """Whether each of two fresh processes running ``code`` imported genai-prices."""
     import os
     import subprocess
     import sys
     from pathlib import Path
 
     root = Path(__file__).resolve().parents[2]
-    code = (
-        "import sys\n"
-        "from cacheviz.pricing import PriceBook\n"
-        "PriceBook().rates('anthropic', 'claude-sonnet-4-5')\n"
-        "print('genai_prices' in sys.modules)\n"
-    )
-    env = {**os.environ, "PYTHONPATH": str(root), "CACHEVIZ_CACHE_DIR": str(fresh)}
-    runs = [
+    code = f"import sys\n{code}\nprint('genai_prices' in sys.modules)\n"
+    env = {**os.environ, "PYTHONPATH": str(root), "CACHEVIZ_CACHE_DIR": str(cache)}
+    return [
         subprocess.run(
             [sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True
         ).stdout.strip()
         for _ in range(2)
     ]
-    assert runs == ["True", "False"]
+
+
+def test_a_warm_summary_does_not_import_genai_prices(fresh):
+    code = "from cacheviz.pricing import PriceBook\nPriceBook().rates('anthropic', 'claude-sonnet-4-5')"
+    assert _imports_genai_prices(fresh, code) == ["True", "False"]
 
 
 def test_the_model_list_is_genai_prices_own_and_kept_in_the_copy(fresh, monkeypatch):
@@ -236,23 +236,8 @@ def _no_snapshot():
 
 
 def test_a_warm_report_lists_priced_models_without_genai_prices(fresh):
-    import os
-    import subprocess
-    import sys
-    from pathlib import Path
-
-    root = Path(__file__).resolve().parents[2]
     code = (
-        "import sys\n"
         "from cacheviz.pricing import known_models, retired_models\n"
-        "assert known_models('google') and retired_models('google')\n"
-        "print('genai_prices' in sys.modules)\n"
+        "assert known_models('google') and retired_models('google')"
     )
-    env = {**os.environ, "PYTHONPATH": str(root), "CACHEVIZ_CACHE_DIR": str(fresh)}
-    runs = [
-        subprocess.run(
-            [sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True
-        ).stdout.strip()
-        for _ in range(2)
-    ]
-    assert runs == ["True", "False"]
+    assert _imports_genai_prices(fresh, code) == ["True", "False"]
