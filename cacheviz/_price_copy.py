@@ -325,7 +325,12 @@ def models(provider: str) -> list[tuple[str, bool]]:
     copy = _the_copy()
     name = f"#models {provider}"  # a record's name is "<provider> <model>": no clash
     kept = copy.records.get(name)
-    if copy.key is not None and copy.version is not None and _model_list(kept):
+    if (
+        copy.key is not None
+        and copy.version is not None
+        and isinstance(kept, list)
+        and _model_list(kept)
+    ):
         return [(model, deprecated) for model, deprecated in kept]
     try:
         from genai_prices import __version__, data_snapshot
