@@ -16,28 +16,6 @@ from cacheviz.ui.live import WAITING, LiveInspector
 SAMPLES = Path(__file__).resolve().parents[2] / "sample_sessions"
 
 
-class FakeComm:
-    """Stands in for the kernel's comm: keeps what the widget sends."""
-
-    comm_id = "fake-comm"
-    kernel = object()
-
-    def __init__(self):
-        self.sent = []
-
-    def on_msg(self, callback):
-        pass
-
-    def close(self, *args, **kwargs):
-        pass
-
-    def send(self, data=None, buffers=None):
-        self.sent.append((data, buffers or []))
-
-    def methods(self):
-        return [(d["method"], d.get("content") or d.get("state")) for d, _ in self.sent]
-
-
 def _table(buffer):
     return pl.read_ipc_stream(io.BytesIO(bytes(buffer)))
 
@@ -52,7 +30,7 @@ def _live(source):
     return live
 
 
-def test_waits_then_builds_then_appends_only_the_new_rows():
+def test_waits_then_builds_then_appends_only_the_new_rows(fake_comm):
     lines = _lines()
     assert len(lines) >= 4
     rec = cacheviz.record()
@@ -61,7 +39,7 @@ def test_waits_then_builds_then_appends_only_the_new_rows():
     rec.writer.write(lines[0])
     assert live.refresh() == "built"
     inspector = live.box.inspector
-    comm = inspector.comm = FakeComm()
+    comm = inspector.comm = fake_comm
     for line in lines[1:]:
         rec.writer.write(line)
     assert live.refresh() == "appended"
@@ -82,13 +60,13 @@ def test_waits_then_builds_then_appends_only_the_new_rows():
     assert live.refresh() == "unchanged"
 
 
-def test_a_call_that_sorts_before_others_resends_the_whole_state(tmp_path):
+def test_a_call_that_sorts_before_others_resends_the_whole_state(tmp_path, fake_comm):
     lines = _lines()
     log = tmp_path / "run.jsonl"
     log.write_text(lines[0] + "\n" + lines[2] + "\n")
     live = _live(log)
     assert live.refresh() == "unchanged"  # built by the constructor
-    comm = live.inspector.comm = FakeComm()
+    comm = live.inspector.comm = fake_comm
     with log.open("a") as handle:  # a long call sent earlier ends last
         handle.write(lines[1] + "\n")
     assert live.refresh() == "replaced"

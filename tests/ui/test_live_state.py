@@ -96,37 +96,18 @@ def test_after_every_append_the_state_is_the_full_one(tmp_path, source, target):
     assert grew >= len(lines) // 2  # most appends only grew the tables
 
 
-class FakeComm:
-    """Stands in for the kernel's comm: keeps what the widget sends."""
-
-    comm_id = "fake-comm"
-    kernel = object()
-
-    def __init__(self):
-        self.sent = []
-
-    def on_msg(self, callback):
-        pass
-
-    def close(self, *args, **kwargs):
-        pass
-
-    def send(self, data=None, buffers=None):
-        self.sent.append((data, buffers or []))
-
-
 def _table(buffer) -> pl.DataFrame:
     return pl.read_ipc_stream(io.BytesIO(bytes(buffer)))
 
 
-def test_the_widget_follows_with_only_the_new_rows(tmp_path):
+def test_the_widget_follows_with_only_the_new_rows(tmp_path, fake_comm):
     lines = session_lines(1, 20)
     log = tmp_path / "run.jsonl"
     log.write_text(lines[0], encoding="utf-8")
     live = LiveInspector(log, poll=60)
     live.stop()
     inspector = live.box.inspector
-    comm = inspector.comm = FakeComm()
+    comm = inspector.comm = fake_comm
     for line in lines[1:]:
         with log.open("a", encoding="utf-8") as handle:
             handle.write(line)
