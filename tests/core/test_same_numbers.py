@@ -47,10 +47,17 @@ def inputs() -> dict[str, Path]:
 
 
 def _portable(doc: Any, path: Path, label: str) -> Any:
-    """``doc`` with the input's path (absolute or as given) replaced by its label."""
+    """``doc`` with the input's path, and the folder it was loaded from, made portable.
+
+    A folder format (Cline's task folder) names the folder, not the file: that spelling
+    becomes the label's folder, so the goldens do not depend on where the checkout is.
+    """
     text = json.dumps(doc, sort_keys=True, default=str, ensure_ascii=False)
-    for spelling in sorted({str(path.resolve()), str(path)}, key=len, reverse=True):
-        text = text.replace(json.dumps(spelling)[1:-1], label)
+    spellings = {str(path.resolve()): label, str(path): label}
+    spellings |= {str(path.resolve().parent): str(Path(label).parent)}
+    spellings |= {str(path.parent): str(Path(label).parent)}
+    for spelling in sorted(spellings, key=len, reverse=True):
+        text = text.replace(json.dumps(spelling)[1:-1], spellings[spelling])
     return json.loads(text)
 
 
