@@ -51,8 +51,8 @@ TESTS: dict[str, list[str]] = {
         _PROVIDER.format("deepseek_rules"),
         "tests/providers/test_token_scale.py",
     ],
-    "providers.sglang": [_PROVIDER.format("sglang")],
-    "providers.vllm": [_PROVIDER.format("vllm")],
+    "providers.sglang": [_PROVIDER.format("sglang"), _PROVIDER.format("sglang_rules")],
+    "providers.vllm": [_PROVIDER.format("vllm"), _PROVIDER.format("vllm_rules")],
     "usage": ["tests/core/test_usage.py"],
     "redact": ["tests/core/test_redaction.py", "tests/formats/test_fuzz.py"],
 }
