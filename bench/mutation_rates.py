@@ -53,6 +53,15 @@ TESTS: dict[str, list[str]] = {
     ],
     "providers.sglang": [_PROVIDER.format("sglang"), _PROVIDER.format("sglang_rules")],
     "providers.vllm": [_PROVIDER.format("vllm"), _PROVIDER.format("vllm_rules")],
+    # the shared modules: the unit tests of the simulators that use them
+    "providers._cache": [
+        "tests/providers/test_token_scale.py",
+        *[_PROVIDER.format(p) for p in ["anthropic", "openai", "openai_rules", "google"]],
+        *[_PROVIDER.format(p) for p in ["google_rules", "deepseek", "deepseek_rules"]],
+    ],
+    "providers._base": [
+        _PROVIDER.format(p) for p in ["anthropic", "openai_rules", "sglang", "vllm"]
+    ],
     "usage": ["tests/core/test_usage.py"],
     "redact": ["tests/core/test_redaction.py", "tests/formats/test_fuzz.py"],
 }

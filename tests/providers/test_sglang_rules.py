@@ -92,11 +92,22 @@ def test_eviction_goes_on_until_the_request_fits():
 
 
 def test_the_matched_path_is_locked_while_the_request_runs():
-    a, b = [run(10)], [run(10, 100)]
-    # a (the least recently used leaf) is matched, so b is evicted to make room instead
-    out = results(SGLangSimulator(capacity_tokens=25), [a, b, [*a, run(10, 500)]])
-    assert out[2].cache_read_tokens == 10
-    assert out[2].extra["evicted_tokens"] == 10
+    a = [run(10)]
+    # a + w does not fit even with every unlocked leaf gone: the matched a is kept, the
+    # request is served past the pool, and the trim takes w alone
+    sim = SGLangSimulator(capacity_tokens=15)
+    out = results(sim, [a, [*a, run(10, 500)]])
+    assert out[1].cache_read_tokens == 10
+    assert out[1].extra["evicted_tokens"] == 10
+    assert hits(sim, [a, [*a, run(10, 500)], [*a, run(1, 900)]]) == [0, 10, 10]
+
+
+def test_a_split_prompt_loses_the_tail_only_the_longer_one_used():
+    # run(5) fits (it needs 1 more token) and splits the cached run(10) after 5 tokens; an
+    # unrelated prompt then evicts the least recently used leaf, tokens 5-9: what run(5)
+    # shares with run(10) stays
+    sim = SGLangSimulator(capacity_tokens=11)
+    assert hits(sim, [[run(10)], [run(5)], [run(5, 100)], [run(10)]]) == [0, 4, 0, 5]
 
 
 def test_a_matched_inner_node_outlives_its_evicted_children():
