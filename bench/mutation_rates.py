@@ -58,9 +58,11 @@ TESTS: dict[str, list[str]] = {
         "tests/providers/test_token_scale.py",
         *[_PROVIDER.format(p) for p in ["anthropic", "openai", "openai_rules", "google"]],
         *[_PROVIDER.format(p) for p in ["google_rules", "deepseek", "deepseek_rules"]],
+        _PROVIDER.format("cache"),
     ],
     "providers._base": [
-        _PROVIDER.format(p) for p in ["anthropic", "openai_rules", "sglang", "vllm"]
+        *[_PROVIDER.format(p) for p in ["anthropic", "openai_rules", "sglang", "vllm"]],
+        _PROVIDER.format("base"),
     ],
     "usage": ["tests/core/test_usage.py"],
     "redact": ["tests/core/test_redaction.py", "tests/formats/test_fuzz.py"],

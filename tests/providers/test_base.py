@@ -93,6 +93,12 @@ def test_a_calibrated_run_rounds_to_the_nearest_token():
     assert [scaled.partial(0, n) for n in range(4)] == [0, 1, 3, 4]  # 0, 1.33, 2.67, all
 
 
+def test_a_one_token_local_block_scales_too():
+    c = HandBuilt().call(0, [[1], [2, 3]])
+    scaled = replace(c, offsets=[0, 3, 5], local_offsets=[0, 1, 3])
+    assert (scaled.partial(0, 0), scaled.partial(0, 1)) == (0, 3)
+
+
 def test_an_empty_local_block_is_its_calibrated_size():
     c = HandBuilt().call(0, [[], [1]])
     scaled = replace(c, offsets=[0, 2, 3], local_offsets=[0, 0, 1])

@@ -6,8 +6,10 @@ the entry becomes the most recently used), evicted least recently used first bey
 token capacity.
 """
 
+from dataclasses import replace
+
 from cacheviz.providers._base import HandBuilt
-from cacheviz.providers._cache import EntryStore, LivePrompts
+from cacheviz.providers._cache import MAX_SIBLINGS, EntryStore, LivePrompts
 
 
 def test_an_entry_lives_until_its_expiry_and_is_then_dropped():
@@ -134,3 +136,49 @@ def test_the_last_path_counts_as_refreshed_when_another_prompt_leaves_it():
     # X, Y and W were last used at 50: live until 150
     assert prompts.common(BUILD.call(3, [X, Y, W]), 149.0) == 38
     assert prompts.common(BUILD.call(4, [X, Y, W]), 150.0) == 0
+
+
+def test_an_edge_off_the_last_path_is_usable_from_its_visible_time_on():
+    prompts = LivePrompts(ttl=100.0)
+    a = BUILD.call(0, [X, Y])
+    prompts.record(a, 0.0, build=5.0)
+    prompts.record(BUILD.call(1, [W]), 1.0, build=0.0)  # a is no longer the last path
+    assert prompts.common(a, 4.9) == 0
+    assert prompts.common(a, 5.0) == 30
+
+
+def test_an_extension_is_usable_only_once_its_whole_prefix_is():
+    prompts = LivePrompts(ttl=100.0)
+    prompts.record(BUILD.call(0, [X]), 0.0, build=10.0)  # X usable from 10
+    prompts.record(BUILD.call(1, [X, Y]), 1.0, build=0.0)  # Y written at 1, after X
+    assert prompts.common(BUILD.call(2, [X, Y]), 5.0) == 0
+    assert prompts.common(BUILD.call(3, [X, Y]), 10.0) == 30
+
+
+def test_an_edge_sent_at_its_expiry_is_written_anew():
+    prompts = LivePrompts(ttl=100.0)
+    a = BUILD.call(0, [X, Y])
+    prompts.record(a, 0.0, build=0.0)
+    prompts.record(a, 100.0, build=5.0)  # expired at 100: a new entry, usable from 105
+    assert prompts.common(a, 104.0) == 0
+    assert prompts.common(a, 105.0) == 30
+
+
+def test_only_the_latest_variants_of_a_block_are_compared_token_by_token():
+    prompts = LivePrompts(ttl=1000.0)
+    query = [X, [1000, 1001, 1002, 1003, 1004, 0]]
+    # the oldest variant shares 5 tokens with the query's second block, the others none
+    variants = [[1000, 1001, 1002, 1003, 1004, 9]] + [[2000 + i] for i in range(MAX_SIBLINGS)]
+    for i, v in enumerate(variants[:MAX_SIBLINGS]):
+        prompts.record(BUILD.call(i, [X, v]), float(i), build=0.0)
+    assert prompts.common(BUILD.call(90, query), 500.0) == 15
+    prompts.record(BUILD.call(91, [X, variants[MAX_SIBLINGS]]), 501.0, build=0.0)
+    assert prompts.common(BUILD.call(92, query), 502.0) == 10  # the oldest is past the cap
+
+
+def test_a_run_inside_a_calibrated_block_is_scaled():
+    prompts = LivePrompts(ttl=100.0)
+    prompts.record(BUILD.call(0, [X, Y]), 0.0, build=0.0)
+    c = BUILD.call(1, [X, Z])  # 3 of Z's 5 local tokens in common
+    calibrated = replace(c, offsets=[0, 20, 30], local_offsets=[0, 10, 15])
+    assert prompts.common(calibrated, 1.0) == 20 + 6
