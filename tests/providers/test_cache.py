@@ -64,8 +64,9 @@ def test_eviction_goes_on_until_the_entries_fit():
 def test_an_entry_larger_than_the_capacity_is_kept_alone():
     store = EntryStore(capacity_tokens=50)
     store.put("a", 30, 0.0, 300.0, written_by=0)
-    store.put("b", 60, 1.0, 300.0, written_by=1)
+    big = store.put("b", 60, 1.0, 300.0, written_by=1)
     assert [e.key for e in store.live(1.0)] == ["b"]
+    assert store.get("b", 1.0) is big
 
 
 def test_a_rewrite_replaces_the_entry_and_its_size():
@@ -182,3 +183,12 @@ def test_a_run_inside_a_calibrated_block_is_scaled():
     c = BUILD.call(1, [X, Z])  # 3 of Z's 5 local tokens in common
     calibrated = replace(c, offsets=[0, 20, 30], local_offsets=[0, 10, 15])
     assert prompts.common(calibrated, 1.0) == 20 + 6
+
+
+def test_a_prompt_that_only_reads_keeps_the_last_path_live():
+    prompts = LivePrompts(ttl=100.0)
+    prompts.record(BUILD.call(0, [X, Y]), 0.0, build=0.0)
+    prompts.record(BUILD.call(1, [X, Y, W]), 80.0, build=0.0)  # X, Y, W used at 80
+    assert prompts.common(BUILD.call(2, [Z]), 120.0) == 0  # compares Z with X
+    prompts.record(BUILD.call(3, [list(range(70, 75))]), 140.0, build=0.0)
+    assert prompts.common(BUILD.call(4, [X, Y, W]), 150.0) == 38  # live until 180
