@@ -192,3 +192,12 @@ def test_a_prompt_that_only_reads_keeps_the_last_path_live():
     assert prompts.common(BUILD.call(2, [Z]), 120.0) == 0  # compares Z with X
     prompts.record(BUILD.call(3, [list(range(70, 75))]), 140.0, build=0.0)
     assert prompts.common(BUILD.call(4, [X, Y, W]), 150.0) == 38  # live until 180
+
+
+def test_a_refresh_keeps_the_edge_usable_from_its_first_write():
+    prompts = LivePrompts(ttl=100.0)
+    a = BUILD.call(0, [X, Y])
+    prompts.record(a, 0.0, build=0.0)
+    prompts.record(BUILD.call(1, [W]), 1.0, build=0.0)
+    prompts.record(a, 10.0, build=5.0)  # both edges live: refreshed, not written anew
+    assert prompts.common(a, 11.0) == 30
