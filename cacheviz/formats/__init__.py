@@ -22,8 +22,8 @@ from typing import Any
 
 from cacheviz.errors import CacheVizWarning, TranscriptError, UnknownFormatError
 from cacheviz.formats._folders import session_file
-from cacheviz.formats._lines import describe_lines, paused_gc
-from cacheviz.model import Session, SkippedLine
+from cacheviz.formats._lines import describe_lines
+from cacheviz.model import Session, SkippedLine, paused_gc
 from cacheviz.usage import UsageError, lenient_usage
 
 # Every reader by its NAME, in detection order (the first to claim a file reads it).

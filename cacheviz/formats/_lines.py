@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import gc
 import json
 import os
 import warnings
@@ -37,26 +36,6 @@ _ALLOCATOR_BLOCK = 16 << 20
 _allocator_raised = False
 _BLANK = b" \t\r"  # a line starting with one of these and all whitespace is blank
 _SPACE = b" \t\r\x0b\x0c"  # bytes.isspace() without the newline
-
-
-@contextmanager
-def paused_gc() -> Iterator[None]:
-    """Pause the cyclic garbage collector while a transcript's objects are built.
-
-    A session is many small containers (blocks, elements, parsed messages, each call's
-    lists), all kept: the collector's passes over them found nothing to free and took a
-    quarter of the load of a 961 MB log. The readers make no reference cycles per line
-    (``tests/formats/test_no_cycles.py``), so reference counting frees all they drop.
-    Nested pauses and a collector already off are left as they are.
-    """
-    if not gc.isenabled():
-        yield
-        return
-    gc.disable()
-    try:
-        yield
-    finally:
-        gc.enable()
 
 
 class LineReader:

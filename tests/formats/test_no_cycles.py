@@ -1,11 +1,11 @@
-"""Readers make no reference cycles: ``cacheviz.load`` pauses the cyclic collector.
+"""Readers and the analysis make no reference cycles: both pause the cyclic collector.
 
-``formats.load`` turns the garbage collector off while a reader runs (its passes over a
-big session's objects found nothing and took a quarter of the load). That is safe only
-while reference counting frees whatever a reader drops: a cycle made per line (a
-closure that refers to itself held each line's text, 480 KB on a 961 MB log) would keep
-every line alive until the load ends. Each file is loaded with the collector off and the
-garbage a collection then finds is counted.
+``formats.load`` and ``Session.analyze`` turn the garbage collector off while they run
+(its passes over a big session's objects found nothing to free and took a quarter of
+the load). That is safe only while reference counting frees whatever they drop: a cycle
+made per line (a closure that refers to itself held each line's text, 480 KB on a
+961 MB log) would keep every line alive until the load ends. Each file is loaded (and
+analysed) with the collector off and the garbage a collection then finds is counted.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 import cacheviz
-from cacheviz.formats import _lines
+from cacheviz.model import paused_gc
 from tests.conftest import REALDATA, SAMPLES
 
 
@@ -30,15 +30,19 @@ def _files() -> list[Path]:
     return files
 
 
-def _garbage_of_load(path: Path) -> list[str]:
+def _garbage_of_load(path: Path, *, analyze: bool = False) -> list[str]:
     """Type names of the objects only the cyclic collector frees after loading ``path``."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        cacheviz.load(path)  # imports and first-use caches happen here, not below
+        session = cacheviz.load(path)  # imports and first-use caches happen here
+        if analyze:
+            session.analyze().summary()
         gc.collect()
         gc.disable()
         try:
             session = cacheviz.load(path)
+            if analyze:
+                assert session.analyze().summary()
             gc.set_debug(gc.DEBUG_SAVEALL)
             gc.collect()
             names = [type(o).__name__ for o in gc.garbage]
@@ -58,6 +62,11 @@ def test_a_load_leaves_no_cycles(path: Path) -> None:
         pytest.skip(f"{path.name} is not a loadable transcript")
 
 
+@pytest.mark.parametrize("name", ["compaction.jsonl", "side_calls.jsonl", "reported_usage.jsonl"])
+def test_an_analysis_leaves_no_cycles(name: str) -> None:
+    assert _garbage_of_load(SAMPLES / name, analyze=True) == []
+
+
 def test_a_request_log_leaves_no_cycles(tmp_path: Path) -> None:
     lines = []
     messages: list[dict] = []
@@ -69,7 +78,7 @@ def test_a_request_log_leaves_no_cycles(tmp_path: Path) -> None:
         messages.append({"role": "assistant", "content": f"answer {turn}"})
     log = tmp_path / "log.jsonl"
     log.write_text("\n".join(lines) + "\n")
-    assert _garbage_of_load(log) == []
+    assert _garbage_of_load(log, analyze=True) == []
 
 
 def test_the_collector_is_paused_during_a_load_and_restored(monkeypatch) -> None:
@@ -84,12 +93,18 @@ def test_the_collector_is_paused_during_a_load_and_restored(monkeypatch) -> None
     cacheviz.load(SAMPLES / "append_only.jsonl", "cacheviz")
     assert seen == [False]
     assert gc.isenabled()
+    monkeypatch.setattr(
+        "cacheviz.analysis.analyze", lambda *a, **k: seen.append(gc.isenabled()) or "done"
+    )
+    assert cacheviz.load(SAMPLES / "append_only.jsonl").analyze() == "done"
+    assert seen == [False, False, False]
+    assert gc.isenabled()
     with pytest.raises(cacheviz.errors.TranscriptError):
         cacheviz.load(SAMPLES / "README.md", "cacheviz")
     assert gc.isenabled()
     gc.disable()
     try:
-        with _lines.paused_gc():
+        with paused_gc():
             pass
         assert not gc.isenabled()  # a collector the caller turned off stays off
     finally:
