@@ -241,9 +241,10 @@ def _file_lines(handle: IO[bytes], size: int, window: int) -> _Lines:
 
     ``offset`` is where the line starts in the file; ``ended`` whether a newline ends it
     (only the last line may lack one). The bytes are a view, valid until the next line
-    is asked for. The file is read up to the ``size`` it had when opened.
+    is asked for. The file is read up to the ``size`` it had when opened, through a
+    buffer no bigger than that (a small session does not zero a 4 MB window).
     """
-    return _streamed_lines(_Bounded(handle, size), window)
+    return _streamed_lines(_Bounded(handle, size), max(1, min(window, size)))
 
 
 class _Bounded:
