@@ -13,6 +13,7 @@ from __future__ import annotations
 import gc
 import json
 import warnings
+import weakref
 from pathlib import Path
 
 import pytest
@@ -109,3 +110,17 @@ def test_the_collector_is_paused_during_a_load_and_restored(monkeypatch) -> None
         assert not gc.isenabled()  # a collector the caller turned off stays off
     finally:
         gc.enable()
+
+
+def test_what_a_pause_kept_is_still_collected_by_a_full_collection() -> None:
+    class Node:
+        pass
+
+    with paused_gc():
+        node = Node()
+        node.self = node  # a cycle made during the pause
+        probe = weakref.ref(node)
+        del node
+    assert probe() is not None  # the pause collected nothing
+    gc.collect()
+    assert probe() is None
