@@ -32,8 +32,10 @@ UNLOGGED_ID = -1000
 _BATCH_CHARS = 4_000_000
 
 
+@functools.lru_cache(maxsize=4096)
 def encoding_for_model(model: str) -> tuple[str, bool]:
-    """Return ``(encoding name, is_exact)`` for a model.
+    """Return ``(encoding name, is_exact)`` for a model (remembered: tiktoken's map is
+    fixed, and the analysis asks once per call).
 
     Examples
     --------
