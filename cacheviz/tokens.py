@@ -34,8 +34,9 @@ _BATCH_CHARS = 4_000_000
 
 @functools.lru_cache(maxsize=4096)
 def encoding_for_model(model: str) -> tuple[str, bool]:
-    """Return ``(encoding name, is_exact)`` for a model (remembered: tiktoken's map is
-    fixed, and the analysis asks once per call).
+    """Return ``(encoding name, is_exact)`` for a model.
+
+    Remembered per model: tiktoken's map is fixed, and the analysis asks once per call.
 
     Examples
     --------
