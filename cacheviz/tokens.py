@@ -32,7 +32,7 @@ UNLOGGED_ID = -1000
 _BATCH_CHARS = 4_000_000
 
 
-@functools.lru_cache(maxsize=4096)
+@functools.cache
 def encoding_for_model(model: str) -> tuple[str, bool]:
     """Return ``(encoding name, is_exact)`` for a model.
 
