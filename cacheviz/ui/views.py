@@ -32,7 +32,7 @@ from cacheviz.ui.segment_rows import STATUS, UNLOGGED_STATUS, SegmentRows, avail
 from cacheviz.ui.segment_rows import runs as segment_runs
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from collections.abc import Callable, Iterable
 
     from cacheviz.analysis import Analysis
     from cacheviz.simulate import Simulation
@@ -903,6 +903,7 @@ def all_contents(
     browser = _Browser(analysis, texts, limit, finish)
     if rows is None and getattr(analysis, "_segments", None) is None:
         rows = report_rows(analysis)
+    shown: Iterable[tuple[Any, ...]]
     if rows is not None:
         calls, shown = rows.calls, rows.listed
     else:
