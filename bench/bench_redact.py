@@ -99,8 +99,7 @@ def main() -> None:
         mine = _best(lambda group=group: [own_spans(t) for t in group], args.repeat)
         theirs = _best(lambda group=group: [other.secret_spans(t) for t in group], args.repeat)
         print(
-            f"  secret_spans, {name} texts: {theirs:.4f} -> {mine:.4f} CPU-s "
-            f"({mine / theirs:.2f}x)"
+            f"  secret_spans, {name} texts: {theirs:.4f} -> {mine:.4f} CPU-s ({mine / theirs:.2f}x)"
         )
     mine = _best(browse, args.repeat)
     redact.secret_spans = other.secret_spans

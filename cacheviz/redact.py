@@ -160,7 +160,9 @@ def _factors(items: Any, ignore_case: bool) -> Factors | None:
     else (classes, optional parts, negative assertions) requires nothing. A sequence
     requires what each of its items does: the most selective is kept.
     """
-    from re import _constants as c
+    import importlib
+
+    c = importlib.import_module("re._constants")  # private: see _parse
 
     best: Factors | None = None
     run: list[str] = []
@@ -198,9 +200,9 @@ def _factors(items: Any, ignore_case: bool) -> Factors | None:
 
 def _parse(pattern: re.Pattern[str]) -> Any:
     """``pattern`` as ``re`` parses it (a private module: it may differ in another Python)."""
-    from re import _parser
+    import importlib
 
-    return _parser.parse(pattern.pattern, pattern.flags)
+    return importlib.import_module("re._parser").parse(pattern.pattern, pattern.flags)
 
 
 def _requirement(pattern: re.Pattern[str]) -> Factors | None:
