@@ -328,9 +328,7 @@ def shape(session: Session, *, thread: str = "auto", encoding: str | None = None
     _to_provider_tokens(call_cols, drift_cols, offsets, calibration)
     _clean_strings(call_cols, _schema.CALLS)
     _clean_strings(drift_cols, _schema.DRIFTS)
-    return Shaped(
-        session, call_cols, drift_cols, caches, calibration.offsets, offsets, calibration
-    )
+    return Shaped(session, call_cols, drift_cols, caches, calibration.offsets, offsets, calibration)
 
 
 def _clean_strings(cols: dict[str, list[Any]], schema: dict[str, Any]) -> None:

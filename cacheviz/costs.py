@@ -42,27 +42,30 @@ Misses
 from __future__ import annotations
 
 import dataclasses
+import weakref
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 import polars as pl
 
 from cacheviz import _schema, providers
+from cacheviz.calibrate import unlogged_versions
 from cacheviz.errors import UnknownModelError
 from cacheviz.metrics import call_waste
 from cacheviz.pricing import PriceBook, RateCache, Rates
 from cacheviz.providers._base import Breakpoint, CallResult, SimCall
-from cacheviz.calibrate import unlogged_versions
-from cacheviz.sim_stream import SimulationStream
 from cacheviz.simulate import (
     Simulation,
     _explicit,
+    _token_scale,
+    call_rates,
     extend_chain,
     make_simulator,
     material_shortfall,
     next_sim_call,
     result_cost,
     shortest_ttl,
+    sim_row,
     warm_head,
 )
 from cacheviz.ttl import idle_seconds
@@ -206,8 +209,87 @@ class CostLists:
     """Every column of :data:`cacheviz._schema.MISSES`."""
     billed_usd: float | None
     unpriced_models: list[str]
-    runs: dict[str, SimulationStream]
+    runs: dict[str, Replay]
     """The replay of each provider, the session's main provider first."""
+
+
+@dataclasses.dataclass(slots=True)
+class Replay:
+    """:func:`cacheviz.simulate.simulate` of a session (recorded models, default rules).
+
+    ``cols`` holds its rows (:data:`cacheviz._schema.SIMULATION`) as lists;
+    :meth:`simulation` builds the :class:`~cacheviz.simulate.Simulation`.
+    """
+
+    provider: str
+    calls: Sequence[SimCall]
+    cols: dict[str, list[Any]]
+    sources: list[str]
+
+    @classmethod
+    def run(
+        cls,
+        provider: str,
+        calls: Sequence[SimCall],
+        recorded: list[str],
+        prefixes: list[int],
+        price: RateCache,
+    ) -> Replay:
+        """Replay and price ``calls`` (``recorded``: each call's provider) as ``simulate``."""
+        results = make_simulator(provider).run(list(calls))
+        cols: dict[str, list[Any]] = {name: [] for name in _schema.SIMULATION}
+        sources: list[str] = []
+        appends = [(cols[name].append, name) for name in _schema.SIMULATION]
+        for call, result in zip(calls, results, strict=True):
+            origin = recorded[call.index]
+            rates = call_rates(
+                price, call, provider=provider, model=None, origin=origin, unpriced="skip"
+            )
+            if rates is not None and rates.source not in sources:
+                sources.append(rates.source)
+            reported = call.reported if origin == provider else None
+            values = sim_row(call, result, rates, prefixes[call.index], reported, False)
+            for append, name in appends:
+                append(values[name])
+        return cls(provider, calls, cols, sources)
+
+    def simulation(self) -> Simulation:
+        """The :class:`~cacheviz.simulate.Simulation` ``simulate`` returns for it."""
+        frame = _schema.frame(_schema.SIMULATION, self.cols)
+        verdicts = [v for v in self.cols["verdict"] if v != "not_reported"]
+        score = None
+        if verdicts:
+            score = sum(v == "match" for v in verdicts) / len(verdicts)
+        priced = bool(self.sources)
+        return Simulation(
+            provider=self.provider,
+            model=None,
+            price_source="; ".join(self.sources) or None,
+            calls=frame,
+            total_cost_usd=float(frame["cost_usd"].sum()) if priced else None,
+            ideal_usd=float(frame["ideal_usd"].sum()) if priced else None,
+            token_scale=_token_scale(self.calls),
+            score=score,
+            rules={},
+        )
+
+
+_RATES: weakref.WeakKeyDictionary[PriceBook, dict[str, RateCache]] = weakref.WeakKeyDictionary()
+
+
+def rate_cache(book: PriceBook, provider: str) -> RateCache:
+    """The :class:`~cacheviz.pricing.RateCache` of ``book`` and ``provider``, kept with the book.
+
+    A scan analyses every session with one book: each session's rates are then resolved
+    once per price period for all of them, not once per session.
+    """
+    caches = _RATES.get(book)
+    if caches is None:
+        caches = _RATES[book] = {}
+    found = caches.get(provider)
+    if found is None:
+        found = caches[provider] = RateCache(book, provider)
+    return found
 
 
 def diagnose_costs(analysis: Analysis, *, prices: Any = None) -> CostColumns:
@@ -268,12 +350,11 @@ def cost_lists(shaped: Shaped, *, prices: Any = None) -> CostLists:
         if key is not None:
             counts[key] = counts.get(key, 0) + 1
     built = _sim_calls(shaped) if counts and n else []
-    runs: dict[str, SimulationStream] = {}
+    runs: dict[str, Replay] = {}
     recorded, prefixes = cols["provider"], cols["prefix_tokens"]
+    prices_of = {key: rate_cache(book, key) for key in counts}
     for key in sorted(counts, key=lambda k: -counts[k]):
-        run = SimulationStream(key, prices=book, unpriced="skip")
-        run.extend(built, recorded, prefixes)
-        runs[key] = run
+        run = runs[key] = Replay.run(key, built, recorded, prefixes, prices_of[key])
         rows = run.cols
         cost, best, read, detail = (
             rows["cost_usd"],
@@ -290,7 +371,6 @@ def cost_lists(shaped: Shaped, *, prices: Any = None) -> CostLists:
                     detail[i],
                 )
 
-    prices_of = {key: RateCache(book, key) for key in counts}
     for i, call in enumerate(calls):
         key = keys[i]
         if key is None or call.usage is None:
@@ -318,9 +398,7 @@ def cost_lists(shaped: Shaped, *, prices: Any = None) -> CostLists:
             "miss_cause": miss_cause,
             "shortfall_tokens": miss_tokens,
             "verdict_agrees": _agreements(shaped, own),
-            "drift_material": [
-                material.get(i) if d else None for i, d in enumerate(cols["drift"])
-            ],
+            "drift_material": [material.get(i) if d else None for i, d in enumerate(cols["drift"])],
         },
         drifts={
             "cost_usd": [drift_cost.get(c) for c in drift_calls],
@@ -395,7 +473,7 @@ def _sim_calls(shaped: Shaped) -> list[SimCall]:
 def _drift_costs(
     shaped: Shaped,
     built: Sequence[SimCall],
-    runs: dict[str, SimulationStream],
+    runs: dict[str, Replay],
     prices_of: dict[str, RateCache],
 ) -> tuple[dict[int, float | None], dict[int, bool | None]]:
     """Per drift call: the what-if cost and whether it was material."""
@@ -648,4 +726,4 @@ def _ttl(key: str | None, previous: Call | None, evidence: int | None) -> float 
     return None if key is None else providers.profile(key).entry_ttl(previous)
 
 
-__all__ = ["CostLists", "billed_cost", "cost_lists", "diagnose_costs"]
+__all__ = ["CostLists", "Replay", "billed_cost", "cost_lists", "diagnose_costs", "rate_cache"]

@@ -172,9 +172,7 @@ _SCHEMAS = {
 }
 
 
-def _rows(
-    unit: Unit, fmt: str, session: Session, analysis: AnalysisColumns
-) -> tuple[Columns, ...]:
+def _rows(unit: Unit, fmt: str, session: Session, analysis: AnalysisColumns) -> tuple[Columns, ...]:
     """The unit's calls, drifts and misses as columns of the scan's tables.
 
     Plain lists: a polars frame per unit costs more to build, pickle and concatenate
