@@ -281,8 +281,12 @@ def shape(session: Session, *, thread: str = "auto", encoding: str | None = None
     caches: dict[str, TokenCache] = {}
     call_cache: list[TokenCache] = []
     exact: list[bool] = []
+    of_model: dict[str, tuple[str, bool]] = {}
     for call in calls:
-        own, is_exact = encoding_for_model(call.model)
+        found = of_model.get(call.model)
+        if found is None:
+            found = of_model[call.model] = encoding_for_model(call.model)
+        own, is_exact = found
         name = encoding or own
         if name not in caches:
             caches[name] = TokenCache(name, session.contents)
