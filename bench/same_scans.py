@@ -9,8 +9,9 @@ Scanned: the samples of this checkout, every file of ../shared/realdata (all for
 its Claude Code files laid out as ``projects/<project>/<session>.jsonl``, and a
 synthetic fleet of Claude Code sessions (``bench_scan.fleet``, deterministic). For each,
 both checkouts run ``scan PATH --no-cache --json --by session`` and ``--by day`` (with
-``--parquet``): the JSON documents and the calls, drifts, misses and files tables
-(Parquet, compared value for value) must be identical. Exit status 1 lists what differs.
+``--parquet``): the JSON documents, the messages on stderr and the sessions, calls,
+drifts, misses, busters and files tables (Parquet, compared value for value, dtypes
+included) must be identical. Exit status 1 lists what differs.
 """
 
 from __future__ import annotations
