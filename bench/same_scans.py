@@ -3,7 +3,7 @@
 A speed-up of the scan path must not change a number: run this with the checkout of the
 reference commit (e.g. a ``git worktree`` of main before the change) and this one::
 
-    python bench/same_scans.py /path/to/reference/checkout [--fleet 60]
+    python bench/same_scans.py /path/to/reference/checkout [--fleet 60] [--also FOLDER]
 
 Scanned: the samples of this checkout, every file of ../shared/realdata (all formats),
 its Claude Code files laid out as ``projects/<project>/<session>.jsonl``, and a
@@ -87,10 +87,17 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("reference", type=Path, help="the reference checkout")
     parser.add_argument("--fleet", type=int, default=60, help="synthetic sessions (0: none)")
+    parser.add_argument(
+        "--also",
+        type=Path,
+        action="append",
+        default=[],
+        help="another folder to scan (repeat; over 8 MB it runs on the process pool)",
+    )
     args = parser.parse_args()
     differ = 0
     with tempfile.TemporaryDirectory() as temp:
-        for folder in folders(Path(temp), args.fleet):
+        for folder in [*folders(Path(temp), args.fleet), *args.also]:
             for by in ("session", "day"):
                 ref_out, own_out = Path(temp) / "ref", Path(temp) / "own"
                 ref, ref_err = scan(args.reference.resolve(), folder, by, ref_out)

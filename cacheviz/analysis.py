@@ -27,6 +27,7 @@ from cacheviz.ttl import thread_ttls
 from cacheviz.verdict import verdict_state
 
 if TYPE_CHECKING:
+    from cacheviz.pricing import RateCache
     from cacheviz.simulate import Simulation
 
 _MAX_UNLOGGED = 10_000_000  # the largest context windows; beyond that the report is suspect
@@ -263,13 +264,17 @@ def analyze_columns(
     thread: str = "auto",
     encoding: str | None = None,
     prices: Any = None,
+    rates: dict[str, RateCache] | None = None,
 ) -> AnalysisColumns:
     """:func:`analyze` without the frames: the same values, as lists (see its parameters).
 
-    String values are those the frames hold (:func:`cacheviz._schema.clean`).
+    String values are those the frames hold (:func:`cacheviz._schema.clean`). ``rates``:
+    a dict the caller keeps across sessions priced with the same ``prices`` book, so
+    that each price period is resolved once for all of them
+    (:func:`cacheviz.costs.cost_lists`).
     """
     shaped = shape(session, thread=thread, encoding=encoding)
-    costs = cost_lists(shaped, prices=prices)
+    costs = cost_lists(shaped, prices=prices, rates=rates)
     return AnalysisColumns(
         shaped, costs, shaped.call_cols | costs.calls, shaped.drift_cols | costs.drifts
     )

@@ -42,7 +42,6 @@ Misses
 from __future__ import annotations
 
 import dataclasses
-import weakref
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -274,22 +273,24 @@ class Replay:
         )
 
 
-_RATES: weakref.WeakKeyDictionary[PriceBook, dict[str, RateCache]] = weakref.WeakKeyDictionary()
+def _rate_caches(
+    book: PriceBook, keys: Sequence[str], rates: dict[str, RateCache] | None
+) -> dict[str, RateCache]:
+    """A :class:`~cacheviz.pricing.RateCache` per provider of ``keys``, from ``rates``.
 
-
-def rate_cache(book: PriceBook, provider: str) -> RateCache:
-    """The :class:`~cacheviz.pricing.RateCache` of ``book`` and ``provider``, kept with the book.
-
-    A scan analyses every session with one book: each session's rates are then resolved
-    once per price period for all of them, not once per session.
+    ``rates`` (kept by the caller, e.g. a scan's worker for the sessions of one batch)
+    gets the caches it lacks, so that sessions priced one after another resolve each
+    price period once; a cache of another book is not used.
     """
-    caches = _RATES.get(book)
-    if caches is None:
-        caches = _RATES[book] = {}
-    found = caches.get(provider)
-    if found is None:
-        found = caches[provider] = RateCache(book, provider)
-    return found
+    out = {}
+    for key in keys:
+        found = None if rates is None else rates.get(key)
+        if found is None or found.book is not book:
+            found = RateCache(book, key)
+            if rates is not None:
+                rates[key] = found
+        out[key] = found
+    return out
 
 
 def diagnose_costs(analysis: Analysis, *, prices: Any = None) -> CostColumns:
@@ -326,11 +327,14 @@ def diagnose_costs(analysis: Analysis, *, prices: Any = None) -> CostColumns:
     )
 
 
-def cost_lists(shaped: Shaped, *, prices: Any = None) -> CostLists:
+def cost_lists(
+    shaped: Shaped, *, prices: Any = None, rates: dict[str, RateCache] | None = None
+) -> CostLists:
     """The cost, drift-cost and miss columns of a shaped session, as lists.
 
     ``shaped`` holds the calls and drifts columns (the cost columns are not read), the
-    token caches and the offsets.
+    token caches and the offsets. ``rates``: the rates resolved before with the same
+    price book, per provider (filled in here; see :func:`_rate_caches`).
     """
     session = shaped.session
     calls = session.calls
@@ -352,7 +356,7 @@ def cost_lists(shaped: Shaped, *, prices: Any = None) -> CostLists:
     built = _sim_calls(shaped) if counts and n else []
     runs: dict[str, Replay] = {}
     recorded, prefixes = cols["provider"], cols["prefix_tokens"]
-    prices_of = {key: rate_cache(book, key) for key in counts}
+    prices_of = _rate_caches(book, list(counts), rates)
     for key in sorted(counts, key=lambda k: -counts[k]):
         run = runs[key] = Replay.run(key, built, recorded, prefixes, prices_of[key])
         rows = run.cols
@@ -376,11 +380,11 @@ def cost_lists(shaped: Shaped, *, prices: Any = None) -> CostLists:
         if key is None or call.usage is None:
             continue
         try:
-            rates = prices_of[key](call.model, call.ts, call.usage.input_tokens or 0)
+            at = prices_of[key](call.model, call.ts, call.usage.input_tokens or 0)
         except UnknownModelError:
             unpriced[call.model] = None
             continue
-        billed[i] = billed_cost(call, rates)
+        billed[i] = billed_cost(call, at)
 
     drift_cost, material = _drift_costs(shaped, built, runs, prices_of)
     expected, miss_cause, miss_tokens, misses, own = _misses(
@@ -726,4 +730,4 @@ def _ttl(key: str | None, previous: Call | None, evidence: int | None) -> float 
     return None if key is None else providers.profile(key).entry_ttl(previous)
 
 
-__all__ = ["CostLists", "Replay", "billed_cost", "cost_lists", "diagnose_costs", "rate_cache"]
+__all__ = ["CostLists", "Replay", "billed_cost", "cost_lists", "diagnose_costs"]

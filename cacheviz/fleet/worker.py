@@ -27,7 +27,7 @@ from cacheviz.fleet.walk import Unit, shown
 from cacheviz.formats import READERS, detect
 from cacheviz.formats.replays import REPLAYED
 from cacheviz.model import OPAQUE, Session
-from cacheviz.pricing import PriceBook
+from cacheviz.pricing import PriceBook, RateCache
 
 _HASH_CHUNK = 1 << 20
 Columns = dict[str, list[Any]]
@@ -62,7 +62,12 @@ def content_hash(members: tuple[Path, ...]) -> str:
     return digest.hexdigest()
 
 
-def run_unit(unit: Unit, known_hash: str | None = None, prices: str | None = None) -> UnitResult:
+def run_unit(
+    unit: Unit,
+    known_hash: str | None = None,
+    prices: str | None = None,
+    rates: dict[str, RateCache] | None = None,
+) -> UnitResult:
     """Load and analyse one unit; never raises for bad input (it is reported instead).
 
     Parameters
@@ -74,6 +79,9 @@ def run_unit(unit: Unit, known_hash: str | None = None, prices: str | None = Non
         it, nothing is analysed (``status="unchanged"``).
     prices
         A user price file, as for ``--prices``.
+    rates
+        The rates resolved for earlier units with the same ``prices`` (a dict the
+        caller keeps for a batch; filled in here): each price period is resolved once.
     """
     try:
         digest = content_hash(unit.members)
@@ -93,7 +101,7 @@ def run_unit(unit: Unit, known_hash: str | None = None, prices: str | None = Non
         warnings.simplefilter("always", CacheVizWarning)
         try:
             session = READERS[fmt].read(unit.path, errors="raise")
-            analysis = analyze_columns(session, prices=_book(prices))
+            analysis = analyze_columns(session, prices=_book(prices), rates=rates)
             if fmt == "codex":  # sessions/YYYY/MM/DD says nothing: the folder it ran in
                 unit = replace(unit, project=_codex_project(unit.path) or unit.project)
             calls, drifts, misses = _rows(unit, fmt, session, analysis)
@@ -140,7 +148,8 @@ def run_batch(
     units: list[Unit], known: list[str | None], prices: str | None = None
 ) -> list[UnitResult]:
     """:func:`run_unit` over a batch (one task per batch keeps process overhead low)."""
-    return [run_unit(u, k, prices) for u, k in zip(units, known, strict=True)]
+    rates: dict[str, RateCache] = {}  # the batch's sessions share one price book
+    return [run_unit(u, k, prices, rates) for u, k in zip(units, known, strict=True)]
 
 
 _CWD = re.compile(rb'"cwd"\s*:\s*"((?:[^"\\]|\\.)+)"')

@@ -109,11 +109,12 @@ def test_diagnose_costs_on_frames_is_the_list_path():
 
 
 def test_one_price_book_for_many_sessions_gives_each_its_own_numbers(realdata):
-    """A scan prices every session with one book (rates kept with it, not per session)."""
+    """A scan's worker prices its batch with one book, its rates resolved once for all."""
     sessions = _realdata_sessions(realdata)
     assert sessions
-    book = PriceBook()
-    shared = [analyze_columns(s, prices=book) for s in sessions]
+    book, rates = PriceBook(), {}
+    shared = [analyze_columns(s, prices=book, rates=rates) for s in sessions]
+    assert rates and all(cache.book is book for cache in rates.values())
     for session, columns in zip(sessions, shared, strict=True):
         alone = analyze(session)  # a fresh book: nothing resolved before
         assert_frame_equal(
@@ -125,4 +126,14 @@ def test_one_price_book_for_many_sessions_gives_each_its_own_numbers(realdata):
         assert_frame_equal(
             _schema.frame(_schema.MISSES, columns.costs.misses), alone.misses, check_exact=True
         )
-    assert costs.rate_cache(book, "anthropic") is costs.rate_cache(book, "anthropic")
+
+
+def test_rates_of_another_price_book_are_not_used():
+    session = _load(SAMPLES / "reported_usage.jsonl")
+    other = PriceBook()
+    rates = {}
+    analyze_columns(session, prices=other, rates=rates)
+    kept = dict(rates)
+    book = PriceBook()
+    analyze_columns(session, prices=book, rates=rates)
+    assert all(rates[key] is not kept[key] and rates[key].book is book for key in kept)

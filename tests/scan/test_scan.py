@@ -278,9 +278,9 @@ def _counting(monkeypatch):
     seen = []
     original = pool_module.run_unit
 
-    def run(unit, known=None, prices=None):
+    def run(unit, known=None, prices=None, rates=None):
         seen.append(unit.path.name)
-        return original(unit, known, prices)
+        return original(unit, known, prices, rates)
 
     monkeypatch.setattr(pool_module, "run_unit", run)
     return seen
