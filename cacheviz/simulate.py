@@ -22,6 +22,7 @@ how far the tokenizer approximation is from the provider's (1.0 = exact).
 from __future__ import annotations
 
 import copy
+import dataclasses
 import hashlib
 import warnings
 from collections.abc import Sequence
@@ -284,6 +285,10 @@ class Simulation:
     token_scale: float | None  # reported inclusive input / the local count (least squares)
     score: float | None  # share of reported calls whose hit/miss the simulation matches
     rules: dict[str, Any] = field(default_factory=dict)
+    prices: PriceBook | None = field(default=None, repr=False, compare=False)
+    """The price book it was priced with (``None``: not known)."""
+    unpriced: str = field(default="raise", repr=False, compare=False)
+    """How calls of a model without a price were handled (``"raise"`` or ``"skip"``)."""
 
     @property
     def ideal_cost_usd(self) -> float | None:
@@ -457,6 +462,8 @@ def simulate(
         token_scale=scale,
         score=score,
         rules=dict(rules),
+        prices=book,
+        unpriced=unpriced,
     )
 
 
@@ -560,11 +567,45 @@ def compare(
         provider, _, model = target.partition(":")
         simulator_fields = _rule_names(provider)
         accepted = {k: v for k, v in rules.items() if k in simulator_fields}
-        if built is None and not providers.profile(provider).self_hosted:
-            built = sim_calls(analysis)
-        result = simulate(analysis, provider, model or None, prices=book, calls=built, **accepted)
+        result = own_replay(analysis, provider, model or None, book, accepted)
+        if result is None:
+            if built is None and not providers.profile(provider).self_hosted:
+                built = sim_calls(analysis)
+            result = simulate(
+                analysis, provider, model or None, prices=book, calls=built, **accepted
+            )
         rows.append(compare_row(target, result))
     return pl.DataFrame(rows, schema=_schema.COMPARE)
+
+
+def own_replay(
+    analysis: Analysis,
+    provider: str,
+    model: str | None,
+    book: PriceBook,
+    rules: dict[str, Any],
+) -> Simulation | None:
+    """The analysis's own replay when it is ``simulate(analysis, provider, model, ...)``.
+
+    :func:`cacheviz.analysis.analyze` replays the session under its provider's default
+    rules (``analysis.own_simulation``). A comparison target of that provider is the same
+    replay when no rule is set, ``model`` is every call's recorded model (or ``None``),
+    the prices are the same (the same book, or both the bundled prices with no user
+    file) and every call was priced (the own replay skips a model without a price where
+    :func:`simulate` raises). Else ``None``: the target is replayed.
+    """
+    own = getattr(analysis, "own_simulation", None)
+    if own is None or rules or own.rules or own.model is not None or own.prices is None:
+        return None
+    name = providers.known(provider)
+    if name is None or own.provider != name or providers.profile(name).self_hosted:
+        return None
+    same_book = own.prices is book or (own.prices.user_file is None and book.user_file is None)
+    if not same_book or own.total_cost_usd is None or own.calls["cost_usd"].null_count():
+        return None
+    if model is not None and any(call.model != model for call in analysis.session.calls):
+        return None
+    return dataclasses.replace(own, model=model, unpriced="raise")
 
 
 def compare_row(target: str, result: Simulation) -> dict[str, Any]:
@@ -589,4 +630,4 @@ def _rule_names(provider: str) -> set[str]:
     return set(providers.simulator_class(provider).__dataclass_fields__) - {"provider"}
 
 
-__all__ = ["Simulation", "SimulationError", "compare", "make_simulator", "simulate"]
+__all__ = ["Simulation", "SimulationError", "compare", "make_simulator", "own_replay", "simulate"]

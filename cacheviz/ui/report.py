@@ -87,10 +87,12 @@ def report_data(
     The numbers are the inspector's (:func:`cacheviz.ui.state.build`): the same target,
     comparison and tables as the notebook shows for the same choices.
     """
-    shown = state.build(analysis, state.resolve_target(analysis, provider, model), targets=targets)
+    rows = views.report_rows(analysis)  # the shape and the content browser read them
+    target = state.resolve_target(analysis, provider, model)
+    shown = state.build(analysis, target, targets=targets, rows=rows)
     if shown.simulation is None:
         raise CacheVizError(shown.status)
-    details = report_details(analysis, shown.simulation)
+    details = report_details(analysis, shown.simulation, rows)
     timeline = shown.timeline.with_columns(
         pl.col("label").map_elements(lambda t: visible(redact(t)), return_dtype=pl.String)
     )
@@ -118,15 +120,18 @@ def _shown(text: str) -> str:
     return visible(redact(text))
 
 
-def report_details(analysis: Analysis, simulation: Any) -> dict[str, Any]:
+def report_details(
+    analysis: Analysis, simulation: Any, rows: views.SegmentRows | None = None
+) -> dict[str, Any]:
     """The detail of every call: its drift detail, what it sent, its segments.
 
     Segment texts are stored once (``texts``); every string is redacted and its control
     and bidi characters escaped. The content lists (most of the document) are built
-    that way, each distinct string once; the rest is walked by ``redact_all``.
+    that way, each distinct string once; the rest is walked by ``redact_all``. ``rows``
+    are the segment rows the content lists are read from (:func:`views.report_rows`).
     """
     texts: dict[str, str] = {}
-    contents = views.all_contents(analysis, texts, TEXT_CHARS, finish=_shown)
+    contents = views.all_contents(analysis, texts, TEXT_CHARS, finish=_shown, rows=rows)
     drifts = {
         call: views.drift_detail(analysis, call, simulation=simulation, content=False)
         for call in analysis.drifts["call"].to_list()

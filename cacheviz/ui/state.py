@@ -20,6 +20,7 @@ from cacheviz.ui import views
 if TYPE_CHECKING:
     from cacheviz.analysis import Analysis
     from cacheviz.simulate import Simulation
+    from cacheviz.ui.segment_rows import SegmentRows
 
 DEFAULT_TARGETS = tuple(providers.reference_targets())
 """``provider:model`` of each priced vendor's comparable model: the default comparison."""
@@ -174,12 +175,15 @@ def build(
     targets: tuple[str, ...] | None = None,
     compare: pl.DataFrame | None = None,
     with_compare: bool = True,
+    rows: SegmentRows | None = None,
 ) -> InspectorState:
     """The inspector state of ``analysis`` under ``target`` (default: the recorded provider).
 
     ``targets`` are the comparison's ``provider:model`` pairs (default:
     :func:`comparison_targets`); ``compare`` passes a comparison already computed (it does
-    not depend on the target); ``with_compare=False`` skips it. A simulation that fails
+    not depend on the target); ``with_compare=False`` skips it; ``rows`` are the segment
+    rows the shape is read from (:func:`cacheviz.ui.views.report_rows`, computed when not
+    given). A simulation that fails
     leaves the tables without target numbers and says why in ``status``.
     """
     target = target or default_target(analysis)
@@ -201,7 +205,7 @@ def build(
         compare=compare,
         ttl_seconds=ttl_seconds,
         timeline=views.timeline(analysis, timeline_mode(analysis, target, ttl_seconds)),
-        shape=views.shape_runs(analysis),
+        shape=views.shape_runs(analysis, rows),
         costs=views.costs(simulation, analysis.calls.height, analysis),
         meta=views.meta(analysis, ttl_seconds=ttl_seconds, simulation=simulation, compare=compare),
         status=status,

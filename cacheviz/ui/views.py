@@ -28,15 +28,15 @@ from cacheviz.redact import (
 )
 from cacheviz.segment import render_text
 from cacheviz.tokens import MESSAGE_END, MESSAGE_START, UNLOGGED, UNLOGGED_ID
+from cacheviz.ui.segment_rows import STATUS, UNLOGGED_STATUS, SegmentRows, available, segment_rows
+from cacheviz.ui.segment_rows import runs as segment_runs
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from collections.abc import Callable, Iterable
 
     from cacheviz.analysis import Analysis
     from cacheviz.simulate import Simulation
 
-STATUS = {"same": 0, "changed": 1, "invalidated": 2, "new": 3}
-UNLOGGED_STATUS = 4
 MAX_TEXT = 2000  # characters of each side of a drift shown
 MAX_SEGMENTS = 300  # segments of the selected call listed
 CHIPS = 8  # tokens shown before and after the first differing token
@@ -177,8 +177,17 @@ def _thread_parents(analysis: Analysis) -> list[int]:
     return [found.get(name, -1) for name in names]
 
 
-def shape_runs(analysis: Analysis) -> pl.DataFrame:
-    """Runs of consecutive segments with the same status, per call, on the token axis."""
+def shape_runs(analysis: Analysis, rows: SegmentRows | None = None) -> pl.DataFrame:
+    """Runs of consecutive segments with the same status, per call, on the token axis.
+
+    From ``rows`` (:func:`cacheviz.ui.segment_rows.segment_rows`) when given, else from
+    the segments frame when it is built, else from :func:`segment_rows` (which does not
+    build it: millions of rows for a long session).
+    """
+    if rows is None and getattr(analysis, "_segments", None) is None:
+        rows = report_rows(analysis)
+    if rows is not None:
+        return rows.shape
     segments = analysis.segments
     status = (
         pl.when(pl.col("opaque"))
@@ -186,24 +195,13 @@ def shape_runs(analysis: Analysis) -> pl.DataFrame:
         .otherwise(pl.col("status").replace_strict(STATUS, return_dtype=pl.Int8))
         .cast(pl.Int8)
     )
-    runs = (
-        segments.select("call", "token_offset", "tokens", status.alias("status"))
-        # a run: consecutive rows of one call with one status (a call's rows are together)
-        .with_columns(run=pl.struct("call", "status").rle_id())
-        .group_by("run", maintain_order=True)
-        .agg(
-            pl.col("call").first(),
-            pl.col("token_offset").min().alias("start"),
-            (pl.col("token_offset") + pl.col("tokens")).max().alias("end"),
-            pl.col("status").first(),
-        )
-    )
-    return runs.select(
-        pl.col("call").cast(pl.Int32),
-        pl.col("start").cast(pl.Int32),
-        pl.col("end").cast(pl.Int32),
-        "status",
-    )
+    # a run: consecutive rows of one call with one status (a call's rows are together)
+    return segment_runs(segments.select("call", "token_offset", "tokens", status.alias("status")))
+
+
+def report_rows(analysis: Analysis) -> SegmentRows | None:
+    """:func:`cacheviz.ui.segment_rows.segment_rows`, ``None`` when it cannot read it."""
+    return segment_rows(analysis) if available(analysis) else None
 
 
 def costs(
@@ -890,6 +888,7 @@ def all_contents(
     limit: int,
     *,
     finish: Callable[[str], str] | None = None,
+    rows: SegmentRows | None = None,
 ) -> dict[int, dict[str, Any]]:
     """:func:`content_of` for every call, texts stored once in ``texts``.
 
@@ -897,14 +896,22 @@ def all_contents(
     prefix as ``same`` rows, which it skips), and each distinct block is rendered,
     cleaned and redacted once however many calls send it. ``finish`` is applied to
     every string of every item (each distinct string once): the report passes its
-    redact-then-escape, so that it need not walk the documents again.
+    redact-then-escape, so that it need not walk the documents again. The rows come
+    from ``rows`` or :func:`report_rows` (as :func:`shape_runs`), without building the
+    segments frame, unless it is already built.
     """
-    segments = analysis.segments
     browser = _Browser(analysis, texts, limit, finish)
-    out: dict[int, dict[str, Any]] = {
-        int(call): browser.empty() for call in segments["call"].unique(maintain_order=True)
-    }
-    for row in _shown(segments).iter_rows():
+    if rows is None and getattr(analysis, "_segments", None) is None:
+        rows = report_rows(analysis)
+    shown: Iterable[tuple[Any, ...]]
+    if rows is not None:
+        calls, shown = rows.calls, rows.listed
+    else:
+        segments = analysis.segments
+        calls = segments["call"].unique(maintain_order=True).to_list()
+        shown = _shown(segments).iter_rows()
+    out: dict[int, dict[str, Any]] = {int(call): browser.empty() for call in calls}
+    for row in shown:
         browser.add(out[int(row[0])], row)
     return out
 

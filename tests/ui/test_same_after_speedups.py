@@ -7,6 +7,7 @@ sample and on a session with secrets and control characters. Timings are in benc
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 from typing import Any
 
@@ -260,3 +261,64 @@ def _walked_runs(analysis: Any) -> list[tuple[int, int, int, int]]:
 def test_shape_runs_are_the_row_walk_on_samples(path: Path) -> None:
     analysis = cacheviz.load(path).analyze()
     assert views.shape_runs(analysis).rows() == _walked_runs(analysis)
+
+
+def _replayed(analysis: Any, targets: list[str], **kwargs: Any) -> pl.DataFrame:
+    """The comparison with every target replayed (no reuse of the analysis's own)."""
+    from cacheviz import simulate
+
+    saved = simulate.own_replay
+    simulate.own_replay = lambda *args, **kw: None
+    try:
+        return analysis.compare(targets, **kwargs)
+    finally:
+        simulate.own_replay = saved
+
+
+@pytest.mark.parametrize("path", SAMPLES, ids=[p.stem for p in SAMPLES])
+def test_compare_reusing_the_own_replay_is_the_replay(path: Path) -> None:
+    """A target that is the analysis's own replay takes it: the same row as replaying it."""
+    from cacheviz.ui import state
+
+    analysis = cacheviz.load(path).analyze()
+    targets = state.comparison_targets(analysis)
+    assert analysis.compare(targets).equals(_replayed(analysis, targets))
+    assert analysis.compare(targets, ttl="1h").equals(_replayed(analysis, targets, ttl="1h"))
+
+
+def test_the_own_replay_is_taken_only_when_it_is_the_same_replay(tmp_path: Path) -> None:
+    import json
+
+    from cacheviz.pricing import PriceBook
+    from cacheviz.simulate import own_replay
+
+    path = SAMPLES[0]  # one model, priced: its first target is its own replay
+    analysis = cacheviz.load(path).analyze()
+    own = analysis.own_simulation
+    model = analysis.session.calls[0].model
+    book = PriceBook()
+    taken = own_replay(analysis, own.provider, model, book, {})
+    assert taken is not None and taken.model == model and taken.calls is own.calls
+    assert own_replay(analysis, own.provider, None, own.prices, {}) is not None
+    assert own_replay(analysis, own.provider, model, book, {"ttl": "1h"}) is None  # rules
+    assert own_replay(analysis, own.provider, model + "-other", book, {}) is None  # a model
+    assert own_replay(analysis, "openai", "gpt-5", book, {}) is None  # another provider
+    assert own_replay(analysis, "no-such-provider", None, book, {}) is None
+    prices = tmp_path / "prices.json"
+    prices.write_text(
+        json.dumps({"models": [{"model": [model], "input_mtok": 300.0, "output_mtok": 1500.0}]})
+    )
+    assert own_replay(analysis, own.provider, model, PriceBook(prices), {}) is None
+    # analysed with other prices: the comparison with the bundled ones is replayed
+    custom = cacheviz.load(path).analyze(prices=prices)
+    assert own_replay(custom, own.provider, model, book, {}) is None
+    target = f"{own.provider}:{model}"
+    assert custom.compare([target]).equals(analysis.compare([target]))
+    assert custom.compare([target], prices=prices).equals(
+        _replayed(custom, [target], prices=prices)
+    )
+    # a call the own replay could not price: the comparison replays it (and raises)
+    analysis.own_simulation = dataclasses.replace(
+        own, calls=own.calls.with_columns(pl.lit(None, dtype=pl.Float64).alias("cost_usd"))
+    )
+    assert own_replay(analysis, own.provider, model, book, {}) is None
