@@ -224,6 +224,7 @@ class Replay:
     calls: Sequence[SimCall]
     cols: dict[str, list[Any]]
     sources: list[str]
+    book: PriceBook
 
     @classmethod
     def run(
@@ -250,7 +251,7 @@ class Replay:
             values = sim_row(call, result, rates, prefixes[call.index], reported, False)
             for append, name in appends:
                 append(values[name])
-        return cls(provider, calls, cols, sources)
+        return cls(provider, calls, cols, sources, price.book)
 
     def simulation(self) -> Simulation:
         """The :class:`~cacheviz.simulate.Simulation` ``simulate`` returns for it."""
@@ -270,6 +271,8 @@ class Replay:
             token_scale=_token_scale(self.calls),
             score=score,
             rules={},
+            prices=self.book,
+            unpriced="skip",
         )
 
 

@@ -96,6 +96,9 @@ def test_the_own_simulation_is_simulate(name):
         assert getattr(own, field) == getattr(full, field), field
     for field in ("token_scale", "score", "rules"):
         assert getattr(own, field) == getattr(full, field), field
+    book = PriceBook()
+    own = analyze(session, prices=book).own_simulation
+    assert own.prices is book and own.unpriced == "skip"  # as simulate(..., unpriced="skip")
 
 
 def test_diagnose_costs_on_frames_is_the_list_path():
