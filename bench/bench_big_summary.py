@@ -1,10 +1,14 @@
 """Benchmark: ``cacheviz summary`` of a big request log against reading it, same run.
 
-    python bench/bench_big_summary.py /tmp/cacheviz-bench/long_session_2000.jsonl
+    python bench/bench_big_summary.py                      # the 2,000-call log (961 MB)
+    python bench/bench_big_summary.py --root /work/ref-main --root .   # two checkouts
+    python bench/bench_big_summary.py /tmp/cacheviz-bench/long_session_2600.jsonl
 
-(generate the log with ``bench/bench_report.py --calls 2000``). Fresh processes, each
+Without a path the log of ``--calls`` calls is generated once with
+``bench_analysis.generate`` into ``--out`` (outside the repository). Fresh processes, each
 measured on its own (``os.wait4``: its CPU time and its peak RSS, not the largest of all
-children so far), best of ``--repeat``:
+children so far), best of ``--repeat``; the rounds interleave the checkouts (baseline,
+then each root's summary and fixed part), so a change in the machine's load hits all:
 
 * **baseline**: read the file and find, for each line, how long a prefix it shares
   with the line before (a binary search with ``bytes.startswith``: C-speed compares),
@@ -69,45 +73,71 @@ def run(argv: list[str], root: Path) -> tuple[float, float, float]:
     return wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024
 
 
-def best(argv: list[str], root: Path, repeat: int) -> tuple[float, float, float]:
-    """The least wall time, CPU time and peak RSS over ``repeat`` runs."""
-    runs = [run(argv, root) for _ in range(repeat)]
-    return tuple(min(r[i] for r in runs) for i in range(3))  # type: ignore[return-value]
+def _log(args: argparse.Namespace) -> Path:
+    """The log to read: the path given, else the generated log of ``--calls`` calls."""
+    if args.path is not None:
+        return args.path.resolve()  # the children run in each root
+    path = args.out.resolve() / f"long_session_{args.calls}.jsonl"
+    if not path.exists():
+        sys.path.insert(0, str(Path(__file__).resolve().parent))
+        from bench_analysis import generate
+
+        path.parent.mkdir(parents=True, exist_ok=True)
+        generate(path, args.calls)
+    return path
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("path", type=Path)
-    parser.add_argument("--root", type=Path, default=ROOT, help="the cacheviz checkout to time")
+    parser.add_argument("path", type=Path, nargs="?", help="the log (default: generated)")
+    parser.add_argument("--calls", type=int, default=2000, help="calls of the generated log")
+    parser.add_argument("--out", type=Path, default=Path("/tmp/cacheviz-bench"))
+    parser.add_argument(
+        "--root", type=Path, action="append", help="a cacheviz checkout to time (repeatable)"
+    )
     parser.add_argument("--repeat", type=int, default=3, help="runs of each (best kept)")
     args = parser.parse_args()
-    root = args.root.resolve()
-    args.path = args.path.resolve()  # the children run in ``root``
-    size = args.path.stat().st_size / 1e6
+    roots = [r.resolve() for r in args.root or [ROOT]]
+    path = _log(args)
+    size = path.stat().st_size / 1e6
     load_before = os.getloadavg()[0]
     summary = [sys.executable, "-m", "cacheviz", "summary"]
+    runs: dict[tuple[str, Path], list[tuple[float, float, float]]] = {}
     with tempfile.TemporaryDirectory() as folder:
         head = Path(folder) / "head.jsonl"
-        with args.path.open("rb") as source:
+        with path.open("rb") as source:
             head.write_bytes(b"".join(source.readline() for _ in range(3)))
-        base = best([sys.executable, "-c", BASELINE, str(args.path)], root, args.repeat)
-        ours = best([*summary, str(args.path), "--json"], root, args.repeat)
-        fixed = best([*summary, str(head), "--json"], root, args.repeat)
+        for _ in range(args.repeat):
+            runs.setdefault(("base", ROOT), []).append(
+                run([sys.executable, "-c", BASELINE, str(path)], roots[0])
+            )
+            for root in roots:
+                runs.setdefault(("ours", root), []).append(
+                    run([*summary, str(path), "--json"], root)
+                )
+                runs.setdefault(("fixed", root), []).append(
+                    run([*summary, str(head), "--json"], root)
+                )
+    kept = {key: tuple(min(r[i] for r in found) for i in range(3)) for key, found in runs.items()}
+    base = kept["base", ROOT]
     print(
-        f"{args.path.name}: {size:,.0f} MB; load average {load_before:.1f} before, "
+        f"{path.name}: {size:,.0f} MB; load average {load_before:.1f} before, "
         f"{os.getloadavg()[0]:.1f} after; best of {args.repeat}"
     )
     print(f"read + compare lines: {base[0]:.2f} s wall, {base[1]:.2f} CPU-s")
-    print(
-        f"cacheviz summary:     {ours[0]:.2f} s wall, {ours[1]:.2f} CPU-s = "
-        f"{ours[0] / base[0]:.2f}x wall, {ours[1] / base[1]:.2f}x CPU; "
-        f"peak RSS {ours[2]:,.0f} MB = {ours[2] / size:.2f}x the file"
-    )
-    print(
-        f"  of which fixed:     {fixed[0]:.2f} s wall, {fixed[1]:.2f} CPU-s "
-        f"(summary of the first 3 lines; peak RSS {fixed[2]:,.0f} MB); the rest "
-        f"{ours[1] - fixed[1]:.2f} CPU-s = {(ours[1] - fixed[1]) / base[1]:.2f}x the baseline"
-    )
+    for root in roots:
+        ours, fixed = kept["ours", root], kept["fixed", root]
+        print(f"{root}:")
+        print(
+            f"  cacheviz summary:   {ours[0]:.2f} s wall, {ours[1]:.2f} CPU-s = "
+            f"{ours[0] / base[0]:.2f}x wall, {ours[1] / base[1]:.2f}x CPU; "
+            f"peak RSS {ours[2]:,.0f} MB = {ours[2] / size:.2f}x the file"
+        )
+        print(
+            f"  of which fixed:     {fixed[0]:.2f} s wall, {fixed[1]:.2f} CPU-s "
+            f"(summary of the first 3 lines; peak RSS {fixed[2]:,.0f} MB); the rest "
+            f"{ours[1] - fixed[1]:.2f} CPU-s = {(ours[1] - fixed[1]) / base[1]:.2f}x the baseline"
+        )
 
 
 if __name__ == "__main__":

@@ -1,13 +1,16 @@
 """Load + analyze time per transcript format, on the real files and on ~2 MB copies.
 
     python bench/bench_formats.py [REALDATA]    # default ../shared/realdata
+    python bench/bench_formats.py --root /work/ref-main   # time another checkout
 
 For the JSONL formats, a ~2 MB transcript is made by repeating the real one with fresh
-ids (so nothing is deduplicated away). Times are the best of 3 in this process.
+ids (so nothing is deduplicated away). Times are the best of 3 in this process. Files
+that are not transcripts (a sub-agent's ``.meta.json``) are left out.
 """
 
 from __future__ import annotations
 
+import argparse
 import json
 import sys
 import tempfile
@@ -15,11 +18,6 @@ import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE.parent))
-
-import cacheviz  # noqa: E402
-from cacheviz.tokens import get_encoding  # noqa: E402
-
 TARGET = 2_000_000
 
 
@@ -54,6 +52,8 @@ def scaled(path: Path, folder: Path) -> Path | None:
 
 
 def timed(path: Path) -> tuple[str, int, float]:
+    import cacheviz
+
     best = float("inf")
     for _ in range(3):
         start = time.perf_counter()
@@ -64,13 +64,25 @@ def timed(path: Path) -> tuple[str, int, float]:
 
 
 def main() -> None:
-    root = Path(sys.argv[1]) if len(sys.argv) > 1 else HERE.parent.parent / "shared" / "realdata"
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument(
+        "realdata", type=Path, nargs="?", default=HERE.parent.parent / "shared" / "realdata"
+    )
+    parser.add_argument("--root", type=Path, default=HERE.parent, help="the checkout to time")
+    args = parser.parse_args()
+    sys.path.insert(0, str(args.root.resolve()))
+    from cacheviz.tokens import get_encoding
+
+    root = args.realdata
     get_encoding("o200k_base")
     get_encoding("cl100k_base")
     paths = sorted(
         p
         for p in root.rglob("*")
-        if p.is_file() and p.name != "README.md" and p.parent.name != "cline_task"
+        if p.is_file()
+        and p.name != "README.md"
+        and not p.name.endswith(".meta.json")
+        and p.parent.name != "cline_task"
     )
     paths.append(root / "cline_task")
     print(

@@ -96,11 +96,15 @@ class BlockStore:
         return block
 
 
-# part, its elements, their kinds, and the block member whose element list the part is as a
-# whole (its first ``scan.reused[key]`` elements are then those of the reference)
-_Sources = list[tuple[Part, list[Element], list[str], str | None]]
-# a rendered part: its elements, blocks, hashes and (position, TTL) of its directives
-_RenderedPart = tuple[list[Element], list[Block], list[str], list[tuple[int, int]]]
+# part, its elements, their kinds (one for all, or one each), and the block member whose
+# element list the part is as a whole (its first ``scan.reused[key]`` elements are then
+# those of the reference)
+_Sources = list[tuple[Part, list[Element], str | list[str], str | None]]
+# a rendered part: its elements, where its blocks start in the call's list, and the
+# (position, TTL) of its directives
+_RenderedPart = tuple[list[Element], int, list[tuple[int, int]]]
+# what a rendered request leaves for the next: its parts, blocks and hashes
+_Rendered = tuple[dict[str, _RenderedPart], list[Block], list[str]]
 
 
 _OBJECTS_ONLY = ("tools", "messages")  # arrays of objects, never a bare string or number
@@ -143,9 +147,9 @@ def _sources(api: str, scan: ObjectScan, trusted: bool) -> _Sources:
             raise RenderError(msg, "request.messages")
         system = scan.blocks.get("system", [])
         return [
-            ("tools", tools, ["tool"] * len(tools), "tools"),
-            ("system", system, ["system"] * len(system), "system"),
-            ("messages", messages, ["message:messages"] * len(messages), "messages"),
+            ("tools", tools, "tool", "tools"),
+            ("system", system, "system", "system"),
+            ("messages", messages, "message:messages", "messages"),
         ]
     key = "messages" if api == "chat.completions" else "input"
     conversation = scan.blocks.get(key, [])
@@ -164,8 +168,8 @@ def _sources(api: str, scan: ObjectScan, trusted: bool) -> _Sources:
     rest = conversation[leading:]
     return [
         ("system", system, kinds, None),
-        ("tools", tools, ["tool"] * len(tools), "tools"),
-        ("messages", rest, [kind] * len(rest), None),
+        ("tools", tools, "tool", "tools"),
+        ("messages", rest, kind, None),
     ]
 
 
@@ -236,40 +240,58 @@ def blocks_from_scan(api: str, scan: ObjectScan, store: BlockStore) -> Rendered:
     """
     # the reference's parts, set once it rendered (so its elements passed the checks)
     ref = scan.ref
-    previous = ref.rendered if ref is not None else None
+    previous: _Rendered | None = ref.rendered if ref is not None else None
     scan.ref = None  # keep no chain of scans alive
+    old_parts, old_blocks, old_hashes = previous if previous is not None else ({}, [], [])
     parts: dict[str, _RenderedPart] = {}
-    blocks: list[Block] = []
+    # The call's blocks start with the reference's first ``prefix`` blocks while every
+    # part so far was taken over whole at the same place (the usual case: tools and
+    # system unchanged): one slice of the reference's list then, made when that ends.
+    prefix = 0
+    blocks: list[Block] | None = None
     hashes: list[str] = []
     breakpoints: list[tuple[int, int]] = []
     message_start = 0
     for part, elements, kinds, key in _sources(api, scan, previous is not None):
-        part_blocks: list[Block] = []
-        part_hashes: list[str] = []
-        marks: list[tuple[int, int]] = []  # (position in the part, TTL) of directives
+        offset = prefix if blocks is None else len(blocks)
         shared = 0
-        if previous is not None and part in previous:
-            old_elements, old_blocks, old_hashes, old_marks = previous[part]
+        marks: list[tuple[int, int]] = []  # (position in the part, TTL) of directives
+        if part in old_parts:
+            old_elements, old_offset, old_marks = old_parts[part]
             if key is not None and ref is not None and old_elements is ref.blocks.get(key):
                 shared = scan.reused.get(key, 0)  # taken over in order; the rest is new
             else:
                 shared = _same_leading(elements, old_elements)
-            part_blocks, part_hashes = old_blocks[:shared], old_hashes[:shared]
             marks = [mark for mark in old_marks if mark[0] < shared]
-        for position in range(shared, len(elements)):
-            element = elements[position]
-            label = _label(part, position, element)
-            part_blocks.append(store.add(part, position, label, element, kinds[position]))
-            part_hashes.append(element.hash)
-            if element.ttl:
-                marks.append((position, element.ttl))
-        parts[part] = (elements, part_blocks, part_hashes, marks)
-        breakpoints += [(len(blocks) + j, ttl) for j, ttl in marks]
+            if blocks is None and old_offset == offset:
+                prefix += shared
+            else:
+                if blocks is None:
+                    blocks, hashes = old_blocks[:prefix], old_hashes[:prefix]
+                blocks += old_blocks[old_offset : old_offset + shared]
+                hashes += old_hashes[old_offset : old_offset + shared]
+        if shared < len(elements):
+            fresh: list[Block] = []
+            for position in range(shared, len(elements)):
+                element = elements[position]
+                kind = kinds if isinstance(kinds, str) else kinds[position]
+                label = _label(part, position, element)
+                fresh.append(store.add(part, position, label, element, kind))
+                if element.ttl:
+                    marks.append((position, element.ttl))
+            if blocks is None:  # lists of the exact size (appends over-allocate, by 1/8)
+                blocks = old_blocks[:prefix] + fresh
+                hashes = old_hashes[:prefix] + [block.hash for block in fresh]
+            else:
+                blocks += fresh
+                hashes += [block.hash for block in fresh]
+        parts[part] = (elements, offset, marks)
+        breakpoints += [(offset + j, ttl) for j, ttl in marks]
         if part == "messages":
-            message_start = len(blocks)
-        blocks += part_blocks
-        hashes += part_hashes
-    scan.rendered = parts
+            message_start = offset
+    if blocks is None:
+        blocks, hashes = old_blocks[:prefix], old_hashes[:prefix]
+    scan.rendered = (parts, blocks, hashes)
     return Rendered(blocks, hashes, message_start, breakpoints)
 
 

@@ -32,8 +32,11 @@ UNLOGGED_ID = -1000
 _BATCH_CHARS = 4_000_000
 
 
+@functools.cache
 def encoding_for_model(model: str) -> tuple[str, bool]:
     """Return ``(encoding name, is_exact)`` for a model.
+
+    Remembered per model: tiktoken's map is fixed, and the analysis asks once per call.
 
     Examples
     --------

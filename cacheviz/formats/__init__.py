@@ -23,7 +23,7 @@ from typing import Any
 from cacheviz.errors import CacheVizWarning, TranscriptError, UnknownFormatError
 from cacheviz.formats._folders import session_file
 from cacheviz.formats._lines import describe_lines
-from cacheviz.model import Session, SkippedLine
+from cacheviz.model import Session, SkippedLine, paused_gc
 from cacheviz.usage import UsageError, lenient_usage
 
 # Every reader by its NAME, in detection order (the first to claim a file reads it).
@@ -317,11 +317,12 @@ def load(path: str | Path, format: str | None = None, *, errors: str = "raise") 
         raise UnknownFormatError(msg, path=path)
     if errors != "skip":
         try:
-            return READERS[format].read(path, errors=errors)
+            with paused_gc():
+                return READERS[format].read(path, errors=errors)
         except UsageError as exc:  # a reader that could not name the line still names the file
             msg = f"{exc} (or pass --errors skip / errors='skip')"
             raise TranscriptError(msg, path=path) from None
-    with lenient_usage() as problems:  # readers of whole documents: no line to name
+    with lenient_usage() as problems, paused_gc():  # whole documents: no line to name
         session = READERS[format].read(path, errors=errors)
     if problems:
         warnings.warn(

@@ -56,6 +56,38 @@ def provider_for(model: str) -> str:
     return "unknown"
 
 
+def _path_member(
+    path: tuple[str, ...],
+    depth: int,
+    refs: list[ObjectScan],
+    found: list[ObjectScan],
+    inner: dict[str, Callable[[str, int], tuple[Any, int]]] | None,
+) -> Callable[[str, int], tuple[Any, int]]:
+    """The scanner of member ``path[depth]``: the body at the path's end, else an object.
+
+    ``inner`` scans the next member of the path. (Built without a function that refers
+    to itself: such a cycle would keep each line's text alive until a garbage collection.)
+    """
+    last = depth == len(path) - 1
+
+    def scan(t: str, pos: int) -> tuple[Any, int]:
+        if t[pos : pos + 1] != "{":
+            value, end = scan_value(t, pos)
+            if last:
+                dotted = ".".join(path)
+                msg = f"`{dotted}` is {json_type(value)}; expected the request body object"
+                raise ValueError(msg)
+            return value, end
+        if last:
+            body = scan_object(t, pos, ALL_BLOCK_KEYS, refs)
+            found.append(body)
+            return body, body.end
+        obj = scan_object(t, pos, frozenset(), nested=inner)
+        return obj, obj.end
+
+    return scan
+
+
 def scan_line(
     text: str, path: tuple[str, ...], refs: list[ObjectScan]
 ) -> tuple[ObjectScan, ObjectScan | None]:
@@ -65,26 +97,10 @@ def scan_line(
     caller says what was expected). Members off the path are parsed normally.
     """
     found: list[ObjectScan] = []
-
-    def member(depth: int):  # noqa: ANN202 - a scanner callback
-        def scan(t: str, pos: int) -> tuple[Any, int]:
-            if t[pos : pos + 1] != "{":
-                value, end = scan_value(t, pos)
-                if depth == len(path) - 1:
-                    dotted = ".".join(path)
-                    msg = f"`{dotted}` is {json_type(value)}; expected the request body object"
-                    raise ValueError(msg)
-                return value, end
-            if depth == len(path) - 1:
-                body = scan_object(t, pos, ALL_BLOCK_KEYS, refs)
-                found.append(body)
-                return body, body.end
-            inner = scan_object(t, pos, frozenset(), nested={path[depth + 1]: member(depth + 1)})
-            return inner, inner.end
-
-        return scan
-
-    record = scan_object(text, 0, frozenset(), nested={path[0]: member(0)})
+    nested: dict[str, Callable[[str, int], tuple[Any, int]]] | None = None
+    for depth in range(len(path) - 1, -1, -1):  # innermost first: no closure cycle
+        nested = {path[depth]: _path_member(path, depth, refs, found, nested)}
+    record = scan_object(text, 0, frozenset(), nested=nested)
     rest = text[record.end :].strip()
     if rest:
         msg = f"unexpected text after the JSON object: {rest[:20]!r}"

@@ -26,6 +26,14 @@ _NAMED = 20  # lines a warning names before it only counts
 # about a window of the file, never the file. (Not a memory map: a file truncated by
 # another process while mapped kills the process with SIGBUS, a notebook kernel too.)
 WINDOW = 4 << 20
+# glibc's malloc serves a request above its mmap threshold (128 KB at start) with a fresh
+# mapping, and raises the threshold to the size of such a block when it is freed. Each line
+# of a growing agent log is a little longer than the one before, so every decoded line got
+# a fresh mapping and was paged in again (0.4 s of system time for a 961 MB log). Freeing
+# one block of this size first raises the threshold above any line (mallopt(3), "dynamic
+# mmap threshold"; at most 32 MB): lines then reuse freed memory. Once per process.
+_ALLOCATOR_BLOCK = 16 << 20
+_allocator_raised = False
 _BLANK = b" \t\r"  # a line starting with one of these and all whitespace is blank
 _SPACE = b" \t\r\x0b\x0c"  # bytes.isspace() without the newline
 
@@ -83,6 +91,8 @@ class LineReader:
             if size == 0:
                 msg = "file is empty; expected one JSON object per line"
                 raise TranscriptError(msg, path=self.path)
+            if size > WINDOW:
+                _raise_mmap_threshold()
             progress = PROGRESS.get()
             reported = 0
             lineno = 0
@@ -212,14 +222,29 @@ class LineReader:
 _Lines = Iterator[tuple[int, memoryview | bytes, bool]]
 
 
+def _raise_mmap_threshold() -> None:
+    """Free one :data:`_ALLOCATOR_BLOCK` block, so big lines reuse freed heap memory.
+
+    ``bytes(n)`` is allocated zeroed by ``calloc``: a fresh mapping whose pages are never
+    touched, so this costs two system calls. Elsewhere than glibc it does nothing useful
+    and no harm.
+    """
+    global _allocator_raised  # once per process
+    if not _allocator_raised:
+        _allocator_raised = True
+        del_me = bytes(_ALLOCATOR_BLOCK)
+        del del_me
+
+
 def _file_lines(handle: IO[bytes], size: int, window: int) -> _Lines:
     """Yield ``(offset, bytes, ended)`` for each line of ``handle``, newline left out.
 
     ``offset`` is where the line starts in the file; ``ended`` whether a newline ends it
     (only the last line may lack one). The bytes are a view, valid until the next line
-    is asked for. The file is read up to the ``size`` it had when opened.
+    is asked for. The file is read up to the ``size`` it had when opened, through a
+    buffer no bigger than that (a small session does not zero a 4 MB window).
     """
-    return _streamed_lines(_Bounded(handle, size), window)
+    return _streamed_lines(_Bounded(handle, size), max(1, min(window, size)))
 
 
 class _Bounded:

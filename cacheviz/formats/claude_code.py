@@ -487,6 +487,12 @@ def drop_replays(calls: list[Call]) -> tuple[list[Call], int]:
     """
     if len(calls) < 2:
         return calls, 0
+    # flag_replays' key, without building its frame when no key repeats (most sessions:
+    # the frame, its sort and filters were a fifth of reading a small session)
+    ids = [(c.provider, c.meta.get("response_id")) for c in calls]
+    keys = [f"{provider}:{id_}" for provider, id_ in ids if id_ is not None]
+    if len(set(keys)) == len(keys):
+        return calls, 0
     frame = pl.DataFrame(
         {
             "provider": [c.provider for c in calls],

@@ -49,9 +49,9 @@ def sessions(draw):
     return api, bodies
 
 
-def _fresh(api, line):
+def _fresh(api, line, store=None):
     start = line.index('"request":') + len('"request":')
-    return blocks_from_scan(api, scan_object(line, start, ALL), BlockStore())
+    return blocks_from_scan(api, scan_object(line, start, ALL), store or BlockStore())
 
 
 @settings(
@@ -68,8 +68,11 @@ def test_reused_blocks_equal_fresh_blocks(tmp_path, case, indent):
     path.write_text("\n".join(lines) + "\n")
     session = cacheviz.load(path, format="cacheviz")
     for call, line in zip(session.calls, lines, strict=True):
-        rendered = _fresh(api, line)
+        store = BlockStore()
+        rendered = _fresh(api, line, store)
         fresh = [(b.part, b.position, b.label, b.hash) for b in rendered.blocks]
+        kinds = [store.contents[b.hash].kind for b in rendered.blocks]
+        assert [session.contents[b.hash].kind for b in call.blocks] == kinds
         assert [(b.part, b.position, b.label, b.hash) for b in call.blocks] == fresh
         assert call.breakpoints == rendered.breakpoints
         assert call.hashes == [h for *_, h in fresh]

@@ -327,3 +327,31 @@ def test_subagent_threads_are_named_by_their_type(session_file):
         (folder / f"agent-{agent}.meta.json").write_text(json.dumps(meta))
     hints = {c.thread_hint for c in cacheviz.load(session_file).calls}
     assert {"sub-agent Explore", "sub-agent Explore #2", "sub-agent c3"} <= hints
+
+
+def _replay_call(response_id, thread="main", minute=0):
+    from datetime import UTC, datetime
+
+    from cacheviz.model import Call
+
+    meta = {} if response_id is None else {"response_id": response_id}
+    ts = datetime(2026, 1, 1, 0, minute, tzinfo=UTC)
+    return Call(-1, 0, ts, "anthropic", "messages", "claude-sonnet-4-5", [], None, thread, meta)
+
+
+def test_drop_replays_without_repeats_keeps_every_call():
+    """No response id twice (missing ids never repeat): the calls come back as they are."""
+    from cacheviz.formats.claude_code import drop_replays
+
+    calls = [_replay_call("a"), _replay_call(None), _replay_call(None), _replay_call("")]
+    kept, dropped = drop_replays(calls)
+    assert (kept, dropped) == (calls, 0)
+
+
+def test_drop_replays_drops_a_repeated_id_even_an_empty_one():
+    from cacheviz.formats.claude_code import drop_replays
+
+    calls = [_replay_call(""), _replay_call("x", minute=1), _replay_call("", "fork", minute=2)]
+    kept, dropped = drop_replays(calls)
+    assert dropped == 1
+    assert kept == calls[:2]
