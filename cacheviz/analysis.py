@@ -286,12 +286,8 @@ def shape(session: Session, *, thread: str = "auto", encoding: str | None = None
     caches: dict[str, TokenCache] = {}
     call_cache: list[TokenCache] = []
     exact: list[bool] = []
-    of_model: dict[str, tuple[str, bool]] = {}
     for call in calls:
-        found = of_model.get(call.model)
-        if found is None:
-            found = of_model[call.model] = encoding_for_model(call.model)
-        own, is_exact = found
+        own, is_exact = encoding_for_model(call.model)
         name = encoding or own
         if name not in caches:
             caches[name] = TokenCache(name, session.contents)

@@ -26,7 +26,7 @@ from cacheviz.errors import CacheVizError, CacheVizWarning, UnknownFormatError
 from cacheviz.fleet.walk import Unit, shown
 from cacheviz.formats import READERS, detect
 from cacheviz.formats.replays import REPLAYED
-from cacheviz.model import OPAQUE, Session
+from cacheviz.model import OPAQUE, Session, paused_gc
 from cacheviz.pricing import PriceBook, RateCache
 
 _HASH_CHUNK = 1 << 20
@@ -97,7 +97,8 @@ def run_unit(
         return UnitResult(shown(unit.path), "unknown", digest)
     except (CacheVizError, OSError, ValueError) as exc:
         return UnitResult(shown(unit.path), "failed", digest, error=_one_line(exc, unit.path))
-    with warnings.catch_warnings(record=True) as caught:
+    # the collector paused as for cacheviz.load and Session.analyze (model.paused_gc)
+    with warnings.catch_warnings(record=True) as caught, paused_gc():
         warnings.simplefilter("always", CacheVizWarning)
         try:
             session = READERS[fmt].read(unit.path, errors="raise")
