@@ -62,11 +62,6 @@ def _find_run(haystack: Sequence[object], needle: Sequence[object]) -> int | Non
     return None
 
 
-def _mask(text: str) -> tuple[str, list[re.Match[str]]]:
-    matches = list(_VOLATILE.finditer(text))
-    return _VOLATILE.sub(lambda m: f"\x00{m.lastgroup}\x00", text), matches
-
-
 _MARGIN = 64  # characters of context kept around the differing region (a value is shorter)
 
 
@@ -89,15 +84,30 @@ def _window(old: str, new: str) -> tuple[str, str]:
 
 
 def _volatile(old: str, new: str) -> str | None:
+    """The first volatile value that changed, if only volatile values differ.
+
+    The two windows are equal once every volatile value is masked by its kind when they
+    hold the same kinds of value, in the same order, with the same text between them.
+    Both are walked match by match and the walk stops at the first text that differs,
+    so two unrelated texts cost one match each, not a scan of both.
+    """
     old, new = _window(old, new)
-    masked_old, old_matches = _mask(old)
-    masked_new, new_matches = _mask(new)
-    if masked_old != masked_new:
-        return None
-    for a, b in zip(old_matches, new_matches, strict=True):
-        if a.group() != b.group():
-            return f"{a.lastgroup} changed: {a.group()!r} → {b.group()!r}"
-    return None
+    old_matches, new_matches = _VOLATILE.finditer(old), _VOLATILE.finditer(new)
+    old_at = new_at = 0
+    changed: str | None = None
+    while True:
+        a, b = next(old_matches, None), next(new_matches, None)
+        old_end = len(old) if a is None else a.start()
+        new_end = len(new) if b is None else b.start()
+        if old[old_at:old_end] != new[new_at:new_end]:
+            return None
+        if a is None or b is None:
+            return changed if a is None and b is None else None
+        if a.lastgroup != b.lastgroup:
+            return None
+        if changed is None and a.group() != b.group():
+            changed = f"{a.lastgroup} changed: {a.group()!r} → {b.group()!r}"
+        old_at, new_at = a.end(), b.end()
 
 
 def _as_blocks(value: object) -> object:
