@@ -1,6 +1,7 @@
 """Inspector budgets for a 2,000-call session: synced state size and first render time.
 
     python bench/bench_inspector.py          # needs Debian's chromium and playwright
+    python bench/bench_inspector.py --detail [--calls 600 2000] [--root /work/ref-main]
 
 Builds a 2,000-call Anthropic session (a growing history with a sliding window, a
 system prompt with a breakpoint, a drift every 50 calls), then measures:
@@ -9,11 +10,21 @@ system prompt with a breakpoint, a drift every 50 calls), then measures:
 * the first render in headless chromium of the same views (the kernel-less report,
   which runs the inspector's render code), from navigation start to the three charts
   drawn; best of 3.
+
+``--detail`` times instead what the first click on a call costs: on the logs
+``bench/bench_report.py`` generates (``bench_analysis.generate``, in ``--out``), in one
+fresh process per log and checkout, the widget is built, then the last call is selected
+(its drift detail, segments and what it sent, computed from nothing cached), then the
+call before it. Printed: CPU and wall time of each, against the load + analyze of the
+same process, whether the segments frame was built, and the load average.
 """
 
 from __future__ import annotations
 
+import argparse
 import json
+import os
+import subprocess
 import sys
 import tempfile
 import time
@@ -108,8 +119,99 @@ def first_render(report: Path, tmp: Path, attempts: int = 3) -> list[float]:
     return renders
 
 
+DETAIL_CHILD = r"""
+import json, sys, time
+path = sys.argv[1]
+import cacheviz
+from cacheviz.ui.widget import Inspector
+
+def timed(work):
+    start, start_cpu = time.perf_counter(), time.process_time()
+    out = work()
+    return out, time.perf_counter() - start, time.process_time() - start_cpu
+
+analysis, analyze_s, analyze_cpu = timed(lambda: cacheviz.load(path).analyze())
+widget, built_s, built_cpu = timed(lambda: Inspector(analysis))
+last = analysis.calls.height - 1
+
+def select(call):
+    widget.selected_call = call
+    return widget._detail
+
+first, first_s, first_cpu = timed(lambda: select(last))
+second, second_s, second_cpu = timed(lambda: select(last - 1))
+print(json.dumps({
+    "calls": analysis.calls.height, "analyze_s": analyze_s, "analyze_cpu_s": analyze_cpu,
+    "widget_s": built_s, "widget_cpu_s": built_cpu,
+    "first_s": first_s, "first_cpu_s": first_cpu,
+    "second_s": second_s, "second_cpu_s": second_cpu,
+    "segments": len(first.get("segments", [])), "error": first.get("error"),
+    "frame_built": getattr(analysis, "_segments", None) is not None,
+}))
+"""
+
+
+def detail(path: Path, root: Path) -> dict:
+    """The first detail views of ``path`` in a fresh process of the checkout ``root``."""
+    env = {**os.environ, "PYTHONPATH": str(root)}
+    out = subprocess.run(
+        [sys.executable, "-c", DETAIL_CHILD, str(path)],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=root,  # ``python -c`` puts the working folder first on sys.path
+        check=True,
+    ).stdout
+    return json.loads(out.strip().splitlines()[-1])
+
+
+def main_detail(args: argparse.Namespace) -> None:
+    """``--detail``: the first click on a late call (module docstring)."""
+    sys.path.insert(0, str(HERE))
+    from bench_analysis import generate
+
+    args.out.mkdir(parents=True, exist_ok=True)
+    roots = [HERE.parent, *args.root]
+    for calls in args.calls:
+        path = args.out / f"long_session_{calls}.jsonl"
+        if not path.exists():
+            generate(path, calls)
+        best: dict[Path, dict] = {}
+        for _ in range(args.runs):
+            for root in roots:
+                load = " / ".join(f"{v:.1f}" for v in os.getloadavg())
+                row = detail(path, root.resolve())
+                print(
+                    f"{calls} calls, {root} (load {load}): analyze {row['analyze_cpu_s']:.2f} "
+                    f"CPU-s, widget {row['widget_cpu_s']:.2f}; first detail (call "
+                    f"{calls - 1}, {row['segments']} segments listed) "
+                    f"{row['first_cpu_s']:.3f} CPU-s / {row['first_s']:.3f} s wall = "
+                    f"{row['first_cpu_s'] / row['analyze_cpu_s']:.3f}x the analysis; the "
+                    f"next call {row['second_cpu_s']:.3f} CPU-s; segments frame built: "
+                    f"{row['frame_built']}" + (f"; error {row['error']}" if row["error"] else ""),
+                    flush=True,
+                )
+                if root not in best or row["first_cpu_s"] < best[root]["first_cpu_s"]:
+                    best[root] = row
+        for root, row in best.items():
+            print(
+                f"{calls} calls, {root}: best first detail of {args.runs}: "
+                f"{row['first_cpu_s']:.3f} CPU-s (next call {row['second_cpu_s']:.3f})"
+            )
+
+
 def main() -> None:
     global CALLS
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--detail", action="store_true", help="time the first detail views")
+    parser.add_argument("--calls", type=int, nargs="*", default=[600, 2000])
+    parser.add_argument("--out", type=Path, default=Path("/tmp/cacheviz-bench"))
+    parser.add_argument("--root", type=Path, nargs="*", default=[], help="checkouts to compare")
+    parser.add_argument("--runs", type=int, default=1, help="processes per log and checkout")
+    args = parser.parse_args()
+    if args.detail:
+        main_detail(args)
+        return
     baseline = measure_baseline()
     for calls in (2000, 10000):
         CALLS = calls

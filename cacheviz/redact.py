@@ -18,9 +18,11 @@ import functools
 import re
 import sys
 import types
+from bisect import bisect_right
 from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
+from dataclasses import dataclass
 from typing import Any
 
 REDACTED = "[REDACTED]"
@@ -133,30 +135,178 @@ def _patterns() -> tuple[tuple[re.Pattern[str], int | str], ...]:
     return tuple(compiled)
 
 
-_SHORT = 256  # characters: below this, one combined search rules a text out first
+Factors = frozenset[tuple[str, bool]]
+"""Literals ``(text, ignore case)``, one of which is in every text a pattern matches in."""
+
+
+def _better(one: Factors | None, other: Factors | None) -> Factors | None:
+    """The more selective of two requirements (both hold): longer literals, then fewer."""
+    if one is None or other is None:
+        return other if one is None else one
+
+    def rank(factors: Factors) -> tuple[int, int]:
+        return min(len(text) for text, _ in factors), -len(factors)
+
+    return other if rank(other) > rank(one) else one
+
+
+def _factors(items: Any, ignore_case: bool) -> Factors | None:
+    """What every match of the parsed sequence ``items`` contains (``None``: nothing known).
+
+    Read from the pattern's own parse (``re._parser``): a run of literal characters is
+    a literal; a group, a repeat of at least one, a lookahead or lookbehind (its text is
+    in the searched text too) requires what its content requires; a branch one of its
+    alternatives' literals (nothing when one alternative requires nothing); anything
+    else (classes, optional parts, negative assertions) requires nothing. A sequence
+    requires what each of its items does: the most selective is kept.
+    """
+    import importlib
+
+    c = importlib.import_module("re._constants")  # private: see _parse
+
+    best: Factors | None = None
+    run: list[str] = []
+    for op, av in [*items, (None, None)]:  # the sentinel closes the last run
+        if op is c.LITERAL:
+            run.append(chr(av))
+            continue
+        if run:
+            text = "".join(run)
+            # ASCII without letters (":", "://") matches only itself, whatever the case flag
+            cased = ignore_case and not (text.isascii() and not any(map(str.isalpha, text)))
+            best = _better(best, frozenset({(text, cased)}))
+            run = []
+        found: Factors | None = None
+        if op is c.SUBPATTERN:
+            _, add, remove, sub = av
+            inner = (ignore_case or bool(add & c.SRE_FLAG_IGNORECASE)) and not (
+                remove & c.SRE_FLAG_IGNORECASE
+            )
+            found = _factors(sub, inner)
+        elif op is c.BRANCH:
+            options = [_factors(option, ignore_case) for option in av[1]]
+            if options and all(option is not None for option in options):
+                found = frozenset().union(*options)  # type: ignore[arg-type]
+        elif op in (c.MAX_REPEAT, c.MIN_REPEAT, c.POSSESSIVE_REPEAT):
+            low, _, sub = av
+            found = _factors(sub, ignore_case) if low >= 1 else None
+        elif op is c.ASSERT:
+            found = _factors(av[1], ignore_case)
+        elif op is c.ATOMIC_GROUP:
+            found = _factors(av, ignore_case)
+        best = _better(best, found)
+    return best
+
+
+def _parse(pattern: re.Pattern[str]) -> Any:
+    """``pattern`` as ``re`` parses it (a private module: it may differ in another Python)."""
+    import importlib
+
+    return importlib.import_module("re._parser").parse(pattern.pattern, pattern.flags)
+
+
+def _requirement(pattern: re.Pattern[str]) -> Factors | None:
+    """The literals one of which a text holds wherever ``pattern`` matches in it."""
+    try:
+        parsed = _parse(pattern)
+        return _factors(parsed.data, bool(parsed.state.flags & re.IGNORECASE))
+    except Exception:  # another Python's parser: search the pattern in every text
+        return None
+
+
+@dataclass(frozen=True)
+class _Gates:
+    """The patterns by their shortest match, and the literals they need (:func:`_needed`)."""
+
+    widths: list[int]
+    """Each pattern's shortest match, ascending."""
+    rows: list[tuple[re.Pattern[str], int | str]]
+    """The patterns (and the group holding the secret) in that order."""
+    always: list[int]
+    """The patterns no literal is known for (searched in every text long enough)."""
+    exact: list[tuple[str, tuple[int, ...]]]
+    """Each literal matched with its case, and the patterns one of whose literals it is."""
+    folded: list[tuple[str, re.Pattern[str], tuple[int, ...]]]
+    """Each literal matched without its case: lowered, as a pattern, its patterns."""
+    any_exact: re.Pattern[str]
+    """Every ``exact`` literal as one alternation (searched at the speed of its first
+    characters' set: no pattern is tried where none of them is)."""
+    any_folded: re.Pattern[str]
+    """Every ``folded`` literal lowered, as one alternation (for a lowered ASCII text)."""
+
+
+def _alternation(texts: set[str]) -> re.Pattern[str]:
+    ordered = sorted(texts, key=lambda text: (-len(text), text))
+    return re.compile("|".join(map(re.escape, ordered)) or "(?!)")
 
 
 @functools.cache
-def _any_secret() -> re.Pattern[str]:
-    """Every pattern as one alternation: it matches somewhere iff one of them does.
+def _gates() -> _Gates:
+    """Each pattern's shortest match and the literals it needs (:func:`_needed`)."""
+    table = []
+    for pattern, group in _patterns():
+        try:
+            shortest = _parse(pattern).getwidth()[0]
+        except Exception:  # another Python's parser: any text may match
+            shortest = 0
+        table.append((shortest, pattern, group, _requirement(pattern)))
+    table.sort(key=lambda row: row[0])
+    users: dict[tuple[str, bool], list[int]] = {}
+    always = []
+    for k, (_, _, _, factors) in enumerate(table):
+        if factors is None:
+            always.append(k)
+        for factor in sorted(factors or ()):
+            users.setdefault(factor, []).append(k)
+    exact = [(text, tuple(ks)) for (text, cased), ks in users.items() if not cased]
+    folded = [
+        (text.lower(), re.compile(re.escape(text), re.IGNORECASE), tuple(ks))
+        for (text, cased), ks in users.items()
+        if cased
+    ]
+    return _Gates(
+        widths=[row[0] for row in table],
+        rows=[(row[1], row[2]) for row in table],
+        always=always,
+        exact=exact,
+        folded=folded,
+        any_exact=_alternation({text for text, _ in exact}),
+        any_folded=_alternation({text for text, _, _ in folded}),
+    )
 
-    On a short text (labels, names, parts: most of the distinct strings of a report) one
-    search is much cheaper than one per pattern; on a long one the patterns' own literal
-    prefixes make the separate searches faster, so it is used on short texts only.
+
+def _needed(text: str) -> list[tuple[re.Pattern[str], int | str]]:
+    """The patterns that may match in ``text``; the others have no match there.
+
+    A pattern is left out when its shortest match is longer than the text, or when no
+    literal that every one of its matches contains (:func:`_factors`) is in the text: the
+    same spans as searching every pattern (:func:`_patterns`). Most texts hold none of
+    the literals: a search of their alternation says so. Literals without case are
+    looked for in the lowered text when it is ASCII (there ``re``'s case rules are
+    ASCII's: the other letters it folds to ASCII ones, U+212A, U+0131, U+017F, U+0130,
+    are not in it), else with their own ``re.IGNORECASE`` pattern.
     """
-    scoped = []
-    for pattern, _ in _patterns():
-        flags = "".join(
-            letter
-            for flag, letter in ((re.IGNORECASE, "i"), (re.DOTALL, "s"), (re.VERBOSE, "x"))
-            if pattern.flags & flag
-        )
-        text = _NAMED_GROUP.sub("(?:", pattern.pattern)  # a name may appear once only
-        scoped.append(f"(?{flags}:{text})" if flags else f"(?:{text})")
-    return re.compile("|".join(scoped))
-
-
-_NAMED_GROUP = re.compile(r"\(\?P<\w+>")
+    gates = _gates()
+    count = bisect_right(gates.widths, len(text))
+    if not count:
+        return []
+    lowered = text.lower() if text.isascii() else None
+    chosen = {k for k in gates.always if k < count}
+    if (
+        not chosen
+        and lowered is not None
+        and gates.any_exact.search(text) is None
+        and gates.any_folded.search(lowered) is None
+    ):
+        return []
+    for literal, ks in gates.exact:
+        if literal in text:
+            chosen.update(ks)
+    for literal, found, ks in gates.folded:
+        if (literal in lowered) if lowered is not None else found.search(text) is not None:
+            chosen.update(ks)
+    rows = gates.rows
+    return [rows[k] for k in sorted(chosen) if k < count]
 
 
 def enabled() -> bool:
@@ -185,10 +335,8 @@ def secret_spans(text: str) -> list[tuple[int, int]]:
     """The ``(start, end)`` character spans of every secret in ``text``, merged, sorted."""
     if not text or not _ENABLED.get():
         return []
-    if len(text) <= _SHORT and _any_secret().search(text) is None:
-        return []
     spans = []
-    for pattern, group in _patterns():
+    for pattern, group in _needed(text):
         for match in pattern.finditer(text):
             start, end = match.span(group)
             if group == 0:  # a token: cover its tail too

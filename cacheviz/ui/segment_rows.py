@@ -201,6 +201,70 @@ class _Runs:
         self.code = -1
 
 
+def _call_of(analysis: Analysis, index: int) -> Call | None:
+    """The session's call ``index`` (its position, else looked for)."""
+    calls = analysis.session.calls
+    if 0 <= index < len(calls) and calls[index].index == index:
+        return calls[index]
+    return next((call for call in calls if call.index == index), None)
+
+
+def call_rows(analysis: Analysis, index: int) -> list[tuple[Any, ...]] | None:
+    """Every segment row of call ``index``, in order, read from its blocks alone.
+
+    The same rows as ``analysis.segments.filter(pl.col("call") == index)``: each a
+    tuple ``(call, opaque, part, status, label, tokens, hash, token_offset)``
+    (``views._CONTENT_COLUMNS``, then the offset), with :func:`segment_rows`'s rules
+    (the segments frame's), from this call's blocks and offsets and its thread's
+    previous call's blocks only. ``None`` when the call is not in the session or its
+    offsets do not match its blocks (the segments frame is the reference then); ``[]``
+    for a call without blocks.
+    """
+    offsets = getattr(analysis, "offsets", None)
+    session = getattr(analysis, "session", None)
+    calls = analysis.calls
+    if offsets is None or session is None or not 0 <= index < len(offsets):
+        return None
+    call = _call_of(analysis, index)
+    if call is None:
+        return None
+    blocks = call.blocks
+    n = len(blocks)
+    own = offsets[index]
+    if len(own) != n + 1:
+        return None
+    if not n:
+        return []
+    found = calls.filter(pl.col("call") == index).select("prefix_tokens", "prev_call")
+    if found.height != 1:
+        return None
+    line, prev = found.row(0)
+    base = own[0]
+    inside = 0 if line is None else bisect_right(own, base + line, 1, n + 1) - 1
+    before = _call_of(analysis, prev) if prev is not None else None
+    shared = common_prefix(before.blocks, blocks) if before is not None else 0
+    tail: dict[tuple[str, int], str] | None = None
+    contents = session.contents
+    out: list[tuple[Any, ...]] = []
+    for j, block in enumerate(blocks):
+        if j < inside:
+            status = "same"
+        elif before is None:
+            status = "new"
+        elif j < shared:  # the same block at the same place
+            status = "invalidated"
+        else:
+            if tail is None:
+                tail = {(b.part, b.position): b.hash for b in before.blocks[shared:]}
+            had = tail.get((block.part, block.position))
+            status = "new" if had is None else "invalidated" if had == block.hash else "changed"
+        opaque = contents[block.hash].kind == OPAQUE
+        label = clean(block.label)
+        tokens = own[j + 1] - own[j]
+        out.append((index, opaque, block.part, status, label, tokens, block.hash, own[j] - base))
+    return out
+
+
 def segment_rows(analysis: Analysis) -> SegmentRows | None:
     """The shape runs and the listed rows of ``analysis``'s segments (module docstring).
 
@@ -233,4 +297,12 @@ def segment_rows(analysis: Analysis) -> SegmentRows | None:
     return SegmentRows(shape=shape, calls=builder.with_rows, listed=builder.listed)
 
 
-__all__ = ["STATUS", "UNLOGGED_STATUS", "SegmentRows", "available", "runs", "segment_rows"]
+__all__ = [
+    "STATUS",
+    "UNLOGGED_STATUS",
+    "SegmentRows",
+    "available",
+    "call_rows",
+    "runs",
+    "segment_rows",
+]

@@ -29,6 +29,7 @@ from cacheviz.redact import (
 from cacheviz.segment import render_text
 from cacheviz.tokens import MESSAGE_END, MESSAGE_START, UNLOGGED, UNLOGGED_ID
 from cacheviz.ui.segment_rows import STATUS, UNLOGGED_STATUS, SegmentRows, available, segment_rows
+from cacheviz.ui.segment_rows import call_rows as segment_call_rows
 from cacheviz.ui.segment_rows import runs as segment_runs
 
 if TYPE_CHECKING:
@@ -657,23 +658,50 @@ def _miss_of(analysis: Analysis, call: int) -> dict[str, Any] | None:
 
 
 def _segments_of(analysis: Analysis, call: int) -> dict[str, Any]:
-    """The call's segments (label, part, tokens, offset, hash, status), capped."""
+    """The call's segments (label, part, tokens, offset, hash, status), capped.
+
+    Read from the call's blocks (:func:`call_rows`), not the segments frame.
+    """
+    rows = call_rows(analysis, call)
+    segments = [
+        {
+            "label": _label(label),
+            "part": part,
+            "tokens": tokens,
+            "token_offset": offset,
+            "hash": digest,
+            "status": "unlogged" if opaque else status,
+            "preview": segment_text(analysis, digest, PREVIEW_CHARS),
+        }
+        for _, opaque, part, status, label, tokens, digest, offset in rows[:MAX_SEGMENTS]
+    ]
+    return {"segments": segments, "segments_truncated": len(rows) - len(segments)}
+
+
+def frame_rows(analysis: Analysis, call: int) -> list[tuple[Any, ...]]:
+    """Call ``call``'s rows of the segments frame, as :func:`call_rows` gives them.
+
+    The reference of :func:`call_rows`, which reads the blocks instead (this builds the
+    frame).
+    """
     rows = analysis.segments.filter(pl.col("call") == call)
-    shown = rows.head(MAX_SEGMENTS).select(
-        pl.col("label").map_elements(_label, return_dtype=pl.String),
-        "part",
-        "tokens",
-        "token_offset",
-        "hash",
-        pl.when(pl.col("opaque"))
-        .then(pl.lit("unlogged"))
-        .otherwise(pl.col("status"))
-        .alias("status"),
-    )
-    segments = shown.to_dicts()
-    for segment in segments:
-        segment["preview"] = segment_text(analysis, segment["hash"], PREVIEW_CHARS)
-    return {"segments": segments, "segments_truncated": rows.height - shown.height}
+    return rows.select(*_CONTENT_COLUMNS, "token_offset").rows()
+
+
+def call_rows(analysis: Analysis, call: int) -> list[tuple[Any, ...]]:
+    """Every segment row of call ``call``, the segments frame's values.
+
+    Each a tuple ``(call, opaque, part, status, label, tokens, hash, token_offset)``.
+    From the call's own blocks and its thread's previous call's
+    (:func:`cacheviz.ui.segment_rows.call_rows`) when the frame is not built yet (it
+    has a row per block per call: millions), else, or when they cannot be read so,
+    from the frame.
+    """
+    if getattr(analysis, "_segments", None) is None:
+        rows = segment_call_rows(analysis, call)
+        if rows is not None:
+            return rows
+    return frame_rows(analysis, call)
 
 
 def _drift_cost(simulation: Simulation, call: int, tokens_lost: int) -> float | None:
@@ -877,9 +905,15 @@ def content_of(
 
 
 def call_content(analysis: Analysis, call: int) -> dict[str, Any]:
-    """What call ``call`` sent (see :func:`content_of`), texts included."""
-    rows = analysis.segments.filter(pl.col("call") == call)
-    return content_of(analysis, rows)
+    """What call ``call`` sent (see :func:`content_of`), texts included.
+
+    Its rows from :func:`call_rows` (the call's blocks, not the segments frame).
+    """
+    browser = _Browser(analysis, None, TEXT_CHARS)
+    doc = browser.empty()
+    for row in call_rows(analysis, call):
+        browser.add(doc, row[: len(_CONTENT_COLUMNS)])
+    return doc
 
 
 def all_contents(

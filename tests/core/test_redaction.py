@@ -274,20 +274,22 @@ def test_the_csp_allows_only_the_inlined_script_by_hash(planted, tmp_path):
     assert content_security_policy("x") != content_security_policy("y")
 
 
-def test_the_short_text_prefilter_finds_every_secret(monkeypatch):
-    """One combined search rules short texts out: it misses nothing the patterns find."""
+def test_the_prefilter_finds_every_secret(monkeypatch):
+    """Texts are searched only with the patterns that can match in them (their shortest
+    match fits, a literal they need is there): that misses nothing the patterns find.
+    ``test_redaction_gates.py`` checks every pattern in long texts."""
     from cacheviz import redact as module
 
     texts = [_in_context(kind) for kind in SECRETS]
-    texts += [secret for secret in SECRETS.values() if len(secret) <= module._SHORT]
+    texts += list(SECRETS.values())
     texts += ["user#12", "tools[3] read_file", "password: short", "Bearer x", "xoxb-1-2"]
     texts += [f"AWS key {SECRETS['aws-secret-access-key']!r}", "ghp_" + "a" * 36]
-    short = [t for t in texts if len(t) <= module._SHORT]
-    assert len(short) > 20
-    with_filter = [module.secret_spans(t) for t in short]
-    monkeypatch.setattr(module, "_SHORT", -1)
-    assert with_filter == [module.secret_spans(t) for t in short]
-    assert sum(bool(spans) for spans in with_filter) >= len(SECRETS) - 2
+    texts += [f"{'log line 10:42. ' * 40}{_in_context(kind)}" for kind in SECRETS]
+    assert len(texts) > 40
+    with_filter = [module.secret_spans(t) for t in texts]
+    monkeypatch.setattr(module, "_needed", lambda text: list(module._patterns()))
+    assert with_filter == [module.secret_spans(t) for t in texts]
+    assert sum(bool(spans) for spans in with_filter) >= 2 * len(SECRETS) - 4
 
 
 def test_the_patterns_load_without_importing_requests():

@@ -122,3 +122,24 @@ def test_a_log_without_a_whole_call_waits(tmp_path, broken):
     live = _live(log)
     assert live.inspector is None
     assert live.box.children[0].value == WAITING
+
+
+def test_a_detail_in_the_live_inspector_does_not_build_the_segments_frame(tmp_path):
+    path = tmp_path / "live.jsonl"
+    lines = _lines("compaction.jsonl")
+    path.write_text("\n".join(lines[:3]) + "\n", encoding="utf-8")
+    live = _live(path)
+    assert live.inspector is not None
+    with path.open("a", encoding="utf-8") as out:
+        out.write("\n".join(lines[3:]) + "\n")
+    assert live.refresh() == "appended"
+    inspector = live.box.inspector
+    last = inspector.analysis.calls.height - 1
+    assert last == len(lines) - 1
+    inspector.selected_call = last
+    detail = inspector._detail
+    assert detail["segments"] and "error" not in detail
+    assert getattr(inspector.analysis, "_segments", None) is None
+    full = cacheviz.load(SAMPLES / "compaction.jsonl").analyze()
+    full.segments  # noqa: B018 - the detail read from the frame
+    assert detail == views.drift_detail(full, last, simulation=inspector.simulation)

@@ -2,9 +2,11 @@
 
 :func:`cacheviz.ui.segment_rows.segment_rows` replaces, for the inspector and the report,
 the segments frame (one row per call and segment) by a walk of each call's blocks past
-what it shares with the thread's previous call. Here both are compared with what the
-segments frame gives, on the samples, on every file of ../shared/realdata, and on
-generated sessions (threads, edits, compactions, reordered tools, reported usage).
+what it shares with the thread's previous call, and :func:`~cacheviz.ui.segment_rows.
+call_rows` does the same for the one call whose detail is shown. Here both are compared
+with what the segments frame gives (the rows of every call, and the detail documents),
+on the samples, on every file of ../shared/realdata, and on generated sessions (threads,
+edits, compactions, reordered tools, reported usage).
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ import cacheviz
 from cacheviz.errors import CacheVizError, CacheVizWarning
 from cacheviz.ui import views
 from cacheviz.ui.report import TEXT_CHARS
-from cacheviz.ui.segment_rows import segment_rows
+from cacheviz.ui.segment_rows import call_rows, segment_rows
 
 ROOT = Path(__file__).resolve().parents[2]
 SAMPLES = sorted((ROOT / "sample_sessions").glob("*.jsonl"))
@@ -37,10 +39,34 @@ def _frame_views(analysis: Any) -> tuple[Any, list[tuple[Any, ...]], list[int]]:
     return views.shape_runs(analysis), listed, calls
 
 
-def _check(analysis: Any) -> None:
+def _detail_calls(analysis: Any, most: int | None) -> list[int]:
+    """Every call, or ``most`` of them: each drift's, the first, the last, evenly between."""
+    n = analysis.calls.height
+    if most is None or n <= most:
+        return list(range(n))
+    drifts = sorted(set(analysis.drifts["call"].to_list()))[: most // 2]
+    step = max(1, n // (most - len(drifts)))
+    return sorted({*drifts, *range(0, n, step), n - 1})
+
+
+def _details(analysis: Any, calls: list[int]) -> list[dict[str, Any]]:
+    simulation = analysis.own_simulation
+    return [views.drift_detail(analysis, call, simulation=simulation) for call in calls]
+
+
+def _check(analysis: Any, details: int | None = None) -> None:
+    """The per-call readings against the frame's; ``details``: how many calls' detail
+    documents to compare (all by default; every call's rows are compared)."""
     rows = segment_rows(analysis)
     assert rows is not None
+    chosen = _detail_calls(analysis, details)
+    own_rows = [call_rows(analysis, call) for call in range(analysis.calls.height)]
+    own_details = _details(analysis, chosen)
+    assert analysis._segments is None  # neither built the frame
     shape, listed, calls = _frame_views(analysis)
+    # every call's rows are the frame's, and so is each detail (now read from the frame)
+    assert own_rows == [views.frame_rows(analysis, call) for call in range(len(own_rows))]
+    assert _details(analysis, chosen) == own_details
     assert_frame_equal(rows.shape, shape)
     assert rows.listed == listed
     assert rows.calls == calls
@@ -73,7 +99,7 @@ def test_segment_rows_are_the_frames_on_realdata(path: Path) -> None:
             analysis = cacheviz.load(path).analyze()
         except CacheVizError:
             pytest.skip("not a transcript on its own (a sidecar file)")
-    _check(analysis)
+    _check(analysis, details=30)
 
 
 def test_the_report_does_not_build_the_segments_frame(monkeypatch) -> None:

@@ -260,3 +260,22 @@ def test_per_call_billed_and_hit_ratio_travel_for_filters_and_the_detail():
     assert detail["hit_ratio"] == 0.0  # the TTL miss: nothing read
     empty = Inspector(cacheviz.load(SAMPLES / "append_only.jsonl").analyze())
     assert _table(empty._timeline)["hit_ratio"].null_count() == empty.meta["n_calls"]
+
+
+@pytest.mark.parametrize("name", ["compaction.jsonl", "side_calls.jsonl"])
+def test_showing_a_detail_does_not_build_the_segments_frame(name):
+    """A click reads the call's blocks and its previous call's, not a row per block per
+    call of the whole session; the detail is the one read from the frame."""
+    analysis = cacheviz.load(SAMPLES / name).analyze()
+    widget = Inspector(analysis)
+    shown = {}
+    for call in reversed(range(analysis.calls.height)):
+        widget.selected_call = call
+        shown[call] = widget._detail
+        assert "error" not in shown[call]
+        assert "segments" in shown[call]
+        assert "content" in shown[call]
+    assert analysis._segments is None
+    assert analysis.segments.height  # built now: the detail is read from it
+    for call, detail in shown.items():
+        assert views.drift_detail(analysis, call, simulation=widget.simulation) == detail
