@@ -13,7 +13,7 @@ import polars as pl
 from cacheviz import _schema
 from cacheviz._seq import common_prefix
 from cacheviz.calibrate import Calibration, calibrate
-from cacheviz.costs import diagnose_costs
+from cacheviz.costs import CostLists, cost_lists
 from cacheviz.diagnose import Diagnosis, diagnose
 from cacheviz.metrics import hit_ratio, waste_usd
 from cacheviz.model import OPAQUE, Call, Session
@@ -27,6 +27,7 @@ from cacheviz.ttl import thread_ttls
 from cacheviz.verdict import verdict_state
 
 if TYPE_CHECKING:
+    from cacheviz.pricing import RateCache
     from cacheviz.simulate import Simulation
 
 _MAX_UNLOGGED = 10_000_000  # the largest context windows; beyond that the report is suspect
@@ -203,6 +204,84 @@ def analyze(
     -------
     Analysis
     """
+    columns = analyze_columns(session, thread=thread, encoding=encoding, prices=prices)
+    shaped, costs = columns.shaped, columns.costs
+    runs = iter(costs.runs.values())
+    own = next(runs, None)
+    return Analysis(
+        session,
+        _schema.frame(_schema.CALLS, columns.calls),
+        _schema.frame(_schema.DRIFTS, columns.drifts),
+        shaped.token_caches,
+        shaped.offsets,
+        shaped.local_offsets,
+        shaped.calibration,
+        misses=_schema.frame(_schema.MISSES, costs.misses),
+        billed_usd=costs.billed_usd,
+        unpriced_models=costs.unpriced_models,
+        own_simulation=None if own is None else own.simulation(),
+    )
+
+
+@dataclass(slots=True)
+class Shaped:
+    """A session tokenized, shaped and compared, as plain lists (no polars frame yet).
+
+    ``call_cols`` and ``drift_cols`` hold every column of :data:`cacheviz._schema.CALLS`
+    and :data:`~cacheviz._schema.DRIFTS`, the cost columns still empty (``None``);
+    ``offsets`` are in provider tokens (the calibrated axis), ``local_offsets`` in the
+    local encoding's.
+    """
+
+    session: Session
+    call_cols: dict[str, list[Any]]
+    drift_cols: dict[str, list[Any]]
+    token_caches: dict[str, TokenCache]
+    offsets: list[list[int]]
+    local_offsets: list[list[int]]
+    calibration: Calibration
+
+
+@dataclass(slots=True)
+class AnalysisColumns:
+    """:func:`analyze` as plain lists: what a frame of each table would hold, unbuilt.
+
+    For callers that flatten many sessions into one table (``cacheviz scan``): building
+    a polars frame per session costs more than the analysis of a short one.
+    """
+
+    shaped: Shaped
+    costs: CostLists
+    calls: dict[str, list[Any]]
+    """Every column of :data:`cacheviz._schema.CALLS`, the cost columns filled."""
+    drifts: dict[str, list[Any]]
+    """Every column of :data:`cacheviz._schema.DRIFTS`, the cost columns filled."""
+
+
+def analyze_columns(
+    session: Session,
+    *,
+    thread: str = "auto",
+    encoding: str | None = None,
+    prices: Any = None,
+    rates: dict[str, RateCache] | None = None,
+) -> AnalysisColumns:
+    """:func:`analyze` without the frames: the same values, as lists (see its parameters).
+
+    String values are those the frames hold (:func:`cacheviz._schema.clean`). ``rates``:
+    a dict the caller keeps across sessions priced with the same ``prices`` book, so
+    that each price period is resolved once for all of them
+    (:func:`cacheviz.costs.cost_lists`).
+    """
+    shaped = shape(session, thread=thread, encoding=encoding)
+    costs = cost_lists(shaped, prices=prices, rates=rates)
+    return AnalysisColumns(
+        shaped, costs, shaped.call_cols | costs.calls, shaped.drift_cols | costs.drifts
+    )
+
+
+def shape(session: Session, *, thread: str = "auto", encoding: str | None = None) -> Shaped:
+    """Tokenize, shape and compare every call of ``session`` (:func:`analyze`, no costs)."""
     calls = session.calls
     caches: dict[str, TokenCache] = {}
     call_cache: list[TokenCache] = []
@@ -252,29 +331,18 @@ def analyze(
     heads = [offsets[i][call.message_start] for i, call in enumerate(calls)]
     calibration = calibrate(offsets, reported, previous, shared, exact, threads, heads)
     _to_provider_tokens(call_cols, drift_cols, offsets, calibration)
-    shaped = Analysis(
-        session,
-        _schema.frame(_schema.CALLS, call_cols),
-        _schema.frame(_schema.DRIFTS, drift_cols),
-        caches,
-        calibration.offsets,
-        offsets,
-        calibration,
-    )
-    costs = diagnose_costs(shaped, prices=prices)
-    return Analysis(
-        session,
-        costs.calls,
-        costs.drifts,
-        caches,
-        calibration.offsets,
-        offsets,
-        calibration,
-        misses=costs.misses,
-        billed_usd=costs.billed_usd,
-        unpriced_models=costs.unpriced_models,
-        own_simulation=costs.own_simulation,
-    )
+    _clean_strings(call_cols, _schema.CALLS)
+    _clean_strings(drift_cols, _schema.DRIFTS)
+    return Shaped(session, call_cols, drift_cols, caches, calibration.offsets, offsets, calibration)
+
+
+def _clean_strings(cols: dict[str, list[Any]], schema: dict[str, Any]) -> None:
+    """The string columns as a frame holds them (lone surrogates replaced), in place."""
+    for name, dtype in schema.items():
+        if dtype == pl.String:
+            values = cols[name]
+            if any(isinstance(v, str) and not v.isascii() for v in values):
+                cols[name] = [_schema.clean(v) for v in values]
 
 
 _EMPTY = array("i")

@@ -48,24 +48,30 @@ from typing import TYPE_CHECKING, Any
 import polars as pl
 
 from cacheviz import _schema, providers
+from cacheviz.calibrate import unlogged_versions
 from cacheviz.errors import UnknownModelError
 from cacheviz.metrics import call_waste
 from cacheviz.pricing import PriceBook, RateCache, Rates
 from cacheviz.providers._base import Breakpoint, CallResult, SimCall
 from cacheviz.simulate import (
     Simulation,
+    _explicit,
+    _token_scale,
+    call_rates,
     extend_chain,
     make_simulator,
     material_shortfall,
+    next_sim_call,
     result_cost,
-    sim_calls,
-    simulate,
+    shortest_ttl,
+    sim_row,
+    warm_head,
 )
 from cacheviz.ttl import idle_seconds
 from cacheviz.verdict import agrees
 
 if TYPE_CHECKING:
-    from cacheviz.analysis import Analysis
+    from cacheviz.analysis import Analysis, Shaped
     from cacheviz.model import Call
 
 # drift causes that keep the number of blocks (an edit in place)
@@ -156,17 +162,188 @@ class CostColumns:
     own_simulation: Simulation | None
 
 
+# the columns cost_lists fills
+_CALL_COSTS = (
+    "billed_usd",
+    "simulated_usd",
+    "ideal_usd",
+    "waste_usd",
+    "expected_read_tokens",
+    "miss_cause",
+    "shortfall_tokens",
+    "verdict_agrees",
+    "drift_material",
+)
+_DRIFT_COSTS = ("cost_usd", "material")
+# the calls columns cost_lists reads
+_CALL_INPUTS = (
+    "thread",
+    "encoding",
+    "namespace",
+    "provider",
+    "prev_call",
+    "prefix_tokens",
+    "reported_input_tokens",
+    "reported_cache_read_tokens",
+    "unlogged_tokens",
+    "reconstructed",
+    "ttl_seconds",
+    "provider_verdict",
+    "provider_missed_tokens",
+    "rebuild",
+    "drift",
+)
+_DRIFT_INPUTS = ("call", "prev_call", "cause", "part")
+
+
+@dataclasses.dataclass(slots=True)
+class CostLists:
+    """:func:`cost_lists`' result: the cost columns as plain lists, and the totals."""
+
+    calls: dict[str, list[Any]]
+    """The calls columns it fills (``billed_usd``, ..., ``drift_material``)."""
+    drifts: dict[str, list[Any]]
+    """``cost_usd`` and ``material`` of every drift row."""
+    misses: dict[str, list[Any]]
+    """Every column of :data:`cacheviz._schema.MISSES`."""
+    billed_usd: float | None
+    unpriced_models: list[str]
+    runs: dict[str, Replay]
+    """The replay of each provider, the session's main provider first."""
+
+
+@dataclasses.dataclass(slots=True)
+class Replay:
+    """:func:`cacheviz.simulate.simulate` of a session (recorded models, default rules).
+
+    ``cols`` holds its rows (:data:`cacheviz._schema.SIMULATION`) as lists;
+    :meth:`simulation` builds the :class:`~cacheviz.simulate.Simulation`.
+    """
+
+    provider: str
+    calls: Sequence[SimCall]
+    cols: dict[str, list[Any]]
+    sources: list[str]
+    book: PriceBook
+
+    @classmethod
+    def run(
+        cls,
+        provider: str,
+        calls: Sequence[SimCall],
+        recorded: list[str],
+        prefixes: list[int],
+        price: RateCache,
+    ) -> Replay:
+        """Replay and price ``calls`` (``recorded``: each call's provider) as ``simulate``."""
+        results = make_simulator(provider).run(list(calls))
+        cols: dict[str, list[Any]] = {name: [] for name in _schema.SIMULATION}
+        sources: list[str] = []
+        appends = [(cols[name].append, name) for name in _schema.SIMULATION]
+        for call, result in zip(calls, results, strict=True):
+            origin = recorded[call.index]
+            rates = call_rates(
+                price, call, provider=provider, model=None, origin=origin, unpriced="skip"
+            )
+            if rates is not None and rates.source not in sources:
+                sources.append(rates.source)
+            reported = call.reported if origin == provider else None
+            values = sim_row(call, result, rates, prefixes[call.index], reported, False)
+            for append, name in appends:
+                append(values[name])
+        return cls(provider, calls, cols, sources, price.book)
+
+    def simulation(self) -> Simulation:
+        """The :class:`~cacheviz.simulate.Simulation` ``simulate`` returns for it."""
+        frame = _schema.frame(_schema.SIMULATION, self.cols)
+        verdicts = [v for v in self.cols["verdict"] if v != "not_reported"]
+        score = None
+        if verdicts:
+            score = sum(v == "match" for v in verdicts) / len(verdicts)
+        priced = bool(self.sources)
+        return Simulation(
+            provider=self.provider,
+            model=None,
+            price_source="; ".join(self.sources) or None,
+            calls=frame,
+            total_cost_usd=float(frame["cost_usd"].sum()) if priced else None,
+            ideal_usd=float(frame["ideal_usd"].sum()) if priced else None,
+            token_scale=_token_scale(self.calls),
+            score=score,
+            rules={},
+            prices=self.book,
+            unpriced="skip",
+        )
+
+
+def _rate_caches(
+    book: PriceBook, keys: Sequence[str], rates: dict[str, RateCache] | None
+) -> dict[str, RateCache]:
+    """A :class:`~cacheviz.pricing.RateCache` per provider of ``keys``, from ``rates``.
+
+    ``rates`` (kept by the caller, e.g. a scan's worker for the sessions of one batch)
+    gets the caches it lacks, so that sessions priced one after another resolve each
+    price period once; a cache of another book is not used.
+    """
+    out = {}
+    for key in keys:
+        found = None if rates is None else rates.get(key)
+        if found is None or found.book is not book:
+            found = RateCache(book, key)
+            if rates is not None:
+                rates[key] = found
+        out[key] = found
+    return out
+
+
 def diagnose_costs(analysis: Analysis, *, prices: Any = None) -> CostColumns:
     """The cost, drift-cost and miss columns of a shaped ``analysis`` (it is not changed).
 
     ``analysis`` holds the calls, drifts, token caches and offsets; its cost columns are
-    not read. :func:`cacheviz.analysis.analyze` assembles the analysis from the result.
+    not read. :func:`cacheviz.analysis.analyze` runs :func:`cost_lists` on its lists.
     """
-    session = analysis.session
+    from cacheviz.analysis import Shaped
+
+    frame, drifts = analysis.calls, analysis.drifts
+    shaped = Shaped(
+        analysis.session,
+        {name: frame[name].to_list() for name in _CALL_INPUTS},
+        {name: drifts[name].to_list() for name in _DRIFT_INPUTS},
+        analysis.token_caches,
+        analysis.offsets,
+        analysis.local_offsets,
+        analysis.calibration,  # type: ignore[arg-type]  # not read
+    )
+    got = cost_lists(shaped, prices=prices)
+    own = next(iter(got.runs.values()), None)
+    return CostColumns(
+        calls=frame.with_columns(
+            pl.Series(name, got.calls[name], _schema.CALLS[name]) for name in _CALL_COSTS
+        ),
+        drifts=drifts.with_columns(
+            pl.Series(name, got.drifts[name], _schema.DRIFTS[name]) for name in _DRIFT_COSTS
+        ),
+        misses=_schema.frame(_schema.MISSES, got.misses),
+        billed_usd=got.billed_usd,
+        unpriced_models=got.unpriced_models,
+        own_simulation=None if own is None else own.simulation(),
+    )
+
+
+def cost_lists(
+    shaped: Shaped, *, prices: Any = None, rates: dict[str, RateCache] | None = None
+) -> CostLists:
+    """The cost, drift-cost and miss columns of a shaped session, as lists.
+
+    ``shaped`` holds the calls and drifts columns (the cost columns are not read), the
+    token caches and the offsets. ``rates``: the rates resolved before with the same
+    price book, per provider (filled in here; see :func:`_rate_caches`).
+    """
+    session = shaped.session
     calls = session.calls
+    cols = shaped.call_cols
     book = prices if isinstance(prices, PriceBook) else PriceBook(prices)
-    frame = analysis.calls
-    n = frame.height
+    n = len(calls)
     billed: list[float | None] = [None] * n
     simulated: list[float | None] = [None] * n
     ideal: list[float | None] = [None] * n
@@ -174,95 +351,153 @@ def diagnose_costs(analysis: Analysis, *, prices: Any = None) -> CostColumns:
     sim_detail: list[str] = [""] * n
     unpriced: dict[str, None] = {}
 
+    keys = [_provider_key(call.provider) for call in calls]
     counts: dict[str, int] = {}
-    for call in calls:
-        key = _provider_key(call.provider)
+    for key in keys:
         if key is not None:
             counts[key] = counts.get(key, 0) + 1
-    built = sim_calls(analysis) if counts and n else []
-    runs: dict[str, Simulation] = {}
+    built = _sim_calls(shaped) if counts and n else []
+    runs: dict[str, Replay] = {}
+    recorded, prefixes = cols["provider"], cols["prefix_tokens"]
+    prices_of = _rate_caches(book, list(counts), rates)
     for key in sorted(counts, key=lambda k: -counts[k]):
-        run = simulate(analysis, key, prices=book, unpriced="skip", calls=built)
-        runs[key] = run
-        rows = run.calls
-        for i, (cost, best, read, detail) in enumerate(
-            zip(
-                rows["cost_usd"],
-                rows["ideal_usd"],
-                rows["cache_read_tokens"],
-                rows["detail"],
-                strict=True,
-            )
-        ):
-            if _provider_key(calls[i].provider) == key:
-                simulated[i], ideal[i], sim_read[i], sim_detail[i] = cost, best, read, detail
-    own_simulation = next(iter(runs.values()), None)
+        run = runs[key] = Replay.run(key, built, recorded, prefixes, prices_of[key])
+        rows = run.cols
+        cost, best, read, detail = (
+            rows["cost_usd"],
+            rows["ideal_usd"],
+            rows["cache_read_tokens"],
+            [_schema.clean(d) for d in rows["detail"]],
+        )
+        for i in range(n):
+            if keys[i] == key:
+                simulated[i], ideal[i], sim_read[i], sim_detail[i] = (
+                    cost[i],
+                    best[i],
+                    read[i],
+                    detail[i],
+                )
 
-    prices_of = {key: RateCache(book, key) for key in counts}
     for i, call in enumerate(calls):
-        key = _provider_key(call.provider)
+        key = keys[i]
         if key is None or call.usage is None:
             continue
         try:
-            rates = prices_of[key](call.model, call.ts, call.usage.input_tokens or 0)
+            at = prices_of[key](call.model, call.ts, call.usage.input_tokens or 0)
         except UnknownModelError:
             unpriced[call.model] = None
             continue
-        billed[i] = billed_cost(call, rates)
+        billed[i] = billed_cost(call, at)
 
-    drift_cost, material = _drift_costs(analysis, built, runs, prices_of)
+    drift_cost, material = _drift_costs(shaped, built, runs, prices_of)
     expected, miss_cause, miss_tokens, misses, own = _misses(
-        analysis, sim_read, sim_detail, billed, prices_of
+        shaped, sim_read, sim_detail, billed, prices_of
     )
-    filled = frame.with_columns(
-        pl.Series("billed_usd", billed, pl.Float64),
-        pl.Series("simulated_usd", simulated, pl.Float64),
-        pl.Series("ideal_usd", ideal, pl.Float64),
-        pl.Series("waste_usd", list(map(call_waste, billed, simulated, ideal)), pl.Float64),
-        pl.Series("expected_read_tokens", expected, pl.Int64),
-        pl.Series("miss_cause", miss_cause, pl.String),
-        pl.Series("shortfall_tokens", miss_tokens, pl.Int64),
-        pl.Series("verdict_agrees", _agreements(analysis, own), pl.Boolean),
-        pl.Series(
-            "drift_material",
-            [material.get(i) if d else None for i, d in enumerate(frame["drift"])],
-            pl.Boolean,
-        ),
-    )
-    drifts = analysis.drifts
+    drift_calls = shaped.drift_cols["call"]
     priced = [b for b in billed if b is not None]
-    return CostColumns(
-        calls=filled,
-        drifts=drifts.with_columns(
-            pl.Series("cost_usd", [drift_cost.get(c) for c in drifts["call"]], pl.Float64),
-            pl.Series("material", [material.get(c) for c in drifts["call"]], pl.Boolean),
-        ),
+    return CostLists(
+        calls={
+            "billed_usd": billed,
+            "simulated_usd": simulated,
+            "ideal_usd": ideal,
+            "waste_usd": list(map(call_waste, billed, simulated, ideal)),
+            "expected_read_tokens": expected,
+            "miss_cause": miss_cause,
+            "shortfall_tokens": miss_tokens,
+            "verdict_agrees": _agreements(shaped, own),
+            "drift_material": [material.get(i) if d else None for i, d in enumerate(cols["drift"])],
+        },
+        drifts={
+            "cost_usd": [drift_cost.get(c) for c in drift_calls],
+            "material": [material.get(c) for c in drift_calls],
+        },
         misses=misses,
         billed_usd=float(sum(priced)) if priced else None,
         unpriced_models=list(unpriced),
-        own_simulation=own_simulation,
+        runs=runs,
     )
 
 
+def _sim_calls(shaped: Shaped) -> list[SimCall]:
+    """:func:`cacheviz.simulate.sim_calls` (provider-token axis) from the lists."""
+    cols = shaped.call_cols
+    session = shaped.session
+    calls = session.calls
+    own = shaped.local_offsets or shaped.offsets
+    axis = shaped.offsets
+    threads, ttls, providers_ = cols["thread"], cols["ttl_seconds"], cols["provider"]
+    prev_calls, rebuilt = cols["prev_call"], cols["reconstructed"]
+    hidden, reads = cols["unlogged_tokens"], cols["reported_cache_read_tokens"]
+    explicit = [_explicit(p) for p in providers_]
+    # simulate._unlogged_versions
+    shortest = shortest_ttl()
+    gaps = [
+        None if p is None else idle_seconds(calls[i], calls[p]) for i, p in enumerate(prev_calls)
+    ]
+    offered = [
+        None if total is None else min(line, total)
+        for line, total in zip(cols["prefix_tokens"], cols["reported_input_tokens"], strict=True)
+    ]
+    versions = unlogged_versions(
+        threads,
+        [h if r and e else None for h, r, e in zip(hidden, rebuilt, explicit, strict=True)],
+        offered,
+        reads,
+        gaps,
+        [ttl if ttl is not None else shortest for ttl in ttls],
+        material_shortfall,
+    )
+    # simulate._warm_heads
+    first: dict[str, int] = {}
+    for i, thread in enumerate(threads):
+        if prev_calls[i] is None and thread not in first:
+            first[thread] = warm_head(explicit[i], rebuilt[i], hidden[i], reads[i])
+    out: list[SimCall] = []
+    previous: SimCall | None = None
+    clock = 0.0
+    caches = shaped.token_caches
+    for i, (call, thread, encoding) in enumerate(
+        zip(calls, threads, cols["encoding"], strict=True)
+    ):
+        current = next_sim_call(
+            call,
+            previous,
+            thread=thread,
+            version=versions[i],
+            clock=clock,
+            offsets=axis[i],
+            cache=caches[encoding],
+            local_offsets=None if axis is own else own[i],
+            ttl_hint=ttls[i],
+            warm_tokens=first.get(thread, 0),
+        )
+        clock = current.clock
+        out.append(current)
+        previous = current
+    return out
+
+
 def _drift_costs(
-    analysis: Analysis,
+    shaped: Shaped,
     built: Sequence[SimCall],
-    runs: dict[str, Simulation],
+    runs: dict[str, Replay],
     prices_of: dict[str, RateCache],
 ) -> tuple[dict[int, float | None], dict[int, bool | None]]:
     """Per drift call: the what-if cost and whether it was material."""
     costs: dict[int, float | None] = {}
     material: dict[int, bool | None] = {}
-    calls = analysis.session.calls
-    for row in analysis.drifts.select("call", "prev_call", "cause").iter_rows():
-        index, before, cause = row
+    calls = shaped.session.calls
+    drifts = shaped.drift_cols
+    for index, before, cause in zip(
+        drifts["call"], drifts["prev_call"], drifts["cause"], strict=True
+    ):
         key = _provider_key(calls[index].provider)
         if key is None or key not in runs:
             costs[index], material[index] = None, None
             continue
         previous, kept = _what_if(built[before], built[index], cause)
         results = make_simulator(key).run([previous, kept])
-        run = runs[key].calls
+        run = runs[key].cols
         actual_read = run["cache_read_tokens"][index]
         gained = results[1].cache_read_tokens - actual_read
         material[index] = gained > 0
@@ -308,32 +543,34 @@ def _miss_cost(call: Call, rates: Rates, billed: float, shortfall: int, reported
 
 
 def _misses(
-    analysis: Analysis,
+    shaped: Shaped,
     sim_read: list[int | None],
     sim_detail: list[str],
     billed: list[float | None],
     prices_of: dict[str, RateCache],
-) -> tuple[list[int | None], list[str | None], list[int | None], pl.DataFrame, list[str | None]]:
+) -> tuple[
+    list[int | None], list[str | None], list[int | None], dict[str, list[Any]], list[str | None]
+]:
     """Misses on the calibrated line, for every provider (module docstring)."""
-    session = analysis.session
+    session = shaped.session
     calls = session.calls
-    frame = analysis.calls
-    n = frame.height
+    cols = shaped.call_cols
+    n = len(calls)
     expected: list[int | None] = [None] * n
     causes: list[str | None] = [None] * n
     shortfalls: list[int | None] = [None] * n
     rows: dict[str, list[Any]] = {name: [] for name in _schema.MISSES}
     latest_in_namespace: dict[str, int] = {}
-    prefix = frame["prefix_tokens"].to_list()
-    prev_call = frame["prev_call"].to_list()
-    namespaces = frame["namespace"].to_list()
-    threads = frame["thread"].to_list()
-    unlogged = frame["unlogged_tokens"].to_list()
-    ttls = frame["ttl_seconds"].to_list()
-    verdicts = frame["provider_verdict"].to_list()
-    missed_tokens = frame["provider_missed_tokens"].to_list()
+    prefix = cols["prefix_tokens"]
+    prev_call = cols["prev_call"]
+    namespaces = cols["namespace"]
+    threads = cols["thread"]
+    unlogged = cols["unlogged_tokens"]
+    ttls = cols["ttl_seconds"]
+    verdicts = cols["provider_verdict"]
+    missed_tokens = cols["provider_missed_tokens"]
     own: list[str | None] = [None] * n
-    rebuilds = frame["rebuild"].to_list()
+    rebuilds = cols["rebuild"]
     holds = UNLOGGED_HOLDS.get(session.format, _UNLOGGED_DEFAULT)
     for i in range(n):
         namespace = namespaces[i]
@@ -363,7 +600,7 @@ def _misses(
         if miss.row is not None:
             for name, value in miss.row.items():
                 rows[name].append(value)
-    return expected, causes, shortfalls, _schema.frame(_schema.MISSES, rows), own
+    return expected, causes, shortfalls, rows, own
 
 
 @dataclasses.dataclass(frozen=True)
@@ -478,14 +715,12 @@ def miss_at(
     return Miss(offered, own, cause, shortfall, row)
 
 
-def _agreements(analysis: Analysis, own: list[str | None]) -> list[bool | None]:
+def _agreements(shaped: Shaped, own: list[str | None]) -> list[bool | None]:
     """Per call: whether cacheviz's own reading agrees with the provider's named reason."""
-    drifts = {
-        row[0]: (row[1], row[2])
-        for row in analysis.drifts.select("call", "part", "cause").iter_rows()
-    }
+    d = shaped.drift_cols
+    drifts = {c: (p, k) for c, p, k in zip(d["call"], d["part"], d["cause"], strict=True)}
     out: list[bool | None] = []
-    for i, verdict in enumerate(analysis.calls["provider_verdict"].to_list()):
+    for i, verdict in enumerate(shaped.call_cols["provider_verdict"]):
         part, cause = drifts.get(i, (None, None))
         out.append(agrees(verdict, part, cause, own[i]))
     return out
@@ -498,4 +733,4 @@ def _ttl(key: str | None, previous: Call | None, evidence: int | None) -> float 
     return None if key is None else providers.profile(key).entry_ttl(previous)
 
 
-__all__ = ["billed_cost", "diagnose_costs"]
+__all__ = ["CostLists", "Replay", "billed_cost", "cost_lists", "diagnose_costs"]

@@ -39,8 +39,9 @@ def execute(
 
     def serial() -> list[UnitResult]:
         results = []
+        rates: dict[str, Any] = {}  # one price book for the scan's sessions
         for unit, known in todo:
-            results.append(run_unit(unit, known, prices))
+            results.append(run_unit(unit, known, prices, rates))
             update(1)
         return results
 

@@ -21,13 +21,13 @@ from typing import Any
 import polars as pl
 
 from cacheviz import _schema
-from cacheviz.analysis import Analysis, analyze
+from cacheviz.analysis import AnalysisColumns, analyze_columns
 from cacheviz.errors import CacheVizError, CacheVizWarning, UnknownFormatError
 from cacheviz.fleet.walk import Unit, shown
 from cacheviz.formats import READERS, detect
 from cacheviz.formats.replays import REPLAYED
-from cacheviz.model import OPAQUE, Session
-from cacheviz.pricing import PriceBook
+from cacheviz.model import OPAQUE, Session, paused_gc
+from cacheviz.pricing import PriceBook, RateCache
 
 _HASH_CHUNK = 1 << 20
 Columns = dict[str, list[Any]]
@@ -62,7 +62,12 @@ def content_hash(members: tuple[Path, ...]) -> str:
     return digest.hexdigest()
 
 
-def run_unit(unit: Unit, known_hash: str | None = None, prices: str | None = None) -> UnitResult:
+def run_unit(
+    unit: Unit,
+    known_hash: str | None = None,
+    prices: str | None = None,
+    rates: dict[str, RateCache] | None = None,
+) -> UnitResult:
     """Load and analyse one unit; never raises for bad input (it is reported instead).
 
     Parameters
@@ -74,6 +79,9 @@ def run_unit(unit: Unit, known_hash: str | None = None, prices: str | None = Non
         it, nothing is analysed (``status="unchanged"``).
     prices
         A user price file, as for ``--prices``.
+    rates
+        The rates resolved for earlier units with the same ``prices`` (a dict the
+        caller keeps for a batch; filled in here): each price period is resolved once.
     """
     try:
         digest = content_hash(unit.members)
@@ -89,11 +97,12 @@ def run_unit(unit: Unit, known_hash: str | None = None, prices: str | None = Non
         return UnitResult(shown(unit.path), "unknown", digest)
     except (CacheVizError, OSError, ValueError) as exc:
         return UnitResult(shown(unit.path), "failed", digest, error=_one_line(exc, unit.path))
-    with warnings.catch_warnings(record=True) as caught:
+    # the collector paused as for cacheviz.load and Session.analyze (model.paused_gc)
+    with warnings.catch_warnings(record=True) as caught, paused_gc():
         warnings.simplefilter("always", CacheVizWarning)
         try:
             session = READERS[fmt].read(unit.path, errors="raise")
-            analysis = analyze(session, prices=_book(prices))
+            analysis = analyze_columns(session, prices=_book(prices), rates=rates)
             if fmt == "codex":  # sessions/YYYY/MM/DD says nothing: the folder it ran in
                 unit = replace(unit, project=_codex_project(unit.path) or unit.project)
             calls, drifts, misses = _rows(unit, fmt, session, analysis)
@@ -140,7 +149,8 @@ def run_batch(
     units: list[Unit], known: list[str | None], prices: str | None = None
 ) -> list[UnitResult]:
     """:func:`run_unit` over a batch (one task per batch keeps process overhead low)."""
-    return [run_unit(u, k, prices) for u, k in zip(units, known, strict=True)]
+    rates: dict[str, RateCache] = {}  # the batch's sessions share one price book
+    return [run_unit(u, k, prices, rates) for u, k in zip(units, known, strict=True)]
 
 
 _CWD = re.compile(rb'"cwd"\s*:\s*"((?:[^"\\]|\\.)+)"')
@@ -172,19 +182,20 @@ _SCHEMAS = {
 }
 
 
-def _rows(unit: Unit, fmt: str, session: Session, analysis: Analysis) -> tuple[Columns, ...]:
+def _rows(unit: Unit, fmt: str, session: Session, analysis: AnalysisColumns) -> tuple[Columns, ...]:
     """The unit's calls, drifts and misses as columns of the scan's tables.
 
     Plain lists: a polars frame per unit costs more to build, pickle and concatenate
-    than the rows of a small session (the scanner builds one frame of all of them).
+    than the rows of a small session (the scanner builds one frame of all of them), so
+    the analysis is taken as lists too (:func:`~cacheviz.analysis.analyze_columns`).
     """
     frame = analysis.calls
-    calls = session.calls  # row i of the calls frame is session.calls[i]
+    calls = session.calls  # row i of the calls columns is session.calls[i]
     opaque = {h for h, c in session.contents.items() if c.kind == OPAQUE}
     path = shown(unit.path)
     metas = [c.meta for c in calls]
     n = len(calls)
-    out: Columns = {name: frame.get_column(name).to_list() for name in _FROM_ANALYSIS}
+    out: Columns = {name: list(frame[name]) for name in _FROM_ANALYSIS}
     logged = [not any(h in opaque for h in c.hashes[: c.message_start]) for c in calls]
     # Whale logs a fingerprint of system + tools; elsewhere the hash, when they were logged
     out["prefix_hash"] = [
@@ -203,17 +214,14 @@ def _rows(unit: Unit, fmt: str, session: Session, analysis: Analysis) -> tuple[C
         "response_id": [m.get("response_id") for m in metas],
         "reported_cost_usd": [m.get("reported_cost_usd") for m in metas],
     }
-    return out, _drift_rows(path, analysis.drifts), _miss_rows(path, analysis.misses)
+    drifts = _own(path, analysis.drifts, _schema.SCAN_DRIFTS)
+    return out, drifts, _own(path, analysis.costs.misses, _schema.SCAN_MISSES)
 
 
-def _drift_rows(path: str, drifts: pl.DataFrame) -> Columns:
-    out = {n: drifts.get_column(n).to_list() for n in _schema.SCAN_DRIFTS if n != "path"}
-    return {"path": [path] * drifts.height, **out}
-
-
-def _miss_rows(path: str, misses: pl.DataFrame) -> Columns:
-    out = {n: misses.get_column(n).to_list() for n in _schema.SCAN_MISSES if n != "path"}
-    return {"path": [path] * misses.height, **out}
+def _own(path: str, columns: Columns, schema: dict[str, Any]) -> Columns:
+    """The scan table's columns of one analysis table, with the unit's path."""
+    rows = len(columns["call"])
+    return {"path": [path] * rows, **{n: list(columns[n]) for n in schema if n != "path"}}
 
 
 def table(name: str, parts: list[Columns]) -> pl.DataFrame:

@@ -278,9 +278,9 @@ def _counting(monkeypatch):
     seen = []
     original = pool_module.run_unit
 
-    def run(unit, known=None, prices=None):
+    def run(unit, known=None, prices=None, rates=None):
         seen.append(unit.path.name)
-        return original(unit, known, prices)
+        return original(unit, known, prices, rates)
 
     monkeypatch.setattr(pool_module, "run_unit", run)
     return seen
@@ -675,14 +675,14 @@ def test_an_internal_error_on_one_file_is_listed_and_the_scan_goes_on(tmp_path, 
 
     _write(tmp_path / "p" / "a.jsonl", _parent_records())
     _write(tmp_path / "p" / "b.jsonl", _renamed(_parent_records(), "b"))
-    real = worker.analyze
+    real = worker.analyze_columns
 
     def flaky(session, **kwargs):
         if session.path.name == "b.jsonl":
             raise TypeError("boom\nsecond line")
         return real(session, **kwargs)
 
-    monkeypatch.setattr(worker, "analyze", flaky)
+    monkeypatch.setattr(worker, "analyze_columns", flaky)
     result = cacheviz.scan([tmp_path / "p"], cache=False)
     assert result.calls["path"].unique().to_list() == [str(tmp_path / "p" / "a.jsonl")]
     (error,) = result.failed["error"].to_list()
