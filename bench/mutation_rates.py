@@ -77,7 +77,11 @@ TESTS: dict[str, list[str]] = {
         _PROVIDER.format("registry"),
     ],
     "usage": ["tests/core/test_usage.py"],
-    "redact": ["tests/core/test_redaction.py", "tests/formats/test_fuzz.py"],
+    "redact": [
+        "tests/core/test_redaction.py",
+        "tests/formats/test_fuzz.py",
+        "tests/core/test_redact_rules.py",
+    ],
 }
 
 
