@@ -193,6 +193,8 @@ GATED = [
     "café paſſword: correct-horse-battery-staple",
     f"naïve AWS_SECRET_ACCESS_\u212aEY = {AWS_SECRET}",
     f"déjà vu: Bearer {AWS_SECRET}",
+    "café XOXB-284710395721-4718290374652-qw3er5ty7ui9 ok",  # one literal, without case
+    f'naïve AWS_KEY = "{AWS_SECRET}"',
 ]
 
 
@@ -253,6 +255,8 @@ def test_prose_without_any_literal_is_searched_with_no_pattern():
         ("abc", re.IGNORECASE, {("abc", True)}),
         ("(?i:abc)d", 0, {("abc", True)}),
         ("(?i)a(?-i:bcd)", 0, {("bcd", False)}),
+        ("(abcd)[0-9]", 0, {("abcd", False)}),  # a group keeps the pattern's case
+        ("(?i)(abcd)[0-9]", 0, {("abcd", True)}),
         # ... but ASCII without letters matches only itself
         ("(?i)[a-z]+://", 0, {("://", False)}),
         ("[a-z]+", 0, None),
@@ -321,6 +325,23 @@ def test_the_stand_in_in_sys_modules_gives_way_to_the_real_module(monkeypatch):
     assert "requests" in sys.modules
     assert stand_in.codes is requests.codes
     assert sys.modules.get("requests") is not stand_in  # removed before the real import
+
+
+def test_a_requests_imported_while_the_plugins_load_is_left_in_place(monkeypatch):
+    """Should a plugin use ``requests`` as it is imported, the real module it gets stays."""
+    import requests
+
+    monkeypatch.delitem(sys.modules, "requests")
+    real = importlib.import_module
+
+    def import_module(name, *args):
+        if name.startswith("detect_secrets.plugins."):
+            sys.modules["requests"] = requests  # what importing the real one leaves
+        return real(name, *args)
+
+    monkeypatch.setattr(importlib, "import_module", import_module)
+    module._plugin_classes()
+    assert sys.modules.get("requests") is requests
 
 
 def test_a_requests_imported_before_is_left_in_place(monkeypatch):
