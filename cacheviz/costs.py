@@ -53,6 +53,7 @@ from cacheviz.metrics import call_waste
 from cacheviz.pricing import PriceBook, RateCache, Rates
 from cacheviz.providers._base import Breakpoint, CallResult, SimCall
 from cacheviz.simulate import (
+    SIM_INPUTS,
     Replay,
     Simulation,
     extend_chain,
@@ -172,17 +173,8 @@ _CALL_COSTS = (
 _DRIFT_COSTS = ("cost_usd", "material")
 # the calls columns cost_lists reads
 _CALL_INPUTS = (
-    "thread",
-    "encoding",
+    *SIM_INPUTS,  # the replay input's
     "namespace",
-    "provider",
-    "prev_call",
-    "prefix_tokens",
-    "reported_input_tokens",
-    "reported_cache_read_tokens",
-    "unlogged_tokens",
-    "reconstructed",
-    "ttl_seconds",
     "provider_verdict",
     "provider_missed_tokens",
     "rebuild",

@@ -495,25 +495,53 @@ class Replay:
 
     def simulation(self) -> Simulation:
         """The :class:`Simulation` of this replay."""
-        frame = _schema.frame(_schema.SIMULATION, self.cols)
         verdicts = [v for v in self.cols["verdict"] if v != "not_reported"]
-        score = None
-        if verdicts:
-            score = sum(v == "match" for v in verdicts) / len(verdicts)
-        priced = not self.self_hosted and bool(self.sources)
-        return Simulation(
-            provider=self.provider,
-            model=self.model,
-            price_source="; ".join(self.sources) or None,
-            calls=frame,
-            total_cost_usd=float(frame["cost_usd"].sum()) if priced else None,
-            ideal_usd=float(frame["ideal_usd"].sum()) if priced else None,
+        return simulation_of(
+            self.provider,
+            self.model,
+            _schema.frame(_schema.SIMULATION, self.cols),
+            self.sources,
+            self_hosted=self.self_hosted,
             token_scale=_token_scale(self.calls),
-            score=score,
-            rules=dict(self.rules),
+            score=sum(v == "match" for v in verdicts) / len(verdicts) if verdicts else None,
+            rules=self.rules,
             prices=self.book,
             unpriced=self.unpriced,
         )
+
+
+def simulation_of(
+    provider: str,
+    model: str | None,
+    frame: pl.DataFrame,
+    sources: list[str],
+    *,
+    self_hosted: bool,
+    token_scale: float | None,
+    score: float | None,
+    rules: dict[str, Any],
+    prices: PriceBook | None = None,
+    unpriced: str = "raise",
+) -> Simulation:
+    """The :class:`Simulation` of a replay's rows ``frame`` (:data:`~cacheviz._schema.SIMULATION`).
+
+    ``sources`` are the price sources of its priced calls; the totals are the frame's
+    sums, ``None`` for a self-hosted engine or when no call was priced.
+    """
+    priced = not self_hosted and bool(sources)
+    return Simulation(
+        provider=provider,
+        model=model,
+        price_source="; ".join(sources) or None,
+        calls=frame,
+        total_cost_usd=float(frame["cost_usd"].sum()) if priced else None,
+        ideal_usd=float(frame["ideal_usd"].sum()) if priced else None,
+        token_scale=token_scale,
+        score=score,
+        rules=dict(rules),
+        prices=prices,
+        unpriced=unpriced,
+    )
 
 
 def replay(
