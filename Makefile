@@ -74,7 +74,7 @@ bench: $(VENV)/.installed .cache/tiktoken/.copied
 # module's own unit tests (bench/mutation_rates.py); the table goes to bench/out/mutation.md.
 # Narrow it with e.g. MODULES='prefix providers.openai'. Survivors: `mutmut results`.
 MODULES ?= prefix diagnose providers.anthropic providers.openai providers.google \
-	providers.deepseek providers.sglang providers.vllm usage redact
+	providers.deepseek providers.sglang providers.vllm providers._cache providers._base usage redact
 $(VENV)/.mutmut: $(VENV)/.installed
 	$(BIN)/python -m pip install --quiet -e '.[mutation]'
 	@touch $@

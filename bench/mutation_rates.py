@@ -51,8 +51,31 @@ TESTS: dict[str, list[str]] = {
         _PROVIDER.format("deepseek_rules"),
         "tests/providers/test_token_scale.py",
     ],
-    "providers.sglang": [_PROVIDER.format("sglang")],
-    "providers.vllm": [_PROVIDER.format("vllm")],
+    "providers.sglang": [_PROVIDER.format("sglang"), _PROVIDER.format("sglang_rules")],
+    "providers.vllm": [_PROVIDER.format("vllm"), _PROVIDER.format("vllm_rules")],
+    # the shared modules: the unit tests of the simulators that use them
+    "providers._cache": [
+        "tests/providers/test_token_scale.py",
+        *[_PROVIDER.format(p) for p in ["anthropic", "openai", "openai_rules", "google"]],
+        *[_PROVIDER.format(p) for p in ["google_rules", "deepseek", "deepseek_rules"]],
+        _PROVIDER.format("cache"),
+    ],
+    "providers._base": [
+        *[_PROVIDER.format(p) for p in ["anthropic", "openai_rules", "sglang", "vllm"]],
+        _PROVIDER.format("base"),
+    ],
+    # the registry and the profiles: the architecture test of the provider facts
+    "providers._profile": [
+        "tests/architecture/test_provider_facts.py",
+        _PROVIDER.format("simulate"),
+        "tests/core/test_costs.py",
+        _PROVIDER.format("registry"),
+    ],
+    "providers.__init__": [
+        "tests/architecture/test_provider_facts.py",
+        _PROVIDER.format("simulate"),
+        _PROVIDER.format("registry"),
+    ],
     "usage": ["tests/core/test_usage.py"],
     "redact": ["tests/core/test_redaction.py", "tests/formats/test_fuzz.py"],
 }
@@ -98,6 +121,8 @@ def row(module: str, counts: Counter[str]) -> str:
 def run_module(module: str, children: int) -> None:
     """Run mutmut on one module against its own unit tests, from a fresh ``mutants/``."""
     path = "cacheviz/" + module.replace(".", "/") + ".py"
+    # a package's own functions are named after the package (cacheviz.providers.x_ids)
+    names = f"cacheviz.{module.removesuffix('.__init__')}.*"
     shutil.rmtree("mutants", ignore_errors=True)
     # mutmut reads [tool.mutmut] through configuration.config(); override two fields of
     # the loaded config in a child interpreter, then hand over to mutmut's own CLI. Its
@@ -114,7 +139,7 @@ def run_module(module: str, children: int) -> None:
         "wall = isolation.register_timeout\n"
         f"isolation.register_timeout = lambda pid, timeout_s: wall(pid, timeout_s * {WALL_SLACK})\n"
         "from mutmut.__main__ import cli\n"
-        f"cli(['run', '--max-children', '{children}', 'cacheviz.{module}.*'])\n"
+        f"cli(['run', '--max-children', '{children}', '{names}'])\n"
     )
     subprocess.run([sys.executable, "-c", code], check=False)
 
