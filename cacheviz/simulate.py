@@ -211,30 +211,37 @@ def _unlogged_versions(
     :func:`_explicit`.
     """
     shortest = shortest_ttl()
-    gaps = [
-        None if p is None else idle_seconds(calls[i], calls[p])
-        for i, p in enumerate(cols["prev_call"])
-    ]
-    offered = [
-        None if total is None else min(line, total)
-        for line, total in zip(cols["prefix_tokens"], cols["reported_input_tokens"], strict=True)
-    ]
-    # only where reads stop at breakpoints written before (explicit breakpoints): with an
-    # implicit longest-prefix cache a short read is as likely routing or eviction
-    unlogged = [
-        hidden if rebuilt and exp else None
-        for hidden, rebuilt, exp in zip(
-            cols["unlogged_tokens"], cols["reconstructed"], explicit, strict=True
-        )
-    ]
+    evidence = [version_evidence(calls, cols, i, explicit[i], shortest) for i in range(len(calls))]
+    unlogged, offered, read, gaps, ttls = zip(*evidence, strict=True) if evidence else ((),) * 5
     return unlogged_versions(
-        cols["thread"],
-        unlogged,
+        cols["thread"], unlogged, offered, read, gaps, ttls, material_shortfall
+    )
+
+
+def version_evidence(
+    calls: Sequence[Call], cols: dict[str, list[Any]], i: int, explicit: bool, shortest: float
+) -> tuple[int | None, int | None, int | None, float | None, float]:
+    """Call ``i``'s evidence for :func:`cacheviz.calibrate.next_version`.
+
+    ``(unlogged, offered, read, gap, ttl)``: its unlogged tokens (only where reads stop at
+    breakpoints written before, ``explicit``: with an implicit longest-prefix cache a
+    short read is as likely routing or eviction), the prefix it offered (at most its
+    reported input), its reported read, the idle time since its thread's previous call,
+    and its TTL (``shortest`` when the thread shows none). Shared by :func:`sim_calls`
+    and :mod:`cacheviz.live_costs`.
+    """
+    prev = cols["prev_call"][i]
+    gap = None if prev is None else idle_seconds(calls[i], calls[prev])
+    total = cols["reported_input_tokens"][i]
+    offered = None if total is None else min(cols["prefix_tokens"][i], total)
+    hidden = cols["unlogged_tokens"][i] if cols["reconstructed"][i] and explicit else None
+    ttl = cols["ttl_seconds"][i]
+    return (
+        hidden,
         offered,
-        cols["reported_cache_read_tokens"],
-        gaps,
-        [ttl if ttl is not None else shortest for ttl in cols["ttl_seconds"]],
-        material_shortfall,
+        cols["reported_cache_read_tokens"][i],
+        gap,
+        (ttl if ttl is not None else shortest),
     )
 
 
@@ -247,14 +254,23 @@ def _warm_heads(cols: dict[str, list[Any]], explicit: list[bool]) -> list[int]:
     Explicit-breakpoint providers only (reads stop at breakpoints written before).
     ``cols`` and ``explicit`` as for :func:`_unlogged_versions`.
     """
-    threads, prev_calls = cols["thread"], cols["prev_call"]
-    rebuilt, hidden = cols["reconstructed"], cols["unlogged_tokens"]
-    reads = cols["reported_cache_read_tokens"]
     first: dict[str, int] = {}
-    for i, thread in enumerate(threads):
-        if prev_calls[i] is None and thread not in first:
-            first[thread] = warm_head(explicit[i], rebuilt[i], hidden[i], reads[i])
-    return [first.get(thread, 0) for thread in threads]
+    return [next_warm_head(first, cols, i, explicit[i]) for i in range(len(cols["thread"]))]
+
+
+def next_warm_head(
+    first: dict[str, int], cols: dict[str, list[Any]], i: int, explicit: bool
+) -> int:
+    """Call ``i``'s warm head (:func:`_warm_heads`); ``first`` (per thread) is updated."""
+    thread = cols["thread"][i]
+    if cols["prev_call"][i] is None and thread not in first:
+        first[thread] = warm_head(
+            explicit,
+            cols["reconstructed"][i],
+            cols["unlogged_tokens"][i],
+            cols["reported_cache_read_tokens"][i],
+        )
+    return first.get(thread, 0)
 
 
 def warm_head(explicit: bool, rebuilt: bool, hidden: int | None, read: int | None) -> int:
