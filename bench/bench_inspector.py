@@ -24,11 +24,12 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
+
+from _shared import child_json
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
@@ -153,16 +154,7 @@ print(json.dumps({
 
 def detail(path: Path, root: Path) -> dict:
     """The first detail views of ``path`` in a fresh process of the checkout ``root``."""
-    env = {**os.environ, "PYTHONPATH": str(root)}
-    out = subprocess.run(
-        [sys.executable, "-c", DETAIL_CHILD, str(path)],
-        capture_output=True,
-        text=True,
-        env=env,
-        cwd=root,  # ``python -c`` puts the working folder first on sys.path
-        check=True,
-    ).stdout
-    return json.loads(out.strip().splitlines()[-1])
+    return child_json(DETAIL_CHILD, [str(path)], root)
 
 
 def main_detail(args: argparse.Namespace) -> None:

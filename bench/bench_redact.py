@@ -26,6 +26,8 @@ import sys
 import time
 from pathlib import Path
 
+from _shared import best_seconds
+
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 
@@ -36,15 +38,6 @@ def _other(root: Path):
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
-
-
-def _best(work, repeat: int) -> float:
-    best = float("inf")
-    for _ in range(repeat):
-        start = time.process_time()
-        work()
-        best = min(best, time.process_time() - start)
-    return best
 
 
 def main() -> None:
@@ -96,15 +89,21 @@ def main() -> None:
         f"same spans as {args.root}: {same}"
     )
     for name, group in (("all", texts), ("<= 256", short), ("> 256", long)):
-        mine = _best(lambda group=group: [own_spans(t) for t in group], args.repeat)
-        theirs = _best(lambda group=group: [other.secret_spans(t) for t in group], args.repeat)
+        mine = best_seconds(
+            lambda group=group: [own_spans(t) for t in group], args.repeat, time.process_time
+        )
+        theirs = best_seconds(
+            lambda group=group: [other.secret_spans(t) for t in group],
+            args.repeat,
+            time.process_time,
+        )
         print(
             f"  secret_spans, {name} texts: {theirs:.4f} -> {mine:.4f} CPU-s ({mine / theirs:.2f}x)"
         )
-    mine = _best(browse, args.repeat)
+    mine = best_seconds(browse, args.repeat, time.process_time)
     redact.secret_spans = other.secret_spans
     try:
-        theirs = _best(browse, args.repeat)
+        theirs = best_seconds(browse, args.repeat, time.process_time)
     finally:
         redact.secret_spans = own_spans
     print(f"  content browser: {theirs:.4f} -> {mine:.4f} CPU-s ({mine / theirs:.2f}x)")

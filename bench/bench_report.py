@@ -22,12 +22,12 @@ a temporary folder (several checkouts may time the same logs at once).
 from __future__ import annotations
 
 import argparse
-import json
 import os
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
+
+from _shared import child_json
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
@@ -56,18 +56,9 @@ print(json.dumps({"calls": analysis.calls.height, "analyze_s": best, "report_s":
 
 def measure(path: Path, repeat: int, root: Path) -> dict[str, float]:
     """Times of one log in a fresh process of the checkout ``root``."""
-    env = {**os.environ, "PYTHONPATH": str(root)}
     with tempfile.TemporaryDirectory(prefix="cacheviz-bench-report-") as folder:
         html = Path(folder) / "report.html"
-        out = subprocess.run(
-            [sys.executable, "-c", CHILD, str(path), str(repeat), str(html)],
-            capture_output=True,
-            text=True,
-            env=env,
-            cwd=root,  # ``python -c`` puts the working folder first on sys.path
-            check=True,
-        ).stdout
-    row = json.loads(out.strip().splitlines()[-1])
+        row = child_json(CHILD, [str(path), str(repeat), str(html)], root)
     row["bytes"] = path.stat().st_size
     row["report_ratio"] = row["report_s"] / row["analyze_s"]
     row["command_ratio"] = (row["analyze_s"] + row["report_s"]) / row["analyze_s"]

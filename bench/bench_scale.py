@@ -21,8 +21,9 @@ import itertools
 import json
 import os
 import sys
-import time
 from pathlib import Path
+
+from _shared import best_seconds
 
 HERE = Path(__file__).resolve().parent
 TARGETS = [
@@ -31,15 +32,6 @@ TARGETS = [
     "gemini:gemini-2.5-pro",
     "deepseek:deepseek-chat",
 ]
-
-
-def _timed(fn, repeat: int = 1) -> float:
-    best = float("inf")
-    for _ in range(repeat):
-        start = time.perf_counter()
-        fn()
-        best = min(best, time.perf_counter() - start)
-    return best
 
 
 def bench_compare(sizes: list[int], out: Path) -> list[dict]:
@@ -55,7 +47,7 @@ def bench_compare(sizes: list[int], out: Path) -> list[dict]:
             generate(path, calls)
         analysis = cacheviz.load(path).analyze()
         tokens = int(analysis.calls["input_tokens"].sum())
-        seconds = _timed(lambda a=analysis: a.compare(TARGETS), repeat=3)
+        seconds = best_seconds(lambda a=analysis: a.compare(TARGETS), repeat=3)
         rows.append({"calls": calls, "tokens": tokens, "compare_s": round(seconds, 3)})
     return rows
 
@@ -72,7 +64,7 @@ def bench_deepseek(sizes: list[int]) -> list[dict]:
             build.call(0, [block], output_tokens=10),
             build.call(1, [block, [7] * 20], output_tokens=10),
         ]
-        seconds = _timed(lambda c=calls: DeepSeekSimulator().run(c), repeat=3)
+        seconds = best_seconds(lambda c=calls: DeepSeekSimulator().run(c), repeat=3)
         rows.append({"tokens": tokens, "deepseek_s": round(seconds, 3)})
     return rows
 

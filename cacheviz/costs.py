@@ -48,24 +48,20 @@ from typing import TYPE_CHECKING, Any
 import polars as pl
 
 from cacheviz import _schema, providers
-from cacheviz.calibrate import unlogged_versions
 from cacheviz.errors import UnknownModelError
 from cacheviz.metrics import call_waste
 from cacheviz.pricing import PriceBook, RateCache, Rates
 from cacheviz.providers._base import Breakpoint, CallResult, SimCall
 from cacheviz.simulate import (
+    SIM_INPUTS,
+    Replay,
     Simulation,
-    _explicit,
-    _token_scale,
-    call_rates,
     extend_chain,
     make_simulator,
     material_shortfall,
-    next_sim_call,
+    replay,
     result_cost,
-    shortest_ttl,
-    sim_row,
-    warm_head,
+    sim_calls_of,
 )
 from cacheviz.ttl import idle_seconds
 from cacheviz.verdict import agrees
@@ -162,7 +158,7 @@ class CostColumns:
     own_simulation: Simulation | None
 
 
-# the columns cost_lists fills
+# the columns cost_lists fills (and live_costs.costs_from, call by call)
 _CALL_COSTS = (
     "billed_usd",
     "simulated_usd",
@@ -177,17 +173,8 @@ _CALL_COSTS = (
 _DRIFT_COSTS = ("cost_usd", "material")
 # the calls columns cost_lists reads
 _CALL_INPUTS = (
-    "thread",
-    "encoding",
+    *SIM_INPUTS,  # the replay input's
     "namespace",
-    "provider",
-    "prev_call",
-    "prefix_tokens",
-    "reported_input_tokens",
-    "reported_cache_read_tokens",
-    "unlogged_tokens",
-    "reconstructed",
-    "ttl_seconds",
     "provider_verdict",
     "provider_missed_tokens",
     "rebuild",
@@ -210,70 +197,6 @@ class CostLists:
     unpriced_models: list[str]
     runs: dict[str, Replay]
     """The replay of each provider, the session's main provider first."""
-
-
-@dataclasses.dataclass(slots=True)
-class Replay:
-    """:func:`cacheviz.simulate.simulate` of a session (recorded models, default rules).
-
-    ``cols`` holds its rows (:data:`cacheviz._schema.SIMULATION`) as lists;
-    :meth:`simulation` builds the :class:`~cacheviz.simulate.Simulation`.
-    """
-
-    provider: str
-    calls: Sequence[SimCall]
-    cols: dict[str, list[Any]]
-    sources: list[str]
-    book: PriceBook
-
-    @classmethod
-    def run(
-        cls,
-        provider: str,
-        calls: Sequence[SimCall],
-        recorded: list[str],
-        prefixes: list[int],
-        price: RateCache,
-    ) -> Replay:
-        """Replay and price ``calls`` (``recorded``: each call's provider) as ``simulate``."""
-        results = make_simulator(provider).run(list(calls))
-        cols: dict[str, list[Any]] = {name: [] for name in _schema.SIMULATION}
-        sources: list[str] = []
-        appends = [(cols[name].append, name) for name in _schema.SIMULATION]
-        for call, result in zip(calls, results, strict=True):
-            origin = recorded[call.index]
-            rates = call_rates(
-                price, call, provider=provider, model=None, origin=origin, unpriced="skip"
-            )
-            if rates is not None and rates.source not in sources:
-                sources.append(rates.source)
-            reported = call.reported if origin == provider else None
-            values = sim_row(call, result, rates, prefixes[call.index], reported, False)
-            for append, name in appends:
-                append(values[name])
-        return cls(provider, calls, cols, sources, price.book)
-
-    def simulation(self) -> Simulation:
-        """The :class:`~cacheviz.simulate.Simulation` ``simulate`` returns for it."""
-        frame = _schema.frame(_schema.SIMULATION, self.cols)
-        verdicts = [v for v in self.cols["verdict"] if v != "not_reported"]
-        score = None
-        if verdicts:
-            score = sum(v == "match" for v in verdicts) / len(verdicts)
-        priced = bool(self.sources)
-        return Simulation(
-            provider=self.provider,
-            model=None,
-            price_source="; ".join(self.sources) or None,
-            calls=frame,
-            total_cost_usd=float(frame["cost_usd"].sum()) if priced else None,
-            ideal_usd=float(frame["ideal_usd"].sum()) if priced else None,
-            token_scale=_token_scale(self.calls),
-            score=score,
-            rules={},
-            prices=self.book,
-            unpriced="skip",
-        )
 
 
 def _rate_caches(
@@ -356,12 +279,18 @@ def cost_lists(
     for key in keys:
         if key is not None:
             counts[key] = counts.get(key, 0) + 1
-    built = _sim_calls(shaped) if counts and n else []
+    built = (
+        sim_calls_of(calls, cols, shaped.token_caches, shaped.offsets, shaped.local_offsets)
+        if counts and n
+        else []
+    )
     runs: dict[str, Replay] = {}
     recorded, prefixes = cols["provider"], cols["prefix_tokens"]
     prices_of = _rate_caches(book, list(counts), rates)
     for key in sorted(counts, key=lambda k: -counts[k]):
-        run = runs[key] = Replay.run(key, built, recorded, prefixes, prices_of[key])
+        run = runs[key] = replay(
+            make_simulator(key), built, recorded, prefixes, prices_of[key], unpriced="skip"
+        )
         rows = run.cols
         cost, best, read, detail = (
             rows["cost_usd"],
@@ -416,65 +345,6 @@ def cost_lists(
         unpriced_models=list(unpriced),
         runs=runs,
     )
-
-
-def _sim_calls(shaped: Shaped) -> list[SimCall]:
-    """:func:`cacheviz.simulate.sim_calls` (provider-token axis) from the lists."""
-    cols = shaped.call_cols
-    session = shaped.session
-    calls = session.calls
-    own = shaped.local_offsets or shaped.offsets
-    axis = shaped.offsets
-    threads, ttls, providers_ = cols["thread"], cols["ttl_seconds"], cols["provider"]
-    prev_calls, rebuilt = cols["prev_call"], cols["reconstructed"]
-    hidden, reads = cols["unlogged_tokens"], cols["reported_cache_read_tokens"]
-    explicit = [_explicit(p) for p in providers_]
-    # simulate._unlogged_versions
-    shortest = shortest_ttl()
-    gaps = [
-        None if p is None else idle_seconds(calls[i], calls[p]) for i, p in enumerate(prev_calls)
-    ]
-    offered = [
-        None if total is None else min(line, total)
-        for line, total in zip(cols["prefix_tokens"], cols["reported_input_tokens"], strict=True)
-    ]
-    versions = unlogged_versions(
-        threads,
-        [h if r and e else None for h, r, e in zip(hidden, rebuilt, explicit, strict=True)],
-        offered,
-        reads,
-        gaps,
-        [ttl if ttl is not None else shortest for ttl in ttls],
-        material_shortfall,
-    )
-    # simulate._warm_heads
-    first: dict[str, int] = {}
-    for i, thread in enumerate(threads):
-        if prev_calls[i] is None and thread not in first:
-            first[thread] = warm_head(explicit[i], rebuilt[i], hidden[i], reads[i])
-    out: list[SimCall] = []
-    previous: SimCall | None = None
-    clock = 0.0
-    caches = shaped.token_caches
-    for i, (call, thread, encoding) in enumerate(
-        zip(calls, threads, cols["encoding"], strict=True)
-    ):
-        current = next_sim_call(
-            call,
-            previous,
-            thread=thread,
-            version=versions[i],
-            clock=clock,
-            offsets=axis[i],
-            cache=caches[encoding],
-            local_offsets=None if axis is own else own[i],
-            ttl_hint=ttls[i],
-            warm_tokens=first.get(thread, 0),
-        )
-        clock = current.clock
-        out.append(current)
-        previous = current
-    return out
 
 
 def _drift_costs(
@@ -733,4 +603,4 @@ def _ttl(key: str | None, previous: Call | None, evidence: int | None) -> float 
     return None if key is None else providers.profile(key).entry_ttl(previous)
 
 
-__all__ = ["CostLists", "Replay", "billed_cost", "cost_lists", "diagnose_costs"]
+__all__ = ["CostLists", "billed_cost", "cost_lists", "diagnose_costs"]

@@ -49,7 +49,7 @@ from cacheviz import _schema, analysis
 from cacheviz._seq import common_prefix
 from cacheviz.analysis import Analysis
 from cacheviz.calibrate import Calibration, calibrate_call, map_position
-from cacheviz.costs import _provider_key
+from cacheviz.costs import _CALL_COSTS, _provider_key
 from cacheviz.errors import CacheVizWarning, TranscriptError
 from cacheviz.formats import native
 from cacheviz.formats._body import _one_line
@@ -460,20 +460,7 @@ class LiveLog:
         self.miss_cols: dict[str, list[Any]] = {name: [] for name in _schema.MISSES}
         self._miss_ns: dict[str, int] = {}
         self._own_miss: list[str | None] = []
-        self.cost_cols: dict[str, list[Any]] = {
-            name: []
-            for name in (
-                "billed_usd",
-                "simulated_usd",
-                "ideal_usd",
-                "waste_usd",
-                "expected_read_tokens",
-                "miss_cause",
-                "shortfall_tokens",
-                "verdict_agrees",
-                "drift_material",
-            )
-        }
+        self.cost_cols: dict[str, list[Any]] = {name: [] for name in _CALL_COSTS}
         self._drift_cost: list[float | None] = []
         self._drift_material: list[bool | None] = []
         self._frames: dict[str, pl.DataFrame] = {}

@@ -31,10 +31,10 @@ from cacheviz.simulate import (
     make_simulator,
     material_shortfall,
     next_sim_call,
+    next_warm_head,
     shortest_ttl,
-    warm_head,
+    version_evidence,
 )
-from cacheviz.ttl import idle_seconds
 from cacheviz.verdict import agrees
 
 if TYPE_CHECKING:
@@ -45,34 +45,16 @@ def sim_call(log: LiveLog, i: int) -> SimCall:
     """:func:`cacheviz.simulate.sim_calls` for call ``i`` (provider-token axis)."""
     cols = log.call_cols
     call = log.calls[i]
-    calls = log.calls
     thread = cols["thread"][i]
-    prev = cols["prev_call"][i]
-    # _unlogged_versions
-    shortest = shortest_ttl()
-    gap = None if prev is None else idle_seconds(call, calls[prev])
-    total_in = cols["reported_input_tokens"][i]
-    line = None if total_in is None else min(cols["prefix_tokens"][i], total_in)
     explicit = _explicit(cols["provider"][i])
-    hidden = cols["unlogged_tokens"][i] if cols["reconstructed"][i] and explicit else None
-    got = cols["reported_cache_read_tokens"][i]
-    ttl = cols["ttl_seconds"][i]
     version = next_version(
         log._versions,
         thread,
-        hidden,
-        line,
-        got,
-        gap,
-        ttl if ttl is not None else shortest,
+        *version_evidence(log.calls, cols, i, explicit, shortest_ttl()),
         material_shortfall,
     )
-    # _warm_heads
-    if prev is None and thread not in log._warm_first:
-        log._warm_first[thread] = warm_head(
-            explicit, cols["reconstructed"][i], cols["unlogged_tokens"][i], got
-        )
-    warm = log._warm_first.get(thread, 0)
+    warm = next_warm_head(log._warm_first, cols, i, explicit)
+    ttl = cols["ttl_seconds"][i]
     previous = log.built[-1] if log.built else None
     sim = next_sim_call(
         call,

@@ -24,6 +24,7 @@ from cacheviz.simulate import (
     make_simulator,
     provider_id,
     sim_row,
+    simulation_of,
 )
 
 MAX_CHUNKS = 16  # a grown frame is made one chunk again past this many
@@ -176,20 +177,17 @@ class SimulationStream:
         """
         if self.error is not None:
             raise self.error
-        frame = self.frame()
-        priced = not self.self_hosted and bool(self.sources)
-        return Simulation(
-            provider=self.provider,
-            model=self.model,
-            price_source="; ".join(self.sources) or None,
-            calls=frame,
-            total_cost_usd=float(frame["cost_usd"].sum()) if priced else None,
-            ideal_usd=float(frame["ideal_usd"].sum()) if priced else None,
+        return simulation_of(
+            self.provider,
+            self.model,
+            self.frame(),
+            self.sources,
+            self_hosted=self.self_hosted,
             token_scale=self._scale_num / self._scale_den
             if self._scale_den and self._scale_num is not None
             else None,
             score=self._matched / self._reported if self._reported else None,
-            rules=dict(self.rules),
+            rules=self.rules,
         )
 
 

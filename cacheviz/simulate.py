@@ -65,25 +65,64 @@ def make_simulator(provider: str, **rules: Any) -> Simulator:
 _SYNTHETIC_STEP = 1.0  # seconds between calls that have no time
 
 
+# the calls columns :func:`sim_calls_of` reads
+SIM_INPUTS = (
+    "thread",
+    "encoding",
+    "provider",
+    "prev_call",
+    "prefix_tokens",
+    "reported_input_tokens",
+    "reported_cache_read_tokens",
+    "unlogged_tokens",
+    "reconstructed",
+    "ttl_seconds",
+)
+
+
 def sim_calls(analysis: Analysis, *, local: bool = False) -> list[SimCall]:
     """One :class:`SimCall` per call of ``analysis``, in request-time order.
 
     Offsets are in provider tokens (the calibrated axis, :mod:`cacheviz.calibrate`);
     ``local=True`` keeps the local encoding's (self-hosted engines count the token
-    arrays themselves).
+    arrays themselves). :func:`sim_calls_of` on the analysis's columns.
     """
-    own = analysis.local_offsets or analysis.offsets
-    axis = own if local else analysis.offsets
-    ttls = analysis.calls["ttl_seconds"].to_list()
-    versions = _unlogged_versions(analysis)
-    warm = _warm_heads(analysis)
-    session = analysis.session
-    frame = analysis.calls.select("thread", "encoding")
+    frame = analysis.calls
+    return sim_calls_of(
+        analysis.session.calls,
+        {name: frame[name].to_list() for name in SIM_INPUTS},
+        analysis.token_caches,
+        analysis.offsets,
+        analysis.local_offsets,
+        local=local,
+    )
+
+
+def sim_calls_of(
+    calls: Sequence[Call],
+    cols: dict[str, list[Any]],
+    caches: dict[str, TokenCache],
+    offsets: list[list[int]],
+    local_offsets: list[list[int]],
+    *,
+    local: bool = False,
+) -> list[SimCall]:
+    """:func:`sim_calls` from plain lists: ``cols`` holds the :data:`SIM_INPUTS` columns.
+
+    ``offsets`` are the calls' token offsets in provider tokens, ``local_offsets`` in
+    the local encoding's (empty: the same), ``caches`` the token caches by encoding.
+    """
+    own = local_offsets or offsets
+    axis = own if local else offsets
+    threads, ttls = cols["thread"], cols["ttl_seconds"]
+    explicit = [_explicit(p) for p in cols["provider"]]
+    versions = _unlogged_versions(calls, cols, explicit)
+    warm = _warm_heads(cols, explicit)
     out: list[SimCall] = []
     previous: SimCall | None = None
     clock = 0.0
-    for i, (call, (thread, encoding)) in enumerate(
-        zip(session.calls, frame.iter_rows(), strict=True)
+    for i, (call, thread, encoding) in enumerate(
+        zip(calls, threads, cols["encoding"], strict=True)
     ):
         current = next_sim_call(
             call,
@@ -92,7 +131,7 @@ def sim_calls(analysis: Analysis, *, local: bool = False) -> list[SimCall]:
             version=versions[i],
             clock=clock,
             offsets=axis[i],
-            cache=analysis.token_caches[encoding],
+            cache=caches[encoding],
             local_offsets=None if axis is own else own[i],
             ttl_hint=ttls[i],
             warm_tokens=warm[i],
@@ -163,64 +202,75 @@ def next_sim_call(
     )
 
 
-def _unlogged_versions(analysis: Analysis) -> list[int]:
-    """Per call, the version of its unlogged prefix the reported reads show (calibrate.py)."""
-    frame = analysis.calls
-    calls = analysis.session.calls
+def _unlogged_versions(
+    calls: Sequence[Call], cols: dict[str, list[Any]], explicit: list[bool]
+) -> list[int]:
+    """Per call, the version of its unlogged prefix the reported reads show (calibrate.py).
+
+    ``cols`` holds the :data:`SIM_INPUTS` columns, ``explicit`` each call's
+    :func:`_explicit`.
+    """
     shortest = shortest_ttl()
-    gaps = [
-        None if p is None else idle_seconds(calls[i], calls[p])
-        for i, p in enumerate(frame["prev_call"].to_list())
-    ]
-    inputs = frame["reported_input_tokens"].to_list()
-    offered = [
-        None if total is None else min(line, total)
-        for line, total in zip(frame["prefix_tokens"].to_list(), inputs, strict=True)
-    ]
-    # only where reads stop at breakpoints written before (explicit breakpoints): with an
-    # implicit longest-prefix cache a short read is as likely routing or eviction
-    unlogged = [
-        hidden if rebuilt and _explicit(provider) else None
-        for hidden, rebuilt, provider in zip(
-            frame["unlogged_tokens"].to_list(),
-            frame["reconstructed"].to_list(),
-            frame["provider"].to_list(),
-            strict=True,
-        )
-    ]
+    evidence = [version_evidence(calls, cols, i, explicit[i], shortest) for i in range(len(calls))]
+    unlogged, offered, read, gaps, ttls = zip(*evidence, strict=True) if evidence else ((),) * 5
     return unlogged_versions(
-        frame["thread"].to_list(),
-        unlogged,
-        offered,
-        frame["reported_cache_read_tokens"].to_list(),
-        gaps,
-        [ttl if ttl is not None else shortest for ttl in frame["ttl_seconds"].to_list()],
-        material_shortfall,
+        cols["thread"], unlogged, offered, read, gaps, ttls, material_shortfall
     )
 
 
-def _warm_heads(analysis: Analysis) -> list[int]:
+def version_evidence(
+    calls: Sequence[Call], cols: dict[str, list[Any]], i: int, explicit: bool, shortest: float
+) -> tuple[int | None, int | None, int | None, float | None, float]:
+    """Call ``i``'s evidence for :func:`cacheviz.calibrate.next_version`.
+
+    ``(unlogged, offered, read, gap, ttl)``: its unlogged tokens (only where reads stop at
+    breakpoints written before, ``explicit``: with an implicit longest-prefix cache a
+    short read is as likely routing or eviction), the prefix it offered (at most its
+    reported input), its reported read, the idle time since its thread's previous call,
+    and its TTL (``shortest`` when the thread shows none). Shared by :func:`sim_calls`
+    and :mod:`cacheviz.live_costs`.
+    """
+    prev = cols["prev_call"][i]
+    gap = None if prev is None else idle_seconds(calls[i], calls[prev])
+    total = cols["reported_input_tokens"][i]
+    offered = None if total is None else min(cols["prefix_tokens"][i], total)
+    hidden = cols["unlogged_tokens"][i] if cols["reconstructed"][i] and explicit else None
+    ttl = cols["ttl_seconds"][i]
+    return (
+        hidden,
+        offered,
+        cols["reported_cache_read_tokens"][i],
+        gap,
+        (ttl if ttl is not None else shortest),
+    )
+
+
+def _warm_heads(cols: dict[str, list[Any]], explicit: list[bool]) -> list[int]:
     """Per call: tokens of its unlogged head cached before the session, from the evidence.
 
     A thread's first call can only read entries written before the session began: when
     it reads part of its unlogged prefix (Claude Code's static system prompt and tools,
     shared by the user's sessions), that part is taken as warm for the whole thread.
     Explicit-breakpoint providers only (reads stop at breakpoints written before).
+    ``cols`` and ``explicit`` as for :func:`_unlogged_versions`.
     """
-    frame = analysis.calls
     first: dict[str, int] = {}
-    rows = frame.select(
-        "thread",
-        "prev_call",
-        "provider",
-        "reconstructed",
-        "unlogged_tokens",
-        "reported_cache_read_tokens",
-    ).iter_rows()
-    for thread, prev, provider, rebuilt, hidden, read in rows:
-        if prev is None and thread not in first:
-            first[thread] = warm_head(_explicit(provider), rebuilt, hidden, read)
-    return [first.get(thread, 0) for thread in frame["thread"].to_list()]
+    return [next_warm_head(first, cols, i, explicit[i]) for i in range(len(cols["thread"]))]
+
+
+def next_warm_head(
+    first: dict[str, int], cols: dict[str, list[Any]], i: int, explicit: bool
+) -> int:
+    """Call ``i``'s warm head (:func:`_warm_heads`); ``first`` (per thread) is updated."""
+    thread = cols["thread"][i]
+    if cols["prev_call"][i] is None and thread not in first:
+        first[thread] = warm_head(
+            explicit,
+            cols["reconstructed"][i],
+            cols["unlogged_tokens"][i],
+            cols["reported_cache_read_tokens"][i],
+        )
+    return first.get(thread, 0)
 
 
 def warm_head(explicit: bool, rebuilt: bool, hidden: int | None, read: int | None) -> int:
@@ -426,44 +476,130 @@ def simulate(
             if call.model != model:
                 call.warm_tokens = 0  # another model's cache: nothing is warm for it
             call.model = model
-    results = simulator.run(calls)
-    recorded = analysis.calls["provider"].to_list()
-    comparable = [model is None or model == c.model for c in calls]
-    book = prices if isinstance(prices, PriceBook) else PriceBook(prices)
-    price = RateCache(book, provider)
-    cols: dict[str, list[Any]] = {name: [] for name in _schema.SIMULATION}
-    prefixes = analysis.calls["prefix_tokens"].to_list()
-    sources: list[str] = []
-    scale = _token_scale(calls)
-    for call, result, origin, same in zip(calls, results, recorded, comparable, strict=True):
-        rates = None
-        if not self_hosted:
-            rates = call_rates(
-                price, call, provider=provider, model=model, origin=origin, unpriced=unpriced
-            )
-        if rates is not None and rates.source not in sources:
-            sources.append(rates.source)
-        reported = call.reported if origin == provider and same else None
-        values = sim_row(call, result, rates, prefixes[call.index], reported, self_hosted)
-        for name, value in values.items():
-            cols[name].append(value)
-    frame = _schema.frame(_schema.SIMULATION, cols)
-    reported_rows = frame.filter(pl.col("verdict") != "not_reported")
-    score = None
-    if reported_rows.height:
-        score = reported_rows.filter(pl.col("verdict") == "match").height / reported_rows.height
+    frame = analysis.calls
+    return replay(
+        simulator,
+        calls,
+        frame["provider"].to_list(),
+        frame["prefix_tokens"].to_list(),
+        RateCache(prices if isinstance(prices, PriceBook) else PriceBook(prices), provider),
+        model=model,
+        unpriced=unpriced,
+        self_hosted=self_hosted,
+        rules=rules,
+    ).simulation()
+
+
+@dataclass(slots=True)
+class Replay:
+    """A session replayed and priced (:func:`replay`), its rows as lists.
+
+    ``cols`` holds one list per column of :data:`cacheviz._schema.SIMULATION`;
+    :meth:`simulation` builds the :class:`Simulation` (one polars frame).
+    """
+
+    provider: str
+    model: str | None
+    calls: Sequence[SimCall]
+    cols: dict[str, list[Any]]
+    sources: list[str]
+    """The price sources of the priced calls, in order of first use."""
+    self_hosted: bool
+    rules: dict[str, Any]
+    book: PriceBook
+    unpriced: str
+
+    def simulation(self) -> Simulation:
+        """The :class:`Simulation` of this replay."""
+        verdicts = [v for v in self.cols["verdict"] if v != "not_reported"]
+        return simulation_of(
+            self.provider,
+            self.model,
+            _schema.frame(_schema.SIMULATION, self.cols),
+            self.sources,
+            self_hosted=self.self_hosted,
+            token_scale=_token_scale(self.calls),
+            score=sum(v == "match" for v in verdicts) / len(verdicts) if verdicts else None,
+            rules=self.rules,
+            prices=self.book,
+            unpriced=self.unpriced,
+        )
+
+
+def simulation_of(
+    provider: str,
+    model: str | None,
+    frame: pl.DataFrame,
+    sources: list[str],
+    *,
+    self_hosted: bool,
+    token_scale: float | None,
+    score: float | None,
+    rules: dict[str, Any],
+    prices: PriceBook | None = None,
+    unpriced: str = "raise",
+) -> Simulation:
+    """The :class:`Simulation` of a replay's rows ``frame`` (:data:`~cacheviz._schema.SIMULATION`).
+
+    ``sources`` are the price sources of its priced calls; the totals are the frame's
+    sums, ``None`` for a self-hosted engine or when no call was priced.
+    """
+    priced = not self_hosted and bool(sources)
     return Simulation(
         provider=provider,
         model=model,
         price_source="; ".join(sources) or None,
         calls=frame,
-        total_cost_usd=None if self_hosted or not sources else float(frame["cost_usd"].sum()),
-        ideal_usd=None if self_hosted or not sources else float(frame["ideal_usd"].sum()),
-        token_scale=scale,
+        total_cost_usd=float(frame["cost_usd"].sum()) if priced else None,
+        ideal_usd=float(frame["ideal_usd"].sum()) if priced else None,
+        token_scale=token_scale,
         score=score,
         rules=dict(rules),
-        prices=book,
+        prices=prices,
         unpriced=unpriced,
+    )
+
+
+def replay(
+    simulator: Simulator,
+    calls: list[SimCall],
+    recorded: Sequence[str],
+    prefixes: Sequence[int],
+    price: RateCache,
+    *,
+    model: str | None = None,
+    unpriced: str = "raise",
+    self_hosted: bool = False,
+    rules: dict[str, Any] | None = None,
+) -> Replay:
+    """Replay ``calls`` with ``simulator`` and price each call (:func:`simulate`'s rows).
+
+    ``recorded`` and ``prefixes`` are each call's provider and common-prefix line (by
+    call index), ``price`` the rates of the simulator's provider; ``model``,
+    ``unpriced`` and ``rules`` as for :func:`simulate` (``calls`` already carry
+    ``model``); a ``self_hosted`` engine's calls are not priced.
+    """
+    provider = price.provider
+    results = simulator.run(calls)
+    cols: dict[str, list[Any]] = {name: [] for name in _schema.SIMULATION}
+    appends = [(cols[name].append, name) for name in _schema.SIMULATION]
+    sources: list[str] = []
+    for call, result in zip(calls, results, strict=True):
+        origin = recorded[call.index]
+        rates = None
+        if not self_hosted:
+            rates = call_rates(
+                price, call, provider=provider, model=model, origin=origin, unpriced=unpriced
+            )
+            if rates is not None and rates.source not in sources:
+                sources.append(rates.source)
+        same = model is None or model == call.model
+        reported = call.reported if origin == provider and same else None
+        values = sim_row(call, result, rates, prefixes[call.index], reported, self_hosted)
+        for append, name in appends:
+            append(values[name])
+    return Replay(
+        provider, model, calls, cols, sources, self_hosted, dict(rules or {}), price.book, unpriced
     )
 
 

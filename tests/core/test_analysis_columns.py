@@ -19,7 +19,7 @@ from cacheviz import _schema, costs
 from cacheviz.analysis import analyze, analyze_columns, shape
 from cacheviz.errors import CacheVizWarning
 from cacheviz.pricing import PriceBook
-from cacheviz.simulate import sim_calls, simulate
+from cacheviz.simulate import sim_calls, sim_calls_of, simulate
 
 SAMPLES = Path(__file__).resolve().parents[2] / "sample_sessions"
 SAMPLE_NAMES = sorted(p.name for p in SAMPLES.glob("*.jsonl"))
@@ -70,7 +70,14 @@ def test_the_lists_hold_what_the_frames_hold(name):
 def test_the_replay_inputs_are_simulate_sim_calls(name):
     session = _load(SAMPLES / name)
     analysis = analyze(session)
-    ours = costs._sim_calls(shape(session))
+    shaped = shape(session)  # the lists cost_lists builds its replay input from
+    ours = sim_calls_of(
+        session.calls,
+        shaped.call_cols,
+        shaped.token_caches,
+        shaped.offsets,
+        shaped.local_offsets,
+    )
     theirs = sim_calls(analysis)
     assert len(ours) == len(theirs)
     for a, b in zip(ours, theirs, strict=True):
