@@ -1,28 +1,9 @@
 """SGLang simulator: one test per rule of providers.md §5.8 / §7, expectations by hand."""
 
 import pytest
+from engine_calls import call, hits, run
 
-from cacheviz.providers._base import HandBuilt
 from cacheviz.providers.sglang import SGLangSimulator
-
-BUILD = HandBuilt()
-
-
-def run(n, start=0):
-    """``n`` distinct token ids from ``start`` on."""
-    return list(range(start, start + n))
-
-
-def call(index, blocks, *, output_tokens=None, model="qwen3-coder", **params):
-    return BUILD.call(index, blocks, output_tokens=output_tokens, model=model, **params)
-
-
-def hits(simulator, prompts):
-    results = simulator.run([call(i, p) for i, p in enumerate(prompts)])
-    for r in results:
-        assert r.extra["prefill_tokens_saved"] == r.cache_read_tokens
-        assert r.cache_write_tokens == 0
-    return [r.cache_read_tokens for r in results]
 
 
 def test_matches_are_token_exact_with_pages_of_one():

@@ -7,28 +7,9 @@ the pool is served, then the tree is trimmed back to the capacity).
 """
 
 import pytest
+from engine_calls import call, hits, results, run
 
-from cacheviz.providers._base import HandBuilt
 from cacheviz.providers.sglang import SGLangSimulator
-
-BUILD = HandBuilt()
-
-
-def run(n, start=0):
-    """``n`` distinct token ids from ``start`` on."""
-    return list(range(start, start + n))
-
-
-def call(index, blocks, *, output_tokens=None, model="qwen3-coder", **params):
-    return BUILD.call(index, blocks, output_tokens=output_tokens, model=model, **params)
-
-
-def results(simulator, prompts):
-    return simulator.run([call(i, p) for i, p in enumerate(prompts)])
-
-
-def hits(simulator, prompts):
-    return [r.cache_read_tokens for r in results(simulator, prompts)]
 
 
 def test_every_input_token_is_read_or_uncached():

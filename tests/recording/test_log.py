@@ -2,12 +2,8 @@
 
 import gzip
 import json
-import sys
-from pathlib import Path
 
 import pytest
-
-sys.path.insert(0, str(Path(__file__).parents[1]))
 from fake_provider import ANTHROPIC_FINAL_OUTPUT, ANTHROPIC_USAGE, anthropic_events, chat_events
 
 from cacheviz import CacheVizWarning

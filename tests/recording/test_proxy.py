@@ -5,14 +5,11 @@ from __future__ import annotations
 import asyncio
 import json
 import socket
-import sys
 import threading
 import time
 from pathlib import Path
 
 import pytest
-
-sys.path.insert(0, str(Path(__file__).parents[1]))
 from fake_provider import ANTHROPIC_USAGE, OPENAI_CHAT_USAGE, TEXT, FakeProvider
 
 pytest.importorskip("aiohttp", reason="the record extra is not installed")

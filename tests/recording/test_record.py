@@ -11,8 +11,6 @@ import threading
 from pathlib import Path
 
 import pytest
-
-sys.path.insert(0, str(Path(__file__).parents[1]))
 from fake_provider import (
     ANTHROPIC_FINAL_OUTPUT,
     ANTHROPIC_USAGE,

@@ -4,12 +4,12 @@ analysis of the same lines; the widget is sent only the new rows."""
 from __future__ import annotations
 
 import io
-import sys
 import warnings
 from pathlib import Path
 
 import polars as pl
 import pytest
+from live_sessions import session_lines
 from polars.testing import assert_frame_equal
 
 from cacheviz.errors import CacheVizWarning
@@ -17,9 +17,6 @@ from cacheviz.formats import native
 from cacheviz.ui import state
 from cacheviz.ui.live import LiveInspector
 from cacheviz.ui.live_state import LiveState
-
-sys.path.insert(0, str(Path(__file__).parents[1]))  # live_sessions
-from live_sessions import session_lines
 
 SAMPLES = Path(__file__).resolve().parents[2] / "sample_sessions"
 
