@@ -64,8 +64,10 @@ class RunningProxy:
         """The log's lines, once ``count`` of them are written (waits up to 10 s)."""
         deadline = time.monotonic() + 10
         while True:
-            text = self.log.read_text(encoding="utf-8") if self.log.exists() else ""
-            lines = [json.loads(t) for t in text.splitlines()]
+            text = self.log.read_bytes() if self.log.exists() else b""
+            # only whole lines: a long line may be read while it is being written
+            complete = text[: text.rfind(b"\n") + 1].decode("utf-8")
+            lines = [json.loads(t) for t in complete.splitlines()]
             if len(lines) >= count or time.monotonic() > deadline:
                 return lines
             time.sleep(0.02)
