@@ -1,4 +1,5 @@
-"""What several benchmarks share: a child process of a checkout, the best of N timings.
+"""What several benchmarks share: a child process of a checkout, the best of N timings,
+the generated Anthropic conversation's system prompt and sliding window.
 
 The scripts run as ``python bench/<name>.py`` (this folder first on ``sys.path``), so
 they import this module by its name: ``from _shared import best_seconds, child_json``.
@@ -44,3 +45,29 @@ def best_seconds(
         work()
         best = min(best, clock() - start)
     return best
+
+
+#: The generated sessions' system prompt: one text block with a breakpoint.
+SYSTEM = [
+    {
+        "type": "text",
+        "text": "You are a careful engineer. " * 300,
+        "cache_control": {"type": "ephemeral"},
+    }
+]
+
+
+def sliding_window(history: list[dict[str, Any]], i: int) -> list[dict[str, Any]]:
+    """The messages call ``i`` sends: the last 40 of ``history``, from a user turn on.
+
+    Every 50th call (``i % 50 == 49``) rewrites the oldest message it sends: a drift.
+    """
+    window = history[-40:]
+    if window[0]["role"] != "user":
+        window = window[1:]
+    if i % 50 == 49:  # a drift: an old message rewritten
+        window = [
+            {"role": "user", "content": [{"type": "text", "text": f"rewritten {i}"}]},
+            *window[1:],
+        ]
+    return window

@@ -29,7 +29,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from _shared import child_json
+from _shared import SYSTEM, child_json, sliding_window
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
@@ -53,13 +53,7 @@ CHROMIUM_ARGS = [
 
 def session(path: Path) -> Path:
     """Write the generated session of CALLS calls to ``path``."""
-    system = [
-        {
-            "type": "text",
-            "text": "You are a careful engineer. " * 300,
-            "cache_control": {"type": "ephemeral"},
-        }
-    ]
+    system = SYSTEM
     history: list[dict] = []
     lines = []
     for i in range(CALLS):
@@ -67,14 +61,7 @@ def session(path: Path) -> Path:
         history.append(
             {"role": role, "content": [{"type": "text", "text": f"step {i} of the task " * 12}]}
         )
-        window = history[-40:]
-        if window[0]["role"] != "user":
-            window = window[1:]
-        if i % 50 == 49:  # a drift: an old message rewritten
-            window = [
-                {"role": "user", "content": [{"type": "text", "text": f"rewritten {i}"}]},
-                *window[1:],
-            ]
+        window = sliding_window(history, i)
         body = {
             "model": "claude-sonnet-4-5",
             "max_tokens": 512,

@@ -27,6 +27,8 @@ import time
 import warnings
 from pathlib import Path
 
+from _shared import SYSTEM, sliding_window
+
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 
@@ -41,13 +43,7 @@ SIDE = "claude-haiku-4-5"
 
 def lines(count: int) -> list[str]:
     """``count`` log lines of the generated session (module docstring)."""
-    system = [
-        {
-            "type": "text",
-            "text": "You are a careful engineer. " * 300,
-            "cache_control": {"type": "ephemeral"},
-        }
-    ]
+    system = SYSTEM
     history: list[dict] = []
     out = []
     for i in range(count):
@@ -69,14 +65,7 @@ def lines(count: int) -> list[str]:
         history.append(
             {"role": role, "content": [{"type": "text", "text": f"step {i} of the task " * 12}]}
         )
-        window = history[-40:]
-        if window[0]["role"] != "user":
-            window = window[1:]
-        if i % 50 == 49:  # a drift: an old message rewritten
-            window = [
-                {"role": "user", "content": [{"type": "text", "text": f"rewritten {i}"}]},
-                *window[1:],
-            ]
+        window = sliding_window(history, i)
         body = {"model": MODEL, "max_tokens": 512, "system": system, "messages": window}
         sent = 1900 + 60 * len(window)
         read = 0 if i % 50 == 49 or not i else 1900 + 60 * (len(window) - 2)
