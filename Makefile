@@ -1,10 +1,20 @@
 # Two commands for a fresh machine:
-#   make demo   set up .venv and summarize a bundled sample session
-#   make test   set up .venv, lint, and run the test suite
+#   make demo   set up .venv (the package alone) and summarize a bundled sample session
+#   make test   set up .venv (the locked test environment), lint, and run the test suite
+# Both install from uv.lock, so every machine and every day resolves the same versions;
+# `make lock` updates it on purpose, and `make test-latest` runs the suite on the newest
+# versions pyproject.toml allows (what `pip install cacheviz` gives a user).
 PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
-SAMPLE ?= sample_sessions/environment_details.jsonl
+SAMPLE ?= sample_sessions/reported_usage.jsonl
+# uv, pinned, in a venv of its own under .cache (nothing is installed outside the checkout)
+UV_VERSION := 0.13.9
+UV_HOME    := .cache/uv-$(UV_VERSION)
+UV         := $(UV_HOME)/bin/uv
+export UV_PROJECT_ENVIRONMENT := $(VENV)
+# the test environment: every extra but `tap` (claude-tap gets .venv-tap) and `mutation`
+TEST_EXTRAS := --extra dev --extra browser --extra record --extra litellm --extra dask
 
 # Offline machines: use a writable copy of ../shared/tiktoken unless the user set a cache.
 ifeq ($(origin TIKTOKEN_CACHE_DIR), undefined)
@@ -13,33 +23,52 @@ export TIKTOKEN_CACHE_DIR := $(CURDIR)/.cache/tiktoken
 endif
 endif
 
-.PHONY: demo test test-js widgets bench samples clean mutation
+.PHONY: demo test test-fast test-latest test-js lock jupyter widgets bench samples clean mutation \
+	venv-test venv-demo
 
-$(VENV)/.installed: pyproject.toml
-	$(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[dev,browser,record,litellm,dask]'
-	@touch $@
+$(UV):
+	$(PYTHON) -m venv $(UV_HOME)
+	$(UV_HOME)/bin/python -m pip install --quiet --disable-pip-version-check 'uv==$(UV_VERSION)'
+
+# `uv sync` is a quick no-op when .venv already matches the lock. The demo's sync is
+# --inexact: it adds what it lacks and leaves the test extras in place.
+venv-test: $(UV)
+	$(UV) sync --quiet --frozen $(TEST_EXTRAS)
+
+venv-demo: $(UV)
+	$(UV) sync --quiet --frozen --inexact
+
+# A deliberate update of the lock (then run `make test` and `make test-latest`, commit uv.lock).
+lock: $(UV)
+	$(UV) lock --upgrade
 
 # claude-tap for tests/formats/test_claude_tap.py, in a venv of its own (its aiohttp pin
 # conflicts with litellm's; pin as in pyproject's `tap` extra). Where it can't be
 # installed, the test is skipped with the reason.
 TAP_VENV := .venv-tap
 CLAUDE_TAP ?= claude-tap==0.1.146
-$(TAP_VENV)/.installed: pyproject.toml
-	@{ $(PYTHON) -m venv $(TAP_VENV) && \
-	  $(TAP_VENV)/bin/python -m pip install --quiet '$(CLAUDE_TAP)' && touch $@; } \
+$(TAP_VENV)/.installed: pyproject.toml uv.lock | $(UV)
+	@{ UV_PROJECT_ENVIRONMENT=$(TAP_VENV) $(UV) sync --quiet --frozen --extra tap \
+	    --no-install-project && touch $@; } \
 	  || echo "could not install $(CLAUDE_TAP): tests/formats/test_claude_tap.py will skip"
 
 .cache/tiktoken/.copied:
 	@if [ -d ../shared/tiktoken ]; then \
 	  mkdir -p .cache/tiktoken && cp ../shared/tiktoken/[0-9a-f]* .cache/tiktoken/ && touch $@; fi
 
-demo: $(VENV)/.installed .cache/tiktoken/.copied
+demo: venv-demo .cache/tiktoken/.copied
 	$(BIN)/cacheviz summary $(SAMPLE)
+	@echo
+	@echo "next: .venv/bin/cacheviz --help   (or: source .venv/bin/activate; cacheviz --help)"
+	@echo "      make jupyter                 (JupyterLab on notebooks/, with the inspector)"
+
+# JupyterLab on the notebooks (adds the `notebooks` extra: JupyterLab and plotly)
+jupyter: $(UV) .cache/tiktoken/.copied
+	$(UV) sync --quiet --frozen --inexact --extra notebooks
+	$(BIN)/jupyter lab notebooks/
 
 # Browser tests run when Debian's chromium is installed (.ci/run installs it), else skip.
-test: $(VENV)/.installed $(TAP_VENV)/.installed .cache/tiktoken/.copied
+test: venv-test $(TAP_VENV)/.installed .cache/tiktoken/.copied
 	$(BIN)/ruff check cacheviz tests bench
 	$(BIN)/ruff format --check cacheviz tests bench
 	$(BIN)/mypy
@@ -67,7 +96,7 @@ widgets/node_modules/.installed: widgets/package-lock.json
 widgets: widgets/node_modules/.installed
 	npm --prefix widgets run build
 
-bench: $(VENV)/.installed .cache/tiktoken/.copied
+bench: venv-test .cache/tiktoken/.copied
 	$(BIN)/python bench/bench_analysis.py
 
 # Mutation testing (slow; not a CI gate): one mutmut run per module, each against that
@@ -75,14 +104,11 @@ bench: $(VENV)/.installed .cache/tiktoken/.copied
 # Narrow it with e.g. MODULES='prefix providers.openai'. Survivors: `mutmut results`.
 MODULES ?= prefix diagnose providers.anthropic providers.openai providers.google \
 	providers.deepseek providers.sglang providers.vllm providers._cache providers._base usage redact
-$(VENV)/.mutmut: $(VENV)/.installed
-	$(BIN)/python -m pip install --quiet -e '.[mutation]'
-	@touch $@
-
-mutation: $(VENV)/.mutmut .cache/tiktoken/.copied
+mutation: $(UV) .cache/tiktoken/.copied
+	$(UV) sync --quiet --frozen $(TEST_EXTRAS) --extra mutation
 	$(BIN)/python bench/mutation_rates.py --run $(MODULES) --max-children 2
 
-samples: $(VENV)/.installed
+samples: venv-demo
 	$(BIN)/python -m cacheviz.teach.samples sample_sessions
 
 clean:
