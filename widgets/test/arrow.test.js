@@ -1,10 +1,29 @@
 import { readFileSync } from "node:fs";
-import { describe, expect, it } from "vitest";
+import { describe, expect, it, vi } from "vitest";
+
+// decodeTable as it is, its calls recorded: the columns each decoder reads (required or defaulted)
+vi.mock("../src/lib/arrow.js", async (importOriginal) => {
+  const arrow = await importOriginal();
+  return { ...arrow, decodeTable: vi.fn(arrow.decodeTable) };
+});
+
 import { base64ToBytes, decodeTable, toBytes } from "../src/lib/arrow.js";
 import { decodeCosts, decodeShape, decodeTimeline } from "../src/lib/data.js";
 import { dataView, makeSession, toBase64 } from "./fixtures/session.js";
 
 const python = JSON.parse(readFileSync(new URL("./fixtures/python-report.json", import.meta.url), "utf8"));
+
+/**
+ * The property names a `@typedef {object}` of src/lib/data.js declares.
+ *
+ * @param {string} typedef
+ */
+function declared(typedef) {
+  const source = readFileSync(new URL("../src/lib/data.js", import.meta.url), "utf8");
+  const block = source.split("@typedef {object} ").find((b) => b.startsWith(`${typedef}\n`));
+  if (!block) throw new Error(`src/lib/data.js has no @typedef {object} ${typedef}`);
+  return [...block.slice(0, block.indexOf("*/")).matchAll(/@property \{.*\} \[?(\w+)\]?/g)].map((m) => m[1]).sort();
+}
 
 describe("toBytes", () => {
   it("accepts a DataView over part of a buffer", () => {
@@ -73,8 +92,30 @@ describe("the synthetic wire tables", () => {
   });
 });
 
-describe("the Python side's tables (test/fixtures/python-report.json)", () => {
-  // written by cacheviz.ui.views through report_data(); regenerate with make_python_fixture.py
+describe("the Python side's wire data (test/fixtures/python-report.json)", () => {
+  // written by cacheviz.ui.report.report_data(); regenerate with make_python_fixture.py
+  // (tests/ui/test_wire_fixture.py fails when the committed file is stale)
+  it("carries every column the decoders read (none filled by a default)", () => {
+    const decoders = { timeline: decodeTimeline, shape: decodeShape, costs: decodeCosts };
+    for (const [key, decode] of Object.entries(decoders)) {
+      vi.mocked(decodeTable).mockClear();
+      decode(python[key]);
+      expect(vi.mocked(decodeTable)).toHaveBeenCalledTimes(1);
+      const [[, name, required, defaults = {}]] = vi.mocked(decodeTable).mock.calls;
+      const sent = Object.keys(decodeTable(python[key], name, []).columns);
+      const missing = [...required, ...Object.keys(defaults)].filter((column) => !sent.includes(column));
+      expect(missing, `${name}: columns read here that the Python side does not send (it sends ${sent.join(", ")})`).toEqual([]);
+    }
+  });
+
+  it("sends the meta fields the typedefs of src/lib/data.js declare, and no others", () => {
+    const why = "the Python side's meta differs from src/lib/data.js's typedef: update the typedef and its readers";
+    expect(Object.keys(python.meta).sort(), `Meta: ${why}`).toEqual(declared("Meta"));
+    expect(Object.keys(python.meta.target).sort(), `Target: ${why}`).toEqual(declared("Target"));
+    expect(python.meta.compare.length).toBeGreaterThan(1);
+    for (const row of python.meta.compare) expect(Object.keys(row).sort(), `CompareRow: ${why}`).toEqual(declared("CompareRow"));
+  });
+
   it("decode with every column this front end reads", () => {
     const t = decodeTimeline(python.timeline);
     expect(t.n).toBe(python.meta.n_calls);

@@ -13,6 +13,7 @@ vi.mock("../src/lib/plot.js", () => ({
 
 import * as plot from "../src/lib/plot.js";
 import { boot } from "../src/report-app.js";
+import { decodeTimeline } from "../src/lib/data.js";
 import { NO_DETAIL, inflateJson } from "../src/lib/memory-model.js";
 import { embedJson, makeSession, reportDocument } from "./fixtures/session.js";
 
@@ -118,5 +119,21 @@ describe("the HTML report", () => {
     expect(shape.data.slice(0, 5).some((t) => t.y.length > 0)).toBe(true);
     expect(costs.data[3].y.at(-1)).toBeCloseTo(python.meta.target.total_cost_usd, 9);
     expect(errors).not.toHaveBeenCalled();
+  });
+
+  it("gets from the Python side a detail per call, the drift's on each drift, every listed text", async () => {
+    const details = await inflateJson(python.details_gz);
+    const calls = Object.keys(details.calls).map(Number).sort((a, b) => a - b);
+    expect(calls).toEqual([...Array(python.meta.n_calls).keys()]);
+    // the page marks drifts from the timeline and shows their detail from here
+    const timeline = decodeTimeline(python.timeline);
+    const drifts = calls.filter((call) => details.calls[call].drift);
+    expect(drifts).toEqual(calls.filter((call) => timeline.drift[timeline.rowOf.get(call)]));
+    expect(drifts).toHaveLength(python.meta.totals.drifts);
+    for (const call of drifts) expect(details.calls[call].cause).toBe(python.meta.causes[timeline.cause[timeline.rowOf.get(call)]]);
+    // content items carry a hash into the shared texts (a missing one would show as empty)
+    const items = Object.values(details.calls).flatMap((d) => [...d.content.sent, ...d.content.context]);
+    expect(items.length).toBeGreaterThan(python.meta.n_calls);
+    expect(items.filter((item) => !(item.hash in details.texts))).toEqual([]);
   });
 });
