@@ -102,7 +102,9 @@ def report_data(
         **{name: base64.b64encode(views.ipc(frame)).decode() for name, frame in tables.items()},
         "meta": visible_all(redact_all(shown.meta)),
         # every call's detail and content, gzip-compressed (the page inflates it on load)
-        "details_gz": base64.b64encode(gzip.compress(embed_json(details).encode(), 6)).decode(),
+        "details_gz": base64.b64encode(
+            gzip.compress(embed_json(details).encode(), 6, mtime=0)
+        ).decode(),
         "selected_call": views.opening_call(analysis),
     }
 
