@@ -304,7 +304,8 @@ def _flat(value: Any, prefix: str = "") -> dict[str, Any]:
     if isinstance(value, list) and value:
         out = {}
         for i, item in enumerate(value):
-            out |= _flat(item, f"{prefix}[{i}]")
+            name = item.get("target", item.get("call")) if isinstance(item, dict) else None
+            out |= _flat(item, f"{prefix}[{i}]" if name in (None, i) else f"{prefix}[{i}: {name}]")
         return out
     return {prefix: value}
 
