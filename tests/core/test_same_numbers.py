@@ -124,9 +124,8 @@ class FrozenPrices:
     def __enter__(self) -> FrozenPrices:
         from cacheviz import _price_copy
 
-        self._saved = (_price_copy.lookup, _price_copy.models, sys.modules.get("genai_prices"))
-        if "genai_prices" not in sys.modules:
-            self._saved = (*self._saved[:2], _ABSENT)
+        module = sys.modules.get("genai_prices", _ABSENT)
+        self._saved = (_price_copy.lookup, _price_copy.models, module)
         _price_copy.lookup, _price_copy.models = self.lookup, self.models
         sys.modules["genai_prices"] = None  # type: ignore[assignment]  # an import fails
         return self
@@ -433,21 +432,15 @@ def record() -> None:
             entries[label] = None
             _table_file(label).unlink(missing_ok=True)
             if before is not None:
-                print(f"{label}: does not load now")
+                print(f"{label}: {'new, ' if before is _ABSENT else ''}does not load")
             continue
-        cut = tables(docs)
-        entries[label] = {
-            "summary": digest(docs["summary"]),
-            "report": digest(docs["report"]),
-            "tables": {name: digest(value) for name, value in cut.items()},
-        }
+        entry = {name: digest(docs[name]) for name in ("summary", "report")}
+        entry["tables"] = {name: digest(value) for name, value in tables(docs).items()}
+        entries[label] = entry
         if before is _ABSENT or before is None:
             print(f"{label}: new")
-        elif (before["summary"], before["report"]) != (
-            entries[label]["summary"],
-            entries[label]["report"],
-        ):
-            print(explain(label, docs, before).rsplit("\n", 1)[0])
+        elif any(before[name] != entry[name] for name in ("summary", "report")):
+            print(explain(label, docs, before).rsplit("\n", 1)[0])  # less the re-record hint
         keep = stored(label, docs)
         text = json.dumps(keep, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
         _table_file(label).parent.mkdir(parents=True, exist_ok=True)
