@@ -75,6 +75,20 @@ test: venv-test $(TAP_VENV)/.installed .cache/tiktoken/.copied
 	$(BIN)/pytest
 	@if command -v npm >/dev/null; then $(MAKE) test-js; else echo "npm not found: JS tests skipped"; fi
 
+# The inner loop: no browser, no notebooks, no real-data sweeps (docs/testing.md).
+test-fast: venv-test .cache/tiktoken/.copied
+	$(BIN)/pytest -q -m "not browser and not realdata and not slow" -p no:cacheprovider
+
+# The suite on the newest versions pyproject.toml allows, in a venv of its own (.venv-latest):
+# what `pip install cacheviz` gives a user today. Run it when the lock is updated.
+test-latest: $(UV) $(TAP_VENV)/.installed .cache/tiktoken/.copied
+	rm -rf .venv-latest
+	$(UV) venv --quiet .venv-latest
+	$(UV) pip install --quiet --python .venv-latest/bin/python --upgrade \
+	  -e '.[dev,browser,record,litellm,dask]'
+	$(UV) pip list --quiet --python .venv-latest/bin/python --format freeze > .venv-latest/versions.txt
+	.venv-latest/bin/pytest -p no:cacheprovider
+
 # JS: typecheck, rebuild, vitest, then check the committed bundles are the fresh build
 # (the build is deterministic: a source change without `make widgets` + commit fails here).
 test-js: widgets/node_modules/.installed
@@ -112,4 +126,4 @@ samples: venv-demo
 	$(BIN)/python -m cacheviz.teach.samples sample_sessions
 
 clean:
-	rm -rf $(VENV) $(TAP_VENV) .cache .pytest_cache .ruff_cache bench/out mutants
+	rm -rf $(VENV) $(TAP_VENV) .venv-latest .cache .pytest_cache .ruff_cache bench/out mutants

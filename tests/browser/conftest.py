@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import importlib.util
 import json
 import os
 import re
@@ -45,9 +46,8 @@ def pytest_collection_modifyitems(config, items):
     if not Path(CHROMIUM).exists():
         missing.append("chromium (apt-get install chromium)")
     for module in ("playwright", "jupyterlab"):
-        try:
-            __import__(module)
-        except ImportError:
+        # find, don't import: importing jupyterlab costs seconds of every run's collection
+        if importlib.util.find_spec(module) is None:
             missing.append(f"{module} (pip install -e '.[browser]')")
     if missing:
         skip = pytest.mark.skip(reason="browser tests need " + ", ".join(missing))
