@@ -1,8 +1,10 @@
-"""The cc-viewer reader: against cc-viewer's real interceptor in front of the fake provider,
-and on logs built here in the shape cc-viewer 1.6.219 writes."""
+"""The cc-viewer reader: on logs and cx-viewer archives built here in the shape cc-viewer
+1.6.219 and cx-viewer 1.1.20 write them, and against those tools themselves (their Node
+sources, named by CACHEVIZ_CC_VIEWER and CACHEVIZ_CX_VIEWER; see docs/testing.md)."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import re
@@ -23,13 +25,22 @@ from cacheviz.segment import compact_json
 sys.path.insert(0, str(Path(__file__).parents[1]))
 from fake_provider import ANTHROPIC_USAGE, FakeProvider
 
-ROOT = Path(__file__).resolve().parents[2]
-# cc-viewer is not on the npm registry this machine reaches: its source at 1.6.219
-# (interceptor.js, findcc.js, lib/interceptor-core.js, lib/proxy-env.js, package.json and
-# `npm install undici`) is kept outside the repository; the real-tool test skips without it.
-CC_VIEWER = Path(
-    os.environ.get("CACHEVIZ_CC_VIEWER", ROOT.parent / "examples" / "issue22" / "cc-viewer-1.6.219")
-)
+
+def _tool_source(variable: str, name: str, entry: str) -> Path:
+    """The Node source of a real tool, from ``variable``; skip when node or it is not set.
+
+    Neither tool is on the npm registry: docs/testing.md says how to get each source.
+    """
+    if shutil.which("node") is None:
+        pytest.skip(f"node is not on PATH (needed to run {name})")
+    folder = os.environ.get(variable)
+    if not folder:
+        pytest.skip(f"{variable} is not set: point it at {name}'s source (docs/testing.md)")
+    if not (Path(folder) / entry).is_file():
+        pytest.fail(f"{variable}={folder} holds no {entry}; expected {name}'s source folder")
+    return Path(folder)
+
+
 SECRET = "sk-ant-api03-CCVSECRETCCVSECRET"
 SYSTEM = [{"type": "text", "text": "You are Claude Code, Anthropic's official CLI for Claude."}]
 TOOLS = [
@@ -72,9 +83,8 @@ def _main_agent_requests(turns: int) -> list[dict]:
 @pytest.fixture(scope="module")
 def viewed(tmp_path_factory):
     """Requests sent through cc-viewer's own interceptor (Node), as Claude Code would."""
+    cc_viewer = _tool_source("CACHEVIZ_CC_VIEWER", "cc-viewer 1.6.219", "interceptor.js")
     node = shutil.which("node")
-    if node is None or not (CC_VIEWER / "interceptor.js").is_file():
-        pytest.skip(f"node or cc-viewer's source ({CC_VIEWER}) is not here")
     home = tmp_path_factory.mktemp("ccv")
     bodies = _main_agent_requests(12)  # past the checkpoint of every 10th request
     subagent = {
@@ -94,7 +104,7 @@ def viewed(tmp_path_factory):
         env = {k: v for k, v in os.environ.items() if "proxy" not in k.lower()}
         env.update(
             CCV_LOG_DIR=str(home / "logs"),
-            CCV_INTERCEPTOR=str(CC_VIEWER / "interceptor.js"),
+            CCV_INTERCEPTOR=str(cc_viewer / "interceptor.js"),
             CCV_REQUESTS=str(home / "requests.json"),
             CCV_KEY=SECRET,
             FAKE_URL=fake.url,
@@ -423,9 +433,6 @@ def test_fuzzed_logs_load_or_fail_in_one_line(tmp_path, cut, junk, width, loads_
 
 # -- cx-viewer's Log Store V2 ---------------------------------------------------------
 
-CX_VIEWER = Path(
-    os.environ.get("CACHEVIZ_CX_VIEWER", ROOT.parent / "examples" / "issue22" / "cx-viewer-1.1.20")
-)
 CX_DRIVER = """
 import { readFileSync } from 'node:fs';
 import { pathToFileURL } from 'node:url';
@@ -504,19 +511,148 @@ def _codex_entries() -> tuple[list[dict], list[dict]]:
     return bodies, entries
 
 
-@pytest.fixture(scope="module")
-def archive(tmp_path_factory):
-    node = shutil.which("node")
-    if node is None or not (CX_VIEWER / "lib" / "log-v2" / "coordinator.js").is_file():
-        pytest.skip(f"node or cx-viewer's source ({CX_VIEWER}) is not here")
-    home = tmp_path_factory.mktemp("cxv")
+def _object(folder: Path, value) -> dict:
+    """Store ``value`` as cx-viewer stores a content object; return its reference."""
+    text = json.dumps(value, ensure_ascii=False, separators=(",", ":"), sort_keys=True).encode()
+    digest = hashlib.sha256(text).hexdigest()
+    path = f"objects/{digest[:2]}/{digest[2:4]}/{digest}.json"
+    (folder / path).parent.mkdir(parents=True, exist_ok=True)
+    (folder / path).write_bytes(text + b"\n")
+    return {"algorithm": "sha256", "bytes": len(text), "hash": digest, "path": path}
+
+
+def _append(file: Path, thread: str, record: dict) -> dict:
+    """Append one JSON line to a thread file; return the reference cx-viewer keeps to it."""
+    line = json.dumps(record, ensure_ascii=False, separators=(",", ":"), sort_keys=True)
+    data = line.encode() + b"\n"
+    offset = file.stat().st_size if file.exists() else 0
+    with file.open("ab") as handle:
+        handle.write(data)
+    checksum = f"sha256:{hashlib.sha256(data).hexdigest()}"
+    return {"checksum": checksum, "length": len(data), "offset": offset, "thread": thread}
+
+
+def _write_archive(project: Path, entries: list[dict]) -> Path:
+    """A Log Store V2 session archive as cx-viewer 1.1.20 writes one for these entries.
+
+    Laid out after an archive cx-viewer's own LogV2WriteCoordinator wrote for them: each
+    request is revision 1 (in flight: meta, headers, body without its input) and revision
+    2 (done: meta, response meta, headers and body); the input list is a separate record
+    (retain / remove / append) bound at ``root.body.input``; credentials are redacted.
+    """
+    session = "synthetic:proxy:0d9f3c1e-7b2a-4c55-9e01-6a7b8c9d0e1f:5b1f"
+    folder = project / f"20260401_{session.replace(':', '~3a')}.cxvsession"
+    thread = "t_" + hashlib.sha256(session.encode()).hexdigest()
+    (folder / "threads" / thread).mkdir(parents=True)
+    manifest = {"kind": "cx-viewer.session-archive", "version": 2, "sessionId": session}
+    manifest.update(rootThreadId=session, projectId=project.name, source="proxy", state="active")
+    (folder / "manifest.json").write_text(json.dumps(manifest, sort_keys=True))
+    entries_file = folder / "threads" / thread / "entries.jsonl"
+    input_file = folder / "threads" / thread / "input.jsonl"
+    items: list[str] = []  # the thread's input so far, as object hashes
+    keys: dict[str, str] = {}
+    revisions: dict[str, int] = {}
+    input_revision = 0
+    for seq, entry in enumerate(entries, 1):
+        txn = f"26b9eb76-ea58-4287-b16f-54405d93{seq:04d}"
+        request_id = entry.get("requestId") or f"done-{entry['timestamp']}"
+        key = keys.setdefault(
+            entry["timestamp"], "e_" + hashlib.sha256(request_id.encode()).hexdigest()
+        )
+        revision = revisions[key] = revisions.get(key, 0) + 1
+        headers = {
+            k: "[REDACTED]" if k == "authorization" else v for k, v in entry["headers"].items()
+        }
+        meta = {k: v for k, v in entry.items() if k not in ("headers", "body")}
+        changes: dict = {}
+        binding = {"path": "root.body.input", "ref": None, "revision": input_revision}
+        if revision == 1:
+            body = {k: v for k, v in entry["body"].items() if k != "input"}
+            changes.update({"root.headers": headers, "root.body": body})
+            refs = [_object(folder, item) for item in entry["body"]["input"]]
+            hashes = [r["hash"] for r in refs]
+            retain = 0
+            while retain < min(len(items), len(hashes)) and items[retain] == hashes[retain]:
+                retain += 1
+            input_revision += 1
+            operation = {
+                "kind": "cx-viewer.input-revision",
+                "version": 1,
+                "path": "root.body.input",
+                "revision": input_revision,
+                "baseRevision": input_revision - 1,
+                "retain": retain,
+                "remove": len(items) - retain,
+                "append": refs[retain:],
+                "txnId": txn,
+            }
+            binding = {
+                "path": "root.body.input",
+                "ref": _append(input_file, thread, operation),
+                "revision": input_revision,
+            }
+            items = hashes
+        if isinstance(entry.get("response"), dict):
+            response = entry["response"]
+            meta.pop("response")
+            changes["response.meta"] = {k: response[k] for k in ("status", "statusText")}
+            changes.update(
+                {"response.headers": response["headers"], "response.body": response["body"]}
+            )
+        changes["root.meta"] = meta
+        record = {
+            "kind": "cx-viewer.entry-revision",
+            "version": 1,
+            "entryKey": key,
+            "revision": revision,
+            "baseRevision": revision - 1,
+            "delete": [],
+            "set": {part: _object(folder, value) for part, value in sorted(changes.items())},
+            "inputBinding": binding,
+            "txnId": txn,
+        }
+        timeline = {
+            "kind": "cx-viewer.timeline-record",
+            "version": 1,
+            "seq": seq,
+            "entryKey": key,
+            "entryRevision": revision,
+            "inputRevision": input_revision,
+            "entryRef": _append(entries_file, thread, record),
+            "agentRole": "main",
+            "phase": "completed",
+            "threadId": session,
+            "parentThreadId": None,
+            "turnId": None,
+            "timestamp": entry["timestamp"],
+            "committedAt": entry["timestamp"],
+            "eventId": f"aa8fca0f-dd77-4e81-b47c-b68ba163{seq:04d}",
+            "txnId": txn,
+        }
+        with (folder / "timeline.jsonl").open("a", encoding="utf-8") as handle:
+            handle.write(json.dumps(timeline, sort_keys=True, separators=(",", ":")) + "\n")
+    return folder
+
+
+@pytest.fixture(scope="module", params=["built here", "cx-viewer"])
+def archive(request, tmp_path_factory):
+    """A cx-viewer archive of the Codex entries: built here, and by cx-viewer itself."""
     bodies, entries = _codex_entries()
+    if request.param == "built here":
+        project = tmp_path_factory.mktemp("cxv-built") / "proj"
+        return _write_archive(project, entries), bodies
+    cx_viewer = _tool_source("CACHEVIZ_CX_VIEWER", "cx-viewer 1.1.20", "lib/log-v2/coordinator.js")
+    home = tmp_path_factory.mktemp("cxv")
     (home / "entries.json").write_text(json.dumps(entries, ensure_ascii=False))
     (home / "driver.mjs").write_text(CX_DRIVER)
-    env = {**os.environ, "CXV": str(CX_VIEWER), "ROOT": str(home / "logs"), "CWD": str(home)}
+    env = {**os.environ, "CXV": str(cx_viewer), "ROOT": str(home / "logs"), "CWD": str(home)}
     env["ENTRIES"] = str(home / "entries.json")
     done = subprocess.run(
-        [node, str(home / "driver.mjs")], env=env, capture_output=True, text=True, timeout=120
+        [shutil.which("node"), str(home / "driver.mjs")],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
     assert done.returncode == 0, done.stderr
     [folder] = (home / "logs" / "proj").glob("*.cxvsession")
@@ -527,7 +663,7 @@ def _sorted(value) -> bytes:
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"), sort_keys=True).encode()
 
 
-def test_real_cx_viewer_archive_gives_the_requests_with_sorted_keys(archive):
+def test_a_cx_viewer_archive_gives_the_requests_with_sorted_keys(archive):
     folder, bodies = archive
     assert detect(folder) == "cc-viewer" and detect(folder.parent) == "cc-viewer"
     session = cacheviz.load(folder)

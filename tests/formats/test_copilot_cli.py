@@ -1,7 +1,6 @@
 """GitHub Copilot CLI events.jsonl: calls per assistant message, usage a session figure."""
 
 import json
-from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -11,8 +10,6 @@ import cacheviz
 from cacheviz import cli
 from cacheviz.errors import TranscriptError
 from cacheviz.formats import detect
-
-EXAMPLES = Path("/work/examples/issue18/copilot")  # real sessions from a public home backup
 
 
 def _event(kind, data, ts):
@@ -127,10 +124,159 @@ def test_fuzzed_events_load_or_fail_in_one_line(events, data, loads_or_fails_cle
     loads_or_fails_cleanly(path, lambda p, e: cacheviz.load(p, format="copilot-cli", errors=e))
 
 
-def test_real_session(capsys):
-    path = EXAMPLES / "252d6b6b-aaad-4790-8254-7ada091ee9fc" / "events.jsonl"
-    if not path.is_file():
-        pytest.skip(f"{path} is not present (a public example, kept outside the repo)")
+# -- a longer session, in the shape Copilot CLI writes ------------------------------------
+
+SONNET, MINI = "claude-sonnet-4.5", "gpt-5-mini"
+
+
+def _metrics(models):
+    """``modelMetrics`` of a shutdown from {model: (input, cache read, output, requests)}."""
+    return {
+        model: {
+            "requests": {"count": n, "cost": n},
+            "usage": {
+                "inputTokens": inp,
+                "outputTokens": out,
+                "cacheReadTokens": read,
+                "cacheWriteTokens": 0,
+            },
+        }
+        for model, (inp, read, out, n) in models.items()
+    }
+
+
+def _compaction(inp, cached, out, request):
+    return {
+        "success": True,
+        "preCompactionTokens": inp,
+        "postCompactionTokens": 4100,
+        "preCompactionMessagesLength": 31,
+        "messagesRemoved": 27,
+        "tokensRemoved": inp - 4100,
+        "summaryContent": f"<overview>Adding --verbose; {request}</overview>",
+        "checkpointNumber": 1,
+        "checkpointPath": "/home/dev/.copilot/session-state/s2/checkpoints/001.md",
+        "compactionTokensUsed": {"input": inp, "output": out, "cachedInput": cached},
+        "requestId": request,
+    }
+
+
+def _long_session() -> list[dict]:
+    """Two runs of one session (resumed): tools, a failed tool and a failed turn, two model
+    switches, two compactions (one in the middle of a turn) and a shutdown per run."""
+    tick = iter(range(100))
+    items = []
+
+    def add(kind, **data):
+        ts = next(tick)
+        items.append(
+            {
+                "type": kind,
+                "data": data,
+                "id": f"9d0c-{ts:04d}",
+                "timestamp": f"2026-04-02T05:{ts // 60:02d}:{ts % 60:02d}.120Z",
+                "parentId": items[-1]["id"] if items else None,
+            }
+        )
+
+    def ask(text):
+        add(
+            "user.message",
+            content=text,
+            transformedContent=f"<current_datetime>2026-04-02</current_datetime>\n\n{text}",
+            attachments=[],
+        )
+
+    def say(text, out, *tools):
+        requests = [
+            {"toolCallId": f"toolu_{n}", "name": name, "arguments": args, "type": "function"}
+            for n, name, args in tools
+        ]
+        add(
+            "assistant.message",
+            messageId=f"m{len(items)}",
+            content=text,
+            toolRequests=requests,
+            outputTokens=out,
+        )
+        for n, name, args in tools:
+            add("tool.execution_start", toolCallId=f"toolu_{n}", toolName=name, arguments=args)
+            if name == "create":
+                error = {"message": "file exists", "code": "failure"}
+                add("tool.execution_complete", toolCallId=f"toolu_{n}", success=False, error=error)
+            else:
+                result = {"content": f"{name} done", "detailedContent": f"{name} done ✓"}
+                add("tool.execution_complete", toolCallId=f"toolu_{n}", success=True, result=result)
+
+    add(
+        "session.start",
+        sessionId="s2",
+        version=1,
+        producer="copilot-agent",
+        copilotVersion="0.0.354",
+        startTime="2026-04-02T05:00:00.000Z",
+        selectedModel=SONNET,
+        context={"cwd": "/home/dev/app", "gitRoot": "/home/dev/app", "branch": "main"},
+    )
+    add("session.info", infoType="mcp", message="Connected to 1 MCP server")
+    ask("add a --verbose flag")
+    add("assistant.turn_start", turnId="0")
+    say("", 40, (1, "view", {"path": "cli.py"}))
+    say("", 210, (2, "edit", {"path": "cli.py", "old_str": "a", "new_str": "b"}))
+    say("Added --verbose.", 30)
+    add("assistant.turn_end", turnId="0")
+    add("session.model_change", previousModel=SONNET, newModel=MINI)
+    ask("explain the change")
+    add("assistant.turn_start", turnId="1")
+    say("It prints each step.", 150)
+    add("assistant.turn_end", turnId="1")
+    add("session.model_change", previousModel=MINI, newModel=SONNET)
+    ask("now add tests")
+    add("assistant.turn_start", turnId="2")
+    add("session.error", errorType="rate_limit", message="429 Too Many Requests", statusCode=429)
+    add("assistant.turn_end", turnId="2")
+    add("session.compaction_start")
+    add("session.compaction_complete", **_compaction(98000, 90000, 1200, "req-1"))
+    ask("now add tests")
+    add("assistant.turn_start", turnId="3")
+    say("", 400, (3, "create", {"path": "tests/test_cli.py"}))
+    say("Created tests.", 60)
+    add("assistant.turn_end", turnId="3")
+    add(
+        "session.shutdown",
+        shutdownType="routine",
+        totalPremiumRequests=6,
+        totalApiDurationMs=41000,
+        sessionStartTime=1775106000000,
+        codeChanges={"linesAdded": 40, "linesRemoved": 2, "filesModified": ["cli.py"]},
+        modelMetrics=_metrics({SONNET: (412000, 380000, 2300, 5), MINI: (9000, 0, 150, 1)}),
+        currentModel=SONNET,
+    )
+    add("session.resume", resumeTime="2026-04-02T06:00:00.000Z", eventCount=len(items))
+    ask("run them")
+    add("assistant.turn_start", turnId="4")
+    say("", 25, (4, "bash", {"command": "pytest -q"}))
+    add("session.compaction_start")
+    add("session.compaction_complete", **_compaction(120500, 110000, 1500, "req-2"))
+    say("All 12 pass.", 20)
+    add("assistant.turn_end", turnId="4")
+    add(
+        "session.shutdown",
+        shutdownType="routine",
+        totalPremiumRequests=3,
+        totalApiDurationMs=12000,
+        sessionStartTime=1775106000000,
+        codeChanges={"linesAdded": 0, "linesRemoved": 0, "filesModified": []},
+        modelMetrics=_metrics({SONNET: (250000, 231000, 1900, 3)}),
+        currentModel=SONNET,
+    )
+    return items
+
+
+def test_a_resumed_session_with_compactions(tmp_path, capsys):
+    path = tmp_path / "s2" / "events.jsonl"
+    path.parent.mkdir()
+    path.write_text("".join(json.dumps(e, ensure_ascii=False) + "\n" for e in _long_session()))
     events = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
     messages = sum(e["type"] == "assistant.message" for e in events)
     compactions = [e["data"] for e in events if e["type"] == "session.compaction_complete"]
@@ -140,26 +286,41 @@ def test_real_session(capsys):
             for entry in e["data"]["modelMetrics"].values():
                 for key, value in entry["usage"].items():
                     usage[key] = usage.get(key, 0) + value
+    assert detect(path) == "copilot-cli"
     session = cacheviz.load(path)
     assert session.format == "copilot-cli"
-    assert len(session.calls) == messages + len(compactions) == 17
+    assert len(session.calls) == messages + len(compactions) == 8 + 2
+    models = [c.model for c in session.calls if c.thread_hint == "main"]
+    assert models == [SONNET, SONNET, SONNET, MINI, SONNET, SONNET, SONNET, SONNET]
     assert cli.main(["summary", str(path), "--json"]) == 0
     doc = json.loads(capsys.readouterr().out)
     totals = doc["reported_totals"]
     assert totals["scope"] == "session"
-    assert totals["input_tokens"] == usage["inputTokens"] == 1884297
-    assert totals["cache_read_tokens"] == usage["cacheReadTokens"]
-    assert totals["output_tokens"] == usage["outputTokens"]
+    assert totals["input_tokens"] == usage["inputTokens"] == 412000 + 9000 + 250000
+    assert totals["cache_read_tokens"] == usage["cacheReadTokens"] == 380000 + 231000
+    assert totals["output_tokens"] == usage["outputTokens"] == 2300 + 150 + 1900
     compaction = [c for c in doc["calls"] if c["reported"] is not None]
-    assert [c["reported"]["input_tokens"] for c in compaction] == [
-        c["compactionTokensUsed"]["input"] for c in compactions
+    assert (
+        [c["reported"]["input_tokens"] for c in compaction]
+        == [c["compactionTokensUsed"]["input"] for c in compactions]
+        == [98000, 120500]
+    )
+
+
+def test_a_session_whose_turns_all_failed_has_no_call(tmp_path):
+    path = tmp_path / "s3" / "events.jsonl"
+    path.parent.mkdir()
+    failed = [
+        _event("session.start", {"sessionId": "s3", "selectedModel": SONNET}, 0),
+        _event("user.message", {"content": "hi", "transformedContent": "<t>0</t> hi"}, 1),
+        _event("assistant.turn_start", {"turnId": "0"}, 2),
+        _event("session.error", {"errorType": "authorization", "message": "401"}, 3),
+        _event("user.message", {"content": "hi", "transformedContent": "<t>1</t> hi"}, 4),
+        _event("assistant.turn_start", {"turnId": "1"}, 5),
+        _event("session.error", {"errorType": "authorization", "message": "401"}, 6),
+        _event("session.shutdown", {"shutdownType": "routine", "modelMetrics": {}}, 7),
     ]
-
-
-def test_a_session_whose_turns_all_failed_has_no_call(capsys):
-    path = EXAMPLES / "3fc55392-3e98-4470-8d46-86557601b171" / "events.jsonl"
-    if not path.is_file():
-        pytest.skip(f"{path} is not present (a public example, kept outside the repo)")
+    path.write_text("".join(json.dumps(e) + "\n" for e in failed))
     assert detect(path) == "copilot-cli"
     with pytest.raises(TranscriptError, match="no API call could be read"):
         cacheviz.load(path)

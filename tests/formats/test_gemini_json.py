@@ -1,7 +1,6 @@
 """Older Gemini CLI chat JSON (`chats/session-*.json`), with sub-agent chats as threads."""
 
 import json
-from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -12,7 +11,6 @@ from cacheviz import cli
 from cacheviz.errors import TranscriptError
 from cacheviz.formats import detect
 
-EXAMPLES = Path("/work/examples/issue18/gemini_json")  # real chats from a public home backup
 SID = "f328310d-05ea-45ce-b9cb-fe2717bebe12"
 
 
@@ -159,20 +157,157 @@ def _independent(path):
     return calls, inp, cached, out
 
 
+# -- chats in the shape Gemini CLI writes them ----------------------------------------------
+
+PROJECT = "f528f00f72f21423df709bb5104dfe181c28474fac473cf1028c3bfd64be534a"
+PRO, FLASH = "gemini-2.5-pro", "gemini-2.5-flash"
+
+
+def _tool_call(name, args, output, ts, status="success"):
+    call_id = f"{name}-1743212331-{len(output)}"
+    response = {"functionResponse": {"id": call_id, "name": name, "response": {"output": output}}}
+    return {
+        "id": call_id,
+        "name": name,
+        "args": args,
+        "result": [response] if status == "success" else None,
+        "status": status,
+        "timestamp": ts,
+        "displayName": name.title(),
+        "description": "",
+        "renderOutputAsMarkdown": True,
+        "resultDisplay": output,
+    }
+
+
+def _said(mid, ts, content, tokens, model, tools=(), thoughts=()):
+    message = _gemini(mid, content, tokens, ts, model)
+    message["toolCalls"] = list(tools)
+    message["thoughts"] = [
+        {"subject": t, "description": t + ".", "timestamp": ts} for t in thoughts
+    ]
+    return message
+
+
+def _note(kind, mid, ts, text):
+    return {"id": mid, "timestamp": ts, "type": kind, "content": text}
+
+
+def _write(path, session_id, messages, kind="main"):
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(_chat(session_id, messages, kind), indent=2, ensure_ascii=False))
+
+
+@pytest.fixture(scope="module")
+def home(tmp_path_factory):
+    """Three sessions and a sub-agent chat: tool calls with and without results, thoughts,
+    model switches, UI messages, a response never reported and one without a model."""
+    chats = tmp_path_factory.mktemp("gemini") / "tmp" / PROJECT / "chats"
+    t = "2026-03-29T01:38:{:02d}.000Z".format
+    _write(
+        chats / "session-2026-03-29T01-38-50535b60.json",
+        "50535b60-1c2d-4e5f-8a9b-0c1d2e3f4a5b",
+        [
+            _note("user", "a0", t(0), "summarise README.md ✓"),
+            _said(
+                "a1",
+                t(4),
+                "",
+                _tokens(8120, 0, 25, 110),
+                PRO,
+                [_tool_call("read_file", {"absolute_path": "/app/README.md"}, "# App\n", t(5))],
+                ["Reading the README"],
+            ),
+            _said("a2", t(9), "A command-line app.", _tokens(8410, 7980, 140, 60), PRO),
+            _note("info", "a3", t(10), "Switched to fallback model gemini-2.5-flash"),
+            _note("user", "a4", t(11), "shorter"),
+            _said("a5", t(12), "A CLI.", _tokens(8600, 0, 6), FLASH),
+            _note("error", "a6", t(13), "[API Error: quota exceeded]"),
+            _note("user", "a7", t(14), "again"),
+            _note("gemini", "a8", t(15), "Request cancelled."),  # no model: not an API call
+        ],
+    )
+    sub_id = "f328310d-05ea-45ce-b9cb-fe2717bebe12"
+    _write(
+        chats / "session-2026-04-13T18-00-f328310d.json",
+        sub_id,
+        [
+            {"id": "b0", "timestamp": t(20), "type": "user", "content": [{"text": "copy a to b"}]},
+            _said(
+                "b1",
+                t(24),
+                "",
+                _tokens(12000, 0, 20, 30),
+                PRO,
+                [_tool_call("codebase_investigator", {"objective": "list a/"}, "a/1 a/2", t(40))],
+            ),
+            _said("b2", t(44), "Copied 2 files.", _tokens(12100, 11900, 15), FLASH),
+            _note("warning", "b3", t(45), "Loop detection is off"),
+        ],
+    )
+    _write(
+        chats / sub_id / "twynek.json",
+        "twynek",
+        [
+            _note("user", "s0", t(25), "List the files in a/"),
+            _said(
+                "s1",
+                t(28),
+                "",
+                _tokens(9000, 0, 40, 12),
+                FLASH,
+                [_tool_call("list_directory", {"path": "a"}, "1\n2", t(29))],
+            ),
+            _said("s2", t(31), "a/1 a/2", _tokens(9150, 8990, 22), FLASH),
+        ],
+        kind="subagent",
+    )
+    unreported = _said(
+        "c1",
+        t(51),
+        "Running the linter.",
+        None,
+        PRO,
+        [_tool_call("run_shell_command", {"command": "ruff ."}, "", t(52), status="cancelled")],
+    )
+    _write(
+        chats / "session-2026-04-15T03-00-3d743a4f.json",
+        "3d743a4f-9e8d-4c7b-a6f5-e4d3c2b1a098",
+        [
+            _note("user", "c0", t(50), "fix lint"),
+            unreported,  # its usage was never reported
+            _note("user", "c2", t(53), "retry"),
+            _said(
+                "c3",
+                t(56),
+                "",
+                {**_tokens(15000, 0, 80, 400), "tool": 35},
+                PRO,
+                [_tool_call("run_shell_command", {"command": "ruff ."}, "Found 0 errors", t(57))],
+            ),
+            _said("c4", t(59), "Lint is clean.", _tokens(15600, 14950, 9), PRO),
+        ],
+    )
+    return chats
+
+
 @pytest.mark.parametrize(
-    "name",
-    [
-        "f528f00f72f21423df709bb5104dfe181c28474fac473cf1028c3bfd64be534a/chats/session-2026-03-29T01-38-50535b60.json",
-        "idaho-vault/chats/session-2026-04-13T18-00-f328310d.json",
-        "idaho-vault/chats/session-2026-04-15T03-00-3d743a4f.json",
-        f"idaho-vault/chats/{SID}/twynek.json",
+    ("name", "expected"),
+    [  # (calls, input, cached, output + thoughts), added up by hand
+        ("session-2026-03-29T01-38-50535b60.json", (3, 8120 + 8410 + 8600, 7980, 135 + 200 + 6)),
+        (  # the session and its sub-agent's chat
+            "session-2026-04-13T18-00-f328310d.json",
+            (2 + 2, 12000 + 12100 + 9000 + 9150, 11900 + 8990, 50 + 15 + 52 + 22),
+        ),
+        ("session-2026-04-15T03-00-3d743a4f.json", (3, 15000 + 15600, 14950, 480 + 9)),
+        (f"{SID}/twynek.json", (2, 9000 + 9150, 8990, 52 + 22)),  # a sub-agent chat alone
     ],
 )
-def test_real_chats(name, capsys):
-    path = EXAMPLES / name
-    if not path.is_file():
-        pytest.skip(f"{path} is not present (a public example, kept outside the repo)")
-    calls, inp, cached, out = _independent(path)
+def test_chats_as_gemini_cli_writes_them(home, name, expected, capsys):
+    path = home / name
+    assert _independent(path) == expected
+    calls, inp, cached, out = expected
+    assert detect(path) == "gemini-cli-json"
     session = cacheviz.load(path)
     assert session.format == "gemini-cli-json"
     frame = session.analyze().calls

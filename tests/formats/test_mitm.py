@@ -2,7 +2,6 @@
 
 import gzip
 import json
-from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -13,8 +12,6 @@ from cacheviz import cli
 from cacheviz.errors import TranscriptError
 from cacheviz.formats import detect
 from cacheviz.formats.mitm import TNetStringError, parse
-
-EXAMPLES = Path("/work/examples/issue18/mitm")  # dumps written by mitmproxy (its test data)
 
 
 def tnet(value):
@@ -220,23 +217,228 @@ def test_fuzzed_dumps_load_or_fail_in_one_line(dump, data, loads_or_fails_cleanl
     )
 
 
-@pytest.mark.parametrize(
-    ("name", "flows"),
-    [
-        ("dumpfile-018.mitm", 1),
-        ("dumpfile-019.mitm", 1),
-        ("event_stream.mitm", 2),
-        ("successful_log.mitm", 2),
-    ],
-)
-def test_dumps_written_by_mitmproxy_parse(name, flows):
-    path = EXAMPLES / name
-    if not path.is_file():
-        pytest.skip(f"{path} is not present (mitmproxy's own test data, kept outside the repo)")
+# -- flows in the layouts mitmproxy itself writes ---------------------------------------
+# The flow layout changed across mitmproxy versions (mitmproxy/io/compat.py upgrades old
+# ones): 0.18 nests addresses in objects and has no `authority`; flow format 7 (mitmproxy
+# 5) keeps a flow whose response never came (`response: null`) and HTTP/2 pseudo-headers;
+# 18 and 20 (mitmproxy 9, 10) add `authority` beside `host` (which may be the IP address),
+# `websocket`, `comment`, and a streamed response's `content: null` with an `error`.
+
+CERT = b"-----BEGIN CERTIFICATE-----\nMIIB" + b"A" * 60 + b"\n-----END CERTIFICATE-----\n"
+PAGE = b"<!doctype html>\n<html><head><title>Example</title></head></html>\n"
+
+
+def _address_018(host, port):
+    return {"address": [host, port], "use_ipv6": False}
+
+
+def _flow_018(n):
+    server = {
+        "address": _address_018("www.example.org", 443),
+        "ip_address": _address_018("192.0.2.10", 443),
+        "source_address": _address_018("10.0.0.5", 52775 + n),
+        "cert": CERT,
+        "sni": "www.example.org",
+        "ssl_established": True,
+        "timestamp_start": 1482157523.9 + n,
+        "timestamp_tcp_setup": 1482157524.0 + n,
+        "timestamp_ssl_setup": 1482157524.2 + n,
+        "timestamp_end": None,
+    }
+    return {
+        "marked": False,
+        "client_conn": {
+            "address": _address_018("127.0.0.1", 52774 + n),
+            "clientcert": None,
+            "ssl_established": True,
+            "timestamp_start": 1482157522.8 + n,
+            "timestamp_ssl_setup": 1482157523.9 + n,
+            "timestamp_end": None,
+        },
+        "server_conn": {**server, "via": {**server, "via": None}},
+        "type": "http",
+        "id": f"55367415-10f5-4938-b69f-8a523394f94{n}",
+        "intercepted": False,
+        "error": None,
+        "version": [0, 18, 2],
+        "request": {
+            "first_line_format": "relative",
+            "method": b"GET",
+            "scheme": b"https",
+            "host": b"www.example.org",
+            "port": 443,
+            "path": b"/",
+            "http_version": b"HTTP/1.1",
+            "headers": [[b"User-Agent", b"curl/7.35.0"], [b"Host", b"www.example.org"]],
+            "content": b"",
+            "timestamp_start": 1482157523.9 + n,
+            "timestamp_end": 1482157523.9 + n,
+            "is_replay": False,
+            "stickycookie": False,
+            "stickyauth": False,
+        },
+        "response": {
+            "http_version": b"HTTP/1.1",
+            "status_code": 200,
+            "reason": b"OK",
+            "headers": [[b"Content-Type", b"text/html"], [b"Content-Length", b"%d" % len(PAGE)]],
+            "content": PAGE,
+            "timestamp_start": None,
+            "timestamp_end": None,
+            "is_replay": False,
+        },
+    }
+
+
+def _conn(n, *, client):
+    """A connection as mitmproxy 5 and later store it (addresses as [host, port])."""
+    conn = {
+        "id": f"17a71f2a-a411-4a8f-bad5-690c2668ef{n:02d}",
+        "address": ["::ffff:127.0.0.1", 53976 + n, 0] if client else ["www.example.org", 443],
+        "sni": "www.example.org",
+        "alpn_proto_negotiated": b"h2",
+        "tls_established": True,
+        "tls_version": "TLSv1.3",
+        "timestamp_start": 1591300236.68 + n,
+        "timestamp_tls_setup": 1591300237.18 + n,
+        "timestamp_end": None,
+    }
+    if client:
+        return {**conn, "clientcert": None, "mitmcert": CERT, "tls_extensions": [[0, b"\x00"]]}
+    return {**conn, "cert": CERT, "ip_address": ["192.0.2.10", 443], "via": None}
+
+
+def _flow_7(n):
+    """mitmproxy 5 (flow format 7): an HTTP/2 request whose response never came."""
+    return {
+        "version": 7,
+        "mode": "transparent",
+        "response": None,
+        "request": {
+            "first_line_format": "relative",
+            "method": b"GET",
+            "scheme": b"https",
+            "host": b"www.example.org",
+            "port": 443,
+            "path": b"/ad?width=400&height=300",
+            "http_version": b"HTTP/2.0",
+            "headers": [[b":authority", b"www.example.org"], [b"accept", b"*/*"]],
+            "content": b"",
+            "timestamp_start": 1591300243.26 + n,
+            "timestamp_end": 1591300243.37 + n,
+            "is_replay": False,
+        },
+        "client_conn": _conn(n, client=True),
+        "server_conn": _conn(n, client=False),
+        "error": None,
+        "intercepted": False,
+        "marked": False,
+        "metadata": {},
+        "id": f"665e312b-c1f6-4f86-93c2-be32c5c3af7{n}",
+        "type": "http",
+    }
+
+
+def _flow_modern(n, version, *, streamed):
+    """mitmproxy 9/10 (flow formats 18, 20): `authority` beside `host`, HTTP/2."""
+    content_type = b"text/event-stream; charset=utf-8" if streamed else b"text/html"
+    response = {
+        "http_version": b"HTTP/2.0",
+        "status_code": 200,
+        "reason": b"",
+        "headers": [[b"content-type", content_type], [b"cache-control", b"no-cache"]],
+        "content": None if streamed else PAGE,  # a streamed body is not kept
+        "trailers": None,
+        "timestamp_start": 1699167601.79 + n,
+        "timestamp_end": None if streamed else 1699167601.85 + n,
+    }
+    conn = {
+        "id": f"d19eddc3-ebfe-4f6a-8847-df502419a5{n:02d}",
+        "peername": ["10.0.0.4", 47050 + n],
+        "sockname": ["192.0.2.10", 443],
+        "alpn": b"h2",
+        "alpn_offers": [b"h2", b"http/1.1"],
+        "certificate_list": [],
+        "cipher": "ECDHE-RSA-AES128-GCM-SHA256",
+        "cipher_list": [],
+        "error": None,
+        "sni": "stream.example.org",
+        "tls": True,
+        "tls_version": "TLSv1.2",
+        "transport_protocol": "tcp",
+        "timestamp_start": 1699167601.59 + n,
+        "timestamp_tls_setup": 1699167601.73 + n,
+        "timestamp_end": 1699167634.15 + n,
+    }
+    error = {"msg": "stream reset by client (CANCEL)", "timestamp": 1699167633.1 + n}
+    return {
+        "websocket": None,
+        "response": response,
+        "request": {
+            "authority": b"stream.example.org",
+            "host": "192.0.2.10",  # the address connected to; the name is the authority
+            "port": 443,
+            "scheme": b"https",
+            "method": b"GET",
+            "path": f"/meval/{n}".encode(),
+            "http_version": b"HTTP/2.0",
+            "headers": [[b"accept", b"text/event-stream"], [b"authorization", b"api_key x"]],
+            "content": b"",
+            "trailers": None,
+            "timestamp_start": 1699167601.738 + n,
+            "timestamp_end": 1699167601.739 + n,
+        },
+        "client_conn": {**conn, "mitmcert": None, "proxy_mode": "wireguard"},
+        "server_conn": {**conn, "address": ["192.0.2.10", 443], "via": None},
+        "error": error if streamed else None,
+        "id": f"bd854f99-a155-4d5b-849c-a3619ab386b{n}",
+        "type": "http",
+        "version": version,
+        "comment": "",
+        "intercepted": False,
+        "is_replay": None,
+        "marked": "",
+        "metadata": {},
+        "backup": None,
+        "timestamp_created": 1699167601.7383 + n,
+    }
+
+
+LAYOUTS = {
+    "mitmproxy 0.18": [_flow_018(0)],
+    "mitmproxy 5, format 7": [_flow_7(0)],
+    "mitmproxy 10, format 20, streamed": [_flow_modern(n, 20, streamed=True) for n in (0, 1)],
+    "mitmproxy 9, format 18": [_flow_modern(n, 18, streamed=False) for n in (0, 1)],
+}
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_dumps_in_mitmproxys_own_layouts_parse(tmp_path, layout):
     from cacheviz.formats.mitm import _flows
 
+    flows = LAYOUTS[layout]
+    path = _dump(tmp_path, flows)
     parsed = [flow for _, flow in _flows(path.read_bytes())]
-    assert len(parsed) == flows and all(isinstance(f, dict) and "request" in f for f in parsed)
+    assert parsed == flows  # every value as written: text, bytes, lists, null, floats
     assert detect(path) == "mitmproxy"
-    with pytest.raises(TranscriptError, match=f"none of its {flows} flow"):
+    with pytest.raises(TranscriptError, match=f"none of its {len(flows)} flow"):
         cacheviz.load(path)  # browser traffic, no API call: said in one line
+
+
+def test_an_api_exchange_in_mitmproxy_10s_layout(tmp_path):
+    flow = _flow_modern(0, 20, streamed=False)
+    flow["request"].update(
+        authority=b"api.anthropic.com",
+        host="160.79.104.10",
+        method=b"POST",
+        path=b"/v1/messages?beta=true",
+        content=BODY_1,
+        headers=[[b"x-api-key", b"sk-ant-secret"], [b"content-type", b"application/json"]],
+    )
+    flow["response"].update(
+        content=json.dumps({"id": "msg_1", "usage": USAGE_1}).encode(),
+        headers=[[b"content-type", b"application/json"]],
+    )
+    [call] = cacheviz.load(_dump(tmp_path, [flow])).calls
+    assert call.provider == "anthropic" and call.usage.input_tokens == 1205
+    assert call.meta["response_id"] == "msg_1"

@@ -13,7 +13,6 @@ from cacheviz import cli
 from cacheviz.errors import TranscriptError
 from cacheviz.formats import detect
 
-EXAMPLES = Path("/work/examples/issue18/opencode_db")  # a real database from a public backup
 T0 = 1_781_674_674_000
 
 
@@ -226,11 +225,230 @@ def test_fuzzed_records_load_or_fail_in_one_line(tmp_path_factory, data, loads_o
     loads_or_fails_cleanly(path, lambda p, e: cacheviz.load(p, format="opencode", errors=e))
 
 
-def test_real_database(capsys):
-    path = EXAMPLES / "richardaiand" / "opencode.db"
-    if not path.is_file():
-        pytest.skip(f"{path} is not present (a public example, kept outside the repo)")
-    con = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)
+# -- a database in OpenCode 1.x's own schema ----------------------------------------------
+
+# The tables as OpenCode 1.x's migrations create them (drizzle, packages/opencode/src/
+# session/session.sql.ts and project/project.sql.ts): foreign keys, indexes, the per-session
+# token totals OpenCode keeps, and tables the reader never opens.
+_SCHEMA_1X = """
+create table project (id text primary key, worktree text not null, vcs text, name text,
+  icon_url text, icon_color text, time_created integer not null, time_updated integer not null,
+  time_initialized integer, sandboxes text not null);
+create table session (id text primary key,
+  project_id text not null references project(id) on delete cascade, workspace_id text,
+  parent_id text, slug text not null, directory text not null, path text,
+  title text not null, version text not null, share_url text, summary_additions integer,
+  summary_deletions integer, summary_files integer, summary_diffs text,
+  cost real not null default 0, tokens_input integer not null default 0,
+  tokens_output integer not null default 0, tokens_reasoning integer not null default 0,
+  tokens_cache_read integer not null default 0, tokens_cache_write integer not null default 0,
+  revert text, permission text, agent text, model text, time_created integer not null,
+  time_updated integer not null, time_compacting integer, time_archived integer);
+create index session_project_idx on session (project_id);
+create index session_parent_idx on session (parent_id);
+create table message (id text primary key,
+  session_id text not null references session(id) on delete cascade,
+  time_created integer not null, time_updated integer not null, data text not null);
+create index message_session_time_created_id_idx on message (session_id, time_created, id);
+create table part (id text primary key,
+  message_id text not null references message(id) on delete cascade,
+  session_id text not null, time_created integer not null, time_updated integer not null,
+  data text not null);
+create index part_message_id_id_idx on part (message_id, id);
+create index part_session_idx on part (session_id);
+create table todo (session_id text not null references session(id) on delete cascade,
+  content text not null, status text not null, priority text not null,
+  position integer not null, time_created integer not null, time_updated integer not null,
+  primary key (session_id, position));
+create table permission (project_id text primary key references project(id) on delete cascade,
+  time_created integer not null, time_updated integer not null, data text not null);
+"""
+MAIN, SUB = "ses_1a2b3c4d5e6fMAIN", "ses_1a2b3c4d5e7gSUB0"
+
+
+def _finish(inp, out, read, write, reasoning=0, reason="tool-calls"):
+    return {
+        "type": "step-finish",
+        "reason": reason,
+        "snapshot": "4b825dc642cb6eb9a060e54bf8d69288fbee4904",
+        "cost": 0.01,
+        "tokens": _tokens(inp, out, read, write, reasoning),
+    }
+
+
+def _tool(call_id, name, status, **state):
+    times = {"start": T0, "end": T0 + 5} if status in ("completed", "error") else {"start": T0}
+    return {
+        "type": "tool",
+        "callID": call_id,
+        "tool": name,
+        "state": {"status": status, "time": times, **state},
+    }
+
+
+def _assistant(model, provider, created, **extra):
+    return {
+        "role": "assistant",
+        "time": {"created": created, "completed": created + 900},
+        "parentID": "msg_user",
+        "modelID": model,
+        "providerID": provider,
+        "mode": "build",
+        "agent": "build",
+        "path": {"cwd": "/home/dev/app", "root": "/home/dev/app"},
+        "cost": 0.04,
+        "tokens": _tokens(0, 0),
+        **extra,
+    }
+
+
+def _user(text, created, session=MAIN):
+    model = {"providerID": "anthropic", "modelID": "claude-sonnet-4-5"}
+    data = {"role": "user", "time": {"created": created}, "agent": "build", "model": model}
+    return session, created, data, [{"type": "text", "text": text}]
+
+
+def _opencode_1x(path: Path) -> Path:
+    """A database as OpenCode 1.x writes it: a session with a sub-agent, a model switch,
+    failed and running tools, patches and snapshots, an aborted message and a step cut off.
+
+    Record data omits the ids (they are columns), as OpenCode stores it.
+    """
+    read = {"filePath": "/home/dev/app/tests/test_a.py"}
+    messages = [  # (session, time created, data, parts)
+        _user("Fix the failing test in tests/test_a.py ✓", T0),
+        (
+            MAIN,
+            T0 + 1000,
+            _assistant("claude-sonnet-4-5", "anthropic", T0 + 1000, finish="stop"),
+            [
+                {"type": "step-start", "snapshot": "4b825dc6"},
+                {"type": "reasoning", "text": "Read the test.", "time": {"start": T0}},
+                _tool("toolu_01", "read", "completed", input=read, output="assert a == 'b'"),
+                _finish(2, 60, 0, 14000, reasoning=12),
+                {"type": "step-start", "snapshot": "4b825dc7"},
+                {"type": "text", "text": "Asking a sub-agent where `a` is set."},
+                _tool(
+                    "toolu_02",
+                    "task",
+                    "completed",
+                    input={"description": "find a", "prompt": "Where is a set?"},
+                    output="tests/conftest.py:12",
+                    title="find a",
+                    metadata={"sessionId": SUB},
+                ),
+                _finish(3, 45, 14000, 600),
+                {"type": "step-start"},
+                _tool("toolu_03", "edit", "completed", input={"filePath": "x"}, output=""),
+                {"type": "patch", "hash": "9f1e2d", "files": ["/home/dev/app/tests/conftest.py"]},
+                _finish(1, 80, 14600, 300),
+                {"type": "step-start"},
+                {"type": "text", "text": "Fixed."},
+                _finish(1, 12, 14900, 20, reason="stop"),
+            ],
+        ),
+        _user("Where is a set?", T0 + 2000, SUB),
+        (
+            SUB,
+            T0 + 2100,
+            _assistant("claude-haiku-4-5", "anthropic", T0 + 2100, mode="explore"),
+            [
+                {"type": "step-start"},
+                _tool("toolu_11", "grep", "error", input={"pattern": "a ="}, error="No files"),
+                _finish(6, 30, 0, 5040),
+                {"type": "step-start"},
+                _tool("toolu_12", "glob", "completed", input={"pattern": "**/*.py"}, output="x"),
+                _finish(4, 20, 5040, 180),
+                {"type": "step-start"},
+                {"type": "text", "text": "tests/conftest.py:12", "synthetic": False},
+                _finish(3, 25, 5220, 40, reason="stop"),
+            ],
+        ),
+        _user("now run the tests", T0 + 5000),
+        (
+            MAIN,
+            T0 + 5100,
+            _assistant(
+                "claude-sonnet-4-5",
+                "anthropic",
+                T0 + 5100,
+                error={"name": "MessageAbortedError", "data": {"message": "Aborted"}},
+            ),
+            [  # aborted while its tool ran: the step never finished
+                {"type": "step-start"},
+                _tool("toolu_21", "bash", "running", input={"command": "pytest"}, title="pytest"),
+            ],
+        ),
+        _user("continue", T0 + 9000),
+        (
+            MAIN,
+            T0 + 9100,
+            _assistant("gpt-5", "openai", T0 + 9100),
+            [
+                {"type": "step-start"},
+                {"type": "reasoning", "text": "Run them.", "time": {"start": T0}},
+                _tool("call_31", "bash", "completed", input={"command": "pytest"}, output="ok"),
+                _finish(15000, 40, 0, 0, reasoning=200),
+                {"type": "step-start"},
+                {"type": "text", "text": "All tests pass."},  # the process was killed here
+            ],
+        ),
+    ]
+    con = sqlite3.connect(path)
+    con.executescript(_SCHEMA_1X)
+    con.execute(
+        "insert into project values ('prj_1', '/home/dev/app', 'git', null, null, null, ?, ?,"
+        " null, '[]')",
+        (T0, T0),
+    )
+    sessions = {MAIN: None, SUB: MAIN}
+    totals = {MAIN: [0] * 5, SUB: [0] * 5}  # what OpenCode adds up per session
+    for n, (session, created, data, parts) in enumerate(messages):
+        mid = f"msg_{n:04d}"
+        con.execute(
+            "insert into message values (?, ?, ?, ?, ?)",
+            (mid, session, created, created, json.dumps(data)),
+        )
+        for part in parts:
+            if part["type"] == "step-finish":
+                t = part["tokens"]
+                inclusive = t["input"] + t["cache"]["read"] + t["cache"]["write"]
+                add = [
+                    inclusive,
+                    t["output"],
+                    t["reasoning"],
+                    t["cache"]["read"],
+                    t["cache"]["write"],
+                ]
+                totals[session] = [a + b for a, b in zip(totals[session], add, strict=True)]
+        sessions.setdefault(session, None)
+        con.executemany(
+            "insert into part values (?, ?, ?, ?, ?, ?)",
+            [
+                (f"prt_{n:04d}{i:03d}", mid, session, created + i, created + i, json.dumps(part))
+                for i, part in enumerate(parts)
+            ],
+        )
+    for sid, parent in sessions.items():
+        con.execute(
+            "insert into session (id, project_id, parent_id, slug, directory, title, version,"
+            " tokens_input, tokens_output, tokens_reasoning, tokens_cache_read,"
+            " tokens_cache_write, time_created, time_updated)"
+            " values (?, 'prj_1', ?, ?, '/home/dev/app', 'Fix test', '1.1.4', ?, ?, ?, ?, ?, ?, ?)",
+            (sid, parent, sid[-4:].lower(), *totals[sid], T0, T0),
+        )
+    con.execute(
+        "insert into todo values (?, 'run the tests', 'pending', 'high', 0, ?, ?)", (MAIN, T0, T0)
+    )
+    con.commit()
+    con.close()
+    return path
+
+
+def test_a_database_in_opencode_1x_schema(tmp_path, capsys):
+    path = _opencode_1x(tmp_path / "opencode.db")
+    # independently of the reader: the steps and their usage, straight from the tables
+    con = sqlite3.connect(path)
     starts = finishes = 0
     sums = {"input": 0, "read": 0, "write": 0, "output": 0}
     for (text,) in con.execute("select data from part"):
@@ -243,19 +461,36 @@ def test_real_database(capsys):
             sums["write"] += t["cache"]["write"]
             sums["input"] += t["input"] + t["cache"]["read"] + t["cache"]["write"]
             sums["output"] += t["output"] + t["reasoning"]
-    # OpenCode's own per-session totals agree
     session_input = con.execute("select sum(tokens_input) from session").fetchone()[0]
     con.close()
+    # the same numbers by hand: 4 main steps, 3 sub-agent steps, 1 of 2 GPT-5 steps finished
+    main = (2 + 14000) + (3 + 14000 + 600) + (1 + 14600 + 300) + (1 + 14900 + 20)
+    sub = (6 + 5040) + (4 + 5040 + 180) + (3 + 5220 + 40)
+    assert (starts, finishes) == (10, 8)
+    assert sums == {
+        "input": main + sub + 15000,
+        "read": 14000 + 14600 + 14900 + 5040 + 5220,
+        "write": 14000 + 600 + 300 + 20 + 5040 + 180 + 40,
+        "output": (60 + 12) + 45 + 80 + 12 + 30 + 20 + 25 + (40 + 200),
+    }
+    assert session_input == sums["input"] == 88960  # OpenCode's own per-session totals agree
+    assert detect(path) == "opencode"
     session = cacheviz.load(path)
     assert session.format == "opencode"
+    assert [c.thread_hint for c in session.calls] == [MAIN] * 4 + [SUB] * 3 + [MAIN] * 3
+    assert {c.parent_hint for c in session.calls if c.thread_hint == SUB} == {MAIN}
+    assert [c.usage is None for c in session.calls].count(True) == starts - finishes
+    assert [c.model for c in session.calls][-3:] == ["claude-sonnet-4-5", "gpt-5", "gpt-5"]
     calls = session.analyze().calls
-    assert calls.height == starts == 72 and finishes == 70
-    assert calls["reported_input_tokens"].sum() == sums["input"] == session_input
+    assert calls.height == starts
+    assert calls["reported_input_tokens"].sum() == sums["input"]
     assert calls["reported_cache_read_tokens"].sum() == sums["read"]
-    assert calls["reported_output_tokens"].sum() == sums["output"]
+    assert calls["reported_cache_write_tokens"].sum() == sums["write"]
+    assert calls["reported_output_tokens"].sum() == sums["output"] == 524
     assert cli.main(["summary", str(path), "--json"]) == 0
     doc = json.loads(capsys.readouterr().out)
     assert doc["reported_totals"]["input_tokens"] == sums["input"]
+    assert doc["reported_totals"]["calls_reporting"] == finishes
 
 
 def test_scan_without_paths_looks_in_the_default_locations(tmp_path, monkeypatch):
