@@ -73,6 +73,7 @@ CASES = (
 
 
 @pytest.mark.parametrize("lines", CASES)
+@pytest.mark.slow
 def test_after_every_append_the_analysis_is_the_full_one(tmp_path, lines):
     log = tmp_path / "run.jsonl"
     log.write_text("", encoding="utf-8")
@@ -88,6 +89,7 @@ def test_after_every_append_the_analysis_is_the_full_one(tmp_path, lines):
 
 
 @pytest.mark.parametrize("seed", [1, 5])
+@pytest.mark.slow
 def test_several_lines_at_once_and_in_memory(tmp_path, seed):
     lines = session_lines(seed)
     rng = random.Random(seed)
@@ -251,6 +253,7 @@ def test_a_simulator_without_stream_is_replayed_whole(monkeypatch):
 
 
 @pytest.mark.parametrize("seed", range(6))
+@pytest.mark.slow
 def test_thread_names_from_running_totals_are_name_threads(tmp_path, seed):
     log = tmp_path / "run.jsonl"
     log.write_text("", encoding="utf-8")

@@ -88,6 +88,7 @@ bodies = st.fixed_dictionaries(
 
 @settings(max_examples=200, deadline=None)
 @given(first=bodies, second=bodies, indent=st.sampled_from([None, 1]), keep=st.integers(0, 6))
+@pytest.mark.slow
 def test_a_resumed_scan_equals_a_fresh_scan(first, second, indent, keep):
     # the second body shares a prefix of messages with the first, as agent sessions do
     second = {**second, "messages": first["messages"][:keep] + second["messages"]}

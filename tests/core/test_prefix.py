@@ -1,6 +1,7 @@
 from array import array
 from itertools import accumulate
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -31,6 +32,7 @@ blocks = st.lists(st.sampled_from(sorted(TOKENS)), max_size=12)
 requests = st.lists(blocks, min_size=1, max_size=12)
 
 
+@pytest.mark.slow
 @settings(max_examples=400, deadline=None)
 @given(requests=requests, grow=st.booleans())
 def test_the_trie_finds_the_longest_prefix_of_any_earlier_request(requests, grow):

@@ -77,6 +77,7 @@ def _long_text() -> tuple[str, list[tuple[int, int]]]:
     return text, spans
 
 
+@pytest.mark.slow
 def test_a_slice_far_into_a_text_is_the_whole_text_redacted_then_cut():
     text, spans = _long_text()
     cuts = {MARGIN + 100, len(text) - 10}

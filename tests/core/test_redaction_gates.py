@@ -138,6 +138,7 @@ def test_a_secret_anywhere_in_a_long_text_is_found(secret, filler):
 
 
 @pytest.mark.parametrize("secret", EXAMPLES, ids=range(len(EXAMPLES)))
+@pytest.mark.slow
 def test_a_cut_through_a_secret_in_a_long_text_is_the_same(secret):
     """``redact_slice`` searches a region around the cut: a secret at its edges too."""
     body = _long(PROSE, 40_000)
@@ -170,6 +171,7 @@ def test_prose_needs_no_pattern_and_a_short_text_none_that_is_longer():
 )
 @given(data=st.data())
 @pytest.mark.parametrize("index", range(len(redact._patterns())))
+@pytest.mark.slow
 def test_generated_matches_of_every_pattern_are_found(index, data):
     pattern, _ = redact._patterns()[index]
     found = data.draw(st.from_regex(pattern), label="match")

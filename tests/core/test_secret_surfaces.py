@@ -193,6 +193,7 @@ def surface(name: str, kind: str, path: Path, tmp: Path) -> str:
 
 @pytest.mark.parametrize("name", SURFACES)
 @pytest.mark.parametrize("kind", list(PATTERNS))
+@pytest.mark.slow
 def test_no_piece_of_a_secret_reaches_a_surface(kind, name, sessions, tmp_path):
     secret = PATTERNS[kind][1]
     shown = surface(name, kind, sessions[kind], tmp_path)

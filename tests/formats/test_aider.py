@@ -229,6 +229,7 @@ def _mutations():
     max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )
 @given(text=_mutations())
+@pytest.mark.slow
 def test_fuzzed_histories_load_or_fail_with_one_clear_line(tmp_path, text):
     path = tmp_path / "fuzz.aider.llm.history"
     path.write_bytes(text)

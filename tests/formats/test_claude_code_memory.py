@@ -9,6 +9,8 @@ import gc
 import json
 import pickle
 
+import pytest
+
 import cacheviz
 from cacheviz.model import Content
 from cacheviz.segment import compact_json
@@ -78,6 +80,7 @@ def test_a_rebuilt_message_keeps_its_bytes_and_parses_them_when_read(tmp_path):
     assert any("\ud800" in json.dumps(c.value, ensure_ascii=False) for c in messages)
 
 
+@pytest.mark.slow
 def test_no_record_of_the_reader_outlives_the_read(tmp_path):
     path = tmp_path / "s1.jsonl"
     _write(path)

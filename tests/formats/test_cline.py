@@ -469,6 +469,7 @@ def _mutations(good, items):
     history=st.one_of(st.just(GOOD_HISTORY), _mutations(GOOD_HISTORY, GOOD_HISTORY_ITEMS)),
     events=st.one_of(st.just(GOOD_EVENTS), _mutations(GOOD_EVENTS, GOOD_EVENT_ITEMS)),
 )
+@pytest.mark.slow
 def test_fuzzed_tasks_load_or_fail_with_one_clear_line(tmp_path, history, events):
     (tmp_path / cline.HISTORY).write_bytes(history)
     (tmp_path / cline.UI).write_bytes(events)

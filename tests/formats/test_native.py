@@ -222,6 +222,7 @@ def _mutations():
     max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )
 @given(lines=st.lists(_mutations(), min_size=1, max_size=4))
+@pytest.mark.slow
 def test_fuzzed_logs_load_or_fail_with_one_clear_line(tmp_path, lines):
     path = tmp_path / "fuzz.jsonl"
     path.write_bytes(GOOD.encode() + b"\n" + b"\n".join(lines) + b"\n")

@@ -88,6 +88,7 @@ def _allocated_by_us(obj: object) -> bool:
 
 
 @pytest.mark.parametrize("path", _files(), ids=lambda p: p.name[:40])
+@pytest.mark.slow
 def test_a_load_leaves_no_cycles(path: Path) -> None:
     try:
         assert _garbage_of_load(path) == []
@@ -96,10 +97,12 @@ def test_a_load_leaves_no_cycles(path: Path) -> None:
 
 
 @pytest.mark.parametrize("name", ["compaction.jsonl", "side_calls.jsonl", "reported_usage.jsonl"])
+@pytest.mark.slow
 def test_an_analysis_leaves_no_cycles(name: str) -> None:
     assert _garbage_of_load(SAMPLES / name, analyze=True) == []
 
 
+@pytest.mark.slow
 def test_a_request_log_leaves_no_cycles(tmp_path: Path) -> None:
     lines = []
     messages: list[dict] = []

@@ -588,6 +588,7 @@ def _mutations():
     max_examples=400, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )
 @given(lines=st.lists(_mutations(), min_size=1, max_size=3))
+@pytest.mark.slow
 def test_fuzzed_outputs_load_or_fail_with_one_clear_line(tmp_path, lines):
     path = tmp_path / "fuzz.jsonl"
     path.write_bytes(b"\n".join(lines) + b"\n")

@@ -585,6 +585,7 @@ JUNK = st.one_of(
     max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )
 @given(data=st.data())
+@pytest.mark.slow
 def test_fuzzed_trajectories_load_or_fail_with_one_clear_line(tmp_path, data):
     document = FIXTURES[data.draw(st.sampled_from(sorted(FIXTURES)))]()
     text = json.dumps(document, indent=1).encode()

@@ -352,6 +352,7 @@ def _sorted(frame):
     return frame.sort(["path", "call"])
 
 
+@pytest.mark.slow
 def test_the_process_pool_gives_the_same_rows_as_one_process(tmp_path, monkeypatch):
     root = _fleet(tmp_path)
     local = cacheviz.scan([root], cache=False, jobs=1)
@@ -370,6 +371,7 @@ def test_any_executor_runs_the_per_file_work(tmp_path):
     assert _sorted(threaded.calls).equals(_sorted(local.calls))
 
 
+@pytest.mark.slow
 def test_a_dask_local_cluster_gives_the_same_rows_as_a_local_run(tmp_path):
     distributed = pytest.importorskip("distributed")
     root = _fleet(tmp_path)
@@ -526,6 +528,7 @@ def test_the_whole_realdata_folder_scans_without_failures(realdata, tmp_path):
     assert {"claude-code", "codex", "cline", "gemini-cli", "claude-trace"} <= formats
 
 
+@pytest.mark.slow
 def test_no_path_scans_the_default_locations_and_says_which_were_found(tmp_path, monkeypatch):
     home = tmp_path / "home"
     _write(home / ".claude" / "projects" / "p" / "s1.jsonl", _parent_records())
@@ -703,6 +706,7 @@ def test_an_empty_folder_scans_to_zero_sessions_twice(tmp_path, capsys):
         del os.environ["CACHEVIZ_CACHE_DIR"]
 
 
+@pytest.mark.slow
 def test_a_script_without_a_main_guard_still_scans_in_one_process(tmp_path):
     root = _fleet(tmp_path, n=2)
     script = tmp_path / "unguarded.py"

@@ -261,6 +261,7 @@ def test_bad_time_options_are_one_line_errors(tmp_path, capsys, args, needle):
 # -- item 21: a killed worker --------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_a_killed_worker_fails_its_file_only(tmp_path, monkeypatch):
     monkeypatch.syspath_prepend(os.path.dirname(__file__))  # the workers import it too
     import _killer

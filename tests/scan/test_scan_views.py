@@ -222,6 +222,7 @@ def test_parquet_report_and_no_cache_always_scan(fleet, capsys, scans, tmp_path)
     assert (tmp_path / "pq" / "sessions.parquet").is_file()
 
 
+@pytest.mark.slow
 def test_the_kept_answer_imports_neither_polars_nor_the_readers(fleet):
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     argv = [sys.executable, "-m", "cacheviz", "scan", str(fleet), "--json"]
@@ -278,6 +279,7 @@ def test_pool_workers_start_warm_on_one_polars_thread_and_their_server_stops(mon
         assert server._forkserver_pid is None
 
 
+@pytest.mark.slow
 def test_a_fork_server_that_cannot_start_leaves_spawned_workers(fleet, monkeypatch):
     from multiprocessing import forkserver
 

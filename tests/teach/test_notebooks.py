@@ -10,6 +10,7 @@ NOTEBOOKS = sorted((Path(__file__).resolve().parents[2] / "notebooks").glob("*.i
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+@pytest.mark.slow
 def test_notebook_code_runs_and_outputs_are_stripped(path, capsys):
     notebook = json.loads(path.read_text())
     code = [c for c in notebook["cells"] if c["cell_type"] == "code"]
@@ -34,6 +35,7 @@ def test_notebook_code_runs_and_outputs_are_stripped(path, capsys):
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+@pytest.mark.slow
 def test_notebook_executes_headless_in_a_kernel(path):
     nbclient = pytest.importorskip("nbclient")
     nbformat = pytest.importorskip("nbformat")

@@ -68,6 +68,7 @@ CASES = [
 
 
 @pytest.mark.parametrize(("source", "target"), CASES, ids=[f"{s}-{t}" for s, t in CASES])
+@pytest.mark.slow
 def test_after_every_append_the_state_is_the_full_one(tmp_path, source, target):
     lines = _sample(source) if isinstance(source, str) else session_lines(source, 24)
     chosen = TARGETS[target]

@@ -15,6 +15,7 @@ SESSION = ROOT / "sample_sessions" / "environment_details.jsonl"
 
 
 @pytest.mark.timeout(300)
+@pytest.mark.slow
 def test_the_inspector_runs_in_a_marimo_notebook(tmp_path):
     # a copy: marimo writes a session cache next to the notebook it runs
     (tmp_path / "notebooks").mkdir()

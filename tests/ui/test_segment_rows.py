@@ -80,6 +80,7 @@ def _check(analysis: Any, details: int | None = None) -> None:
 
 
 @pytest.mark.parametrize("path", SAMPLES, ids=[p.stem for p in SAMPLES])
+@pytest.mark.slow
 def test_segment_rows_are_the_frames_on_samples(path: Path) -> None:
     _check(cacheviz.load(path).analyze())
 
@@ -151,6 +152,7 @@ _step = st.tuples(
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )
 @given(steps=st.lists(_step, min_size=1, max_size=14), usage=st.booleans())
+@pytest.mark.slow
 def test_segment_rows_are_the_frames_on_generated_sessions(
     write_log, anthropic_body, steps, usage
 ) -> None:

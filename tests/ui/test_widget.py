@@ -98,6 +98,7 @@ def test_an_analysis_in_a_cell_is_the_inspector(analysis):
     assert "application/vnd.jupyter.widget-view+json" in bundle
 
 
+@pytest.mark.slow
 def test_synced_state_of_a_2000_call_session_is_under_2_mb(tmp_path):
     system = [
         {
