@@ -49,6 +49,65 @@ def _private_cache_dir(monkeypatch) -> None:
     monkeypatch.setenv("CACHEVIZ_CACHE_DIR", os.environ.get("CACHEVIZ_CACHE_DIR") or CACHE_DIR)
 
 
+class TokenizerCopies:
+    """cacheviz's binary copies of tiktoken's ranks (:mod:`cacheviz._encodings`), built once.
+
+    Building a copy reads tiktoken's file and computes every section (~1.5 s for
+    ``o200k_base``); a test, or a process it starts, whose cacheviz cache folder is new
+    and empty would pay that again. :meth:`seed` puts a file copy of the copy there
+    instead (milliseconds). A copy is used only with the tiktoken folder it was built
+    from (its path and its files' sizes and times are in the copy's key), so one is
+    built for each ``$TIKTOKEN_CACHE_DIR`` a test runs with (importing litellm changes it
+    for the rest of the run, to the folder litellm ships).
+    """
+
+    def __init__(self, folder: Path) -> None:
+        from cacheviz import _encodings
+
+        self.folder = folder
+        self.tables: dict[str, object] = {}  # name: a table built, as its process holds it
+        self._files: dict[tuple[str | None, str], Path] = {}
+        # the functions of the build, as they are before any test patches them
+        self._own = {f: getattr(_encodings, f) for f in ("_constructor", "_read", "_write")}
+
+    def file(self, name: str) -> Path:
+        """The copy of encoding ``name`` for this ``$TIKTOKEN_CACHE_DIR``, built on first use."""
+        from cacheviz import _encodings
+
+        key = (os.environ.get("TIKTOKEN_CACHE_DIR"), name)
+        if key not in self._files:
+            with pytest.MonkeyPatch.context() as patch:
+                patch.setattr(_encodings, "_TABLES", {})  # built here, held by no test
+                for function, own in self._own.items():
+                    patch.setattr(_encodings, function, own)
+                patch.setenv("CACHEVIZ_CACHE_DIR", str(self.folder / str(len(self._files))))
+                path = _encodings.cache_file(name)
+                assert not path.exists()  # so the table is built, by tiktoken's constructor
+                table = _encodings._table(name)
+                assert table is not None and _encodings._read(name) is not None, path
+            self.tables.setdefault(name, table)
+            self._files[key] = path
+        return self._files[key]
+
+    def seed(self, cache_dir: str | Path | None = None, names=("o200k_base",)) -> Path:
+        """Copy the copies of ``names`` into a cacheviz cache folder (``$CACHEVIZ_CACHE_DIR``).
+
+        Returns that folder's ``tiktoken`` subfolder, where cacheviz looks for them.
+        """
+        base = Path(cache_dir if cache_dir is not None else os.environ["CACHEVIZ_CACHE_DIR"])
+        target = base / "tiktoken"
+        target.mkdir(parents=True, exist_ok=True)
+        for name in names:
+            shutil.copy(self.file(name), target / f"{name}.ranks")
+        return target
+
+
+@pytest.fixture(scope="session")
+def tokenizer_copies(tmp_path_factory) -> TokenizerCopies:
+    """Copies of tiktoken's ranks made by cacheviz, built once per session (see seed)."""
+    return TokenizerCopies(tmp_path_factory.mktemp("tokenizer-copies"))
+
+
 @pytest.fixture
 def realdata() -> Path:
     if not REALDATA.is_dir():

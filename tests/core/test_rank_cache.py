@@ -1,11 +1,15 @@
 """The binary copy of tiktoken's ranks (cacheviz._encodings): same ids, or tiktoken's loading.
 
-Each test runs against a private copy of tiktoken's cache folder and a private cacheviz
-cache folder, so that touching, corrupting or locking them affects nothing else.
+Each test has a private cacheviz cache folder, so that corrupting or locking it affects
+nothing else. A test that needs a good copy to start from gets a file copy of the one
+built once per session (``tokenizer_copies``, tests/conftest.py); a test of the build
+itself starts from an empty folder. tiktoken's cache folder is only read (checked after
+each test), but by the test that touches its files, which runs on a private copy of it.
 """
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import random
@@ -44,7 +48,13 @@ def _random_text(seed: int, length: int = 4000) -> str:
 def _reference(name: str):
     import tiktoken
 
-    return tiktoken.get_encoding(name)
+    return tiktoken.get_encoding(name)  # held by tiktoken: loaded once per session
+
+
+@functools.cache
+def _expected(name: str, text: str) -> list[int]:
+    """tiktoken's own ids of ``text`` (computed once per session)."""
+    return _reference(name).encode_ordinary(text)
 
 
 @pytest.fixture(autouse=True)
@@ -53,18 +63,49 @@ def _no_table_held(monkeypatch):
     monkeypatch.setattr(_encodings, "_TABLES", {})
 
 
+def _files(folder: Path) -> list[tuple[str, int, int]]:
+    return sorted((p.name, p.stat().st_size, p.stat().st_mtime_ns) for p in folder.iterdir())
+
+
 @pytest.fixture
-def folders(tmp_path, monkeypatch) -> tuple[Path, Path]:
-    """A private copy of tiktoken's cache folder and a private cacheviz cache folder."""
+def folders(tmp_path, monkeypatch):
+    """tiktoken's cache folder (read only) and a private, empty cacheviz cache folder."""
     source = os.environ.get("TIKTOKEN_CACHE_DIR")
     if not source or not Path(source).is_dir():
         pytest.skip("TIKTOKEN_CACHE_DIR with tiktoken's files is not set")
-    tiktoken_dir = tmp_path / "tiktoken"
-    shutil.copytree(source, tiktoken_dir)
+    tiktoken_dir = Path(source)
     cache = tmp_path / "cache"
-    monkeypatch.setenv("TIKTOKEN_CACHE_DIR", str(tiktoken_dir))
     monkeypatch.setenv("CACHEVIZ_CACHE_DIR", str(cache))
-    return tiktoken_dir, cache
+    before = _files(tiktoken_dir)
+    yield tiktoken_dir, cache
+    assert _files(tiktoken_dir) == before, "tiktoken's shared files were changed"
+
+
+@pytest.fixture
+def private_tiktoken(folders, tmp_path, monkeypatch) -> Path:
+    """A private copy of tiktoken's cache folder, for a test that touches its files."""
+    tiktoken_dir = tmp_path / "tiktoken"
+    shutil.copytree(folders[0], tiktoken_dir)
+    monkeypatch.setenv("TIKTOKEN_CACHE_DIR", str(tiktoken_dir))
+    return tiktoken_dir
+
+
+@pytest.fixture
+def copied(folders, tokenizer_copies):
+    """Put a good copy of an encoding in the private cache folder; return its path.
+
+    A file copy of the one built once per session, checked to be taken as this
+    tiktoken's copy (its key): what then makes tiktoken's loading run in a test is what
+    the test did to it, not a stale copy.
+    """
+
+    def copy(name: str) -> Path:
+        tokenizer_copies.seed(folders[1], [name])
+        path = _encodings.cache_file(name)
+        assert path.is_file() and _encodings._read(name) is not None
+        return path
+
+    return copy
 
 
 _CONSTRUCTED: dict[str, dict] = {}  # tiktoken's constructor runs once per name and session
@@ -94,20 +135,43 @@ def built(monkeypatch) -> list[str]:
     return calls
 
 
-@pytest.mark.parametrize("name", ["o200k_base", "cl100k_base"])
-def test_the_copy_gives_tiktokens_ids(folders, built, name):
-    import tiktoken
+@pytest.fixture
+def reads(monkeypatch) -> list[tuple[bytes | None, bool]]:
+    """Each read of a copy: the file's bytes then, and whether it was taken as a copy."""
+    seen: list[tuple[bytes | None, bool]] = []
+    original = _encodings._read
 
-    first = _encodings.load(name)  # built by tiktoken's constructor, copy written
-    assert built == [name]
-    assert _encodings.cache_file(name).is_file()
+    def reading(name: str):
+        try:
+            data = _encodings.cache_file(name).read_bytes()
+        except OSError:
+            data = None
+        taken = False
+        try:
+            table = original(name)
+            taken = table is not None
+            return table
+        finally:
+            seen.append((data, taken))
+
+    monkeypatch.setattr(_encodings, "_read", reading)
+    return seen
+
+
+@pytest.mark.parametrize("name", ["o200k_base", "cl100k_base"])
+def test_the_copy_gives_tiktokens_ids(copied, built, tokenizer_copies, name):
+    copied(name)  # the copy written when the table was built (once per session)
+    table = tokenizer_copies.tables[name]
+    assert not table.sections  # built by tiktoken's constructor, not read from a copy
+    _encodings._TABLES[name] = table  # as in the process that built it
+    first = _encodings.load(name)  # from the table built
     _encodings._TABLES.clear()  # as a new process starts
     second = _encodings.load(name)  # from the copy
-    assert built == [name]
-    reference = tiktoken.get_encoding(name)
+    assert built == []
+    reference = _reference(name)
     texts = [*TEXTS, *(_random_text(seed) for seed in range(3))]
     for text in texts:
-        expected = reference.encode_ordinary(text)
+        expected = _expected(name, text)
         assert first.encode_ordinary(text) == expected, text
         assert second.encode_ordinary(text) == expected, text
         assert second.encode(text, disallowed_special=()) == reference.encode(
@@ -121,32 +185,41 @@ def test_the_copy_gives_tiktokens_ids(folders, built, name):
     assert second.n_vocab == reference.n_vocab
 
 
-def test_a_changed_tiktoken_file_rebuilds_the_copy(folders, built):
-    tiktoken_dir, _ = folders
-    _encodings.load("o200k_base")
-    before = _encodings.cache_file("o200k_base").read_bytes()
-    for path in tiktoken_dir.iterdir():  # a re-download: same name, new mtime
+# The tests of a rebuild use cl100k_base, half o200k_base's size: what they check is the
+# same for every encoding (both are built and read in the tests above and below).
+
+
+def test_a_changed_tiktoken_file_rebuilds_the_copy(private_tiktoken, built):
+    name = "cl100k_base"
+    _encodings.load(name)
+    before = _encodings.cache_file(name).read_bytes()
+    for path in private_tiktoken.iterdir():  # a re-download: same name, new mtime
         stat = path.stat()
         os.utime(path, ns=(stat.st_atime_ns, stat.st_mtime_ns + 10**9))
     _encodings._TABLES.clear()
-    encoding = _encodings.load("o200k_base")
-    assert built == ["o200k_base", "o200k_base"]
-    after = _encodings.cache_file("o200k_base").read_bytes()
+    encoding = _encodings.load(name)
+    assert built == [name, name]
+    after = _encodings.cache_file(name).read_bytes()
     assert after != before  # the new key recorded
-    assert encoding.encode_ordinary("hello world") == [24912, 2375]
+    assert encoding.encode_ordinary("hello world") == _expected(name, "hello world")
     _encodings._TABLES.clear()
-    _encodings.load("o200k_base")
+    _encodings.load(name)
     assert len(built) == 2  # and used again
 
 
-def test_another_tiktoken_version_rebuilds_the_copy(folders, built, monkeypatch):
+def test_another_tiktoken_version_rebuilds_the_copy(copied, built, monkeypatch):
     import tiktoken
 
-    _encodings.load("o200k_base")
+    name = "cl100k_base"
+    path = copied(name)
+    before = path.read_bytes()
+    _encodings.load(name)
+    assert built == []  # the copy is this tiktoken's
     monkeypatch.setattr(tiktoken, "__version__", "0.0.0-other")
     _encodings._TABLES.clear()
-    _encodings.load("o200k_base")
-    assert built == ["o200k_base", "o200k_base"]
+    _encodings.load(name)
+    assert built == [name]
+    assert path.read_bytes() != before  # rewritten, with the other version in its key
 
 
 @pytest.mark.parametrize(
@@ -160,19 +233,19 @@ def test_another_tiktoken_version_rebuilds_the_copy(folders, built, monkeypatch)
     ],
     ids=["truncated", "bit-flip", "garbage", "header", "pattern"],
 )
-def test_a_corrupt_copy_falls_back_and_is_rewritten(folders, built, damage):
-    _encodings.load("o200k_base")
-    path = _encodings.cache_file("o200k_base")
+def test_a_corrupt_copy_falls_back_and_is_rewritten(copied, built, reads, damage):
+    name = "cl100k_base"
+    path = copied(name)  # a good copy, taken as one
     good = path.read_bytes()
     damaged = damage(good)
     assert damaged != good
     path.write_bytes(damaged)
-    _encodings._TABLES.clear()  # as a new process starts
-    encoding = _encodings.load("o200k_base")
-    small = _encodings.restricted("o200k_base", ["hello world"])
-    assert built == ["o200k_base", "o200k_base"]  # tiktoken's loading, not the copy
-    assert encoding.encode_ordinary("hello world") == [24912, 2375]
-    assert small.encode_ordinary("hello world") == [24912, 2375]
+    encoding = _encodings.load(name)
+    small = _encodings.restricted(name, ["hello world"])
+    assert [data for data, _ in reads] == [good, damaged]  # the damaged copy was read
+    assert built == [name]  # then tiktoken's loading, not the copy
+    assert encoding.encode_ordinary("hello world") == _expected(name, "hello world")
+    assert small.encode_ordinary("hello world") == _expected(name, "hello world")
     assert path.read_bytes() == good  # rewritten whole
 
 
@@ -189,33 +262,36 @@ def _sections(data: bytes) -> dict[str, tuple[int, int]]:
 @pytest.mark.parametrize(
     ("section", "use"), [("ranks", "load"), ("pairs", "restricted"), ("groups", "restricted")]
 )
-def test_a_damaged_section_is_found_when_read(folders, built, section, use):
-    _encodings.load("o200k_base")
-    path = _encodings.cache_file("o200k_base")
+def test_a_damaged_section_is_found_when_read(copied, built, reads, section, use):
+    name = "cl100k_base"
+    path = copied(name)
     good = path.read_bytes()
     offset, size = _sections(good)[section]
     middle = offset + size // 2
-    path.write_bytes(good[:middle] + bytes([good[middle] ^ 0x10]) + good[middle + 1 :])
-    _encodings._TABLES.clear()
+    damaged = good[:middle] + bytes([good[middle] ^ 0x10]) + good[middle + 1 :]
+    path.write_bytes(damaged)
     text = "a damaged copy is never read as a good one"
     if use == "load":
-        ids = _encodings.load("o200k_base").encode_ordinary(text)
+        ids = _encodings.load(name).encode_ordinary(text)
     else:
-        ids = _encodings.restricted("o200k_base", [text]).encode_ordinary(text)
-    assert ids == _reference("o200k_base").encode_ordinary(text)
-    assert len(built) == 2  # the section read was found damaged, the copy rebuilt
+        ids = _encodings.restricted(name, [text]).encode_ordinary(text)
+    assert ids == _expected(name, text)
+    assert reads == [(good, True), (damaged, True)]  # its header passed
+    assert built == [name]  # the section read was found damaged, the copy rebuilt
     assert path.read_bytes() == good
 
 
 def test_an_unwritable_cache_folder_loads_without_a_copy(folders, built, monkeypatch, tmp_path):
+    name = "cl100k_base"
     blocker = tmp_path / "a-file"
     blocker.write_text("not a folder")
     monkeypatch.setenv("CACHEVIZ_CACHE_DIR", str(blocker))  # mkdir under a file fails
-    first = _encodings.load("o200k_base")
+    first = _encodings.load(name)
     _encodings._TABLES.clear()
-    second = _encodings.load("o200k_base")
-    assert built == ["o200k_base", "o200k_base"]
+    second = _encodings.load(name)
+    assert built == [name, name]
     assert first.encode_ordinary("hello world") == second.encode_ordinary("hello world")
+    assert second.encode_ordinary("hello world") == _expected(name, "hello world")
     assert not (blocker.parent / "a-file" / "tiktoken").exists()
     assert list(tmp_path.glob(".*.ranks.*")) == []  # no temporary file left behind
 
@@ -233,22 +309,31 @@ def test_get_encoding_explains_an_unknown_encoding():
         get_encoding("no_such_encoding")
 
 
+@pytest.mark.parametrize("table", ["copy", "built"])
 @pytest.mark.parametrize("name", ["o200k_base", "cl100k_base"])
-def test_an_encoding_of_the_ranks_in_the_texts_gives_the_same_ids(folders, name):
+def test_an_encoding_of_the_ranks_in_the_texts_gives_the_same_ids(
+    copied, built, tokenizer_copies, name, table
+):
+    copied(name)
+    if table == "built":  # the table tiktoken's constructor gave, as the process that built it
+        assert not tokenizer_copies.tables[name].sections
+        _encodings._TABLES[name] = tokenizer_copies.tables[name]
     reference = _reference(name)
     texts = [*TEXTS, *(_random_text(seed, 1500) for seed in range(4)), "user", "assistant"]
     small = _encodings.restricted(name, texts)
     assert len(small._mergeable_ranks) < len(reference._mergeable_ranks) // 10
     for text in texts:
-        assert small.encode_ordinary(text) == reference.encode_ordinary(text), text
+        assert small.encode_ordinary(text) == _expected(name, text), text
     words = _encodings.restricted(name, ["hello world"])
-    assert words.encode_ordinary("hello world") == reference.encode_ordinary("hello world")
+    assert words.encode_ordinary("hello world") == _expected(name, "hello world")
+    assert built == []  # from that table, not tiktoken's loading
 
 
-def test_realdata_texts_give_the_same_ids(folders, realdata):
+def test_realdata_texts_give_the_same_ids(copied, built, realdata):
     import cacheviz
     from cacheviz.segment import render_text
 
+    copied("o200k_base")
     reference = _reference("o200k_base")
     checked = 0
     for path in sorted(realdata.rglob("*.json*"))[:12]:
@@ -263,11 +348,13 @@ def test_realdata_texts_give_the_same_ids(folders, realdata):
             assert small.encode_ordinary(text) == reference.encode_ordinary(text), path
         checked += len(texts)
     assert checked > 100
+    assert built == []  # from the copy
 
 
-def test_short_texts_use_the_small_encoding_until_the_limit(folders, monkeypatch):
+def test_short_texts_use_the_small_encoding_until_the_limit(copied, monkeypatch):
     from cacheviz import tokens
 
+    copied("o200k_base")
     tokens.get_encoding.cache_clear()  # as a new process starts: nothing loaded yet
     monkeypatch.setattr(tokens, "_restricted_chars", {})
     monkeypatch.setattr(tokens, "_loaded", set())
