@@ -529,13 +529,16 @@ def test_the_whole_realdata_folder_scans_without_failures(realdata, tmp_path):
 
 
 @pytest.mark.slow
-def test_no_path_scans_the_default_locations_and_says_which_were_found(tmp_path, monkeypatch):
+def test_no_path_scans_the_default_locations_and_says_which_were_found(
+    tmp_path, monkeypatch, tokenizer_copies
+):
     home = tmp_path / "home"
     _write(home / ".claude" / "projects" / "p" / "s1.jsonl", _parent_records())
     monkeypatch.setenv("HOME", str(home))
     monkeypatch.delenv("CLAUDE_CONFIG_DIR", raising=False)
     monkeypatch.delenv("CODEX_HOME", raising=False)
     monkeypatch.setenv("CACHEVIZ_CACHE_DIR", str(tmp_path / "c"))
+    tokenizer_copies.seed()  # the process reads the tokenizer copy, not tiktoken's file
     out = subprocess.run(
         [sys.executable, "-m", "cacheviz", "scan"], capture_output=True, text=True, check=True
     ).stdout

@@ -223,7 +223,8 @@ def test_parquet_report_and_no_cache_always_scan(fleet, capsys, scans, tmp_path)
 
 
 @pytest.mark.slow
-def test_the_kept_answer_imports_neither_polars_nor_the_readers(fleet):
+def test_the_kept_answer_imports_neither_polars_nor_the_readers(fleet, tokenizer_copies):
+    tokenizer_copies.seed()  # the first process reads the tokenizer copy, not tiktoken's file
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     argv = [sys.executable, "-m", "cacheviz", "scan", str(fleet), "--json"]
     first = subprocess.run(argv, env=env, capture_output=True, text=True, check=True)
@@ -280,9 +281,12 @@ def test_pool_workers_start_warm_on_one_polars_thread_and_their_server_stops(mon
 
 
 @pytest.mark.slow
-def test_a_fork_server_that_cannot_start_leaves_spawned_workers(fleet, monkeypatch):
+def test_a_fork_server_that_cannot_start_leaves_spawned_workers(
+    fleet, monkeypatch, tokenizer_copies
+):
     from multiprocessing import forkserver
 
+    tokenizer_copies.seed()  # each spawned worker reads the tokenizer copy, not tiktoken's file
     local = cacheviz.scan([fleet], cache=False, jobs=1)
 
     def no_socket():
