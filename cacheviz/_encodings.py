@@ -30,9 +30,12 @@ import tempfile
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from cacheviz import _usercache
+
+if TYPE_CHECKING:
+    from tiktoken import Encoding
 
 FORMAT = 3  # bump when the file layout or what the header records changes
 _MAGIC = b"cacheviz-tiktoken-ranks\n"
@@ -119,11 +122,11 @@ class Table:
 
     def ranks(self) -> dict[bytes, int]:
         """Every token's rank."""
-        return self._section("ranks")  # type: ignore[no-any-return]
+        return self._section("ranks")
 
     def pairs(self) -> bytes:
         """65,536 flags: byte pair ``a << 8 | b`` occurs inside some token."""
-        return self._section("pairs")  # type: ignore[no-any-return]
+        return self._section("pairs")
 
     def group(self, first: bytes) -> dict[bytes, int]:
         """The ranks of the tokens that start with ``first`` (two bytes; ``b""``: one byte)."""
@@ -260,7 +263,7 @@ def _checked(name: str, use: Any) -> Any:
         return None if table is None else use(table)
 
 
-def load(name: str) -> Any:
+def load(name: str) -> Encoding:
     """The tiktoken encoding ``name``, from the copy of its ranks when there is a fit one.
 
     Raises what ``tiktoken.get_encoding`` raises when the encoding cannot be loaded
@@ -310,7 +313,7 @@ def _used_ranks(table: Table, texts: Iterable[str]) -> dict[bytes, int]:
     return used
 
 
-def restricted(name: str, texts: Iterable[str]) -> Any:
+def restricted(name: str, texts: Iterable[str]) -> Encoding | None:
     """An encoding of ``name`` holding only the ranks that occur in ``texts``.
 
     It gives these texts the ids ``load(name)`` gives them: byte-pair encoding looks up

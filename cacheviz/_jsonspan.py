@@ -28,7 +28,8 @@ from cacheviz.providers.anthropic import automatic_ttl
 from cacheviz.providers.openai import BREAKPOINT_TTL
 
 _WS = re.compile(r"[ \t\n\r]*")
-_SCANNER = json.decoder.JSONDecoder().scan_once
+# JSONDecoder sets scan_once in __init__; typeshed does not declare it
+_SCANNER: Callable[[str, int], tuple[Any, int]] = json.decoder.JSONDecoder().scan_once  # type: ignore[attr-defined]
 
 
 # Cache directives steer caching but are not part of the cached prefix: Anthropic moves
@@ -118,7 +119,7 @@ def json_type(value: Any) -> str:
 
 def skip_ws(text: str, pos: int) -> int:
     """Return the index of the first non-whitespace character at or after ``pos``."""
-    return _WS.match(text, pos).end()  # type: ignore[union-attr]
+    return _WS.match(text, pos).end()  # type: ignore[union-attr]  # `[...]*` always matches
 
 
 def scan_value(text: str, pos: int) -> tuple[Any, int]:

@@ -13,6 +13,7 @@ import importlib.machinery
 import sys
 import warnings
 from types import ModuleType
+from typing import TYPE_CHECKING
 
 from cacheviz.errors import CacheVizDeprecationWarning
 
@@ -33,8 +34,13 @@ MOVED: dict[str, str] = {
 }
 """Old module path → new module path."""
 
+if TYPE_CHECKING:  # the type checker holds _Alias to the Loader protocol; nothing at run time
+    from importlib.abc import Loader as _Loader
+else:
+    _Loader = object
 
-class _Alias:
+
+class _Alias(_Loader):
     """Loads an old path as the module now at its new path.
 
     A loader by protocol (``create_module``/``exec_module``), not a subclass of

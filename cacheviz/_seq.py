@@ -32,7 +32,7 @@ def common_prefix(
     while i < n:
         j = min(i + step, n)
         same = (
-            a.startswith(b[b0 + i : b0 + j], a0 + i)  # type: ignore[attr-defined]
+            a.startswith(b[b0 + i : b0 + j], a0 + i)  # type: ignore[attr-defined]  # text: str
             if text
             else a[a0 + i : a0 + j] == b[b0 + i : b0 + j]
         )

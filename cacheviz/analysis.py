@@ -239,7 +239,7 @@ class Shaped:
     token_caches: dict[str, TokenCache]
     offsets: list[list[int]]
     local_offsets: list[list[int]]
-    calibration: Calibration
+    calibration: Calibration | None  # None: rebuilt from an Analysis without one
 
 
 @dataclass(slots=True)
@@ -472,7 +472,7 @@ def _to_provider_tokens(
 def _pseudo_aware(cache: TokenCache) -> Any:
     """``cache[h]``, with no tokens for the params pseudo-keys of the namespace index."""
 
-    def tokens_of(digest: str) -> array:
+    def tokens_of(digest: str) -> array[int]:
         return _EMPTY if digest.startswith("params:") else cache[digest]
 
     return tokens_of

@@ -253,7 +253,9 @@ def calibrate_call(
         # the request is smaller than the part it shares: keep the head (the unlogged
         # prefix, system and tools) where it was when it fits, scale the rest onto it
         keep = min(shared, head if head is not None else 0)
-        kept = map_position(prev_local, prev_mapped, keep) if prev_mapped else 0
+        kept = 0
+        if prev_local is not None and prev_mapped:
+            kept = map_position(prev_local, prev_mapped, keep)
         if keep and kept <= target and total_local > keep:
             rate_used = (target - kept) / (total_local - keep)
             mapped = _mapped(own, keep, prev_local, prev_mapped, kept, rate_used, target)

@@ -235,7 +235,7 @@ def diagnose_costs(analysis: Analysis, *, prices: Any = None) -> CostColumns:
         analysis.token_caches,
         analysis.offsets,
         analysis.local_offsets,
-        analysis.calibration,  # type: ignore[arg-type]  # not read
+        analysis.calibration,
     )
     got = cost_lists(shaped, prices=prices)
     own = next(iter(got.runs.values()), None)

@@ -22,7 +22,7 @@ from cacheviz._seq import common_prefix
 _MAX_SIBLINGS = 32  # earlier variants compared token by token at a branching node
 
 
-def differing_block_common(a: array, b: array) -> int:
+def differing_block_common(a: array[int], b: array[int]) -> int:
     """Common tokens of two blocks known to differ in bytes.
 
     When their tokens are identical (a change the tokenizer does not see, such as a
@@ -48,8 +48,8 @@ def match_pair(
     before_total: int,
     keys: Sequence[str],
     offsets: Sequence[int],
-    tokens_of: Callable[[str], array],
-    before_tokens_of: Callable[[str], array] | None = None,
+    tokens_of: Callable[[str], array[int]],
+    before_tokens_of: Callable[[str], array[int]] | None = None,
 ) -> Match:
     """Where ``keys`` stops matching one earlier request ``before`` (blocks and tokens)."""
     depth = common_prefix(before, keys)
@@ -93,7 +93,7 @@ class PrefixIndex:
         self,
         keys: list[str],
         offsets: Sequence[int],
-        tokens_of: Callable[[str], array],
+        tokens_of: Callable[[str], array[int]],
     ) -> tuple[Match, Match | None]:
         """Match a request against the namespace, then record it.
 
@@ -132,7 +132,7 @@ class PrefixIndex:
         self,
         keys: list[str],
         offsets: Sequence[int],
-        tokens_of: Callable[[str], array],
+        tokens_of: Callable[[str], array[int]],
         path: list[tuple[int, _Node]],
     ) -> Match:
         depth, node = path[-1]

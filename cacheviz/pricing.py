@@ -125,7 +125,8 @@ def _per_token(entry: dict[str, Any]) -> dict[str, float]:
 @cache
 def _overlay() -> dict[str, Any]:
     text = resources.files("cacheviz.data").joinpath("prices_overlay.json").read_text("utf-8")
-    return json.loads(text)
+    overlay: dict[str, Any] = json.loads(text)
+    return overlay
 
 
 def _in_peak(provider: str, at: datetime | None) -> bool:
@@ -306,7 +307,7 @@ class PriceBook:
                         sources.append(
                             f"{field} = {rule[f'{field}_mtok']}x input ({rule['source']})"
                         )
-        rates = Rates(**{f: values.get(f) for f in _FIELDS})  # type: ignore[arg-type]
+        rates = Rates(**{f: values.get(f) for f in _FIELDS})  # type: ignore[arg-type]  # input checked
         return replace(rates, source="; ".join(sources))
 
 

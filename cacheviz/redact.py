@@ -185,8 +185,9 @@ def _factors(items: Any, ignore_case: bool) -> Factors | None:
             found = _factors(sub, inner)
         elif op is c.BRANCH:
             options = [_factors(option, ignore_case) for option in av[1]]
-            if options and all(option is not None for option in options):
-                found = frozenset().union(*options)  # type: ignore[arg-type]
+            known = [option for option in options if option is not None]
+            if options and len(known) == len(options):
+                found = frozenset().union(*known)
         elif op in (c.MAX_REPEAT, c.MIN_REPEAT, c.POSSESSIVE_REPEAT):
             low, _, sub = av
             found = _factors(sub, ignore_case) if low >= 1 else None

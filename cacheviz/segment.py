@@ -19,7 +19,7 @@ from typing import Any
 from cacheviz import providers
 from cacheviz._jsonspan import Element, ObjectScan, json_type
 from cacheviz._seq import common_prefix
-from cacheviz.errors import RenderError
+from cacheviz.errors import RenderError as RenderError  # re-exported: readers catch it
 from cacheviz.model import Block, Content, Part
 
 APIS = ("messages", "chat.completions", "responses")
@@ -64,19 +64,19 @@ def compact_json(value: Any) -> str:
 def _tool_label(value: Any, position: int) -> str:
     if isinstance(value, dict):
         function = value.get("function")
-        if isinstance(function, dict) and isinstance(function.get("name"), str):
-            return function["name"]
+        if isinstance(function, dict) and isinstance(name := function.get("name"), str):
+            return name
         for key in ("name", "type"):
-            if isinstance(value.get(key), str):
-                return value[key]
+            if isinstance(label := value.get(key), str):
+                return label
     return f"tool[{position}]"
 
 
 def _message_role(value: Any) -> str:
     if isinstance(value, dict):
         for key in ("role", "type"):
-            if isinstance(value.get(key), str):
-                return value[key]
+            if isinstance(role := value.get(key), str):
+                return role
     return "item"
 
 

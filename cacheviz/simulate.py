@@ -55,11 +55,12 @@ def make_simulator(provider: str, **rules: Any) -> Simulator:
     """The simulator of ``provider`` with ``rules`` overriding its defaults."""
     cls = providers.simulator_class(provider)
     try:
-        return cls(**rules)
+        simulator: Simulator = cls(**rules)
     except TypeError as exc:
         fields = ", ".join(f for f in cls.__dataclass_fields__ if f != "provider")
         msg = f"{provider}: {exc}; its rules are: {fields}"
         raise SimulationError(msg) from None
+    return simulator
 
 
 _SYNTHETIC_STEP = 1.0  # seconds between calls that have no time
@@ -730,7 +731,7 @@ def own_replay(
     file) and every call was priced (the own replay skips a model without a price where
     :func:`simulate` raises). Else ``None``: the target is replayed.
     """
-    own = getattr(analysis, "own_simulation", None)
+    own: Simulation | None = getattr(analysis, "own_simulation", None)
     if own is None or rules or own.rules or own.model is not None or own.prices is None:
         return None
     name = providers.known(provider)

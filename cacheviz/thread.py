@@ -51,10 +51,10 @@ MAX_CANDIDATES = 64  # most recent threads compared with each call
 CONVERSATION_CALLS = 3  # calls a found thread needs, besides the main one, to be a sub-agent
 ROOT = "main"  # a transcript's own main thread (``thread_hint``): never a sub-thread
 
-TokensOf = Callable[[int, str], array]
+TokensOf = Callable[[int, str], "array[int]"]  # array[int] is not subscriptable before 3.12
 
 
-def _kept_edit(a: array, b: array) -> bool:
+def _kept_edit(a: array[int], b: array[int]) -> bool:
     """Whether ``b`` is ``a`` edited in place (a tail cut off, a value changed)."""
     if a == b:
         return True  # a change the rendered text does not show (an id, a key order)
@@ -72,8 +72,8 @@ def continuity(
     earlier: Call,
     earlier_offsets: Sequence[int],
     call: Call,
-    old_tokens: Callable[[str], array],
-    new_tokens: Callable[[str], array],
+    old_tokens: Callable[[str], array[int]],
+    new_tokens: Callable[[str], array[int]],
     call_messages: set[str] | None = None,
 ) -> float:
     """Share (0..1) of ``earlier``'s message tokens that ``call`` still sends.

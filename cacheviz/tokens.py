@@ -17,10 +17,14 @@ import functools
 import os
 from array import array
 from collections.abc import Iterable
+from typing import TYPE_CHECKING
 
 from cacheviz.errors import EncodingUnavailableError
 from cacheviz.model import OPAQUE, Content
 from cacheviz.segment import render_text
+
+if TYPE_CHECKING:
+    from tiktoken import Encoding
 
 DEFAULT_ENCODING = "o200k_base"
 MESSAGE_START = -1
@@ -56,7 +60,7 @@ def encoding_for_model(model: str) -> tuple[str, bool]:
 
 
 @functools.cache
-def get_encoding(name: str):  # noqa: ANN201 - tiktoken.Encoding, imported lazily
+def get_encoding(name: str) -> Encoding:
     """Load a tiktoken encoding, or explain in one line how to make it loadable.
 
     The ranks come from the binary copy :mod:`cacheviz._encodings` keeps when it fits
@@ -91,7 +95,7 @@ _restricted_chars: dict[str, int] = {}
 _loaded: set[str] = set()
 
 
-def encoding_for_texts(name: str, texts: list[str]):  # noqa: ANN201 - a tiktoken.Encoding
+def encoding_for_texts(name: str, texts: list[str]) -> Encoding:
     """The encoding to tokenize ``texts`` with: the ids of ``get_encoding(name)``, always.
 
     Building tiktoken's encoder of a whole table (200,000 ranks) takes ~0.15 s, most of a
@@ -118,7 +122,7 @@ class TokenCache:
     def __init__(self, encoding: str, contents: dict[str, Content]) -> None:
         self.encoding = encoding
         self.contents = contents
-        self._tokens: dict[str, array] = {}
+        self._tokens: dict[str, array[int]] = {}
         self._roles: dict[str, list[int]] = {}
 
     def __len__(self) -> int:
@@ -156,16 +160,16 @@ class TokenCache:
         enc = encoding_for_texts(self.encoding, [*texts, *roles])
         if size >= _BATCH_CHARS and len(texts) > 1:
             threads = min(4, os.cpu_count() or 1)
-            encoded = enc.encode_ordinary_batch(texts, num_threads=threads)  # type: ignore[attr-defined]
+            encoded = enc.encode_ordinary_batch(texts, num_threads=threads)
         else:  # a thread pool costs more than it saves on little text
-            encoded = [enc.encode_ordinary(text) for text in texts]  # type: ignore[attr-defined]
+            encoded = [enc.encode_ordinary(text) for text in texts]
         for (digest, role, _), ids in zip(batch, encoded, strict=True):
             if role is None:
                 self._tokens[digest] = array("i", ids)
             else:
                 role_ids = self._roles.get(role)
                 if role_ids is None:
-                    role_ids = self._roles[role] = enc.encode_ordinary(role)  # type: ignore[attr-defined]
+                    role_ids = self._roles[role] = enc.encode_ordinary(role)
                 tokens = array("i", [MESSAGE_START, *role_ids])
                 tokens.extend(ids)
                 tokens.append(MESSAGE_END)
@@ -183,7 +187,7 @@ class TokenCache:
         """Token count of every tokenized hash."""
         return {digest: len(tokens) for digest, tokens in self._tokens.items()}
 
-    def __getitem__(self, digest: str) -> array:
+    def __getitem__(self, digest: str) -> array[int]:
         tokens = self._tokens.get(digest)
         if tokens is None:
             self.ensure([digest])

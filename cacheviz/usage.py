@@ -19,7 +19,7 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from typing import Any
 
-from cacheviz.errors import UsageError
+from cacheviz.errors import UsageError as UsageError  # re-exported: readers raise it
 from cacheviz.model import Usage
 
 # No request has ever held a billion tokens: a count beyond that is corrupt, not reported.

@@ -139,8 +139,8 @@ class Context:
         """Sum of the drifts' ``cost_usd``; ``None`` when unknown for any of them."""
         if not drifts:
             return None
-        values = [d.get("cost_usd") for d in drifts]
-        if any(v is None for v in values):
+        values = [v for d in drifts if (v := d.get("cost_usd")) is not None]
+        if len(values) < len(drifts):
             return None
         return float(sum(values))
 

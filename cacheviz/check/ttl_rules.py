@@ -97,10 +97,10 @@ def ttl_gaps(ctx: Context) -> list[Finding]:
             thread = row["thread"]
             confirmed.setdefault(thread, set()).add(row["call"])
             if row["call"] not in {c for c, _ in gaps.get(thread, [])}:
-                prev = ctx.calls[row["prev_call"]] if row["prev_call"] is not None else None
+                last = ctx.calls[row["prev_call"]] if row["prev_call"] is not None else None
                 idle = (
-                    (row["ts"] - prev["ts"]).total_seconds()
-                    if prev is not None and row["ts"] and prev["ts"]
+                    (row["ts"] - last["ts"]).total_seconds()
+                    if last is not None and row["ts"] and last["ts"]
                     else 0.0
                 )
                 gaps.setdefault(thread, []).append((row["call"], idle))
@@ -118,8 +118,8 @@ def ttl_gaps(ctx: Context) -> list[Finding]:
             simulations[key] = _simulate(ctx, provider)
         base = simulations[key]
         cost = what_if = None
-        wasted = [ctx.calls[c].get("waste_usd") for c in calls]
-        if all(w is not None for w in wasted):
+        wasted = [w for c in calls if (w := ctx.calls[c].get("waste_usd")) is not None]
+        if len(wasted) == len(calls):
             cost = float(sum(wasted))  # the calls' waste (cacheviz.metrics): billed - ideal
         elif base is not None:
             rows = base.calls.filter(base.calls["call"].is_in(calls))
@@ -140,7 +140,7 @@ def ttl_gaps(ctx: Context) -> list[Finding]:
             if other is not None and other.total_cost_usd is not None:
                 what_if = (base.total_cost_usd, other.total_cost_usd, longer.advice)
         tokens = sum(ctx.calls[c]["prev_common_tokens"] or 0 for c in calls)
-        longest = max(idle for _, idle in found)
+        longest_idle = max(idle for _, idle in found)
         advice = ""
         if what_if is not None:
             now, then, how = what_if
@@ -156,7 +156,7 @@ def ttl_gaps(ctx: Context) -> list[Finding]:
                     f"not reached)."
                 )
         share = break_even(provider, ctx.calls[calls[0]]["model"], ctx.calls[calls[0]]["ts"])
-        if already:
+        if already and current is not None:
             share = None
             advice = (
                 f" The thread already caches with a {current / 60:,.0f}-minute TTL (its "
@@ -170,7 +170,7 @@ def ttl_gaps(ctx: Context) -> list[Finding]:
         message = (
             f"{rule.title}: thread {thread!r} idles longer than its {provider} cache TTL "
             f"({(current or 0) / 60:,.0f} min) "
-            f"{len(found)} time(s) (longest {longest / 60:,.1f} min) before call(s) "
+            f"{len(found)} time(s) (longest {longest_idle / 60:,.1f} min) before call(s) "
             f"{call_list(calls)}, writing {tokens:,} reusable tokens again."
             f"{_confirmed(confirmed, thread, calls)}{advice} "
             f"{rule.why} Fix: {rule.fix}"

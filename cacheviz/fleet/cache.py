@@ -17,6 +17,7 @@ import hashlib
 import io
 import json
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import polars as pl
 
@@ -24,9 +25,12 @@ from cacheviz import _schema
 from cacheviz.fleet.cachedir import CACHE_VERSION, default_dir, replace_file, versioned
 from cacheviz.fleet.walk import Unit, shown
 
+if TYPE_CHECKING:
+    from polars._typing import PolarsDataType
+
 __all__ = ["CACHE_VERSION", "MANIFEST", "TABLES", "ScanCache", "default_dir", "signature"]
 TABLES = ("calls", "drifts", "misses")
-MANIFEST: dict[str, pl.DataType] = {
+MANIFEST: dict[str, PolarsDataType] = {
     "path": pl.String,
     "signature": pl.String,  # [(file, device, inode, size, mtime_ns), ...] as JSON
     "content_hash": pl.String,
@@ -83,7 +87,7 @@ class ScanCache:
         return data if isinstance(data, dict) else {}
 
     def _read(
-        self, name: str, schema: dict[str, pl.DataType], expected: dict[str, object] | None
+        self, name: str, schema: dict[str, PolarsDataType], expected: dict[str, object] | None
     ) -> pl.DataFrame:
         path = self.folder / f"{name}.parquet"
         if not path.is_file():
@@ -102,7 +106,7 @@ class ScanCache:
             return pl.DataFrame(schema=schema)
         return frame
 
-    def entry(self, path: Path) -> dict[str, object] | None:
+    def entry(self, path: Path) -> dict[str, Any] | None:
         """The manifest row of ``path``, if any."""
         return self._by_path.get(shown(path))
 

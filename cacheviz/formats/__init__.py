@@ -1,6 +1,8 @@
 """Transcript readers: one module per format, each with ``detect`` and ``read``.
 
-:func:`load` picks the reader by content (``detect``) unless ``format`` names one.
+:func:`load` picks the reader by content (``detect``) unless ``format`` names one. A
+reader module is a :class:`~cacheviz.formats._reader.Reader`; a new one is registered in
+``_MODULES`` below and in ``_registered.py`` (where mypy checks it against the protocol).
 """
 
 from __future__ import annotations
@@ -17,12 +19,12 @@ import tempfile
 import warnings
 from collections.abc import Iterator, Mapping
 from pathlib import Path
-from types import ModuleType
-from typing import Any
+from typing import Any, cast
 
 from cacheviz.errors import CacheVizWarning, TranscriptError, UnknownFormatError
 from cacheviz.formats._folders import session_file
 from cacheviz.formats._lines import describe_lines
+from cacheviz.formats._reader import Reader
 from cacheviz.model import Session, SkippedLine, paused_gc
 from cacheviz.usage import UsageError, lenient_usage
 
@@ -51,15 +53,16 @@ _MODULES = {
 }
 
 
-class _Readers(Mapping[str, ModuleType]):
+class _Readers(Mapping[str, Reader]):
     """The reader modules by name, in detection order, each imported when first asked for.
 
     Detection imports the readers it tries (up to the one that claims the file), not all
     twenty: a short command does not pay for the readers it does not use.
     """
 
-    def __getitem__(self, name: str) -> ModuleType:
-        return importlib.import_module(f"cacheviz.formats.{_MODULES[name]}")
+    def __getitem__(self, name: str) -> Reader:
+        module = importlib.import_module(f"cacheviz.formats.{_MODULES[name]}")
+        return cast(Reader, module)  # each registered module is checked as one: _registered.py
 
     def __iter__(self) -> Iterator[str]:
         return iter(_MODULES)
@@ -71,7 +74,7 @@ class _Readers(Mapping[str, ModuleType]):
         return name in _MODULES
 
 
-READERS: Mapping[str, ModuleType] = _Readers()
+READERS: Mapping[str, Reader] = _Readers()
 _HEAD_BYTES = 1 << 20  # detection reads this much, and more until the first line ends
 _LONG_RUN = re.compile(rb"[^\"\\\n]{4096,}")  # a long run inside a string (base64, ...)
 _MAX_DIGITS = 4300  # Python's int-from-text limit (sys.int_info.default_max_str_digits)
@@ -105,7 +108,7 @@ def _head(path: Path) -> bytes:
     return head
 
 
-def _claims(module: ModuleType, path: Path, head: bytes) -> bool:
+def _claims(module: Reader, path: Path, head: bytes) -> bool:
     """A detector's verdict; any failure inside one (deep nesting, odd bytes) is a no."""
     try:
         return bool(module.detect(path, head))

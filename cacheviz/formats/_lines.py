@@ -9,8 +9,9 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from datetime import datetime
+from io import BufferedIOBase
 from pathlib import Path
-from typing import IO, Any
+from typing import Any, Protocol
 
 from cacheviz.errors import CacheVizWarning, TranscriptError
 from cacheviz.model import Call, Session, SkippedLine
@@ -236,7 +237,11 @@ def _raise_mmap_threshold() -> None:
         del del_me
 
 
-def _file_lines(handle: IO[bytes], size: int, window: int) -> _Lines:
+class _ReadInto(Protocol):
+    def readinto(self, buffer: bytearray, /) -> int: ...
+
+
+def _file_lines(handle: BufferedIOBase, size: int, window: int) -> _Lines:
     """Yield ``(offset, bytes, ended)`` for each line of ``handle``, newline left out.
 
     ``offset`` is where the line starts in the file; ``ended`` whether a newline ends it
@@ -250,7 +255,7 @@ def _file_lines(handle: IO[bytes], size: int, window: int) -> _Lines:
 class _Bounded:
     """A binary file read no further than ``size`` bytes (what it held when opened)."""
 
-    def __init__(self, handle: IO[bytes], size: int) -> None:
+    def __init__(self, handle: BufferedIOBase, size: int) -> None:
         self._handle = handle
         self._left = size
 
@@ -259,14 +264,14 @@ class _Bounded:
             return 0
         view = memoryview(buffer)[: min(len(buffer), self._left)]
         try:
-            filled = self._handle.readinto(view)  # type: ignore[attr-defined]
+            filled = self._handle.readinto(view)
         finally:
             view.release()
         self._left -= filled or 0
         return filled or 0
 
 
-def _streamed_lines(handle: IO[bytes], window: int) -> _Lines:
+def _streamed_lines(handle: _ReadInto, window: int) -> _Lines:
     """The lines of a file read ``window`` bytes at a time into one reused buffer.
 
     A line that runs past the window is copied out piece by piece and joined.
@@ -278,7 +283,7 @@ def _streamed_lines(handle: IO[bytes], window: int) -> _Lines:
     position = 0  # file offset of buffer[0]
     try:
         while True:
-            filled = handle.readinto(buffer)  # type: ignore[attr-defined]
+            filled = handle.readinto(buffer)
             if not filled:
                 break
             start = 0

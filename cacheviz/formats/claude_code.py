@@ -358,8 +358,15 @@ def _refuse_other_format(lineno: int, record: dict[str, Any]) -> None:
             raise ValueError(msg)
 
 
-def _read_file(path: Path, store: BlockStore, thread: str | None, errors: str) -> LineReader:
-    reader = LineReader(path, errors=errors)
+class _FileReader(LineReader):
+    """A session file's reader, with the calls it read and the sub-agents it names."""
+
+    calls: list[Call]
+    agents: set[str]
+
+
+def _read_file(path: Path, store: BlockStore, thread: str | None, errors: str) -> _FileReader:
+    reader = _FileReader(path, errors=errors)
     reader.rebuilds = True  # each request is rebuilt from the lines before it
     state = _SessionFile(reader, store, thread)
     reader.each_record(state.add, "expected one Claude Code record per line")
@@ -373,8 +380,8 @@ def _read_file(path: Path, store: BlockStore, thread: str | None, errors: str) -
             CacheVizWarning,
             stacklevel=2,
         )
-    reader.calls = state.calls  # type: ignore[attr-defined]
-    reader.agents = state.agents  # type: ignore[attr-defined]
+    reader.calls = state.calls
+    reader.agents = state.agents
     return reader
 
 
@@ -425,7 +432,7 @@ def read(path: Path, *, errors: str = "raise") -> Session:
     """
     store = BlockStore()
     main = _read_file(path, store, None, errors)
-    calls: list[Call] = list(main.calls)  # type: ignore[attr-defined]
+    calls: list[Call] = list(main.calls)
     folder = path.parent / path.stem / "subagents"
     agents = sorted(folder.glob("agent-*.jsonl")) if folder.is_dir() else []
     agents += sibling_agents(path)
@@ -449,9 +456,9 @@ def read(path: Path, *, errors: str = "raise") -> Session:
                 raise
             main.fail(None, f"sub-agent log {exc}")
             continue
-        for call in sub.calls:  # type: ignore[attr-defined]
+        for call in sub.calls:
             call.parent_hint = "main"
-        calls += sub.calls  # type: ignore[attr-defined]
+        calls += sub.calls
         main.skipped += [type(s)(s.line, f"{agent.name}: {s.reason}") for s in sub.skipped]
         main.usage_nulled += [
             type(s)(s.line, f"{agent.name}: {s.reason}") for s in sub.usage_nulled
@@ -461,7 +468,7 @@ def read(path: Path, *, errors: str = "raise") -> Session:
     calls, replayed = drop_replays(calls)
     if replayed:
         main.ignored[REPLAYED] = replayed
-    missing = sorted(main.agents - found)  # type: ignore[attr-defined]
+    missing = sorted(main.agents - found)
     if missing:
         shown = ", ".join(missing[:20]) + (
             f" and {len(missing) - 20} more" if len(missing) > 20 else ""

@@ -62,7 +62,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import timedelta
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeGuard
 from urllib.parse import unquote
 
 from cacheviz._jsonspan import ObjectScan, json_type
@@ -319,7 +319,8 @@ def _endpoint(method: Any, path: str) -> tuple[str, str | None] | str:
 
 
 def _meta(record: dict[str, Any], session: str | None, body: Any) -> dict[str, Any]:
-    capture = record.get("capture") if isinstance(record.get("capture"), dict) else {}
+    capture = record.get("capture")
+    capture = capture if isinstance(capture, dict) else {}
     response = record["response"]
     headers = response.get("headers") if isinstance(response.get("headers"), dict) else {}
     content_type = next((str(v) for k, v in headers.items() if k.lower() == "content-type"), "")
@@ -422,7 +423,7 @@ def record_call(
     )
 
 
-def _is_duration(value: Any) -> bool:
+def _is_duration(value: Any) -> TypeGuard[float]:
     """A sane ``duration_ms`` (a number of milliseconds under a day)."""
     return (
         isinstance(value, (int, float)) and not isinstance(value, bool) and 0 <= value < 86_400_000

@@ -110,9 +110,15 @@ class _ChatOf(_Chat):
         return thread
 
 
-def _read_chat(path: Path, store: BlockStore, prefix: str, errors: str) -> LineReader:
+class _ChatReader(LineReader):
+    """A chat's reader, with the calls it read."""
+
+    calls: list[Call]
+
+
+def _read_chat(path: Path, store: BlockStore, prefix: str, errors: str) -> _ChatReader:
     document = _document(path)
-    reader = LineReader(path, errors=errors)
+    reader = _ChatReader(path, errors=errors)
     reader.rebuilds = True
     state = _ChatOf(reader, store, prefix)
     with reader.usage_policy() as done:
@@ -122,7 +128,7 @@ def _read_chat(path: Path, store: BlockStore, prefix: str, errors: str) -> LineR
             except ValueError as exc:
                 reader.fail(None, f"messages[{index}]: {exc}")
             done(None)
-    reader.calls = state.calls  # type: ignore[attr-defined]
+    reader.calls = state.calls
     return reader
 
 
@@ -130,7 +136,7 @@ def read(path: Path, *, errors: str = "raise") -> Session:
     """Read a Gemini CLI chat JSON and its sub-agent chats: one call per ``gemini`` message."""
     store = BlockStore()
     main = _read_chat(path, store, "", errors)
-    calls: list[Call] = list(main.calls)  # type: ignore[attr-defined]
+    calls: list[Call] = list(main.calls)
     for chat in subagent_chats(path):
         try:
             sub = _read_chat(chat, store, f"subagent:{chat.stem}:", errors)
@@ -139,9 +145,9 @@ def read(path: Path, *, errors: str = "raise") -> Session:
                 raise
             main.fail(None, f"sub-agent chat {exc}")
             continue
-        for call in sub.calls:  # type: ignore[attr-defined]
+        for call in sub.calls:
             call.parent_hint = next((c.thread_hint for c in calls), None)
-        calls += sub.calls  # type: ignore[attr-defined]
+        calls += sub.calls
         main.skipped += [type(s)(s.line, f"{chat.name}: {s.reason}") for s in sub.skipped]
         for kind, count in sub.ignored.items():
             main.ignored[kind] = main.ignored.get(kind, 0) + count

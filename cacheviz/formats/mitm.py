@@ -172,7 +172,7 @@ def _decoded(message: dict[str, Any], what: str) -> bytes | None:
                 return zlib.decompress(content, -zlib.MAX_WBITS)
         if encoding == "br":
             try:
-                import brotli  # type: ignore[import-not-found]
+                import brotli
             except ImportError:
                 msg = f"the {what} body is brotli-compressed; install `brotli` to read it"
                 raise ValueError(msg) from None

@@ -286,8 +286,8 @@ class _Builder:
             if kind == "step-start" or (kind == "step-finish" and pending is None):
                 turn.flush()  # the step before: its turn and tool results are sent back
                 pending = self._call(thread, model, provider, start, message, None)
-            if kind == "step-finish":
-                pending.usage = _usage(part.data.get("tokens"), part.where)  # type: ignore[union-attr]
+            if kind == "step-finish" and pending is not None:  # always, set just above
+                pending.usage = _usage(part.data.get("tokens"), part.where)
                 pending = None
             elif kind == "text" and isinstance(part.data.get("text"), str):
                 if not part.data.get("synthetic"):

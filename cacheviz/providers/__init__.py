@@ -86,7 +86,8 @@ def simulator_class(name: str) -> type[Any]:
     """The simulator class of provider ``name``."""
     chosen = profile(name)
     module = importlib.import_module(f"cacheviz.providers.{chosen.module}")
-    return getattr(module, chosen.simulator)
+    cls: type[Any] = getattr(module, chosen.simulator)  # a dataclass with Simulator's run
+    return cls
 
 
 def self_hosted() -> tuple[str, ...]:

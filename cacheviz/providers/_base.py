@@ -44,7 +44,7 @@ class SimCall:
     offsets: list[int]
     parts: list[str]  # "tools" | "system" | "messages", per block
     roles: list[str | None]  # message role per block (None for tools/system)
-    tokens: Callable[[str], array]
+    tokens: Callable[[str], array[int]]
     breakpoints: list[Breakpoint]  # as recorded in the request (cache_control, ...)
     auto_breakpoint: int | None  # seconds of TTL when top-level automatic caching is on
     params: dict[str, Any]
@@ -118,7 +118,7 @@ class HandBuilt:
     """
 
     def __init__(self) -> None:
-        self._tokens: dict[str, array] = {}
+        self._tokens: dict[str, array[int]] = {}
 
     def call(
         self,

@@ -26,6 +26,7 @@ import hashlib
 import json
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from cacheviz.providers._base import Breakpoint, CallResult, SimCall
 from cacheviz.providers._cache import EntryStore
@@ -51,7 +52,7 @@ MIN_TOKENS = (
 DEFAULT_MIN_TOKENS = 1024  # Opus 4.8, Sonnet 5 / 4.6 / 4.5 / 4, Opus 4.1 / 4
 
 
-def automatic_ttl(directive: dict) -> int:
+def automatic_ttl(directive: dict[str, Any]) -> int:
     """Seconds of TTL of top-level automatic caching (``cache_control: {"ttl": ...}``).
 
     >>> automatic_ttl({"type": "ephemeral"}), automatic_ttl({"ttl": "1h"})

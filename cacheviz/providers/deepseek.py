@@ -80,7 +80,7 @@ def _by_length(item: tuple[tuple[int, bytes], Any]) -> int:
     return item[0][0]
 
 
-def token_digest(tokens: array) -> bytes:
+def token_digest(tokens: array[int]) -> bytes:
     """Identity of a run of tokens."""
     return hashlib.blake2b(tokens.tobytes(), digest_size=16).digest()
 
@@ -102,7 +102,7 @@ def prefix_key(
     return call.chain[j - 1] if j else b"", r, _block_digest(call, j, r, memo)
 
 
-class PrefixDigests(dict):
+class PrefixDigests(dict[tuple[str, int], bytes]):
     """Digests of block prefixes, ``{(block hash, tokens): digest}``, computed incrementally.
 
     A block's prefixes are hashed with one running hash, so the digests of every interval
@@ -112,9 +112,10 @@ class PrefixDigests(dict):
 
     def __init__(self) -> None:
         super().__init__()
-        self.running: dict[str, tuple[int, Any]] = {}  # block hash -> (tokens hashed, state)
+        # block hash -> (tokens hashed, running hash)
+        self.running: dict[str, tuple[int, hashlib.blake2b]] = {}
 
-    def prefix(self, block: str, tokens: array, r: int) -> bytes:
+    def prefix(self, block: str, tokens: array[int], r: int) -> bytes:
         """Digest of ``tokens[:r]`` (the first ``r`` tokens of block ``block``)."""
         key = (block, r)
         digest = self.get(key)

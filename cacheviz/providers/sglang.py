@@ -37,7 +37,7 @@ from cacheviz.providers.vllm import prompt_tokens
 class _Node:
     __slots__ = ("children", "key", "last_access", "parent")
 
-    def __init__(self, key: array, parent: _Node | None, last_access: int) -> None:
+    def __init__(self, key: array[int], parent: _Node | None, last_access: int) -> None:
         self.key = key  # the edge's tokens, from the parent to this node
         self.parent = parent
         self.children: dict[int | tuple[int, ...], _Node] = {}
@@ -54,7 +54,7 @@ class _RadixTree:
         self.roots: dict[tuple[str, str], _Node] = {}
         self._serial = itertools.count()
 
-    def _first(self, tokens: array, at: int) -> int | tuple[int, ...]:
+    def _first(self, tokens: array[int], at: int) -> int | tuple[int, ...]:
         if self.page == 1:
             return tokens[at]
         return tuple(tokens[at : at + self.page])
@@ -70,7 +70,9 @@ class _RadixTree:
         upper.children[self._first(node.key, 0)] = node
         return upper
 
-    def match(self, root: _Node, tokens: array, limit: int, now: int) -> tuple[int, list[_Node]]:
+    def match(
+        self, root: _Node, tokens: array[int], limit: int, now: int
+    ) -> tuple[int, list[_Node]]:
         """Match at most ``limit`` tokens (page-aligned); split where the match ends."""
         node, depth, path = root, 0, [root]
         while depth + self.page <= limit:
@@ -89,7 +91,7 @@ class _RadixTree:
         root.last_access = now
         return depth, path
 
-    def insert(self, root: _Node, tokens: array, now: int) -> None:
+    def insert(self, root: _Node, tokens: array[int], now: int) -> None:
         """Insert ``tokens`` (page-aligned length), touching the path."""
         node, depth, end = root, 0, len(tokens)
         while depth < end:

@@ -41,10 +41,10 @@ from cacheviz.providers._profile import ProviderProfile
 BLOCK_SIZE = 16
 
 
-def prompt_tokens(call: SimCall, start: int = 0) -> array:
+def prompt_tokens(call: SimCall, start: int = 0) -> array[int]:
     """The request's token ids from token ``start`` on (its blocks' arrays, joined)."""
     first = max(0, bisect.bisect_right(call.offsets, start) - 1)
-    joined: array | None = None
+    joined: array[int] | None = None
     for h in call.hashes[first:]:
         tokens = call.tokens(h)
         if joined is None:

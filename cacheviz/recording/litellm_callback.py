@@ -36,7 +36,7 @@ def _iso(value: Any) -> str | None:
 
 
 def _usage(response: Any) -> dict[str, Any] | None:
-    usage = getattr(response, "usage", None)
+    usage: Any = getattr(response, "usage", None)
     if usage is None and isinstance(response, dict):
         usage = response.get("usage")
     if hasattr(usage, "model_dump"):

@@ -415,10 +415,21 @@ def main(
             "unless you mean it",
             file=sys.stderr,
         )
-    options = {"redact": redact, "meta": meta, "ready": ready, "sock": sock}
-    timeouts = {"connect_timeout": connect_timeout, "read_timeout": read_timeout}
     try:
-        asyncio.run(serve(upstream, out, port=port, host=host, **options, **timeouts))
+        asyncio.run(
+            serve(
+                upstream,
+                out,
+                port=port,
+                host=host,
+                redact=redact,
+                meta=meta,
+                ready=ready,
+                sock=sock,
+                connect_timeout=connect_timeout,
+                read_timeout=read_timeout,
+            )
+        )
     except KeyboardInterrupt:
         print("cacheviz proxy: stopped", file=sys.stderr)
         return 0

@@ -20,7 +20,7 @@ from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from types import TracebackType
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 from cacheviz.recording.log import (
     OPENAI_COMPATIBLE,
@@ -118,14 +118,14 @@ class Recorder:
                 with self:
                     return await func(*args, **kwargs)
 
-            return async_wrapper  # type: ignore[return-value]
+            return cast(F, async_wrapper)  # functools.wraps keeps the signature
 
         @functools.wraps(func)
         def wrapper(*args: Any, **kwargs: Any) -> Any:
             with self:
                 return func(*args, **kwargs)
 
-        return wrapper  # type: ignore[return-value]
+        return cast(F, wrapper)
 
     def session(self, **kwargs: Any) -> Any:
         """The recorded calls as a :class:`~cacheviz.model.Session` (kwargs: ``load``'s)."""
@@ -324,7 +324,7 @@ def _start(exchange: Exchange | _Fanout, response: Any) -> None:
 
 
 def _sync_tee(base: type) -> type:
-    class Tee(base):  # type: ignore[misc, valid-type]
+    class Tee(base):
         def __init__(self, inner: Any, exchange: Exchange | _Fanout) -> None:
             self.inner, self.exchange = inner, exchange
 
@@ -348,7 +348,7 @@ def _sync_tee(base: type) -> type:
 
 
 def _async_tee(base: type) -> type:
-    class Tee(base):  # type: ignore[misc, valid-type]
+    class Tee(base):
         def __init__(self, inner: Any, exchange: Exchange | _Fanout) -> None:
             self.inner, self.exchange = inner, exchange
 

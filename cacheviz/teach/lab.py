@@ -136,7 +136,9 @@ def layout_requests(
                 if live_profile
                 else "User profile: plan Pro",
             }
-            system = [{"type": "text", "text": values[b]} for b in order[:cut]]
+            system: list[dict[str, Any]] = [
+                {"type": "text", "text": values[b]} for b in order[:cut]
+            ]
             trailing = [values[b] for b in order[cut + 1 :]]
             if trailing:  # appended to the end and kept: the history stays append-only
                 history[-1]["content"].append({"type": "text", "text": "\n".join(trailing)})

@@ -68,11 +68,10 @@ class LiveInspector:
         self.updates = {"appended": 0, "replaced": 0}
         self._size = -1
         self._shown: Any = None
-        self.live = LiveState(
-            _lines_of(source)
-            if isinstance(source, Recorder) and source.path is None
-            else (source.path if isinstance(source, Recorder) else source)
-        )
+        if isinstance(source, Recorder):
+            self.live = LiveState(_lines_of(source) if source.path is None else source.path)
+        else:
+            self.live = LiveState(source)
         self._lock = threading.Lock()
         self._wake = threading.Event()
         self._stop = threading.Event()
@@ -166,7 +165,7 @@ class LiveInspector:
         built = inspect(analysis, **self.options)
         self.inspector = built.inspector
         self.box.children = built.children
-        self.box.inspector = self.inspector  # type: ignore[attr-defined]
+        self.box.inspector = self.inspector
         shown = self.inspector.state
         self.live.choose(shown.target, shown.targets, with_compare=shown.compare is not None)
         # the next call appends to the state shown

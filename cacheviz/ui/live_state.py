@@ -244,11 +244,11 @@ class LiveState:
         shape = self._shape_rows(analysis, start)
         if simulation is None:
             costs = views.costs(None, n, analysis).slice(start)
-        else:
+        else:  # stand-ins holding only the new calls' rows (views.costs reads .calls)
             costs = views.costs(
-                SimpleNamespace(calls=simulation.calls.slice(start)),  # type: ignore[arg-type]
+                SimpleNamespace(calls=simulation.calls.slice(start)),  # type: ignore[arg-type]  # above
                 n - start,
-                SimpleNamespace(calls=analysis.calls.slice(start)),  # type: ignore[arg-type]
+                SimpleNamespace(calls=analysis.calls.slice(start)),  # type: ignore[arg-type]  # above
             )
         self.delta = (timeline, shape, costs)
         if old is not None:
@@ -288,7 +288,7 @@ class LiveState:
         )
         # the calls' providers and encodings are all pricing_notes reads of them
         kinds = SimpleNamespace(calls=calls.select("provider", "encoding").unique())
-        notes = views.pricing_notes(kinds, simulation)  # type: ignore[arg-type]
+        notes = views.pricing_notes(kinds, simulation)  # type: ignore[arg-type]  # a stand-in
         sim_hit = None
         if simulation is not None:
             sim = simulation.calls.slice(start)
@@ -322,7 +322,7 @@ class LiveState:
             rows = rows.with_columns(pl.col("ttl_seconds").cast(pl.Float64).fill_null(fallback))
         drifts = analysis.drifts.filter(pl.col("call") >= start)
         sub = SimpleNamespace(calls=rows, drifts=drifts)
-        frame = views.timeline(sub, mode)  # type: ignore[arg-type]
+        frame = views.timeline(sub, mode)  # type: ignore[arg-type]  # stand-in: .calls, .drifts
         local = rows["thread"].unique(maintain_order=True).to_list()
         where = {name: i for i, name in enumerate(self._threads)}
         frame = frame.with_columns(

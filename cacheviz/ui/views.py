@@ -858,7 +858,7 @@ class _Browser:
             item["text"] = text
         else:
             item["hash"] = done(digest) if digest is not None else digest
-            if digest not in self.texts:
+            if digest is not None and digest not in self.texts:  # a block's hash: never None
                 self.texts[digest] = segment_text(self.analysis, digest, self.limit)
         return item
 
@@ -878,7 +878,7 @@ class _Browser:
             self._roles[digest] = None  # as _role; segment_text renders again and raises
             return
         self._roles[digest] = self._done(role) if role else role
-        if self.texts is not None and digest not in self.texts:
+        if self.texts is not None and digest is not None and digest not in self.texts:
             self.texts[digest] = redact_text(clean(text), self.limit)
 
 

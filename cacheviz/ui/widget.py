@@ -342,8 +342,8 @@ def inspect(
         control.observe(rerun, names="value")
     controls = ipywidgets.HBox([provider_box, model_box, ttl_box, strategy_box])
     box = ipywidgets.VBox([controls, inspector])
-    box.inspector = inspector  # type: ignore[attr-defined]
-    box.controls = {  # type: ignore[attr-defined]
+    box.inspector = inspector
+    box.controls = {
         "provider": provider_box,
         "model": model_box,
         "ttl": ttl_box,

@@ -61,3 +61,22 @@ def test_detection_imports_only_the_readers_it_tries():
     order = list(formats._MODULES.values())
     tried = order[: order.index("native") + 1]  # the readers before the one that claimed it
     assert sorted(out[1].split()) == sorted(f"cacheviz.formats.{m}" for m in tried)
+
+
+def test_the_typed_list_mypy_checks_is_the_registry():
+    # mypy holds each module of _registered.MODULES to the Reader protocol; a reader
+    # registered in _MODULES but missing there would go unchecked
+    from cacheviz.formats import _registered
+
+    listed = [module.__name__ for module in _registered.MODULES]
+    assert listed == [f"cacheviz.formats.{m}" for m in formats._MODULES.values()]
+
+
+def test_every_reader_has_the_members_of_the_protocol():
+    from cacheviz.formats._reader import Reader
+
+    for name in formats.READERS:
+        module = formats.READERS[name]
+        assert isinstance(module, Reader), name
+        assert isinstance(module.DESCRIPTION, str), name
+        assert module.DESCRIPTION, name

@@ -1,0 +1,59 @@
+"""Every registered reader module, typed as a :class:`~cacheviz.formats._reader.Reader`.
+
+mypy checks each module below against the protocol (its ``NAME``, ``DESCRIPTION``,
+``detect`` and ``read``); ``tests/formats/test_registry.py`` checks that the list is the
+registry (``formats._MODULES``), in its order. The package never imports this module:
+importing it imports every reader, which detection avoids.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from cacheviz.formats import (
+    aider,
+    cc_viewer,
+    claude_code,
+    claude_tap,
+    claude_trace,
+    cline,
+    cline_ui,
+    codex,
+    copilot_cli,
+    gemini_cli,
+    gemini_json,
+    inspect_log,
+    mitm,
+    native,
+    openai_log,
+    opencode,
+    openhands,
+    otel,
+    swe_agent,
+    whale_usage,
+)
+from cacheviz.formats._reader import Reader
+
+# in formats._MODULES' (detection) order; a list, so that mypy names a module that differs
+MODULES: Sequence[Reader] = [
+    openai_log,
+    native,
+    claude_trace,
+    claude_tap,
+    cc_viewer,
+    mitm,
+    claude_code,
+    codex,
+    gemini_json,
+    gemini_cli,
+    inspect_log,
+    cline,
+    openhands,
+    opencode,
+    copilot_cli,
+    swe_agent,
+    aider,
+    whale_usage,
+    cline_ui,
+    otel,
+]
