@@ -4,7 +4,7 @@
     python bench/bench_redact.py --root /path/to/checkout --calls 600 --repeat 7
 
 Loads the ``--calls``-call log ``bench/bench_report.py`` generates (made when missing),
-records every text the report's content browser (``views.all_contents``) hands to
+records every text the report's content browser (``content.all_contents``) hands to
 ``redact.secret_spans``, then in this one process times, in CPU seconds, best of
 ``--repeat``:
 
@@ -52,7 +52,7 @@ def main() -> None:
 
     import cacheviz
     from cacheviz import redact
-    from cacheviz.ui import views
+    from cacheviz.ui import content, segment_rows
     from cacheviz.ui.report import TEXT_CHARS, _shown
 
     path = args.out / f"long_session_{args.calls}.jsonl"
@@ -60,7 +60,7 @@ def main() -> None:
         args.out.mkdir(parents=True, exist_ok=True)
         generate(path, args.calls)
     analysis = cacheviz.load(path).analyze()
-    rows = views.report_rows(analysis)
+    rows = segment_rows.report_rows(analysis)
     other = _other(args.root.resolve())
     own_spans = redact.secret_spans
     seen: list[str] = []
@@ -70,7 +70,7 @@ def main() -> None:
         return own_spans(text)
 
     def browse() -> None:
-        views.all_contents(analysis, {}, TEXT_CHARS, finish=_shown, rows=rows)
+        content.all_contents(analysis, {}, TEXT_CHARS, finish=_shown, rows=rows)
 
     redact.secret_spans = recording
     try:

@@ -20,7 +20,6 @@ from cacheviz.errors import CacheVizDeprecationWarning
 MOVED: dict[str, str] = {
     "cacheviz.render": "cacheviz.segment",
     "cacheviz.widget": "cacheviz.ui.widget",
-    "cacheviz.views": "cacheviz.ui.views",
     "cacheviz.report": "cacheviz.ui.report",
     "cacheviz.live": "cacheviz.ui.live",
     "cacheviz.fleet.view": "cacheviz.ui.fleet",

@@ -250,6 +250,23 @@ def retired_models(provider: str) -> set[str]:
     return names
 
 
+def priced_models(provider: str, *, retired: bool | list[str] = False) -> list[str]:
+    """The models of ``provider``'s own families that have a price (the model picker).
+
+    Newest first (:func:`recency`). Retired models are left out unless ``retired`` is
+    True, or is a list of the ones to keep (the session's own models).
+    """
+    found = providers.find(provider)
+    if found is None or found.self_hosted:
+        return []
+    models = known_models(provider)
+    own = [m for m in models if found.owns_model(m)] or models
+    if retired is not True:
+        gone = retired_models(provider) - set(retired or [])
+        own = [m for m in own if m not in gone]
+    return sorted(own, key=recency)
+
+
 class PriceBook:
     """Where prices come from; see the module docstring.
 

@@ -1,4 +1,4 @@
-"""The ``cacheviz`` command line: ``main`` parses and runs, ``scan`` is its ``scan`` command."""
+"""The ``cacheviz`` command line: ``main`` parses and runs; each command is a module here."""
 
 from __future__ import annotations
 

@@ -19,10 +19,13 @@ from __future__ import annotations
 
 import importlib
 from functools import cache
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from cacheviz.errors import SimulationError
 from cacheviz.providers._profile import LongerTTL, ProviderProfile
+
+if TYPE_CHECKING:
+    from collections.abc import Iterable
 
 # the provider modules, in the order users see them (CLI choices, pickers)
 MODULES = ("anthropic", "openai", "deepseek", "google", "vllm", "sglang")
@@ -105,6 +108,20 @@ def reference_targets() -> list[str]:
     return [f"{p.id}:{p.reference_model}" for p in profiles() if p.reference_model]
 
 
+def comparison_targets(recorded: Iterable[tuple[Any, Any]]) -> list[str]:
+    """The recorded ``provider:model`` pairs, then one comparable model per other vendor.
+
+    ``recorded`` is a session's distinct ``(provider, model)`` pairs, in order; a pair
+    whose provider has no simulator is left out, and each vendor not recorded adds its
+    comparable model (:func:`reference_targets`): the default provider comparison.
+    """
+    targets = [
+        f"{known(provider)}:{model}" for provider, model in recorded if known(provider) is not None
+    ]
+    have = {target.split(":", 1)[0] for target in targets}
+    return targets + [t for t in reference_targets() if t.split(":", 1)[0] not in have]
+
+
 def vendor_of(model: str) -> str | None:
     """The id of the vendor whose own family ``model`` belongs to, if any."""
     return next((p.id for p in profiles() if p.owns_model(model)), None)
@@ -128,6 +145,7 @@ __all__ = [
     "MODULES",
     "LongerTTL",
     "ProviderProfile",
+    "comparison_targets",
     "directive_ttl",
     "find",
     "ids",

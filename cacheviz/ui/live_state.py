@@ -30,7 +30,12 @@ from cacheviz.metrics import HitRatio, call_waste
 from cacheviz.model import OPAQUE
 from cacheviz.sim_stream import SimulationStream, append_rows
 from cacheviz.simulate import compare_row
-from cacheviz.ui import state, views
+from cacheviz.ui import state
+from cacheviz.ui.costs import costs as cost_rows
+from cacheviz.ui.header import meta_of
+from cacheviz.ui.providers import pricing_notes
+from cacheviz.ui.segment_rows import STATUS, UNLOGGED_STATUS
+from cacheviz.ui.timeline import default_ttl_seconds, timeline
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -232,7 +237,7 @@ class LiveState:
         ttl_seconds = target.ttl_seconds(analysis)
         status = status or state.unpriced_status(analysis, target, simulation)
         mode = state.timeline_mode(analysis, target, ttl_seconds)
-        idle = views.default_ttl_seconds(analysis) if mode == "recorded" else mode
+        idle = default_ttl_seconds(analysis) if mode == "recorded" else mode
         self._appended = old is not None and (mode, idle) == self._timeline_mode
         if not self._appended:
             start, old = 0, None
@@ -243,9 +248,9 @@ class LiveState:
         timeline = self._timeline_rows(analysis, start, mode, idle)
         shape = self._shape_rows(analysis, start)
         if simulation is None:
-            costs = views.costs(None, n, analysis).slice(start)
-        else:  # stand-ins holding only the new calls' rows (views.costs reads .calls)
-            costs = views.costs(
+            costs = cost_rows(None, n, analysis).slice(start)
+        else:  # stand-ins holding only the new calls' rows (cost_rows reads .calls)
+            costs = cost_rows(
                 SimpleNamespace(calls=simulation.calls.slice(start)),  # type: ignore[arg-type]  # above
                 n - start,
                 SimpleNamespace(calls=analysis.calls.slice(start)),  # type: ignore[arg-type]  # above
@@ -277,7 +282,7 @@ class LiveState:
         simulation: Simulation | None,
         compare: pl.DataFrame | None,
     ) -> dict[str, Any]:
-        """:func:`views.meta`, its per-call sums kept from one append to the next."""
+        """:func:`.header.meta`, its per-call sums kept from one append to the next."""
         calls = analysis.calls
         new = calls.slice(start)
         self._reported.add(
@@ -288,14 +293,14 @@ class LiveState:
         )
         # the calls' providers and encodings are all pricing_notes reads of them
         kinds = SimpleNamespace(calls=calls.select("provider", "encoding").unique())
-        notes = views.pricing_notes(kinds, simulation)  # type: ignore[arg-type]  # a stand-in
+        notes = pricing_notes(kinds, simulation)  # type: ignore[arg-type]  # a stand-in
         sim_hit = None
         if simulation is not None:
             sim = simulation.calls.slice(start)
             self._replayed.add(sim["cache_read_tokens"].to_list(), sim["input_tokens"].to_list())
             sim_hit = self._replayed.ratio().tokens
         reported = self._reported.ratio()
-        return views.meta_of(
+        return meta_of(
             analysis,
             ttl_seconds=ttl_seconds,
             simulation=simulation,
@@ -308,7 +313,7 @@ class LiveState:
         )
 
     def _timeline_rows(self, analysis: Analysis, start: int, mode: Any, idle: Any) -> pl.DataFrame:
-        """:func:`views.timeline`'s rows of calls ``start:`` (each thread's gap included)."""
+        """:func:`.timeline.timeline`'s rows of calls ``start:`` (each thread's gap included)."""
         calls = analysis.calls
         new_threads = calls["thread"].slice(start).to_list()
         before = sorted({self._thread_last[t] for t in set(new_threads) if t in self._thread_last})
@@ -322,7 +327,7 @@ class LiveState:
             rows = rows.with_columns(pl.col("ttl_seconds").cast(pl.Float64).fill_null(fallback))
         drifts = analysis.drifts.filter(pl.col("call") >= start)
         sub = SimpleNamespace(calls=rows, drifts=drifts)
-        frame = views.timeline(sub, mode)  # type: ignore[arg-type]  # stand-in: .calls, .drifts
+        frame = timeline(sub, mode)  # type: ignore[arg-type]  # stand-in: .calls, .drifts
         local = rows["thread"].unique(maintain_order=True).to_list()
         where = {name: i for i, name in enumerate(self._threads)}
         frame = frame.with_columns(
@@ -333,7 +338,7 @@ class LiveState:
         return frame.filter(pl.col("call") >= start)
 
     def _shape_rows(self, analysis: Analysis, start: int) -> pl.DataFrame:
-        """:func:`views.shape_runs`'s rows of calls ``start:`` (segments_frame's status)."""
+        """:func:`.shape.shape_runs`'s rows of calls ``start:`` (segments_frame's status)."""
         log = self.log
         contents = log.store.contents
         calls = log.calls
@@ -355,17 +360,17 @@ class LiveState:
             for k, block in enumerate(call.blocks):
                 at, end = offsets[k] - base, offsets[k + 1] - base
                 if contents[block.hash].kind == OPAQUE:
-                    code = views.UNLOGGED_STATUS
+                    code = UNLOGGED_STATUS
                 elif end <= line:
-                    code = views.STATUS["same"]
+                    code = STATUS["same"]
                 else:
                     had = before.get((block.part, block.position))
                     if had is None:
-                        code = views.STATUS["new"]
+                        code = STATUS["new"]
                     elif had == block.hash:
-                        code = views.STATUS["invalidated"]
+                        code = STATUS["invalidated"]
                     else:
-                        code = views.STATUS["changed"]
+                        code = STATUS["changed"]
                 if code != run_status:
                     out["call"].append(i)
                     out["start"].append(at)

@@ -29,7 +29,10 @@ from cacheviz._visible import visible, visible_all
 from cacheviz.errors import CacheVizError
 from cacheviz.redact import redact, redact_all
 from cacheviz.static import STATIC, bundle
-from cacheviz.ui import state, views
+from cacheviz.ui import segment_rows, state
+from cacheviz.ui._shared import ipc
+from cacheviz.ui.content import all_contents
+from cacheviz.ui.detail import drift_detail, miss_of
 
 if TYPE_CHECKING:
     from cacheviz.analysis import Analysis
@@ -87,7 +90,7 @@ def report_data(
     The numbers are the inspector's (:func:`cacheviz.ui.state.build`): the same target,
     comparison and tables as the notebook shows for the same choices.
     """
-    rows = views.report_rows(analysis)  # the shape and the content browser read them
+    rows = segment_rows.report_rows(analysis)  # the shape and the content browser read them
     target = state.resolve_target(analysis, provider, model)
     shown = state.build(analysis, target, targets=targets, rows=rows)
     if shown.simulation is None:
@@ -99,14 +102,36 @@ def report_data(
     tables = {"timeline": timeline, "shape": shown.shape, "costs": shown.costs}
     return {
         # the tables hold numbers and segment labels only; text is redacted, not base64
-        **{name: base64.b64encode(views.ipc(frame)).decode() for name, frame in tables.items()},
+        **{name: base64.b64encode(ipc(frame)).decode() for name, frame in tables.items()},
         "meta": visible_all(redact_all(shown.meta)),
         # every call's detail and content, gzip-compressed (the page inflates it on load)
         "details_gz": base64.b64encode(
             gzip.compress(embed_json(details).encode(), 6, mtime=0)
         ).decode(),
-        "selected_call": views.opening_call(analysis),
+        "selected_call": opening_call(analysis),
     }
+
+
+def opening_call(analysis: Analysis) -> int:
+    """The call a report opens on (not a trivial side call).
+
+    The costliest drift, else the largest miss, else the call of the busiest thread that
+    sent the most new tokens.
+    """
+    drifts = analysis.drifts
+    if drifts.height:
+        order = ["cost_usd", "tokens_lost"] if "cost_usd" in drifts.columns else ["tokens_lost"]
+        best = drifts.sort(order, descending=True, nulls_last=True).row(0, named=True)
+        return int(best["call"])
+    calls = analysis.calls
+    if calls["shortfall_tokens"].drop_nulls().len():
+        return int(calls.sort("shortfall_tokens", descending=True, nulls_last=True)["call"][0])
+    if calls.height == 0:
+        return -1
+    thread = "thread"
+    busiest = calls[thread].mode().sort()[0]
+    main = calls.filter(pl.col(thread) == busiest)
+    return int(main.sort("new_tokens", descending=True)["call"][0])
 
 
 TEXT_CHARS = 1500  # of each segment's text in the report (the widget shows more)
@@ -123,26 +148,26 @@ def _shown(text: str) -> str:
 
 
 def report_details(
-    analysis: Analysis, simulation: Any, rows: views.SegmentRows | None = None
+    analysis: Analysis, simulation: Any, rows: segment_rows.SegmentRows | None = None
 ) -> dict[str, Any]:
     """The detail of every call: its drift detail, what it sent, its segments.
 
     Segment texts are stored once (``texts``); every string is redacted and its control
     and bidi characters escaped. The content lists (most of the document) are built
     that way, each distinct string once; the rest is walked by ``redact_all``. ``rows``
-    are the segment rows the content lists are read from (:func:`views.report_rows`).
+    are the segment rows the content lists are read from (:func:`segment_rows.report_rows`).
     """
     texts: dict[str, str] = {}
-    contents = views.all_contents(analysis, texts, TEXT_CHARS, finish=_shown, rows=rows)
+    contents = all_contents(analysis, texts, TEXT_CHARS, finish=_shown, rows=rows)
     drifts = {
-        call: views.drift_detail(analysis, call, simulation=simulation, content=False)
+        call: drift_detail(analysis, call, simulation=simulation, content=False)
         for call in analysis.drifts["call"].to_list()
     }
     calls: dict[str, Any] = {}
     for call in range(analysis.calls.height):
         detail = drifts.get(call)
         if detail is None:
-            detail = {"call": call, "drift": False, "miss": views._miss_of(analysis, call)}
+            detail = {"call": call, "drift": False, "miss": miss_of(analysis, call)}
         calls[str(call)] = detail
     calls = visible_all(redact_all(calls))
     for call in range(analysis.calls.height):

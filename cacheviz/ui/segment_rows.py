@@ -26,7 +26,7 @@ if TYPE_CHECKING:
     from cacheviz.analysis import Analysis
 
 STATUS = {"same": 0, "changed": 1, "invalidated": 2, "new": 3}
-"""The segment statuses as the shape view codes them (``views.STATUS``)."""
+"""The segment statuses as the shape view codes them (:mod:`cacheviz.ui.shape`)."""
 UNLOGGED_STATUS = 4
 """The shape view's code of an unlogged (opaque) segment."""
 _NAMES = {code: name for name, code in STATUS.items()}
@@ -62,13 +62,13 @@ class SegmentRows:
     """What the inspector reads of the segments frame (:func:`segment_rows`)."""
 
     shape: pl.DataFrame
-    """:func:`cacheviz.ui.views.shape_runs`: one row per run (call, start, end, status)."""
+    """:func:`cacheviz.ui.shape.shape_runs`: one row per run (call, start, end, status)."""
     calls: list[int]
     """The calls that have segment rows, in order (a call without blocks has none)."""
     listed: list[tuple[Any, ...]]
-    """The content browser's rows, ``views._CONTENT_COLUMNS`` in the frame's order:
+    """The content browser's rows, ``content._CONTENT_COLUMNS`` in the frame's order:
     ``(call, opaque, part, status, label, tokens, hash)``, the same tuples as
-    ``views._shown(analysis.segments).iter_rows()``."""
+    ``content._shown(analysis.segments).iter_rows()`` (:mod:`cacheviz.ui.content`)."""
 
 
 def available(analysis: Analysis) -> bool:
@@ -214,7 +214,7 @@ def call_rows(analysis: Analysis, index: int) -> list[tuple[Any, ...]] | None:
 
     The same rows as ``analysis.segments.filter(pl.col("call") == index)``: each a
     tuple ``(call, opaque, part, status, label, tokens, hash, token_offset)``
-    (``views._CONTENT_COLUMNS``, then the offset), with :func:`segment_rows`'s rules
+    (``content._CONTENT_COLUMNS``, then the offset), with :func:`segment_rows`'s rules
     (the segments frame's), from this call's blocks and offsets and its thread's
     previous call's blocks only. ``None`` when the call is not in the session or its
     offsets do not match its blocks (the segments frame is the reference then); ``[]``
@@ -297,12 +297,18 @@ def segment_rows(analysis: Analysis) -> SegmentRows | None:
     return SegmentRows(shape=shape, calls=builder.with_rows, listed=builder.listed)
 
 
+def report_rows(analysis: Analysis) -> SegmentRows | None:
+    """:func:`segment_rows`, ``None`` when it cannot read it."""
+    return segment_rows(analysis) if available(analysis) else None
+
+
 __all__ = [
     "STATUS",
     "UNLOGGED_STATUS",
     "SegmentRows",
     "available",
     "call_rows",
+    "report_rows",
     "runs",
     "segment_rows",
 ]

@@ -13,9 +13,10 @@ from typing import TYPE_CHECKING, Any
 
 import polars as pl
 
-from cacheviz import providers
+from cacheviz import pricing, providers
 from cacheviz.errors import CacheVizError
-from cacheviz.ui import views
+from cacheviz.ui import costs, header, shape, timeline
+from cacheviz.ui.providers import unpriced_models
 
 if TYPE_CHECKING:
     from cacheviz.analysis import Analysis
@@ -51,7 +52,7 @@ class Target:
         chosen = found.ttl_seconds(self.ttl) if found is not None else None
         if chosen is not None:
             return chosen
-        return views.default_ttl_seconds(analysis, self.provider)
+        return timeline.default_ttl_seconds(analysis, self.provider)
 
 
 def _recorded_provider(analysis: Analysis) -> str | None:
@@ -75,7 +76,7 @@ def model_choices(analysis: Analysis, provider: str) -> tuple[list[tuple[str, st
     comparable model, else the closest priced one.
     """
     recorded = analysis.calls["model"].unique(maintain_order=True).to_list()
-    models = views.priced_models(provider, retired=recorded)  # retired: only the session's
+    models = pricing.priced_models(provider, retired=recorded)  # retired: only the session's
     options = [("recorded models", ""), *[(m, m) for m in models]]
     same = provider in analysis.calls["provider"].unique().to_list()
     if provider in providers.self_hosted() or (same and all(m in models for m in recorded)):
@@ -85,19 +86,30 @@ def model_choices(analysis: Analysis, provider: str) -> tuple[list[tuple[str, st
             name, _, model = target.partition(":")
             if name == provider and model in models:
                 return options, model
-    return options, views.closest_model(recorded, models) or ""
+    return options, closest_model(recorded, models) or ""
+
+
+def closest_model(recorded: list[str], models: list[str]) -> str | None:
+    """The priced model closest to the recorded ones (None when there is none)."""
+    import difflib
+
+    for name in recorded:
+        if name in models:
+            return name
+    for name in recorded:
+        found = difflib.get_close_matches(name, models, 1, cutoff=0.0)
+        if found:
+            return found[0]
+    return models[0] if models else None
 
 
 def comparison_targets(analysis: Analysis) -> list[str]:
-    """The recorded ``provider:model`` pairs, then one comparable model per other vendor."""
+    """The recorded ``provider:model`` pairs, then one comparable model per other vendor.
+
+    :func:`cacheviz.providers.comparison_targets` of the session's recorded pairs.
+    """
     recorded = analysis.calls.select("provider", "model").unique(maintain_order=True).rows()
-    targets = [
-        f"{providers.known(provider)}:{model}"
-        for provider, model in recorded
-        if providers.known(provider) is not None
-    ]
-    have = {target.split(":", 1)[0] for target in targets}
-    return targets + [t for t in DEFAULT_TARGETS if t.split(":", 1)[0] not in have]
+    return providers.comparison_targets(recorded)
 
 
 def resolve_target(
@@ -148,7 +160,7 @@ def simulate_target(analysis: Analysis, target: Target) -> Simulation:
 
 def unpriced_status(analysis: Analysis, target: Target, simulation: Simulation | None) -> str:
     """The status line when no model of the target's replay has a price (else ``""``)."""
-    missing = views.unpriced_models(analysis, simulation)
+    missing = unpriced_models(analysis, simulation)
     if missing and simulation is not None and not simulation.total_cost_usd:
         return (
             f"{target.provider}: no price for {', '.join(missing)}; "
@@ -182,7 +194,7 @@ def build(
     ``targets`` are the comparison's ``provider:model`` pairs (default:
     :func:`comparison_targets`); ``compare`` passes a comparison already computed (it does
     not depend on the target); ``with_compare=False`` skips it; ``rows`` are the segment
-    rows the shape is read from (:func:`cacheviz.ui.views.report_rows`, computed when not
+    rows the shape is read from (:func:`cacheviz.ui.segment_rows.report_rows`, computed when not
     given). A simulation that fails
     leaves the tables without target numbers and says why in ``status``.
     """
@@ -204,10 +216,10 @@ def build(
         simulation=simulation,
         compare=compare,
         ttl_seconds=ttl_seconds,
-        timeline=views.timeline(analysis, timeline_mode(analysis, target, ttl_seconds)),
-        shape=views.shape_runs(analysis, rows),
-        costs=views.costs(simulation, analysis.calls.height, analysis),
-        meta=views.meta(analysis, ttl_seconds=ttl_seconds, simulation=simulation, compare=compare),
+        timeline=timeline.timeline(analysis, timeline_mode(analysis, target, ttl_seconds)),
+        shape=shape.shape_runs(analysis, rows),
+        costs=costs.costs(simulation, analysis.calls.height, analysis),
+        meta=header.meta(analysis, ttl_seconds=ttl_seconds, simulation=simulation, compare=compare),
         status=status,
         targets=targets,
     )
@@ -228,6 +240,7 @@ __all__ = [
     "InspectorState",
     "Target",
     "build",
+    "closest_model",
     "comparison_targets",
     "default_target",
     "model_choices",

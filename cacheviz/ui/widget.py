@@ -5,8 +5,8 @@ Synced state (the front end is ``widgets/src/inspector.js``, built into ``static
 =================  =========  ================  ==========================================
 trait              direction  wire type         contents
 =================  =========  ================  ==========================================
-``_timeline``      Py→JS      bytes (Arrow)     one row per call (:func:`views.timeline`)
-``_shape``         Py→JS      bytes (Arrow)     status runs per call (:func:`views.shape_runs`)
+``_timeline``      Py→JS      bytes (Arrow)     one row per call (:mod:`.timeline`)
+``_shape``         Py→JS      bytes (Arrow)     status runs per call (:mod:`.shape`)
 ``_costs``         Py→JS      bytes (Arrow)     per call: simulated, ideal and billed cost
 ``meta``           Py→JS      dict (JSON)       totals, threads, target, models, comparison
 ``selected_call``  both       int               the call every view highlights (-1: none)
@@ -30,7 +30,9 @@ import traitlets
 
 from cacheviz import providers
 from cacheviz.static import bundle
-from cacheviz.ui import state, views
+from cacheviz.ui import state
+from cacheviz.ui._shared import ipc
+from cacheviz.ui.detail import drift_detail
 
 if TYPE_CHECKING:
     from cacheviz.analysis import Analysis
@@ -141,9 +143,9 @@ class Inspector(anywidget.AnyWidget):
             return "replaced"
         self.state = new
         buffers = [
-            views.ipc(new.timeline.slice(n_old)),
-            views.ipc(new.shape.filter(pl.col("call") >= n_old)),
-            views.ipc(new.costs.slice(n_old)),
+            ipc(new.timeline.slice(n_old)),
+            ipc(new.shape.filter(pl.col("call") >= n_old)),
+            ipc(new.costs.slice(n_old)),
         ]
         self.send({"type": "append", "meta": new.meta}, buffers)
         # the Python side's state follows without sending it again (the front end has it)
@@ -178,12 +180,12 @@ class Inspector(anywidget.AnyWidget):
         timeline, shape, costs = rows
         self.send(
             {"type": "append", "meta": new.meta},
-            [views.ipc(timeline), views.ipc(shape), views.ipc(costs)],
+            [ipc(timeline), ipc(shape), ipc(costs)],
         )
         traits: dict[str, Any] = {"meta": new.meta}
         for name, part in zip(("_timeline", "_shape", "_costs"), rows, strict=True):
             grown = _ipc_append(getattr(self, name), part)
-            traits[name] = grown if grown is not None else views.ipc(getattr(new, name[1:]))
+            traits[name] = grown if grown is not None else ipc(getattr(new, name[1:]))
         self._quietly(traits)
         self.status = new.status
         return "appended"
@@ -198,9 +200,9 @@ class Inspector(anywidget.AnyWidget):
     @staticmethod
     def _traits_of(new: state.InspectorState) -> dict[str, Any]:
         return {
-            "_timeline": views.ipc(new.timeline),
-            "_shape": views.ipc(new.shape),
-            "_costs": views.ipc(new.costs),
+            "_timeline": ipc(new.timeline),
+            "_shape": ipc(new.shape),
+            "_costs": ipc(new.costs),
             "meta": new.meta,
         }
 
@@ -226,7 +228,7 @@ class Inspector(anywidget.AnyWidget):
             self._detail = {}
             return
         try:
-            self._detail = views.drift_detail(
+            self._detail = drift_detail(
                 self.analysis, self.selected_call, simulation=self.simulation
             )
         except Exception as exc:
@@ -256,9 +258,9 @@ def _ipc_append(stream: bytes, rows: pl.DataFrame) -> bytes | None:
 
     The stream of the whole table without serializing it again: the old stream's
     batches, then the new rows' (same schema), then the end marker. ``None`` when the
-    schemas differ or the stream is not one :func:`views.ipc` wrote.
+    schemas differ or the stream is not one :func:`~cacheviz.ui._shared.ipc` wrote.
     """
-    part = views.ipc(rows)
+    part = ipc(rows)
     old_end, new_end = _schema_end(stream), _schema_end(part)
     if old_end < 0 or new_end < 0 or not stream.endswith(_END):
         return None

@@ -27,7 +27,7 @@ NUMBERS = {
 ALLOWED = {
     ("_seq.py", "_CHUNK"): "bytes compared per step",
     ("simulate.py", "MATERIAL_TOKENS"): "cacheviz's own threshold of a material shortfall",
-    ("ui/views.py", "MAX_SEGMENTS"): "rows of the segment list",
+    ("ui/detail.py", "MAX_SEGMENTS"): "rows of the segment list",
     ("fleet/walk.py", "claude"): "a folder name (~/.config/claude)",
     ("redact.py", "openai"): "the name of a detect-secrets plugin",
 }

@@ -8,7 +8,7 @@ import pytest
 
 from cacheviz import cli
 from cacheviz._visible import visible
-from cacheviz.cli import app as cli_main
+from cacheviz.cli import summary
 from cacheviz.ui.report import read_details
 
 ESCAPES = "\x1b]0;pwned\x07\x1b[31mred\x9b\u202eevil\u2066"
@@ -93,7 +93,7 @@ def test_broken_pipe_is_not_reported_as_an_input_error(write_log, monkeypatch):
     def broken(*_args, **_kwargs):
         raise BrokenPipeError(32, "Broken pipe")
 
-    monkeypatch.setattr(cli_main, "_print_table", broken)
+    monkeypatch.setattr(summary, "_print_table", broken)
     with pytest.raises(BrokenPipeError):
         cli.main(["summary", str(path)])
 

@@ -17,8 +17,10 @@ from cacheviz.redact import (
     redaction,
     secret_spans,
 )
-from cacheviz.ui import views
+from cacheviz.ui import header
+from cacheviz.ui.detail import drift_detail
 from cacheviz.ui.report import content_security_policy, read_details, report_data, write_report
+from cacheviz.ui.timeline import timeline
 
 # Made-up credentials of each kind (none is real), as they appear in transcripts.
 PEM = (
@@ -202,7 +204,7 @@ def planted(tmp_path_factory):
 
 
 def test_the_rotating_key_drift_shows_no_piece_in_chips_or_text(planted):
-    detail = views.drift_detail(planted, 1)
+    detail = drift_detail(planted, 1)
     chips = detail["chips"]
     assert REDACTED in chips["before"] + chips["current_after"] + chips["prev_after"]
     assert _leaks(json.dumps(chips)) == []
@@ -210,17 +212,17 @@ def test_the_rotating_key_drift_shows_no_piece_in_chips_or_text(planted):
 
 
 def test_a_key_at_the_text_windows_edge_shows_no_piece(planted):
-    detail = views.drift_detail(planted, 2)
+    detail = drift_detail(planted, 2)
     assert detail["current"]["text"].startswith("…[REDACTED]")
     assert _leaks(json.dumps(detail)) == []
 
 
 def test_every_drift_detail_meta_and_table_is_redacted(planted):
     for call in range(planted.calls.height):
-        assert _leaks(json.dumps(views.drift_detail(planted, call))) == []
-    meta = views.meta(planted, ttl_seconds=300, simulation=None)
+        assert _leaks(json.dumps(drift_detail(planted, call))) == []
+    meta = header.meta(planted, ttl_seconds=300, simulation=None)
     assert _leaks(json.dumps(meta)) == []
-    labels = views.timeline(planted)["label"].drop_nulls().to_list()
+    labels = timeline(planted)["label"].drop_nulls().to_list()
     assert _leaks(json.dumps(labels)) == []
 
 

@@ -24,7 +24,7 @@ from cacheviz.check.output import to_junit, to_sarif
 from cacheviz.cli import main
 from cacheviz.formats.native import record_line
 from cacheviz.redact import REDACTED, redact
-from cacheviz.ui import views
+from cacheviz.ui.detail import drift_detail
 from cacheviz.ui.fleet import fleet_data, fleet_html
 from cacheviz.ui.report import read_details, report_data
 
@@ -173,7 +173,7 @@ def surface(name: str, kind: str, path: Path, tmp: Path) -> str:
         return _recorded(kind, name.split("-")[0], tmp)
     if name == "widget-drift-detail":
         analysis = cacheviz.load(path).analyze()
-        return json.dumps([views.drift_detail(analysis, c) for c in range(analysis.calls.height)])
+        return json.dumps([drift_detail(analysis, c) for c in range(analysis.calls.height)])
     if name == "check-text":
         return _cli(["check", str(path)])
     if name == "check-json":

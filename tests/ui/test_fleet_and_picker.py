@@ -6,7 +6,8 @@ import re
 from pathlib import Path
 
 from cacheviz import pricing
-from cacheviz.ui import fleet, views
+from cacheviz.pricing import priced_models
+from cacheviz.ui import fleet
 
 SAMPLES = Path(__file__).resolve().parents[2] / "sample_sessions"
 
@@ -41,16 +42,16 @@ def test_fleet_tables_never_print_none_and_the_chart_has_a_y_axis(tmp_path, monk
 
 
 def test_model_picker_newest_first_without_retired_models():
-    models = views.priced_models("anthropic")
+    models = priced_models("anthropic")
     assert "claude-2" not in models and "claude-3-opus-latest" not in models
     assert models.index("claude-sonnet-5-5") < models.index("claude-sonnet-4-5")
     assert models.index("claude-opus-5") < models.index("claude-opus-4-5")
     assert models[-1] not in ("claude-fable-5", "claude-fable-5-1")
-    everything = views.priced_models("anthropic", retired=True)
+    everything = priced_models("anthropic", retired=True)
     assert "claude-2" in everything and everything.index("claude-2") > everything.index(
         "claude-3-haiku"
     )
-    kept = views.priced_models("anthropic", retired=["claude-3-5-sonnet"])
+    kept = priced_models("anthropic", retired=["claude-3-5-sonnet"])
     assert "claude-3-5-sonnet" in kept and "claude-2" not in kept
 
 

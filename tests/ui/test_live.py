@@ -10,8 +10,10 @@ import polars as pl
 import pytest
 
 import cacheviz
-from cacheviz.ui import views
+from cacheviz.ui import timeline as timeline_view
+from cacheviz.ui.detail import drift_detail
 from cacheviz.ui.live import WAITING, LiveInspector
+from cacheviz.ui.shape import shape_runs
 
 SAMPLES = Path(__file__).resolve().parents[2] / "sample_sessions"
 
@@ -50,11 +52,11 @@ def test_waits_then_builds_then_appends_only_the_new_rows(fake_comm):
     full = cacheviz.load(SAMPLES / "append_only.jsonl").analyze()
     assert message["content"]["meta"]["n_calls"] == full.calls.height
     timeline, shape, costs = (_table(b) for b in buffers)
-    assert timeline.equals(views.timeline(full).slice(1))
-    assert shape.equals(views.shape_runs(full).filter(pl.col("call") >= 1))
+    assert timeline.equals(timeline_view.timeline(full).slice(1))
+    assert shape.equals(shape_runs(full).filter(pl.col("call") >= 1))
     assert costs["call"].to_list() == list(range(1, full.calls.height))
     # the Python side's state follows: a new view gets the whole session
-    assert _table(inspector._timeline).equals(views.timeline(full))
+    assert _table(inspector._timeline).equals(timeline_view.timeline(full))
     assert inspector.meta["n_calls"] == full.calls.height
     assert inspector.analysis.calls.height == full.calls.height
     assert live.refresh() == "unchanged"
@@ -142,4 +144,4 @@ def test_a_detail_in_the_live_inspector_does_not_build_the_segments_frame(tmp_pa
     assert getattr(inspector.analysis, "_segments", None) is None
     full = cacheviz.load(SAMPLES / "compaction.jsonl").analyze()
     full.segments  # noqa: B018 - the detail read from the frame
-    assert detail == views.drift_detail(full, last, simulation=inspector.simulation)
+    assert detail == drift_detail(full, last, simulation=inspector.simulation)

@@ -148,18 +148,18 @@ def test_a_target_picked_in_the_widget_is_followed(tmp_path):
 
 
 def test_an_arrow_stream_grows_by_record_batches():
-    from cacheviz.ui import views
+    from cacheviz.ui._shared import ipc
     from cacheviz.ui.widget import _ipc_append
 
     first = pl.DataFrame(
         {"call": [0, 1], "cost": [0.5, None]}, schema={"call": pl.Int32, "cost": pl.Float64}
     )
     more = pl.DataFrame({"call": [2], "cost": [1.25]}, schema=first.schema)
-    grown = _ipc_append(views.ipc(first), more)
+    grown = _ipc_append(ipc(first), more)
     assert grown is not None
     assert _table(grown).equals(pl.concat([first, more]))
     other = more.with_columns(pl.col("call").cast(pl.Int64))
-    assert _ipc_append(views.ipc(first), other) is None  # another schema: serialized again
+    assert _ipc_append(ipc(first), other) is None  # another schema: serialized again
 
 
 REALDATA = Path(__file__).resolve().parents[2].parent / "shared" / "realdata"

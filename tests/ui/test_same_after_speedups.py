@@ -18,8 +18,10 @@ import cacheviz
 from cacheviz._schema import clean
 from cacheviz._visible import visible, visible_all
 from cacheviz.redact import redact, redact_all
-from cacheviz.ui import views
+from cacheviz.ui import content
 from cacheviz.ui.report import TEXT_CHARS
+from cacheviz.ui.segment_rows import STATUS, UNLOGGED_STATUS
+from cacheviz.ui.shape import shape_runs
 
 SAMPLES = sorted((Path(__file__).resolve().parents[2] / "sample_sessions").glob("*.jsonl"))
 SECRET = "sk-ant-api03-ThisIsNotARealKey0123456789"
@@ -44,19 +46,19 @@ def _walked(analysis: Any, rows: pl.DataFrame, texts: dict[str, str], limit: int
             "tokens": seg["tokens"],
             "status": seg["status"],
         }
-        role = views._role(analysis, seg["hash"]) if seg["part"] == "messages" else None
+        role = content._role(analysis, seg["hash"]) if seg["part"] == "messages" else None
         if role:
             item["role"] = role
         item["hash"] = seg["hash"]
         if seg["hash"] not in texts:
-            texts[seg["hash"]] = views.segment_text(analysis, seg["hash"], limit)
+            texts[seg["hash"]] = content.segment_text(analysis, seg["hash"], limit)
         if is_sent:
             n_sent += 1
-            if len(sent) < views.MAX_SENT:
+            if len(sent) < content.MAX_SENT:
                 sent.append(item)
         else:
             n_context += 1
-            if len(context) < views.MAX_CONTEXT:
+            if len(context) < content.MAX_CONTEXT:
                 context.append(item)
     return {
         "sent": sent,
@@ -74,18 +76,18 @@ def _check(analysis: Any) -> None:
         for (call,), rows in analysis.segments.partition_by("call", as_dict=True).items()
     }
     texts: dict[str, str] = {}
-    assert views.all_contents(analysis, texts, TEXT_CHARS) == old
+    assert content.all_contents(analysis, texts, TEXT_CHARS) == old
     assert texts == old_texts
     # the report's: every string redacted then escaped, as redact_all + visible_all did
     shown: dict[str, str] = {}
-    finished = views.all_contents(
+    finished = content.all_contents(
         analysis, shown, TEXT_CHARS, finish=lambda text: visible(redact(text))
     )
     assert finished == visible_all(redact_all(old))
     assert shown == old_texts
     for call in range(min(analysis.calls.height, 3)):
         rows = analysis.segments.filter(pl.col("call") == call)
-        assert views.call_content(analysis, call) == views.content_of(analysis, rows)
+        assert content.call_content(analysis, call) == content.content_of(analysis, rows)
 
 
 @pytest.mark.parametrize("path", SAMPLES, ids=[p.stem for p in SAMPLES])
@@ -104,7 +106,7 @@ def test_content_browser_redacts_and_escapes_like_the_walk(write_log, anthropic_
     analysis = cacheviz.load(write_log(calls)).analyze()
     _check(analysis)
     texts: dict[str, str] = {}
-    views.all_contents(analysis, texts, TEXT_CHARS, finish=lambda t: visible(redact(t)))
+    content.all_contents(analysis, texts, TEXT_CHARS, finish=lambda t: visible(redact(t)))
     assert texts
     assert not any(SECRET in text for text in texts.values())
 
@@ -248,7 +250,7 @@ def _walked_runs(analysis: Any) -> list[tuple[int, int, int, int]]:
     runs: list[list[int]] = []
     columns = ("call", "token_offset", "tokens", "status", "opaque")
     for call, offset, tokens, status, opaque in analysis.segments.select(columns).iter_rows():
-        code = views.UNLOGGED_STATUS if opaque else views.STATUS[status]
+        code = UNLOGGED_STATUS if opaque else STATUS[status]
         if runs and runs[-1][0] == call and runs[-1][3] == code:
             runs[-1][1] = min(runs[-1][1], offset)
             runs[-1][2] = max(runs[-1][2], offset + tokens)
@@ -260,7 +262,7 @@ def _walked_runs(analysis: Any) -> list[tuple[int, int, int, int]]:
 @pytest.mark.parametrize("path", SAMPLES, ids=[p.stem for p in SAMPLES])
 def test_shape_runs_are_the_row_walk_on_samples(path: Path) -> None:
     analysis = cacheviz.load(path).analyze()
-    assert views.shape_runs(analysis).rows() == _walked_runs(analysis)
+    assert shape_runs(analysis).rows() == _walked_runs(analysis)
 
 
 def _replayed(analysis: Any, targets: list[str], **kwargs: Any) -> pl.DataFrame:

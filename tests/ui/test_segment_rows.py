@@ -22,9 +22,11 @@ from polars.testing import assert_frame_equal
 
 import cacheviz
 from cacheviz.errors import CacheVizError, CacheVizWarning
-from cacheviz.ui import views
+from cacheviz.ui import content
+from cacheviz.ui.detail import drift_detail
 from cacheviz.ui.report import TEXT_CHARS
-from cacheviz.ui.segment_rows import call_rows, segment_rows
+from cacheviz.ui.segment_rows import call_rows, report_rows, segment_rows
+from cacheviz.ui.shape import shape_runs
 
 ROOT = Path(__file__).resolve().parents[2]
 SAMPLES = sorted((ROOT / "sample_sessions").glob("*.jsonl"))
@@ -34,9 +36,9 @@ REALDATA = ROOT.parent / "shared" / "realdata"
 def _frame_views(analysis: Any) -> tuple[Any, list[tuple[Any, ...]], list[int]]:
     """The shape runs, listed rows and calls with rows, read from the segments frame."""
     segments = analysis.segments  # built: views read it from now on
-    listed = list(views._shown(segments).iter_rows())
+    listed = list(content._shown(segments).iter_rows())
     calls = segments["call"].unique(maintain_order=True).to_list()
-    return views.shape_runs(analysis), listed, calls
+    return shape_runs(analysis), listed, calls
 
 
 def _detail_calls(analysis: Any, most: int | None) -> list[int]:
@@ -51,7 +53,7 @@ def _detail_calls(analysis: Any, most: int | None) -> list[int]:
 
 def _details(analysis: Any, calls: list[int]) -> list[dict[str, Any]]:
     simulation = analysis.own_simulation
-    return [views.drift_detail(analysis, call, simulation=simulation) for call in calls]
+    return [drift_detail(analysis, call, simulation=simulation) for call in calls]
 
 
 def _check(analysis: Any, details: int | None = None) -> None:
@@ -65,7 +67,7 @@ def _check(analysis: Any, details: int | None = None) -> None:
     assert analysis._segments is None  # neither built the frame
     shape, listed, calls = _frame_views(analysis)
     # every call's rows are the frame's, and so is each detail (now read from the frame)
-    assert own_rows == [views.frame_rows(analysis, call) for call in range(len(own_rows))]
+    assert own_rows == [content.frame_rows(analysis, call) for call in range(len(own_rows))]
     assert _details(analysis, chosen) == own_details
     assert_frame_equal(rows.shape, shape)
     assert rows.listed == listed
@@ -73,7 +75,7 @@ def _check(analysis: Any, details: int | None = None) -> None:
     # the content browser from either gives the same documents and texts
     texts: dict[str, str] = {}
     frame_texts: dict[str, str] = {}
-    assert views.all_contents(analysis, texts, TEXT_CHARS, rows=rows) == views.all_contents(
+    assert content.all_contents(analysis, texts, TEXT_CHARS, rows=rows) == content.all_contents(
         analysis, frame_texts, TEXT_CHARS
     )
     assert list(texts.items()) == list(frame_texts.items())
@@ -110,7 +112,7 @@ def test_the_report_does_not_build_the_segments_frame(monkeypatch) -> None:
     analysis = cacheviz.load(SAMPLES[0]).analyze()
     data = report_data(analysis)
     assert analysis._segments is None
-    monkeypatch.setattr(views, "report_rows", lambda analysis: None)
+    monkeypatch.setattr("cacheviz.ui.segment_rows.report_rows", lambda analysis: None)
     framed = cacheviz.load(SAMPLES[0]).analyze()
     from_frame = report_data(framed)
     assert framed._segments is not None
@@ -125,9 +127,9 @@ def test_offsets_that_do_not_match_the_blocks_fall_back_to_the_frame() -> None:
     expected, _, _ = _frame_views(cacheviz.load(SAMPLES[0]).analyze())
     analysis.offsets[1] = analysis.offsets[1][:-1]
     assert segment_rows(analysis) is None
-    assert views.report_rows(analysis) is None
+    assert report_rows(analysis) is None
     analysis.offsets[1] = cacheviz.load(SAMPLES[0]).analyze().offsets[1]
-    assert_frame_equal(views.shape_runs(analysis, None), expected)
+    assert_frame_equal(shape_runs(analysis, None), expected)
 
 
 _TOOLS = [

@@ -8,8 +8,9 @@ import polars as pl
 import pytest
 
 import cacheviz
+from cacheviz._schema import MISS_CAUSES
 from cacheviz.formats.native import record_line
-from cacheviz.ui import views
+from cacheviz.ui.detail import drift_detail
 from cacheviz.ui.widget import Inspector, inspect
 
 SAMPLES = __import__("pathlib").Path(__file__).resolve().parents[2] / "sample_sessions"
@@ -221,7 +222,7 @@ def test_reported_misses_are_marked_and_explained():
     assert timeline["reported_read"].drop_nulls().len() > 0  # drawn against the prefix line
     widget.selected_call = missed[0]
     miss = widget._detail["miss"]
-    assert miss["cause"] in views.MISS_CAUSES
+    assert miss["cause"] in MISS_CAUSES
     assert miss["shortfall_tokens"] > 0 and miss["detail"]
 
 
@@ -279,4 +280,4 @@ def test_showing_a_detail_does_not_build_the_segments_frame(name):
     assert analysis._segments is None
     assert analysis.segments.height  # built now: the detail is read from it
     for call, detail in shown.items():
-        assert views.drift_detail(analysis, call, simulation=widget.simulation) == detail
+        assert drift_detail(analysis, call, simulation=widget.simulation) == detail

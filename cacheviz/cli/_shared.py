@@ -1,0 +1,197 @@
+"""What the ``cacheviz`` commands share: the input options, loading, output helpers.
+
+Each command is a module of this package with ``add_parser(commands)`` (its argparse
+setup) and ``run(args)`` (its exit status); :mod:`cacheviz.cli.app` assembles them.
+Parsing the arguments imports nothing heavy: readers, polars and the analysis are
+imported when a command runs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from functools import cache
+from pathlib import Path
+
+from cacheviz.errors import CacheVizError
+
+TYPE_CHECKING = False  # not typing's: importing typing costs start-up (cacheviz --version)
+if TYPE_CHECKING:
+    from typing import Any
+
+    from cacheviz.analysis import Analysis
+
+# What the parser offers, without importing the readers, polars or the analysis to parse
+# the arguments (``cacheviz --version`` answers in ~35 ms of imports);
+# tests/cli/test_startup.py checks each against its registry.
+
+
+class _Formats:
+    """The ``--format`` choices: the reader names, looked up only when checked.
+
+    argparse tests a value with ``in`` and lists the choices in its error and in help;
+    with a ``metavar`` it does not iterate them to build the parser.
+    """
+
+    @staticmethod
+    def _names() -> list[str]:
+        from cacheviz.formats import READERS
+
+        return sorted(READERS)
+
+    def __contains__(self, value: object) -> bool:
+        return value in self._names()
+
+    def __iter__(self):  # noqa: ANN204 - an iterator of names
+        return iter(self._names())
+
+    def __len__(self) -> int:
+        return len(self._names())
+
+
+FORMATS = _Formats()
+"""``sorted(cacheviz.formats.READERS)``, imported when ``--format`` is given."""
+THREAD_MODES = ("auto", "model+prefix", "model", "single")
+"""``cacheviz.thread.THREAD_MODES``."""
+
+
+TTL_CHOICES = ("5m", "1h")
+"""``cacheviz.providers.rule_choices("ttl")``, restated so parsing imports no provider."""
+BREAKPOINT_STRATEGIES = {
+    "recorded": "the request's own cache_control breakpoints (default)",
+    "auto": "end of tools, end of system, the last two messages",
+    "kilocode": "the first two system blocks and the last two messages (KiloCode)",
+    "none": "no breakpoint: nothing is cached",
+}
+THREAD_HELP = {
+    "auto": "the transcript's own threads, else by which conversation a call continues",
+    "model+prefix": "one thread per model and system + tools (any change starts one)",
+    "model": "one thread per model",
+    "single": "every call in one thread",
+}
+
+
+def formatter(prog: str) -> argparse.HelpFormatter:
+    """Help with the option and what it does on one line."""
+    return argparse.HelpFormatter(prog, max_help_position=30)
+
+
+@cache
+def input_options() -> argparse.ArgumentParser:
+    """Options every command that reads a transcript shares."""
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("path", help="transcript file or folder (format auto-detected)")
+    common.add_argument(
+        "--format",
+        choices=FORMATS,
+        metavar="NAME",
+        help="read as this format (names: cacheviz formats)",
+    )
+    common.add_argument(
+        "--errors",
+        choices=("raise", "skip"),
+        default="raise",
+        help="stop at the first bad line, or skip and count",
+    )
+    common.add_argument(
+        "--thread",
+        choices=THREAD_MODES,
+        default="auto",
+        metavar="MODE",
+        help="group calls into threads (modes: cacheviz formats)",
+    )
+    common.add_argument("--encoding", help="count tokens with this tiktoken encoding")
+    return common
+
+
+def number(value: int | None) -> str:
+    """A count with thousands separators, ``-`` when unknown."""
+    return "-" if value is None else f"{value:,}"
+
+
+def usd(value: float | None) -> str:
+    """Dollars to four decimals, ``-`` when unknown."""
+    return "-" if value is None else f"${value:,.4f}"
+
+
+def dump(doc: dict[str, Any]) -> None:
+    """Print ``doc`` as indented JSON (``--json``)."""
+    import json
+
+    # one write: the stream's control-character filter runs once, not per JSON token
+    sys.stdout.write(json.dumps(doc, ensure_ascii=False, indent=1, default=str) + "\n")
+
+
+class _Progress:
+    """A one-line progress report on stderr for big files read from a terminal."""
+
+    def __init__(self, label: str) -> None:
+        self.label = label
+        self.shown = False
+
+    def __call__(self, done: int, total: int) -> None:
+        self.shown = True
+        end = "\n" if done >= total else ""
+        sys.stderr.write(f"\r{self.label}: {done / 1e6:,.0f} of {total / 1e6:,.0f} MB{end}")
+        sys.stderr.flush()
+
+
+def session_file(path: Path) -> tuple[Path, str | None]:
+    """The transcript a folder stands for, and a note saying which (None: unchanged).
+
+    See :func:`cacheviz.formats._folders.session_file` (``load`` reads folders alike).
+    """
+    from cacheviz.formats import _folders
+
+    resolved = _folders.session_file(path)
+    return resolved.path, resolved.note
+
+
+def _input(args: argparse.Namespace) -> Path:
+    path, note = session_file(Path(args.path))
+    if note:
+        print(f"cacheviz: {note}", file=sys.stderr)
+    return path
+
+
+def load_analysis(args: argparse.Namespace) -> Analysis:
+    """The analysis of the transcript ``args.path`` names (a folder: its session file)."""
+    from cacheviz.formats import load
+    from cacheviz.formats._lines import PROGRESS
+
+    args.path = str(_input(args))
+    token = None
+    if sys.stderr.isatty() and Path(args.path).is_file():
+        token = PROGRESS.set(_Progress(f"reading {Path(args.path).name}"))
+    try:
+        session = load(args.path, args.format, errors=args.errors)
+    finally:
+        if token is not None:
+            PROGRESS.reset(token)
+    return session.analyze(thread=args.thread, encoding=args.encoding)
+
+
+def refuse_overwriting_input(args: argparse.Namespace) -> None:
+    """Refuse an output path that resolves to the input (or a file read with it)."""
+    for output in (getattr(args, name, None) for name in ("output", "csv", "parquet")):
+        if output is not None and args.path != "-":
+            _refuse(args, output)
+
+
+def _refuse(args: argparse.Namespace, output: str) -> None:
+    target = Path(output).resolve()
+    source = Path(args.path).resolve()
+    # a folder's files, and a Claude Code session's sub-agent logs, are inputs too
+    folder = source if source.is_dir() else source.parent / source.stem / "subagents"
+    same = target == source or folder in target.parents
+    if not same and target.exists():
+        try:
+            same = target.samefile(source)  # a hard link
+        except OSError:
+            same = False
+    if same:
+        msg = (
+            f"{output}: the output would overwrite the transcript being read ({args.path}); "
+            "choose another output path"
+        )
+        raise CacheVizError(msg)

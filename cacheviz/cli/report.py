@@ -1,0 +1,56 @@
+"""``cacheviz report``: write a self-contained HTML report (:mod:`cacheviz.ui.report`)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from cacheviz.cli._shared import formatter, input_options, load_analysis
+from cacheviz.errors import CacheVizError
+
+TYPE_CHECKING = False  # not typing's: importing typing costs start-up (cacheviz --version)
+if TYPE_CHECKING:
+    import argparse
+    from typing import Any
+
+
+def add_parser(commands: Any) -> None:
+    """Add the ``report`` command to the ``cacheviz`` parser."""
+    report = commands.add_parser(
+        "report",
+        parents=[input_options()],
+        formatter_class=formatter,
+        help="write a self-contained HTML report (opens offline)",
+    )
+    report.add_argument(
+        "-o", "--output", metavar="FILE", help="the .html to write (default: <input>.html)"
+    )
+    report.add_argument("--provider", help="the provider whose costs the report shows")
+    report.add_argument("--model", help="price every call as this model")
+    report.add_argument(
+        "--no-redact",
+        action="store_true",
+        help="keep secrets in the report (never share it)",
+    )
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run ``cacheviz report``; return the exit status."""
+    from cacheviz.redact import redaction
+    from cacheviz.ui.report import write_report
+
+    analysis = load_analysis(args)
+    source = Path(args.path)
+    default = source.with_suffix(".html") if source.is_file() else Path(f"{source}.html")
+    output = args.output or default
+    try:
+        with redaction(enabled=not args.no_redact):
+            written = write_report(analysis, output, provider=args.provider, model=args.model)
+    except OSError as exc:
+        msg = (
+            f"{output}: can't write the report ({exc.strerror or exc}); "
+            "check that the folder exists and is writable"
+        )
+        raise CacheVizError(msg) from None
+    size = written.stat().st_size
+    print(f"{written}  {size / 1e6:.1f} MB, {analysis.calls.height} calls, opens offline")
+    return 0
