@@ -46,9 +46,14 @@ from typing import Any
 import polars as pl
 
 from cacheviz import _schema, analysis
-from cacheviz._seq import common_prefix
-from cacheviz.analysis import Analysis
-from cacheviz.calibrate import Calibration, calibrate_call, map_position
+from cacheviz.analysis import Analysis, block_offsets, call_to_provider_tokens
+from cacheviz.calibrate import (
+    Calibration,
+    calibrate_call,
+    map_position,
+    median_rate,
+    reported_rate,
+)
 from cacheviz.costs import CALL_COSTS, provider_key
 from cacheviz.errors import CacheVizWarning, TranscriptError
 from cacheviz.formats import native
@@ -63,7 +68,7 @@ from cacheviz.sim_stream import SimulationStream, append_rows
 from cacheviz.simulate import SimCallWalk
 from cacheviz.thread import ThreadWalk
 from cacheviz.tokens import TokenCache, encoding_for_model
-from cacheviz.ttl import call_ttl
+from cacheviz.ttl import ThreadTTLs
 
 
 @dataclasses.dataclass
@@ -299,7 +304,7 @@ class LiveLog:
         self.local: list[list[int]] = []
         self.raw: list[str] = []
         self._threads = ThreadWalk()
-        self._ttl_seen: dict[str, set[int]] = {}
+        self._ttls = ThreadTTLs()
         self._key_counts: dict[str, int] = {}  # calls per provider key, first seen first
         self._rates: list[float] = []  # sorted reported/local rates (calibration's median)
 
@@ -313,40 +318,21 @@ class LiveLog:
         self.call_cache.append(cache)
         self.exact.append(is_exact)
         cache.ensure(call.hashes)
-        count = cache.__getitem__
-        shared = 0
-        if i and self.call_cache[i - 1] is cache:
-            shared = common_prefix(self.calls[i - 1].hashes, call.hashes)
-        if shared:
-            offsets = self.local[i - 1][:shared]
-            total = self.local[i - 1][shared]
-            offsets.append(total)
-            for digest in call.hashes[shared:]:
-                total += len(count(digest))
-                offsets.append(total)
-        else:
-            offsets = [0]
-            total = 0
-            for digest in call.hashes:
-                total += len(count(digest))
-                offsets.append(total)
-        self.local.append(offsets)
+        same = i and self.call_cache[i - 1] is cache
+        previous, before = (self.calls[i - 1].hashes, self.local[i - 1]) if same else ((), ())
+        self.local.append(
+            block_offsets(call.hashes, lambda digest: len(cache[digest]), previous, before)
+        )
         name, _ = self._threads.step(
             i, call, self.calls, self.local, lambda j, h: self.call_cache[j][h]
         )
         self.raw.append(name)
-        ttl = call_ttl(call)
-        bucket = self._ttl_seen.setdefault(name, set())
-        if ttl is not None:
-            bucket.add(ttl)
+        self._ttls.add(call, name)
 
     def _globals(self) -> _Globals:
         renamed, tree = self._threads.named()
-        ttls = {t: (min(v) if v else None) for t, v in self._ttl_seen.items()}
         keys = tuple(self._key_counts)
-        rates = self._rates
-        rate = _median(rates) if rates else 1.0
-        return _Globals(renamed, tree, ttls, rate, keys)
+        return _Globals(renamed, tree, self._ttls.ttls(), median_rate(self._rates), keys)
 
     # -- per-call results (analysis, calibration, costs) ---------------------------------
 
@@ -387,9 +373,9 @@ class LiveLog:
             key = provider_key(call.provider)
             if key is not None:
                 self._key_counts[key] = self._key_counts.get(key, 0) + 1
-            reported = call.usage.input_tokens if call.usage else None
-            if reported is not None and self.local[i][-1]:
-                bisect.insort(self._rates, reported / self.local[i][-1])
+            rate = reported_rate(call.usage.input_tokens if call.usage else None, self.local[i][-1])
+            if rate is not None:
+                bisect.insort(self._rates, rate)
         new = self._globals()
         old = self.g
         rebuild = old is not None and not self._same_for_earlier(old, new)
@@ -473,29 +459,13 @@ class LiveLog:
         return map_position(self.local[i], self.mapped[i], position)
 
     def _to_provider(self, i: int) -> None:
-        """:func:`cacheviz.analysis._to_provider_tokens` for call ``i`` and its drift."""
+        """:func:`cacheviz.analysis.call_to_provider_tokens` for call ``i`` and its drift."""
         cols = self.call_cols
-        total = self.mapped[i][-1]
         cols["local_tokens"][i] = cols["input_tokens"][i]
         cols["token_basis"][i] = self.basis[i]
-        prefix = self._at(i, cols["prefix_tokens"][i])
-        cols["input_tokens"][i] = total
-        cols["prefix_tokens"][i] = prefix
-        cols["new_tokens"][i] = total - prefix
-        common = cols["prev_common_tokens"][i]
-        if common is not None:
-            cols["prev_common_tokens"][i] = self._at(i, common)
-        hidden = cols["unlogged_tokens"][i]
-        if hidden is not None:
-            cols["unlogged_tokens"][i] = self._at(i, hidden)
-        k = self._drift_of.get(i)
-        if k is not None:
-            d = self.drift_cols
-            before = d["prev_call"][k]
-            at = d["prev_common_tokens"][k]
-            d["prev_common_tokens"][k] = self._at(i, at)
-            d["block_token_offset"][k] = self._at(i, d["block_token_offset"][k])
-            d["tokens_lost"][k] = max(0, self.mapped[before][-1] - self._at(before, at))
+        call_to_provider_tokens(
+            cols, self.drift_cols, i, self._drift_of.get(i), self.mapped, self._at
+        )
 
     # -- the analysis ---------------------------------------------------------------------
 
@@ -540,15 +510,6 @@ class LiveLog:
             unpriced_models=list(self._unpriced),
             own_simulation=own,
         )
-
-
-def _median(values: list[float]) -> float:
-    """``statistics.median`` of an already sorted list."""
-    n = len(values)
-    mid = n // 2
-    if n % 2:
-        return values[mid]
-    return (values[mid - 1] + values[mid]) / 2
 
 
 def _identity(handle: Any) -> tuple[int, int]:

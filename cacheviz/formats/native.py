@@ -159,4 +159,4 @@ def record_line(
     return json.dumps(body, ensure_ascii=False, separators=(",", ":"))
 
 
-__all__ = ["DESCRIPTION", "NAME", "detect", "read", "record_line"]
+__all__ = ["DESCRIPTION", "NAME", "calls_from_lines", "detect", "read", "record_line"]
