@@ -453,15 +453,35 @@ def _token_scale(calls: Sequence[SimCall]) -> float | None:
     The simulated counts are already in provider tokens (calibrated per call); this says
     how far the local count of the rebuilt requests was from the provider's.
     """
-    pairs = [
-        (c.reported.input_tokens, c.local_offsets[-1] if c.local_offsets else c.total)
-        for c in calls
-        if c.reported is not None and c.reported.input_tokens is not None and c.total
-    ]
-    denominator = sum(ours * ours for _, ours in pairs)
-    if not pairs or not denominator:
-        return None
-    return sum(theirs * ours for theirs, ours in pairs) / denominator
+    scale = TokenScale()
+    for call in calls:
+        scale.add(call)
+    return scale.value()
+
+
+@dataclass(slots=True)
+class TokenScale:
+    """:func:`_token_scale`'s sums, of replayed calls added one at a time.
+
+    Shared by :class:`Replay` and :class:`cacheviz.sim_stream.SimulationStream`.
+    """
+
+    products: int = 0
+    """Reported inclusive input times the local count, summed."""
+    squares: int = 0
+    """The local count squared, summed."""
+
+    def add(self, call: SimCall) -> None:
+        """Add ``call`` when it reports its inclusive input (and sent tokens)."""
+        reported = call.reported
+        if reported is not None and reported.input_tokens is not None and call.total:
+            ours = call.local_offsets[-1] if call.local_offsets else call.total
+            self.products += reported.input_tokens * ours
+            self.squares += ours * ours
+
+    def value(self) -> float | None:
+        """Reported input per local token (``None``: no call reports it)."""
+        return self.products / self.squares if self.squares else None
 
 
 def simulate(
