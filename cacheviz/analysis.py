@@ -27,6 +27,8 @@ from cacheviz.ttl import thread_ttls
 from cacheviz.verdict import verdict_state
 
 if TYPE_CHECKING:
+    from collections.abc import Callable, Sequence
+
     from cacheviz.pricing import RateCache
     from cacheviz.simulate import Simulation
 
@@ -441,32 +443,60 @@ def _to_provider_tokens(
     calibration: Calibration,
 ) -> None:
     """Turn the token columns, counted locally, into provider tokens (in place)."""
-    mapped = calibration.offsets
-    n = len(local)
     call_cols["local_tokens"] = list(call_cols["input_tokens"])
     call_cols["token_basis"] = list(calibration.basis)
-    for i in range(n):
-        total = mapped[i][-1]
-        prefix = calibration.at(i, local[i], call_cols["prefix_tokens"][i])
-        call_cols["input_tokens"][i] = total
-        call_cols["prefix_tokens"][i] = prefix
-        call_cols["new_tokens"][i] = total - prefix
-        common = call_cols["prev_common_tokens"][i]
-        if common is not None:
-            call_cols["prev_common_tokens"][i] = calibration.at(i, local[i], common)
-        hidden = call_cols["unlogged_tokens"][i]
-        if hidden is not None:
-            call_cols["unlogged_tokens"][i] = calibration.at(i, local[i], hidden)
-    for k, call in enumerate(drift_cols["call"]):
-        before = drift_cols["prev_call"][k]
-        at = drift_cols["prev_common_tokens"][k]
-        drift_cols["prev_common_tokens"][k] = calibration.at(call, local[call], at)
-        drift_cols["block_token_offset"][k] = calibration.at(
-            call, local[call], drift_cols["block_token_offset"][k]
-        )
-        drift_cols["tokens_lost"][k] = max(
-            0, mapped[before][-1] - calibration.at(before, local[before], at)
-        )
+    drift_of = {call: k for k, call in enumerate(drift_cols["call"])}
+
+    def at(call: int, position: int) -> int:
+        return calibration.at(call, local[call], position)
+
+    for i in range(len(local)):
+        call_to_provider_tokens(call_cols, drift_cols, i, drift_of.get(i), calibration.offsets, at)
+
+
+def call_to_provider_tokens(
+    call_cols: dict[str, list[Any]],
+    drift_cols: dict[str, list[Any]],
+    i: int,
+    drift: int | None,
+    mapped: Sequence[Sequence[int]],
+    at: Callable[[int, int], int],
+) -> None:
+    """Turn call ``i``'s token columns, and its drift row's, into provider tokens.
+
+    In place; shared by :func:`shape` and :class:`cacheviz.incremental.LiveLog`.
+
+    Parameters
+    ----------
+    call_cols, drift_cols
+        The calls and drifts columns, call ``i``'s token columns counted locally.
+    i
+        The call.
+    drift
+        Its row in ``drift_cols`` (``None``: it did not drift).
+    mapped
+        Each call's block offsets in provider tokens (:attr:`Calibration.offsets
+        <cacheviz.calibrate.Calibration.offsets>`), at least up to call ``i``.
+    at
+        ``at(call, position)``: a local token position of a call in provider tokens.
+    """
+    total = mapped[i][-1]
+    prefix = at(i, call_cols["prefix_tokens"][i])
+    call_cols["input_tokens"][i] = total
+    call_cols["prefix_tokens"][i] = prefix
+    call_cols["new_tokens"][i] = total - prefix
+    common = call_cols["prev_common_tokens"][i]
+    if common is not None:
+        call_cols["prev_common_tokens"][i] = at(i, common)
+    hidden = call_cols["unlogged_tokens"][i]
+    if hidden is not None:
+        call_cols["unlogged_tokens"][i] = at(i, hidden)
+    if drift is not None:
+        before = drift_cols["prev_call"][drift]
+        shared = drift_cols["prev_common_tokens"][drift]
+        drift_cols["prev_common_tokens"][drift] = at(i, shared)
+        drift_cols["block_token_offset"][drift] = at(i, drift_cols["block_token_offset"][drift])
+        drift_cols["tokens_lost"][drift] = max(0, mapped[before][-1] - at(before, shared))
 
 
 def _pseudo_aware(cache: TokenCache) -> Any:
@@ -569,17 +599,43 @@ def _offsets(keys: list[list[str]], lengths: list[dict[str, int]]) -> list[list[
     """
     out: list[list[int]] = []
     for i, hashes in enumerate(keys):
-        count = lengths[i].__getitem__
-        shared = 0
-        if i and lengths[i] is lengths[i - 1]:
-            shared = common_prefix(keys[i - 1], hashes)
-        if shared:
-            offsets = out[i - 1][:shared]
-            offsets += accumulate(map(count, hashes[shared:]), initial=out[i - 1][shared])
-            out.append(offsets)
-        else:
-            out.append([0, *accumulate(map(count, hashes))])
+        same = i and lengths[i] is lengths[i - 1]
+        previous, before = (keys[i - 1], out[i - 1]) if same else ((), ())
+        out.append(block_offsets(hashes, lengths[i].__getitem__, previous, before))
     return out
+
+
+def block_offsets(
+    hashes: Sequence[str],
+    length: Callable[[str], int],
+    previous: Sequence[str] = (),
+    previous_offsets: Sequence[int] = (),
+) -> list[int]:
+    """Cumulative token offsets of a call's blocks: 0, then the total after each block.
+
+    Shared by :func:`shape` and :class:`cacheviz.incremental.LiveLog`.
+
+    Parameters
+    ----------
+    hashes
+        The call's block hashes.
+    length
+        The number of tokens of a block.
+    previous, previous_offsets
+        The hashes and offsets of the call before it when counted in the same encoding
+        (else empty): the offsets of the leading blocks they share are copied rather
+        than summed again.
+
+    Returns
+    -------
+    list of int
+    """
+    shared = common_prefix(previous, hashes) if previous else 0
+    if shared:
+        offsets = list(previous_offsets[:shared])
+        offsets += accumulate(map(length, hashes[shared:]), initial=previous_offsets[shared])
+        return offsets
+    return [0, *accumulate(map(length, hashes))]
 
 
 def _add_call(

@@ -169,9 +169,11 @@ def calibrate(
     basis: list[str] = []
     rates: list[float | None] = []
     seen_rates = [
-        r / local[i][-1] for i, r in enumerate(reported) if r is not None and local[i][-1]
+        rate
+        for rate in (reported_rate(r, local[i][-1]) for i, r in enumerate(reported))
+        if rate is not None
     ]
-    default_rate = statistics.median(seen_rates) if seen_rates else 1.0
+    default_rate = median_rate(seen_rates)
     thread_rate: dict[str, float] = {}
     for i in range(n):
         before = previous[i]
@@ -194,6 +196,30 @@ def calibrate(
         basis.append(kind)
         rates.append(rate_used)
     return Calibration(offsets, basis, rates)
+
+
+def reported_rate(reported: int | None, local_total: int) -> float | None:
+    """A call's reported inclusive input per local token (``None``: nothing to divide).
+
+    Shared by :func:`calibrate` and :class:`cacheviz.incremental.LiveLog`.
+    """
+    return reported / local_total if reported is not None and local_total else None
+
+
+def median_rate(rates: Sequence[float]) -> float:
+    """The session's rate for a call without usage: the median of its calls' rates.
+
+    ``rates`` are the :func:`reported_rate` of the calls that have one (1.0 when none
+    does). Shared by :func:`calibrate` and :class:`cacheviz.incremental.LiveLog`.
+
+    Examples
+    --------
+    >>> median_rate([1.0, 1.25, 1.5, 2.0])
+    1.375
+    >>> median_rate([])
+    1.0
+    """
+    return statistics.median(rates) if rates else 1.0
 
 
 def calibrate_call(
@@ -318,6 +344,8 @@ __all__ = [
     "calibrate",
     "calibrate_call",
     "map_position",
+    "median_rate",
     "next_version",
+    "reported_rate",
     "unlogged_versions",
 ]

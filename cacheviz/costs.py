@@ -85,7 +85,20 @@ _IN_PLACE = frozenset(
 )
 
 
-def _provider_key(name: str) -> str | None:
+def provider_key(name: str | None) -> str | None:
+    """The provider whose rules replay and whose prices bill a call of provider ``name``.
+
+    Parameters
+    ----------
+    name
+        A call's recorded provider (``Call.provider``).
+
+    Returns
+    -------
+    str or None
+        The provider's id (``gemini`` gives ``google``); ``None`` for an unknown provider
+        and for a self-hosted engine (neither is priced nor replayed with the session).
+    """
     found = providers.find(name)
     return None if found is None or found.self_hosted else found.id
 
@@ -105,6 +118,43 @@ def billed_cost(call: Call, rates: Rates) -> float | None:
         cache_write_1h=write_1h,
         output=usage.output_tokens,
     )
+
+
+def call_billed(
+    call: Call,
+    key: str | None,
+    prices_of: dict[str, RateCache],
+    unpriced: dict[str, None],
+) -> float | None:
+    """USD the provider billed for ``call``, at its dated prices (module docstring).
+
+    Shared by :func:`cost_lists` and :mod:`cacheviz.live_costs`.
+
+    Parameters
+    ----------
+    call
+        The call, with its reported usage.
+    key
+        Its provider (:func:`provider_key`; ``None``: not priced).
+    prices_of
+        The rates of each provider.
+    unpriced
+        The models no price source knows, in order of first sight; the call's is added
+        when it is one.
+
+    Returns
+    -------
+    float or None
+        ``None``: no usage reported, or no price.
+    """
+    if key is None or call.usage is None:
+        return None
+    try:
+        rates = prices_of[key](call.model, call.ts, call.usage.input_tokens or 0)
+    except UnknownModelError:
+        unpriced[call.model] = None
+        return None
+    return billed_cost(call, rates)
 
 
 def _what_if(previous: SimCall, call: SimCall, cause: str) -> tuple[SimCall, SimCall]:
@@ -158,8 +208,8 @@ class CostColumns:
     own_simulation: Simulation | None
 
 
-# the columns cost_lists fills (and live_costs.costs_from, call by call)
-_CALL_COSTS = (
+# the calls columns cost_lists fills (and live_costs.costs_from, call by call)
+CALL_COSTS = (
     "billed_usd",
     "simulated_usd",
     "ideal_usd",
@@ -241,7 +291,7 @@ def diagnose_costs(analysis: Analysis, *, prices: Any = None) -> CostColumns:
     own = next(iter(got.runs.values()), None)
     return CostColumns(
         calls=frame.with_columns(
-            pl.Series(name, got.calls[name], _schema.CALLS[name]) for name in _CALL_COSTS
+            pl.Series(name, got.calls[name], _schema.CALLS[name]) for name in CALL_COSTS
         ),
         drifts=drifts.with_columns(
             pl.Series(name, got.drifts[name], _schema.DRIFTS[name]) for name in _DRIFT_COSTS
@@ -274,7 +324,7 @@ def cost_lists(
     sim_detail: list[str] = [""] * n
     unpriced: dict[str, None] = {}
 
-    keys = [_provider_key(call.provider) for call in calls]
+    keys = [provider_key(call.provider) for call in calls]
     counts: dict[str, int] = {}
     for key in keys:
         if key is not None:
@@ -308,15 +358,7 @@ def cost_lists(
                 )
 
     for i, call in enumerate(calls):
-        key = keys[i]
-        if key is None or call.usage is None:
-            continue
-        try:
-            at = prices_of[key](call.model, call.ts, call.usage.input_tokens or 0)
-        except UnknownModelError:
-            unpriced[call.model] = None
-            continue
-        billed[i] = billed_cost(call, at)
+        billed[i] = call_billed(call, keys[i], prices_of, unpriced)
 
     drift_cost, material = _drift_costs(shaped, built, runs, prices_of)
     expected, miss_cause, miss_tokens, misses, own = _misses(
@@ -361,23 +403,54 @@ def _drift_costs(
     for index, before, cause in zip(
         drifts["call"], drifts["prev_call"], drifts["cause"], strict=True
     ):
-        key = _provider_key(calls[index].provider)
+        key = provider_key(calls[index].provider)
         if key is None or key not in runs:
             costs[index], material[index] = None, None
             continue
-        previous, kept = _what_if(built[before], built[index], cause)
-        results = make_simulator(key).run([previous, kept])
-        run = runs[key].cols
-        actual_read = run["cache_read_tokens"][index]
-        gained = results[1].cache_read_tokens - actual_read
-        material[index] = gained > 0
-        actual = run["cost_usd"][index]
-        what_if = _cost(prices_of[key], kept, results[1])
-        if actual is None or what_if is None:
-            costs[index] = None
-        else:
-            costs[index] = max(0.0, actual - what_if) if gained > 0 else 0.0
+        costs[index], material[index] = drift_cost(
+            built[before], built[index], cause, runs[key].cols, prices_of[key]
+        )
     return costs, material
+
+
+def drift_cost(
+    previous: SimCall,
+    call: SimCall,
+    cause: str,
+    replayed: dict[str, list[Any]],
+    price: RateCache,
+) -> tuple[float | None, bool]:
+    """One drift's what-if cost and whether it was material (module docstring).
+
+    Shared by :func:`cost_lists` and :mod:`cacheviz.live_costs`.
+
+    Parameters
+    ----------
+    previous, call
+        The replay inputs of the thread's previous call and of the drifted call.
+    cause
+        The drift's cause (an edit in place keeps the number of blocks).
+    replayed
+        The session's replay under the call's provider (:attr:`Replay.cols
+        <cacheviz.simulate.Replay.cols>`, rows by call index).
+    price
+        That provider's rates; its simulator (default rules) replays the what-if.
+
+    Returns
+    -------
+    tuple
+        The USD the drift cost (``None``: the call or its what-if has no price; 0 when
+        not material) and whether keeping the prefix would have read more tokens.
+    """
+    index = call.index
+    before, kept = _what_if(previous, call, cause)
+    results = make_simulator(price.provider).run([before, kept])
+    gained = results[1].cache_read_tokens - replayed["cache_read_tokens"][index]
+    actual = replayed["cost_usd"][index]
+    what_if = _cost(price, kept, results[1])
+    if actual is None or what_if is None:
+        return None, gained > 0
+    return (max(0.0, actual - what_if) if gained > 0 else 0.0), gained > 0
 
 
 # what the unlogged prefix of a conversation log holds, by agent (the format's name)
@@ -392,6 +465,22 @@ UNLOGGED_HOLDS = {
     "cline": "Cline's system prompt (with its environment details and rules) and the tools",
 }
 _UNLOGGED_DEFAULT = "the agent's system prompt and tool definitions, which this log does not hold"
+
+
+def unlogged_holds(agent: str) -> str:
+    """What the unlogged prefix of an ``agent``'s log holds, for a miss's detail.
+
+    Parameters
+    ----------
+    agent
+        The session's format name (``Session.format``: ``claude-code``, ``codex``, ...).
+
+    Returns
+    -------
+    str
+        The agent's own description (:data:`UNLOGGED_HOLDS`), else a generic one.
+    """
+    return UNLOGGED_HOLDS.get(agent, _UNLOGGED_DEFAULT)
 
 
 def _miss_cost(call: Call, rates: Rates, billed: float, shortfall: int, reported: int) -> float:
@@ -431,36 +520,16 @@ def _misses(
     shortfalls: list[int | None] = [None] * n
     rows: dict[str, list[Any]] = {name: [] for name in _schema.MISSES}
     latest_in_namespace: dict[str, int] = {}
-    prefix = cols["prefix_tokens"]
-    prev_call = cols["prev_call"]
-    namespaces = cols["namespace"]
-    threads = cols["thread"]
-    unlogged = cols["unlogged_tokens"]
-    ttls = cols["ttl_seconds"]
-    verdicts = cols["provider_verdict"]
-    missed_tokens = cols["provider_missed_tokens"]
     own: list[str | None] = [None] * n
-    rebuilds = cols["rebuild"]
-    holds = UNLOGGED_HOLDS.get(session.format, _UNLOGGED_DEFAULT)
+    holds = unlogged_holds(session.format)
     for i in range(n):
-        namespace = namespaces[i]
-        source = prev_call[i]
-        if source is None or namespaces[source] != namespace:
-            source = latest_in_namespace.get(namespace)
-        latest_in_namespace[namespace] = i
-        miss = miss_at(
+        miss = next_miss(
             calls,
+            cols,
             i,
-            source,
-            line=prefix[i],
-            ttl_evidence=ttls[i],
+            latest_in_namespace,
             predicted=sim_read[i],
             sim_detail=sim_detail[i],
-            hidden=unlogged[i],
-            verdict=verdicts[i],
-            missed=missed_tokens[i],
-            rebuild=rebuilds[i],
-            thread=threads[i],
             paid=billed[i],
             prices_of=prices_of,
             holds=holds,
@@ -485,6 +554,72 @@ class Miss:
 
 
 _NO_MISS = Miss(None, None, None, None, None)
+
+
+def next_miss(
+    calls: Sequence[Call],
+    cols: dict[str, list[Any]],
+    i: int,
+    latest_in_namespace: dict[str, int],
+    *,
+    predicted: int | None,
+    sim_detail: str,
+    paid: float | None,
+    prices_of: dict[str, RateCache],
+    holds: str,
+) -> Miss:
+    """Call ``i``'s miss, the calls before it seen (:func:`miss_at` on its columns).
+
+    Shared by :func:`cost_lists` and :mod:`cacheviz.live_costs`.
+
+    Parameters
+    ----------
+    calls
+        The session's calls.
+    cols
+        The calls columns (provider tokens), at least call ``i``'s.
+    i
+        The call.
+    latest_in_namespace
+        Each cache namespace's latest call before ``i``; call ``i`` is recorded in it.
+        The call a miss reads from is the thread's previous call when it is of the same
+        namespace, else the namespace's latest.
+    predicted, sim_detail
+        The call's cache read and detail in its provider's replay (``None``, ``""``: not
+        replayed).
+    paid
+        Its billed cost (``None``: not priced).
+    prices_of
+        The rates of each replayed provider.
+    holds
+        What the log's unlogged prefix holds (:func:`unlogged_holds`).
+
+    Returns
+    -------
+    Miss
+    """
+    namespace = cols["namespace"][i]
+    source = cols["prev_call"][i]
+    if source is None or cols["namespace"][source] != namespace:
+        source = latest_in_namespace.get(namespace)
+    latest_in_namespace[namespace] = i
+    return miss_at(
+        calls,
+        i,
+        source,
+        line=cols["prefix_tokens"][i],
+        ttl_evidence=cols["ttl_seconds"][i],
+        predicted=predicted,
+        sim_detail=sim_detail,
+        hidden=cols["unlogged_tokens"][i],
+        verdict=cols["provider_verdict"][i],
+        missed=cols["provider_missed_tokens"][i],
+        rebuild=cols["rebuild"][i],
+        thread=cols["thread"][i],
+        paid=paid,
+        prices_of=prices_of,
+        holds=holds,
+    )
 
 
 def miss_at(
@@ -512,7 +647,7 @@ def miss_at(
     :func:`diagnose_costs` and :mod:`cacheviz.live_costs`.
     """
     call = calls[i]
-    key = _provider_key(call.provider)
+    key = provider_key(call.provider)
     usage = call.usage
     if usage is None or usage.cache_read_tokens is None:
         return _NO_MISS

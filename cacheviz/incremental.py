@@ -38,7 +38,7 @@ from __future__ import annotations
 import bisect
 import dataclasses
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -46,14 +46,18 @@ from typing import Any
 import polars as pl
 
 from cacheviz import _schema, analysis
-from cacheviz._seq import common_prefix
-from cacheviz.analysis import Analysis
-from cacheviz.calibrate import Calibration, calibrate_call, map_position
-from cacheviz.costs import _CALL_COSTS, _provider_key
+from cacheviz.analysis import Analysis, block_offsets, call_to_provider_tokens
+from cacheviz.calibrate import (
+    Calibration,
+    calibrate_call,
+    map_position,
+    median_rate,
+    reported_rate,
+)
+from cacheviz.costs import CALL_COSTS, provider_key
 from cacheviz.errors import CacheVizWarning, TranscriptError
 from cacheviz.formats import native
-from cacheviz.formats._body import _one_line
-from cacheviz.formats._lines import _BLANK, _SPACE, LineReader, order_by_time
+from cacheviz.formats._lines import LineFilter, LineReader, order_by_time
 from cacheviz.live_costs import costs_from
 from cacheviz.model import OPAQUE, Call, Session
 from cacheviz.namespace import keyed_params
@@ -61,9 +65,10 @@ from cacheviz.pricing import PriceBook, RateCache
 from cacheviz.providers._base import SimCall
 from cacheviz.segment import BlockStore
 from cacheviz.sim_stream import SimulationStream, append_rows
-from cacheviz.thread import ROOT, ThreadTotals, _best_thread, name_from_totals
+from cacheviz.simulate import SimCallWalk
+from cacheviz.thread import ThreadWalk
 from cacheviz.tokens import TokenCache, encoding_for_model
-from cacheviz.ttl import call_ttl
+from cacheviz.ttl import ThreadTTLs
 
 
 @dataclasses.dataclass
@@ -109,10 +114,9 @@ class LiveLog:
     def _reset_all(self) -> None:
         self._offset = 0  # bytes (file) or lines (memory) consumed
         self._lineno = 0
-        self._content = False  # a line with text was read (whitespace-only ones wait)
-        self._held: list[tuple[int, str]] = []
         self._identity: tuple[int, int] | None = None
         self.reader = LineReader(self.path or Path("recording.jsonl"), errors=self.errors)
+        self._kept = LineFilter(self.reader)  # which lines are read (whitespace-only wait)
         self.store = BlockStore()
         self._refs: list[Any] = []
         self.calls: list[Call] = []
@@ -131,11 +135,11 @@ class LiveLog:
                 return None
             new = lines[self._offset :]
             self._offset = len(lines)
-            out: list[tuple[int, str]] = []
-            for text in new:
-                self._lineno += 1
-                self._line(self._lineno, text.encode("utf-8"), out)
-            return out
+            first = self._lineno + 1
+            self._lineno += len(new)
+            return list(
+                self._kept.texts((n, text.encode("utf-8")) for n, text in enumerate(new, first))
+            )
         try:
             with self.path.open("rb") as handle:
                 stat = _identity(handle)
@@ -154,59 +158,21 @@ class LiveLog:
             return []  # nothing complete yet: a line being written waits for its newline
         data = data[: end + 1]
         self._offset += len(data)
-        out = []
         view = memoryview(data)
-        start = 0
-        while start < len(data):
-            stop = data.find(b"\n", start)
-            self._lineno += 1
-            self._line(self._lineno, view[start:stop], out)
-            start = stop + 1
-        return out
 
-    def _line(self, lineno: int, raw: bytes | memoryview, out: list[tuple[int, str]]) -> None:
-        """One complete line, kept or left out as :meth:`LineReader.lines` does."""
-        if not raw:
-            return
-        spaces = raw[0] in _SPACE and bytes(raw).isspace()
-        if spaces and raw[0] in _BLANK:
-            return  # a blank line
-        if not self._content:
-            if spaces:  # e.g. a form feed: read once text shows up (the file is not empty)
-                self._held.append((lineno, str(raw, "ascii")))
-                return
-            self._content = True
-            out.extend(self._held)
-            self._held.clear()
-        try:
-            text = str(raw, "utf-8")
-        except UnicodeDecodeError as exc:
-            self.reader.fail(
-                lineno, f"not valid UTF-8 at byte {exc.start + 1}; re-save the file as UTF-8"
-            )
-            return
-        out.append((lineno, text))
+        def complete() -> Iterator[tuple[int, memoryview]]:
+            start = 0
+            while start < len(data):
+                stop = data.find(b"\n", start)
+                self._lineno += 1
+                yield self._lineno, view[start:stop]
+                start = stop + 1
+
+        return list(self._kept.texts(complete()))
 
     def _parse(self, lines: list[tuple[int, str]], *, check: bool = True) -> list[Call] | None:
         """The calls of ``lines``; ``None`` when one goes before a logged call (``check``)."""
-        reader = self.reader
-        new: list[Call] = []
-        with reader.usage_policy() as done:
-            for lineno, text in lines:
-                call = _one_line(
-                    reader,
-                    lineno,
-                    text,
-                    _native_call,
-                    self._refs,
-                    self.store,
-                    native._EXPECTED,
-                    "request",
-                )
-                done(lineno)
-                if call is not None:
-                    call.line = lineno
-                    new.append(call)
+        new = native.calls_from_lines(self.reader, lines, self._refs, self.store)
         # the loader orders calls by request time (a call without one keeps its place)
         last, latest = self._last_key, self._max_key
         for call in new:
@@ -337,17 +303,9 @@ class LiveLog:
         self.exact: list[bool] = []
         self.local: list[list[int]] = []
         self.raw: list[str] = []
-        self.raw_parents: list[str | None] = []
-        self._latest_raw: dict[str, int] = {}
-        self._sizes: dict[str, int] = {}
-        self._first: dict[str, int] = {}
-        self._per_model: dict[str, int] = {}
-        self._first_parent: dict[str, str | None] = {}
-        self._hinted: set[str] = set()
-        self._logged: set[str] = set()
-        self._ttl_seen: dict[str, set[int]] = {}
+        self._threads = ThreadWalk()
+        self._ttls = ThreadTTLs()
         self._key_counts: dict[str, int] = {}  # calls per provider key, first seen first
-        self._agg = ThreadTotals()
         self._rates: list[float] = []  # sorted reported/local rates (calibration's median)
 
     def _thread_step(self, i: int) -> None:
@@ -360,77 +318,21 @@ class LiveLog:
         self.call_cache.append(cache)
         self.exact.append(is_exact)
         cache.ensure(call.hashes)
-        count = cache.__getitem__
-        shared = 0
-        if i and self.call_cache[i - 1] is cache:
-            shared = common_prefix(self.calls[i - 1].hashes, call.hashes)
-        if shared:
-            offsets = self.local[i - 1][:shared]
-            total = self.local[i - 1][shared]
-            offsets.append(total)
-            for digest in call.hashes[shared:]:
-                total += len(count(digest))
-                offsets.append(total)
-        else:
-            offsets = [0]
-            total = 0
-            for digest in call.hashes:
-                total += len(count(digest))
-                offsets.append(total)
-        self.local.append(offsets)
-        # cacheviz.thread.assign_threads, mode "auto", one call
-        parent = call.parent_hint
-        name: str | None
-        if call.thread_hint is not None:
-            name = call.thread_hint
-        else:
-            name = _best_thread(
-                i,
-                call,
-                self.calls,
-                self.local,
-                lambda j, h: self.call_cache[j][h],
-                self._latest_raw,
-            )
-            if name is None:
-                count_ = self._per_model.get(call.model, 0) + 1
-                self._per_model[call.model] = count_
-                name = call.model if count_ == 1 else f"{call.model}#{count_}"
-                while name in self._latest_raw:
-                    name += "'"
-        if (
-            name not in self._latest_raw
-            and parent is None
-            and self.raw
-            and call.thread_hint != ROOT
-        ):
-            sizes, first = self._sizes, self._first
-            parent = max(sizes, key=lambda t: (sizes[t], -first[t]))
-        self._latest_raw.pop(name, None)
-        self._latest_raw[name] = i
-        self._sizes[name] = self._sizes.get(name, 0) + 1
-        self._first.setdefault(name, i)
+        same = i and self.call_cache[i - 1] is cache
+        previous, before = (self.calls[i - 1].hashes, self.local[i - 1]) if same else ((), ())
+        self.local.append(
+            block_offsets(call.hashes, lambda digest: len(cache[digest]), previous, before)
+        )
+        name, _ = self._threads.step(
+            i, call, self.calls, self.local, lambda j, h: self.call_cache[j][h]
+        )
         self.raw.append(name)
-        parent = parent if parent != name else None
-        self.raw_parents.append(parent)
-        self._first_parent.setdefault(name, parent)
-        if call.thread_hint is not None:
-            self._hinted.add(name)
-        if call.parent_hint is not None:
-            self._logged.add(name)
-        self._agg.add(i, name, call.model, offsets[-1])
-        ttl = call_ttl(call)
-        bucket = self._ttl_seen.setdefault(name, set())
-        if ttl is not None:
-            bucket.add(ttl)
+        self._ttls.add(call, name)
 
     def _globals(self) -> _Globals:
-        renamed, tree = name_from_totals(self._agg, self._first_parent, self._hinted, self._logged)
-        ttls = {t: (min(v) if v else None) for t, v in self._ttl_seen.items()}
+        renamed, tree = self._threads.named()
         keys = tuple(self._key_counts)
-        rates = self._rates
-        rate = _median(rates) if rates else 1.0
-        return _Globals(renamed, tree, ttls, rate, keys)
+        return _Globals(renamed, tree, self._ttls.ttls(), median_rate(self._rates), keys)
 
     # -- per-call results (analysis, calibration, costs) ---------------------------------
 
@@ -449,18 +351,15 @@ class LiveLog:
         self._used_default = False
         # costs
         self.built: list[SimCall] = []
-        self._versions: dict[str, int] = {}
-        self._warm_first: dict[str, int] = {}
-        self._clock = 0.0
+        self._sims = SimCallWalk()
         self.runs: dict[str, SimulationStream] = {}
-        self.billed: list[float | None] = []
         self._billed_sum: float | None = None
         self._unpriced: dict[str, None] = {}
         self._prices_of: dict[str, RateCache] = {}
         self.miss_cols: dict[str, list[Any]] = {name: [] for name in _schema.MISSES}
         self._miss_ns: dict[str, int] = {}
         self._own_miss: list[str | None] = []
-        self.cost_cols: dict[str, list[Any]] = {name: [] for name in _CALL_COSTS}
+        self.cost_cols: dict[str, list[Any]] = {name: [] for name in CALL_COSTS}
         self._drift_cost: list[float | None] = []
         self._drift_material: list[bool | None] = []
         self._frames: dict[str, pl.DataFrame] = {}
@@ -471,12 +370,12 @@ class LiveLog:
         for i in range(len(self.raw), len(self.calls)):
             self._thread_step(i)
             call = self.calls[i]
-            key = _provider_key(call.provider)
+            key = provider_key(call.provider)
             if key is not None:
                 self._key_counts[key] = self._key_counts.get(key, 0) + 1
-            reported = call.usage.input_tokens if call.usage else None
-            if reported is not None and self.local[i][-1]:
-                bisect.insort(self._rates, reported / self.local[i][-1])
+            rate = reported_rate(call.usage.input_tokens if call.usage else None, self.local[i][-1])
+            if rate is not None:
+                bisect.insort(self._rates, rate)
         new = self._globals()
         old = self.g
         rebuild = old is not None and not self._same_for_earlier(old, new)
@@ -560,29 +459,13 @@ class LiveLog:
         return map_position(self.local[i], self.mapped[i], position)
 
     def _to_provider(self, i: int) -> None:
-        """:func:`cacheviz.analysis._to_provider_tokens` for call ``i`` and its drift."""
+        """:func:`cacheviz.analysis.call_to_provider_tokens` for call ``i`` and its drift."""
         cols = self.call_cols
-        total = self.mapped[i][-1]
         cols["local_tokens"][i] = cols["input_tokens"][i]
         cols["token_basis"][i] = self.basis[i]
-        prefix = self._at(i, cols["prefix_tokens"][i])
-        cols["input_tokens"][i] = total
-        cols["prefix_tokens"][i] = prefix
-        cols["new_tokens"][i] = total - prefix
-        common = cols["prev_common_tokens"][i]
-        if common is not None:
-            cols["prev_common_tokens"][i] = self._at(i, common)
-        hidden = cols["unlogged_tokens"][i]
-        if hidden is not None:
-            cols["unlogged_tokens"][i] = self._at(i, hidden)
-        k = self._drift_of.get(i)
-        if k is not None:
-            d = self.drift_cols
-            before = d["prev_call"][k]
-            at = d["prev_common_tokens"][k]
-            d["prev_common_tokens"][k] = self._at(i, at)
-            d["block_token_offset"][k] = self._at(i, d["block_token_offset"][k])
-            d["tokens_lost"][k] = max(0, self.mapped[before][-1] - self._at(before, at))
+        call_to_provider_tokens(
+            cols, self.drift_cols, i, self._drift_of.get(i), self.mapped, self._at
+        )
 
     # -- the analysis ---------------------------------------------------------------------
 
@@ -627,19 +510,6 @@ class LiveLog:
             unpriced_models=list(self._unpriced),
             own_simulation=own,
         )
-
-
-def _native_call(text: str, refs: list[Any], store: BlockStore, _reader: Any) -> Call:
-    return native._call_from_line(text, refs, store)
-
-
-def _median(values: list[float]) -> float:
-    """``statistics.median`` of an already sorted list."""
-    n = len(values)
-    mid = n // 2
-    if n % 2:
-        return values[mid]
-    return (values[mid - 1] + values[mid]) / 2
 
 
 def _identity(handle: Any) -> tuple[int, int]:

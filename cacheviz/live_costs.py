@@ -10,31 +10,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from cacheviz.calibrate import next_version
-from cacheviz.costs import (
-    _UNLOGGED_DEFAULT,
-    UNLOGGED_HOLDS,
-    _cost,
-    _provider_key,
-    _what_if,
-    billed_cost,
-    miss_at,
-)
-from cacheviz.errors import UnknownModelError
+from cacheviz.costs import call_billed, drift_cost, next_miss, provider_key, unlogged_holds
 from cacheviz.formats import native
 from cacheviz.metrics import call_waste
 from cacheviz.pricing import RateCache
 from cacheviz.providers._base import SimCall
 from cacheviz.sim_stream import SimulationStream
-from cacheviz.simulate import (
-    _explicit,
-    make_simulator,
-    material_shortfall,
-    next_sim_call,
-    next_warm_head,
-    shortest_ttl,
-    version_evidence,
-)
 from cacheviz.verdict import agrees
 
 if TYPE_CHECKING:
@@ -44,32 +25,14 @@ if TYPE_CHECKING:
 def sim_call(log: LiveLog, i: int) -> SimCall:
     """:func:`cacheviz.simulate.sim_calls` for call ``i`` (provider-token axis)."""
     cols = log.call_cols
-    call = log.calls[i]
-    thread = cols["thread"][i]
-    explicit = _explicit(cols["provider"][i])
-    version = next_version(
-        log._versions,
-        thread,
-        *version_evidence(log.calls, cols, i, explicit, shortest_ttl()),
-        material_shortfall,
-    )
-    warm = next_warm_head(log._warm_first, cols, i, explicit)
-    ttl = cols["ttl_seconds"][i]
-    previous = log.built[-1] if log.built else None
-    sim = next_sim_call(
-        call,
-        previous,
-        thread=thread,
-        version=version,
-        clock=log._clock,
+    return log._sims.step(
+        log.calls,
+        cols,
+        i,
         offsets=log.mapped[i],
         cache=log.caches[cols["encoding"][i]],
         local_offsets=log.local[i],
-        ttl_hint=ttl,
-        warm_tokens=warm,
     )
-    log._clock = sim.clock
-    return sim
 
 
 def costs_from(log: LiveLog, start: int) -> None:
@@ -92,7 +55,7 @@ def costs_from(log: LiveLog, start: int) -> None:
     cc = log.cost_cols
     for i in range(start, n):
         call = log.calls[i]
-        key = _provider_key(call.provider)
+        key = provider_key(call.provider)
         simulated = ideal = read = None
         detail = ""
         if key is not None:
@@ -101,14 +64,7 @@ def costs_from(log: LiveLog, start: int) -> None:
             ideal = run.cols["ideal_usd"][i]
             read = run.cols["cache_read_tokens"][i]
             detail = run.cols["detail"][i]
-        billed = None
-        if key is not None and call.usage is not None:
-            try:
-                rates = log._prices_of[key](call.model, call.ts, call.usage.input_tokens or 0)
-            except UnknownModelError:
-                log._unpriced[call.model] = None
-            else:
-                billed = billed_cost(call, rates)
+        billed = call_billed(call, key, log._prices_of, log._unpriced)
         if billed is not None:
             log._billed_sum = billed if log._billed_sum is None else log._billed_sum + billed
         cc["billed_usd"].append(billed)
@@ -131,28 +87,23 @@ def costs_from(log: LiveLog, start: int) -> None:
 
 
 def _drift_cost_of(log: LiveLog, i: int, key: str | None) -> None:
-    """:func:`cacheviz.costs._drift_costs` for call ``i``'s drift, if it has one."""
+    """:func:`cacheviz.costs.drift_cost` for call ``i``'s drift, if it has one."""
     k = log._drift_of.get(i)
     if k is None:
         return
-    before = log.drift_cols["prev_call"][k]
-    cause = log.drift_cols["cause"][k]
-    if key is None or key not in log.runs:
-        log._drift_cost.append(None)
-        log._drift_material.append(None)
-        return
-    previous, kept = _what_if(log.built[before], log.built[i], cause)
-    results = make_simulator(key).run([previous, kept])
-    run = log.runs[key].cols
-    actual_read = run["cache_read_tokens"][i]
-    gained = results[1].cache_read_tokens - actual_read
-    log._drift_material.append(gained > 0)
-    actual = run["cost_usd"][i]
-    what_if = _cost(log._prices_of[key], kept, results[1])
-    if actual is None or what_if is None:
-        log._drift_cost.append(None)
-    else:
-        log._drift_cost.append(max(0.0, actual - what_if) if gained > 0 else 0.0)
+    cost: float | None = None
+    material: bool | None = None
+    if key is not None and key in log.runs:
+        before = log.drift_cols["prev_call"][k]
+        cost, material = drift_cost(
+            log.built[before],
+            log.built[i],
+            log.drift_cols["cause"][k],
+            log.runs[key].cols,
+            log._prices_of[key],
+        )
+    log._drift_cost.append(cost)
+    log._drift_material.append(material)
 
 
 def _miss_of(
@@ -162,31 +113,18 @@ def _miss_of(
     sim_detail: str,
     paid: float | None,
 ) -> None:
-    """One step of :func:`cacheviz.costs._misses`."""
-    cols = log.call_cols
+    """:func:`cacheviz.costs.next_miss` for call ``i``."""
     cc = log.cost_cols
-    calls = log.calls
-    namespace = cols["namespace"][i]
-    source = cols["prev_call"][i]
-    if source is None or cols["namespace"][source] != namespace:
-        source = log._miss_ns.get(namespace)
-    log._miss_ns[namespace] = i
-    miss = miss_at(
-        calls,
+    miss = next_miss(
+        log.calls,
+        log.call_cols,
         i,
-        source,
-        line=cols["prefix_tokens"][i],
-        ttl_evidence=cols["ttl_seconds"][i],
+        log._miss_ns,
         predicted=predicted,
         sim_detail=sim_detail,
-        hidden=cols["unlogged_tokens"][i],
-        verdict=cols["provider_verdict"][i],
-        missed=cols["provider_missed_tokens"][i],
-        rebuild=cols["rebuild"][i],
-        thread=cols["thread"][i],
         paid=paid,
         prices_of=log._prices_of,
-        holds=UNLOGGED_HOLDS.get(native.NAME, _UNLOGGED_DEFAULT),
+        holds=unlogged_holds(native.NAME),
     )
     log._own_miss.append(miss.own)
     if miss.row is not None:

@@ -48,12 +48,37 @@ def waste_usd(
     ideal: Sequence[float | None],
 ) -> float | None:
     """The session's waste: :func:`call_waste` summed (``None`` when no call has one)."""
-    values = [
-        w
-        for w in map(call_waste, billed, simulated, ideal)
-        if w is not None  # a call without either cost adds nothing
-    ]
-    return float(sum(values)) if values else None
+    found = WasteSum()
+    found.add(billed, simulated, ideal)
+    return found.total()
+
+
+class WasteSum:
+    """:func:`waste_usd` of calls added a few at a time (the live inspector's header).
+
+    Shared by :func:`waste_usd`: the same calls give the same sum, whichever way added.
+    """
+
+    def __init__(self) -> None:
+        self.values: list[float] = []
+        """The waste of each call that has one, in call order."""
+
+    def add(
+        self,
+        billed: Sequence[float | None],
+        simulated: Sequence[float | None],
+        ideal: Sequence[float | None],
+    ) -> None:
+        """Add the next calls: their billed, simulated and ideal costs."""
+        self.values += [
+            w
+            for w in map(call_waste, billed, simulated, ideal)
+            if w is not None  # a call without either cost adds nothing
+        ]
+
+    def total(self) -> float | None:
+        """The waste of the calls added (``None`` when no call has one)."""
+        return float(sum(self.values)) if self.values else None
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,13 +104,41 @@ def hit_ratio(read: Sequence[int | None], input_tokens: Sequence[int | None]) ->
     >>> hit_ratio([None], [1000]).tokens is None
     True
     """
-    pairs = [
-        (r, n) for r, n in zip(read, input_tokens, strict=True) if r is not None and n is not None
-    ]
-    if not pairs:
-        return HitRatio(None, None, 0)
-    tokens = token_hit_ratio(sum(r for r, _ in pairs), sum(n for _, n in pairs))
-    return HitRatio(tokens, sum(r > 0 for r, _ in pairs) / len(pairs), len(pairs))
+    sums = HitRatioSums()
+    sums.add(read, input_tokens)
+    return sums.ratio()
+
+
+@dataclass(slots=True)
+class HitRatioSums:
+    """:func:`hit_ratio`'s sums, of calls added a few at a time (the live inspector's).
+
+    Shared by :func:`hit_ratio`: the same calls give the same ratios, whichever way added.
+    """
+
+    read: int = 0
+    """Cache-read tokens of the calls that report both counts."""
+    total: int = 0
+    """Their inclusive input tokens."""
+    pairs: int = 0
+    """How many calls report both."""
+    hits: int = 0
+    """How many of those read anything."""
+
+    def add(self, read: Sequence[int | None], input_tokens: Sequence[int | None]) -> None:
+        """Add the next calls: their reported cache reads and inclusive inputs."""
+        for r, n in zip(read, input_tokens, strict=True):
+            if r is not None and n is not None:
+                self.read += r
+                self.total += n
+                self.pairs += 1
+                self.hits += r > 0
+
+    def ratio(self) -> HitRatio:
+        """The hit ratios of the calls added."""
+        if not self.pairs:
+            return HitRatio(None, None, 0)
+        return HitRatio(token_hit_ratio(self.read, self.total), self.hits / self.pairs, self.pairs)
 
 
 def percent(value: float | None, digits: int = 0) -> str:
@@ -93,4 +146,12 @@ def percent(value: float | None, digits: int = 0) -> str:
     return "n/a" if value is None else f"{value:.{digits}%}"
 
 
-__all__ = ["HitRatio", "call_waste", "hit_ratio", "percent", "waste_usd"]
+__all__ = [
+    "HitRatio",
+    "HitRatioSums",
+    "WasteSum",
+    "call_waste",
+    "hit_ratio",
+    "percent",
+    "waste_usd",
+]

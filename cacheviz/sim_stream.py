@@ -20,6 +20,7 @@ from cacheviz.pricing import PriceBook, RateCache
 from cacheviz.providers._base import CallResult, SimCall
 from cacheviz.simulate import (
     Simulation,
+    TokenScale,
     call_rates,
     make_simulator,
     provider_id,
@@ -111,8 +112,7 @@ class SimulationStream:
         self._pending = 0
         self.sources: list[str] = []
         self.error: Exception | None = None
-        self._scale_num = 0
-        self._scale_den = 0
+        self._scale = TokenScale()
         self._reported = 0
         self._matched = 0
         self.n = 0
@@ -128,10 +128,7 @@ class SimulationStream:
             origin = recorded[call.index]
             same = model is None or model == call.model
             result = self._replay.step(call)
-            if call.reported is not None and call.reported.input_tokens is not None and call.total:
-                ours = call.local_offsets[-1] if call.local_offsets else call.total
-                self._scale_num += call.reported.input_tokens * ours
-                self._scale_den += ours * ours
+            self._scale.add(call)
             rates = None
             if not self.self_hosted and self.error is None:
                 try:
@@ -183,9 +180,7 @@ class SimulationStream:
             self.frame(),
             self.sources,
             self_hosted=self.self_hosted,
-            token_scale=self._scale_num / self._scale_den
-            if self._scale_den and self._scale_num is not None
-            else None,
+            token_scale=self._scale.value(),
             score=self._matched / self._reported if self._reported else None,
             rules=self.rules,
         )

@@ -33,7 +33,7 @@ import polars as pl
 
 from cacheviz import _schema, providers
 from cacheviz._seq import common_prefix
-from cacheviz.calibrate import unlogged_versions
+from cacheviz.calibrate import next_version
 from cacheviz.errors import CacheVizDeprecationWarning, SimulationError, UnknownModelError
 from cacheviz.pricing import PriceBook, RateCache, Rates
 from cacheviz.providers._base import Breakpoint, CallResult, SimCall, Simulator
@@ -115,32 +115,91 @@ def sim_calls_of(
     """
     own = local_offsets or offsets
     axis = own if local else offsets
-    threads, ttls = cols["thread"], cols["ttl_seconds"]
-    explicit = [_explicit(p) for p in cols["provider"]]
-    versions = _unlogged_versions(calls, cols, explicit)
-    warm = _warm_heads(cols, explicit)
-    out: list[SimCall] = []
-    previous: SimCall | None = None
-    clock = 0.0
-    for i, (call, thread, encoding) in enumerate(
-        zip(calls, threads, cols["encoding"], strict=True)
-    ):
-        current = next_sim_call(
-            call,
-            previous,
-            thread=thread,
-            version=versions[i],
-            clock=clock,
+    walk = SimCallWalk()
+    return [
+        walk.step(
+            calls,
+            cols,
+            i,
             offsets=axis[i],
             cache=caches[encoding],
             local_offsets=None if axis is own else own[i],
-            ttl_hint=ttls[i],
-            warm_tokens=warm[i],
         )
-        clock = current.clock
-        out.append(current)
-        previous = current
-    return out
+        for i, encoding in enumerate(cols["encoding"])
+    ]
+
+
+@dataclass
+class SimCallWalk:
+    """What :func:`sim_calls_of` carries from one call to the next.
+
+    Each thread's unlogged-prefix version (:func:`cacheviz.calibrate.next_version`) and
+    warm head (:func:`next_warm_head`), the replay's clock and its latest call;
+    :class:`cacheviz.incremental.LiveLog` keeps one across appends.
+    """
+
+    versions: dict[str, int] = field(default_factory=dict)
+    warm_first: dict[str, int] = field(default_factory=dict)
+    clock: float = 0.0
+    previous: SimCall | None = None
+    shortest: float = field(default_factory=lambda: shortest_ttl())
+    """:func:`shortest_ttl`, the TTL of a thread that shows none."""
+
+    def step(
+        self,
+        calls: Sequence[Call],
+        cols: dict[str, list[Any]],
+        i: int,
+        *,
+        offsets: list[int],
+        cache: TokenCache,
+        local_offsets: list[int] | None,
+    ) -> SimCall:
+        """The :class:`SimCall` of call ``i``, which follows the calls stepped before.
+
+        Parameters
+        ----------
+        calls
+            The session's calls.
+        cols
+            The :data:`SIM_INPUTS` columns, at least call ``i``'s.
+        i
+            The call (the calls before it were stepped, in order).
+        offsets
+            Its token offsets on the replay's axis (provider tokens, or the local
+            encoding's for a self-hosted engine).
+        cache
+            The token cache of its encoding.
+        local_offsets
+            Its offsets in the local encoding when ``offsets`` are not (the token scale
+            reads them), else ``None``.
+
+        Returns
+        -------
+        SimCall
+        """
+        thread = cols["thread"][i]
+        explicit = _explicit(cols["provider"][i])
+        version = next_version(
+            self.versions,
+            thread,
+            *version_evidence(calls, cols, i, explicit, self.shortest),
+            material_shortfall,
+        )
+        current = next_sim_call(
+            calls[i],
+            self.previous,
+            thread=thread,
+            version=version,
+            clock=self.clock,
+            offsets=offsets,
+            cache=cache,
+            local_offsets=local_offsets,
+            ttl_hint=cols["ttl_seconds"][i],
+            warm_tokens=next_warm_head(self.warm_first, cols, i, explicit),
+        )
+        self.clock, self.previous = current.clock, current
+        return current
 
 
 def next_sim_call(
@@ -158,10 +217,9 @@ def next_sim_call(
 ) -> SimCall:
     """The :class:`SimCall` of ``call``, which follows ``previous`` (``None``: the first).
 
-    ``version`` is its unlogged prefix's version (:func:`_unlogged_versions`), ``clock``
+    ``version`` is its unlogged prefix's version (:func:`version_evidence`), ``clock``
     the previous call's clock (a call without a time is one step later), ``offsets``
-    its token offsets on the replay's axis; shared by :func:`sim_calls` and
-    :mod:`cacheviz.live_costs`.
+    its token offsets on the replay's axis (:class:`SimCallWalk`).
     """
     hashes = call.hashes
     if version and call.message_start > 0:
@@ -203,22 +261,6 @@ def next_sim_call(
     )
 
 
-def _unlogged_versions(
-    calls: Sequence[Call], cols: dict[str, list[Any]], explicit: list[bool]
-) -> list[int]:
-    """Per call, the version of its unlogged prefix the reported reads show (calibrate.py).
-
-    ``cols`` holds the :data:`SIM_INPUTS` columns, ``explicit`` each call's
-    :func:`_explicit`.
-    """
-    shortest = shortest_ttl()
-    evidence = [version_evidence(calls, cols, i, explicit[i], shortest) for i in range(len(calls))]
-    unlogged, offered, read, gaps, ttls = zip(*evidence, strict=True) if evidence else ((),) * 5
-    return unlogged_versions(
-        cols["thread"], unlogged, offered, read, gaps, ttls, material_shortfall
-    )
-
-
 def version_evidence(
     calls: Sequence[Call], cols: dict[str, list[Any]], i: int, explicit: bool, shortest: float
 ) -> tuple[int | None, int | None, int | None, float | None, float]:
@@ -228,8 +270,9 @@ def version_evidence(
     breakpoints written before, ``explicit``: with an implicit longest-prefix cache a
     short read is as likely routing or eviction), the prefix it offered (at most its
     reported input), its reported read, the idle time since its thread's previous call,
-    and its TTL (``shortest`` when the thread shows none). Shared by :func:`sim_calls`
-    and :mod:`cacheviz.live_costs`.
+    and its TTL (``shortest`` when the thread shows none). The version of a call's
+    unlogged prefix is the one the reported reads show (:mod:`cacheviz.calibrate`,
+    :func:`~cacheviz.calibrate.unlogged_versions`); :class:`SimCallWalk` reads it.
     """
     prev = cols["prev_call"][i]
     gap = None if prev is None else idle_seconds(calls[i], calls[prev])
@@ -246,23 +289,17 @@ def version_evidence(
     )
 
 
-def _warm_heads(cols: dict[str, list[Any]], explicit: list[bool]) -> list[int]:
-    """Per call: tokens of its unlogged head cached before the session, from the evidence.
+def next_warm_head(
+    first: dict[str, int], cols: dict[str, list[Any]], i: int, explicit: bool
+) -> int:
+    """Call ``i``'s warm head: tokens of its unlogged head cached before the session.
 
     A thread's first call can only read entries written before the session began: when
     it reads part of its unlogged prefix (Claude Code's static system prompt and tools,
     shared by the user's sessions), that part is taken as warm for the whole thread.
     Explicit-breakpoint providers only (reads stop at breakpoints written before).
-    ``cols`` and ``explicit`` as for :func:`_unlogged_versions`.
+    ``cols`` holds the :data:`SIM_INPUTS` columns; ``first`` (per thread) is updated.
     """
-    first: dict[str, int] = {}
-    return [next_warm_head(first, cols, i, explicit[i]) for i in range(len(cols["thread"]))]
-
-
-def next_warm_head(
-    first: dict[str, int], cols: dict[str, list[Any]], i: int, explicit: bool
-) -> int:
-    """Call ``i``'s warm head (:func:`_warm_heads`); ``first`` (per thread) is updated."""
     thread = cols["thread"][i]
     if cols["prev_call"][i] is None and thread not in first:
         first[thread] = warm_head(
@@ -275,7 +312,7 @@ def next_warm_head(
 
 
 def warm_head(explicit: bool, rebuilt: bool, hidden: int | None, read: int | None) -> int:
-    """A thread's warm head (:func:`_warm_heads`) from its first call's columns."""
+    """A thread's warm head (:func:`next_warm_head`) from its first call's columns."""
     usable = explicit and rebuilt and hidden and read
     return read if usable and read is not None and hidden is not None and read <= hidden else 0
 
@@ -283,7 +320,7 @@ def warm_head(explicit: bool, rebuilt: bool, hidden: int | None, read: int | Non
 def shortest_ttl() -> float:
     """The shortest entry lifetime any provider gives (0 when none does).
 
-    Without evidence, a gap within it is no expiry (:func:`_unlogged_versions`).
+    Without evidence, a gap within it is no expiry (:func:`version_evidence`).
     """
     return min(
         (p.default_ttl_seconds for p in providers.profiles() if p.default_ttl_seconds),
@@ -417,15 +454,35 @@ def _token_scale(calls: Sequence[SimCall]) -> float | None:
     The simulated counts are already in provider tokens (calibrated per call); this says
     how far the local count of the rebuilt requests was from the provider's.
     """
-    pairs = [
-        (c.reported.input_tokens, c.local_offsets[-1] if c.local_offsets else c.total)
-        for c in calls
-        if c.reported is not None and c.reported.input_tokens is not None and c.total
-    ]
-    denominator = sum(ours * ours for _, ours in pairs)
-    if not pairs or not denominator:
-        return None
-    return sum(theirs * ours for theirs, ours in pairs) / denominator
+    scale = TokenScale()
+    for call in calls:
+        scale.add(call)
+    return scale.value()
+
+
+@dataclass(slots=True)
+class TokenScale:
+    """:func:`_token_scale`'s sums, of replayed calls added one at a time.
+
+    Shared by :class:`Replay` and :class:`cacheviz.sim_stream.SimulationStream`.
+    """
+
+    products: int = 0
+    """Reported inclusive input times the local count, summed."""
+    squares: int = 0
+    """The local count squared, summed."""
+
+    def add(self, call: SimCall) -> None:
+        """Add ``call`` when it reports its inclusive input (and sent tokens)."""
+        reported = call.reported
+        if reported is not None and reported.input_tokens is not None and call.total:
+            ours = call.local_offsets[-1] if call.local_offsets else call.total
+            self.products += reported.input_tokens * ours
+            self.squares += ours * ours
+
+    def value(self) -> float | None:
+        """Reported input per local token (``None``: no call reports it)."""
+        return self.products / self.squares if self.squares else None
 
 
 def simulate(

@@ -155,13 +155,58 @@ def assign_threads(
     if mode == "model+prefix":
         return [f"{call.model}:{prefix_hash(call)[:6]}" for call in calls], hints
 
-    names: list[str] = []
-    parents: list[str | None] = []
-    latest: dict[str, int] = {}  # thread -> index of its latest call (most recent last)
-    sizes: dict[str, int] = {}
-    first: dict[str, int] = {}
-    per_model: dict[str, int] = {}
-    for i, call in enumerate(calls):
+    walk = ThreadWalk()
+    names = [walk.step(i, call, calls, offsets, tokens_of)[0] for i, call in enumerate(calls)]
+    renamed, tree = walk.named()
+    return [renamed[n] for n in names], [tree[renamed[n]] for n in names]
+
+
+@dataclasses.dataclass
+class ThreadWalk:
+    """:func:`assign_threads` (mode ``auto``), one call at a time.
+
+    Finds each call's thread among the threads of the calls stepped before, and keeps
+    what :func:`name_threads` reads of them; :class:`cacheviz.incremental.LiveLog` keeps
+    one across appends.
+    """
+
+    latest: dict[str, int] = dataclasses.field(default_factory=dict)
+    """Each thread's latest call (the most recent thread last)."""
+    first: dict[str, int] = dataclasses.field(default_factory=dict)
+    """Each thread's first call."""
+    per_model: dict[str, int] = dataclasses.field(default_factory=dict)
+    """New (unhinted) threads per model, for their names."""
+    parents: dict[str, str | None] = dataclasses.field(default_factory=dict)
+    """Each thread's parent, as recorded at its first call."""
+    hinted: set[str] = dataclasses.field(default_factory=set)
+    """The threads the transcript names."""
+    logged: set[str] = dataclasses.field(default_factory=set)
+    """The threads whose parent the transcript names."""
+    totals: ThreadTotals = dataclasses.field(default_factory=lambda: ThreadTotals())
+
+    def step(
+        self,
+        i: int,
+        call: Call,
+        calls: Sequence[Call],
+        offsets: Sequence[Sequence[int]],
+        tokens_of: TokensOf,
+    ) -> tuple[str, str | None]:
+        """The thread of call ``i`` (its name before :meth:`named`) and its parent.
+
+        Parameters
+        ----------
+        i, call
+            The call and its index; the calls before it were stepped, in order.
+        calls, offsets, tokens_of
+            As for :func:`assign_threads` (at least the calls up to ``i``).
+
+        Returns
+        -------
+        tuple
+            The thread's name and the parent thread it records for this call (``None``).
+        """
+        latest, sizes = self.latest, self.totals.sizes
         parent = call.parent_hint
         name: str | None
         if call.thread_hint is not None:
@@ -169,28 +214,29 @@ def assign_threads(
         else:
             name = _best_thread(i, call, calls, offsets, tokens_of, latest)
             if name is None:
-                count = per_model.get(call.model, 0) + 1
-                per_model[call.model] = count
+                count = self.per_model.get(call.model, 0) + 1
+                self.per_model[call.model] = count
                 name = call.model if count == 1 else f"{call.model}#{count}"
                 while name in latest:  # a hinted thread took the name
                     name += "'"
-        if name not in latest and parent is None and names and call.thread_hint != ROOT:
+        if name not in latest and parent is None and sizes and call.thread_hint != ROOT:
+            first = self.first
             parent = max(sizes, key=lambda t: (sizes[t], -first[t]))
         latest.pop(name, None)
         latest[name] = i
-        sizes[name] = sizes.get(name, 0) + 1
-        first.setdefault(name, i)
-        names.append(name)
-        parents.append(parent if parent != name else None)
-    # a thread's parent is the one recorded at its first call
-    first_parent: dict[str, str | None] = {}
-    for name, parent in zip(names, parents, strict=True):
-        first_parent.setdefault(name, parent)
-    hinted = {n for n, call in zip(names, calls, strict=True) if call.thread_hint is not None}
-    logged = {n for n, call in zip(names, calls, strict=True) if call.parent_hint is not None}
-    weights = [offsets[i][-1] for i in range(len(calls))]
-    renamed, tree = name_threads(calls, names, first_parent, hinted, logged, weights)
-    return [renamed[n] for n in names], [tree[renamed[n]] for n in names]
+        self.first.setdefault(name, i)
+        self.totals.add(i, name, call.model, offsets[i][-1])
+        parent = parent if parent != name else None
+        self.parents.setdefault(name, parent)
+        if call.thread_hint is not None:
+            self.hinted.add(name)
+        if call.parent_hint is not None:
+            self.logged.add(name)
+        return name, parent
+
+    def named(self) -> tuple[dict[str, str], dict[str, str | None]]:
+        """:func:`name_threads` of the calls stepped so far: new names and the tree."""
+        return name_from_totals(self.totals, self.parents, self.hinted, self.logged)
 
 
 def name_threads(
@@ -230,7 +276,7 @@ class ThreadTotals:
     """Per thread: calls, tokens sent, first and last call index, first model.
 
     What :func:`name_threads` reads of the calls; kept call by call by
-    :class:`cacheviz.incremental.LiveLog`.
+    :class:`ThreadWalk`.
     """
 
     sizes: dict[str, int] = dataclasses.field(default_factory=dict)

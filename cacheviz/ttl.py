@@ -53,13 +53,32 @@ def thread_ttls(calls: Sequence[Call], threads: Sequence[str]) -> dict[str, int 
     A thread whose calls show both (a 1-hour write and a 5-minute one) is taken at the
     shorter TTL: the entries that expire first decide when a gap costs a rewrite.
     """
-    seen: dict[str, set[int]] = {}
+    found = ThreadTTLs()
     for call, thread in zip(calls, threads, strict=True):
+        found.add(call, thread)
+    return found.ttls()
+
+
+class ThreadTTLs:
+    """:func:`thread_ttls` of calls added one at a time.
+
+    Shared by :func:`thread_ttls` and :class:`cacheviz.incremental.LiveLog`.
+    """
+
+    def __init__(self) -> None:
+        self.seen: dict[str, set[int]] = {}
+        """Per thread, the TTLs its calls show."""
+
+    def add(self, call: Call, thread: str) -> None:
+        """Add ``call``, of ``thread``."""
         ttl = call_ttl(call)
-        bucket = seen.setdefault(thread, set())
+        bucket = self.seen.setdefault(thread, set())
         if ttl is not None:
             bucket.add(ttl)
-    return {thread: (min(values) if values else None) for thread, values in seen.items()}
+
+    def ttls(self) -> dict[str, int | None]:
+        """Per thread: the TTL the calls added show (``None``: no evidence)."""
+        return {thread: (min(values) if values else None) for thread, values in self.seen.items()}
 
 
 def idle_seconds(call: Call, source: Call | None) -> float | None:
@@ -77,4 +96,4 @@ def idle_seconds(call: Call, source: Call | None) -> float | None:
     return (until - source.ts).total_seconds()
 
 
-__all__ = ["call_ttl", "idle_seconds", "thread_ttls"]
+__all__ = ["ThreadTTLs", "call_ttl", "idle_seconds", "thread_ttls"]

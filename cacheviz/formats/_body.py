@@ -9,7 +9,7 @@ previous lines when unchanged; :func:`call_from_body` turns the body into a :cla
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -263,19 +263,56 @@ def read_body_lines(
     """
     reader = LineReader(path, errors=errors)
     store = BlockStore()
-    calls: list[Call] = []
     refs: list[ObjectScan] = []
+    calls = body_calls(
+        reader, reader.lines(), make_call, refs, store, expected=expected, body_path=body_path
+    )
+    return reader.session(fmt, calls, store)
+
+
+def body_calls(
+    reader: LineReader,
+    lines: Iterable[tuple[int, str]],
+    make_call: LineCall,
+    refs: list[ObjectScan],
+    store: BlockStore,
+    *,
+    expected: str,
+    body_path: str = "request",
+) -> list[Call]:
+    """The calls of ``lines``, in the order read (:func:`read_body_lines`'s loop).
+
+    Also :class:`cacheviz.incremental.LiveLog`'s, on the lines appended to a log.
+
+    Parameters
+    ----------
+    reader
+        Its error policy handles a bad line and corrupt usage counts.
+    lines
+        ``(line number, text)`` of each line (:meth:`LineReader.lines`).
+    make_call, expected, body_path
+        As for :func:`read_body_lines`.
+    refs, store
+        The recent request bodies (byte-prefix references) and the blocks read so far,
+        extended.
+
+    Returns
+    -------
+    list of Call
+        Each with its ``line``; index not set.
+    """
+    calls: list[Call] = []
     with reader.usage_policy() as done:
-        for lineno, text in reader.lines():
-            call = _one_line(reader, lineno, text, make_call, refs, store, expected, body_path)
+        for lineno, text in lines:
+            call = call_of_line(reader, lineno, text, make_call, refs, store, expected, body_path)
             done(lineno)
             if call is not None:
                 call.line = lineno
                 calls.append(call)
-    return reader.session(fmt, calls, store)
+    return calls
 
 
-def _one_line(
+def call_of_line(
     reader: LineReader,
     lineno: int,
     text: str,
@@ -285,7 +322,12 @@ def _one_line(
     expected: str,
     body_path: str,
 ) -> Call | None:
-    """One line's call, or ``None`` (not a call, or a bad line under ``errors="skip"``)."""
+    """One line's call, or ``None`` (not a call, or a bad line under ``errors="skip"``).
+
+    ``make_call(text, refs, store, reader)`` reads the line; an error it raises goes
+    through ``reader``'s policy, its reason ending with ``expected`` (what a line should
+    be) or naming the field under ``body_path`` (where the body sits in a line).
+    """
     try:
         return make_call(text, refs, store, reader)
     except JSONSyntaxError as exc:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import os
 import warnings
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from datetime import datetime
@@ -95,39 +95,23 @@ class LineReader:
             if size > WINDOW:
                 _raise_mmap_threshold()
             progress = PROGRESS.get()
-            reported = 0
-            lineno = 0
-            held: list[tuple[int, str]] = []  # whitespace-only lines, until text shows up
-            content = False  # whether a byte other than whitespace was seen
-            for offset, raw, ended in _file_lines(handle, size, WINDOW):
-                if progress is not None and offset - reported >= _PROGRESS_STEP:
-                    progress(offset, size)
-                    reported = offset
-                lineno += 1
-                if not ended:
-                    self._open_line = lineno
-                if not raw:
-                    continue
-                spaces = raw[0] in _SPACE and bytes(raw).isspace()
-                if spaces and raw[0] in _BLANK:
-                    continue  # a blank line
-                if not content:
-                    if spaces:  # e.g. a form feed: read it unless the file is all spaces
-                        held.append((lineno, str(raw, "ascii")))
-                        continue
-                    content = True
-                    yield from held
-                    held.clear()
-                try:
-                    text = str(raw, "utf-8")
-                except UnicodeDecodeError as exc:
-                    reason = f"not valid UTF-8 at byte {exc.start + 1}; re-save the file as UTF-8"
-                    self.fail(lineno, reason)
-                    continue
+
+            def numbered() -> Iterator[tuple[int, memoryview | bytes]]:
+                reported = 0
+                for lineno, (offset, raw, ended) in enumerate(_file_lines(handle, size, WINDOW), 1):
+                    if progress is not None and offset - reported >= _PROGRESS_STEP:
+                        progress(offset, size)
+                        reported = offset
+                    if not ended:
+                        self._open_line = lineno
+                    yield lineno, raw
+
+            kept = LineFilter(self)
+            for lineno, text in kept.texts(numbered()):
                 if lineno == self._open_line:
                     self._open_text = text
                 yield lineno, text
-            if not content:
+            if not kept.content:
                 msg = "file is empty; expected one JSON object per line"
                 raise TranscriptError(msg, path=self.path)
         if progress is not None:
@@ -218,6 +202,55 @@ class LineReader:
             )
         skipped = [*self.skipped, *([self.torn] if self.torn is not None else [])]
         return Session(self.path, fmt, ordered, store.contents, store.blocks, skipped, self.ignored)
+
+
+class LineFilter:
+    """Which lines of a log are read, as text (:meth:`LineReader.lines`).
+
+    A blank line is left out. A line of whitespace only that does not start like a blank
+    one (a form feed, say) is held until a line with other text shows up: a file of
+    whitespace only is empty. A line that is not UTF-8 goes through the reader's error
+    policy. :class:`cacheviz.incremental.LiveLog` keeps one across the appends to a log.
+
+    Parameters
+    ----------
+    reader
+        The log's reader.
+    """
+
+    def __init__(self, reader: LineReader) -> None:
+        self.reader = reader
+        self.content = False
+        """Whether a line with text other than whitespace was read."""
+        self.held: list[tuple[int, str]] = []
+        """The whitespace-only lines read before it (``(line number, text)``)."""
+
+    def texts(self, lines: Iterable[tuple[int, memoryview | bytes]]) -> Iterator[tuple[int, str]]:
+        """``(line number, text)`` of each line of ``lines`` that is read, in order.
+
+        ``lines`` are ``(line number, bytes)``, the newline left out.
+        """
+        held = self.held
+        for lineno, raw in lines:
+            if not raw:
+                continue
+            spaces = raw[0] in _SPACE and bytes(raw).isspace()
+            if spaces and raw[0] in _BLANK:
+                continue  # a blank line
+            if not self.content:
+                if spaces:  # e.g. a form feed: read it unless the file is all spaces
+                    held.append((lineno, str(raw, "ascii")))
+                    continue
+                self.content = True
+                yield from held
+                held.clear()
+            try:
+                text = str(raw, "utf-8")
+            except UnicodeDecodeError as exc:
+                reason = f"not valid UTF-8 at byte {exc.start + 1}; re-save the file as UTF-8"
+                self.reader.fail(lineno, reason)
+                continue
+            yield lineno, text
 
 
 _Lines = Iterator[tuple[int, memoryview | bytes, bool]]

@@ -226,8 +226,18 @@ def _check_message(record: dict[str, Any], field: str = "") -> dict[str, Any]:
     return record
 
 
-class _Chat:
-    """The state of reading one session: the conversation, its spans and the calls."""
+class ChatReader:
+    """The state of reading one session: the conversation, its spans and the calls.
+
+    Also :mod:`cacheviz.formats.gemini_json`'s, for each chat of an export.
+
+    Parameters
+    ----------
+    reader
+        The file's reader (error policy, counts).
+    store
+        The blocks read so far.
+    """
 
     def __init__(self, reader: LineReader, store: BlockStore) -> None:
         self.reader = reader
@@ -240,6 +250,13 @@ class _Chat:
         self.calls: list[Call] = []
 
     def add(self, lineno: int, record: Any) -> None:
+        """Read record ``record`` of line ``lineno`` (a message, a patch or metadata).
+
+        Raises
+        ------
+        ValueError
+            The record is none of these (the reader's error policy handles it).
+        """
         if not isinstance(record, dict):
             msg = f"the line is {json_type(record)}; expected a Gemini CLI record object"
             raise ValueError(msg)
@@ -377,6 +394,6 @@ def read(path: Path, *, errors: str = "raise") -> Session:
     store = BlockStore()
     reader = LineReader(path, errors=errors)
     reader.rebuilds = True  # each request is rebuilt from the lines before it
-    state = _Chat(reader, store)
+    state = ChatReader(reader, store)
     reader.each_record(state.add, "expected one Gemini CLI record per line")
     return reader.session(NAME, state.calls, store)

@@ -23,7 +23,7 @@ from cacheviz._jsonspan import json_type
 from cacheviz.errors import TranscriptError
 from cacheviz.formats._conversation import Thread
 from cacheviz.formats._lines import LineReader
-from cacheviz.formats.gemini_cli import _Chat
+from cacheviz.formats.gemini_cli import ChatReader
 from cacheviz.model import Call, Session
 from cacheviz.segment import BlockStore
 
@@ -95,7 +95,7 @@ def session_of_subagent(chat: Path) -> Path | None:
     return owners[0] if owners else None
 
 
-class _ChatOf(_Chat):
+class _ChatOf(ChatReader):
     """A Gemini CLI chat whose threads carry a prefix (a sub-agent's own threads)."""
 
     def __init__(self, reader: LineReader, store: BlockStore, prefix: str) -> None:

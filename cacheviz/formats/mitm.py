@@ -30,7 +30,7 @@ from typing import Any
 from cacheviz._jsonspan import ObjectScan
 from cacheviz.errors import TranscriptError
 from cacheviz.formats import claude_trace, openai_log
-from cacheviz.formats._body import _one_line
+from cacheviz.formats._body import call_of_line
 from cacheviz.formats._lines import LineReader
 from cacheviz.model import Call, Session
 from cacheviz.segment import BlockStore
@@ -280,7 +280,9 @@ def read(path: Path, *, errors: str = "raise") -> Session:
                     return claude_trace._call(text, refs, store, reader)
                 return openai_log._call(text, True, refs, store, reader)
 
-            call = _one_line(reader, number, text, make, refs, store, _EXPECTED, "request.content")
+            call = call_of_line(
+                reader, number, text, make, refs, store, _EXPECTED, "request.content"
+            )
             done(number)
             if call is not None:
                 call.line = number

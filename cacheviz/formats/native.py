@@ -6,11 +6,19 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
 from cacheviz._jsonspan import ObjectScan, json_type
-from cacheviz.formats._body import call_from_body, first_record, read_body_lines, scan_line
+from cacheviz.formats._body import (
+    body_calls,
+    call_from_body,
+    first_record,
+    read_body_lines,
+    scan_line,
+)
+from cacheviz.formats._lines import LineReader
 from cacheviz.formats._time import parse_ts
 from cacheviz.model import Call, Session
 from cacheviz.segment import BlockStore
@@ -94,13 +102,38 @@ def read(path: Path, *, errors: str = "raise") -> Session:
     TranscriptError
         On the first bad line (``errors="raise"``) or when no call could be read.
     """
-    return read_body_lines(
-        path,
-        errors,
-        NAME,
-        lambda text, refs, store, _: _call_from_line(text, refs, store),
-        expected=_EXPECTED,
-    )
+    return read_body_lines(path, errors, NAME, _line_call, expected=_EXPECTED)
+
+
+def calls_from_lines(
+    reader: LineReader,
+    lines: Iterable[tuple[int, str]],
+    refs: list[ObjectScan],
+    store: BlockStore,
+) -> list[Call]:
+    """The calls of some lines of a cacheviz request log, as :func:`read` reads them.
+
+    For :class:`cacheviz.incremental.LiveLog`, which reads a growing log's new lines.
+
+    Parameters
+    ----------
+    reader
+        The log's reader: its error policy handles a bad line.
+    lines
+        ``(line number, text)`` of each line.
+    refs, store
+        The recent request bodies and the blocks read from the earlier lines, extended.
+
+    Returns
+    -------
+    list of Call
+        In the order of the lines, each with its ``line``; index not set.
+    """
+    return body_calls(reader, lines, _line_call, refs, store, expected=_EXPECTED)
+
+
+def _line_call(text: str, refs: list[ObjectScan], store: BlockStore, _reader: Any) -> Call:
+    return _call_from_line(text, refs, store)
 
 
 _EXPECTED = "expected one JSON object per line with `request`, `model`, `provider` (docs/format.md)"
@@ -126,4 +159,4 @@ def record_line(
     return json.dumps(body, ensure_ascii=False, separators=(",", ":"))
 
 
-__all__ = ["DESCRIPTION", "NAME", "detect", "read", "record_line"]
+__all__ = ["DESCRIPTION", "NAME", "calls_from_lines", "detect", "read", "record_line"]

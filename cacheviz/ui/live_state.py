@@ -23,10 +23,9 @@ from typing import TYPE_CHECKING, Any
 import polars as pl
 
 from cacheviz import _schema
-from cacheviz._schema import hit_ratio as token_hit_ratio
 from cacheviz.errors import CacheVizError
 from cacheviz.incremental import LiveLog
-from cacheviz.metrics import HitRatio, call_waste
+from cacheviz.metrics import HitRatioSums, WasteSum
 from cacheviz.model import OPAQUE
 from cacheviz.sim_stream import SimulationStream, append_rows
 from cacheviz.simulate import compare_row
@@ -76,7 +75,7 @@ class LiveState:
         self._thread_last: dict[str, int] = {}
         self._threads: list[str] = []
         self._appended = False
-        self._reported, self._replayed, self._waste = _Running(), _Running(), _Waste()
+        self._reported, self._replayed, self._waste = HitRatioSums(), HitRatioSums(), WasteSum()
         self.delta: tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame] | None = None
 
     def choose(
@@ -188,15 +187,10 @@ class LiveState:
 
     def _simulation(self, analysis: Analysis, target: state.Target) -> Simulation:
         """:func:`cacheviz.ui.state.simulate_target`, from a stream."""
-        rules = target.rules()
-        own = analysis.own_simulation
-        if (
-            own is not None
-            and target.model is None
-            and not rules
-            and own.provider == target.provider
-        ):
+        own = state.own_simulation_of(analysis, target)
+        if own is not None:
             return own
+        rules = target.rules()
         key = f"target|{target.provider}|{target.model}|{sorted(rules.items())}"
         stream = self._stream(key, target.provider, target.model, **rules)
         if isinstance(stream, Exception):
@@ -242,7 +236,7 @@ class LiveState:
         if not self._appended:
             start, old = 0, None
             self._thread_last, self._threads = {}, []
-            self._reported, self._replayed, self._waste = _Running(), _Running(), _Waste()
+            self._reported, self._replayed, self._waste = HitRatioSums(), HitRatioSums(), WasteSum()
         self._timeline_mode = (mode, idle)
         n = analysis.calls.height
         timeline = self._timeline_rows(analysis, start, mode, idle)
@@ -380,48 +374,6 @@ class LiveState:
                 else:
                     out["end"][-1] = max(out["end"][-1], end)
         return pl.DataFrame(out, schema=_SHAPE_SCHEMA)
-
-
-@dataclasses.dataclass
-class _Running:
-    """:func:`cacheviz.metrics.hit_ratio`'s sums, kept as rows arrive (the same ratios)."""
-
-    read: int = 0
-    total: int = 0
-    pairs: int = 0
-    hits: int = 0
-
-    def add(self, reads: list[int | None], totals: list[int | None]) -> None:
-        for read, total in zip(reads, totals, strict=True):
-            if read is not None and total is not None:
-                self.read += read
-                self.total += total
-                self.pairs += 1
-                self.hits += read > 0
-
-    def ratio(self) -> HitRatio:
-        if not self.pairs:
-            return HitRatio(None, None, 0)
-        return HitRatio(token_hit_ratio(self.read, self.total), self.hits / self.pairs, self.pairs)
-
-
-@dataclasses.dataclass
-class _Waste:
-    """:func:`cacheviz.metrics.waste_usd`, summed as rows arrive (in the same order)."""
-
-    sum: float | int = 0
-    seen: bool = False
-
-    def add(
-        self, billed: list[float | None], simulated: list[float | None], ideal: list[float | None]
-    ) -> None:
-        for waste in map(call_waste, billed, simulated, ideal):
-            if waste is not None:
-                self.sum += waste
-                self.seen = True
-
-    def total(self) -> float | None:
-        return float(self.sum) if self.seen else None
 
 
 def _sim_call_for(stream: SimulationStream, call: SimCall, log: LiveLog) -> SimCall:

@@ -151,11 +151,22 @@ class InspectorState:
 
 def simulate_target(analysis: Analysis, target: Target) -> Simulation:
     """The target's simulation; the analysis's own one when it is the same replay."""
-    rules = target.rules()
-    own = analysis.own_simulation
-    if own is not None and target.model is None and not rules and own.provider == target.provider:
+    own = own_simulation_of(analysis, target)
+    if own is not None:
         return own
-    return analysis.simulate(target.provider, target.model, unpriced="skip", **rules)
+    return analysis.simulate(target.provider, target.model, unpriced="skip", **target.rules())
+
+
+def own_simulation_of(analysis: Analysis, target: Target) -> Simulation | None:
+    """The analysis's own simulation when it is ``target``'s replay, else ``None``.
+
+    It is when the target is the recorded provider's default rules on each call's own
+    model. Shared by :func:`simulate_target` and :class:`cacheviz.ui.live_state.LiveState`.
+    """
+    own = analysis.own_simulation
+    if own is None or target.model is not None or target.rules():
+        return None
+    return own if own.provider == target.provider else None
 
 
 def unpriced_status(analysis: Analysis, target: Target, simulation: Simulation | None) -> str:
@@ -244,6 +255,7 @@ __all__ = [
     "comparison_targets",
     "default_target",
     "model_choices",
+    "own_simulation_of",
     "rebuild",
     "resolve_target",
     "simulate_target",

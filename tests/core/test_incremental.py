@@ -265,10 +265,10 @@ def test_thread_names_from_running_totals_are_name_threads(tmp_path, seed):
         if not live.calls:
             continue
         weights = [offsets[-1] for offsets in live.local]
-        want = name_threads(
-            live.calls, live.raw, live._first_parent, live._hinted, live._logged, weights
-        )
-        assert name_from_totals(live._agg, live._first_parent, live._hinted, live._logged) == want
+        walk = live._threads
+        want = name_threads(live.calls, live.raw, walk.parents, walk.hinted, walk.logged, weights)
+        assert name_from_totals(walk.totals, walk.parents, walk.hinted, walk.logged) == want
+        assert walk.named() == want
 
 
 def test_whitespace_lines_are_read_as_the_loader_reads_them(tmp_path):
