@@ -32,7 +32,6 @@ READS = {
     "cacheviz.formats.claude_trace._call": "mitm reads each flow as a claude-trace line",
     "cacheviz.formats.openai_log._call": "mitm reads each flow as an OpenAI capture line",
     "cacheviz.formats.cline._Task": "cline_ui's task reader extends cline's",
-    "cacheviz.ui.views._miss_of": "ui.report shows a miss as the inspector does",
 }
 # private modules imported from outside their package, each with why
 MODULES = {
