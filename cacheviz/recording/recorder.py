@@ -2,10 +2,11 @@
 
 ``with cacheviz.record("run.jsonl"):`` appends every Messages, Chat Completions and
 Responses call sent inside it (sync or async, streaming or not) to a cacheviz request
-log (docs/format.md). The hook sits in the HTTP client both SDKs share (``httpx2`` in the
-current releases, ``httpx`` in older ones): ``Client.send`` / ``AsyncClient.send`` are
-wrapped while a recorder is active, and the response stream is teed, so the caller
-reads it as it arrives and cacheviz keeps only the usage. Headers (the API key) are
+log (docs/format.md). The hook sits in the HTTP client the SDKs send through (``httpx2``
+from anthropic 1.0 and openai 3.0 on, ``httpx`` before; one process may use both):
+``Client.send`` / ``AsyncClient.send`` of each one installed are wrapped while a recorder
+is active, and the response stream is teed, so the caller reads it as it arrives and
+cacheviz keeps only the usage. Headers (the API key) are
 never written; secrets in bodies are redacted (``redact=``). See docs/recording.md.
 """
 
@@ -33,7 +34,7 @@ from cacheviz.recording.log import (
 from cacheviz.redact import redact
 
 F = TypeVar("F", bound=Callable[..., Any])
-HTTP_MODULES = ("httpx2", "httpx")  # the SDKs' HTTP client, newest first
+HTTP_MODULES = ("httpx2", "httpx")  # the SDKs' HTTP clients, newest first: both are hooked
 
 _lock = threading.Lock()
 _active: list[Recorder] = []

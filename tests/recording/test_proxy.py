@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 from fake_provider import ANTHROPIC_USAGE, OPENAI_CHAT_USAGE, TEXT, FakeProvider
+from sdk_majors import available_kinds
 
 pytest.importorskip("aiohttp", reason="the record extra is not installed")
 anthropic = pytest.importorskip("anthropic", reason="the record extra is not installed")
@@ -129,9 +130,10 @@ def test_real_sdks_through_the_proxy(proxy, fake):
             stream_options={"include_usage": True},
         )
         assert "".join(c.choices[0].delta.content or "" for c in chunks if c.choices) == TEXT
-        assert client.responses.create(model="gpt-4o", input="hi").output_text == TEXT
-    lines = proxy.lines(3)
-    assert [line["api"] for line in lines] == ["messages", "chat.completions", "responses"]
+        if "responses" in available_kinds():  # openai >= 1.66
+            assert client.responses.create(model="gpt-4o", input="hi").output_text == TEXT
+    lines = proxy.lines(len(available_kinds()))
+    assert [line["api"] for line in lines] == available_kinds()
     assert [line["request"] for line in lines] == [json.loads(r.body) for r in fake.received]
     assert lines[1]["response"]["usage"] == OPENAI_CHAT_USAGE
     assert all("error" not in line["response"] for line in lines)

@@ -19,6 +19,7 @@ from fake_provider import (
     TEXT,
     FakeProvider,
 )
+from sdk_majors import STREAM_CUT, available_kinds, count_tokens, kinds
 
 
 def run_async(coro):
@@ -30,7 +31,6 @@ def run_async(coro):
 
 anthropic = pytest.importorskip("anthropic", reason="the record extra is not installed")
 openai = pytest.importorskip("openai", reason="the record extra is not installed")
-httpx2 = pytest.importorskip("httpx2", reason="the record extra is not installed")
 
 from cacheviz import CacheVizWarning  # noqa: E402
 from cacheviz.recording import record  # noqa: E402
@@ -134,12 +134,11 @@ EXPECTED_USAGE = {
     "chat.completions": OPENAI_CHAT_USAGE,
     "responses": OPENAI_RESPONSES_USAGE,
 }
-KINDS = ["messages", "chat.completions", "responses"]
 
 
 @pytest.mark.parametrize("stream", [False, True], ids=["json", "sse"])
 @pytest.mark.parametrize("mode", ["sync", "async"])
-@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("kind", kinds())
 def test_records_the_body_as_sent_and_the_usage(kind, mode, stream, fake, tmp_path):
     log = tmp_path / "run.jsonl"
     with record(log):
@@ -163,10 +162,10 @@ def test_records_the_body_as_sent_and_the_usage(kind, mode, stream, fake, tmp_pa
 def test_no_key_or_header_in_the_log(fake, tmp_path):
     log = tmp_path / "run.jsonl"
     with record(log):
-        for kind in KINDS:
+        for kind in available_kinds():
             _call(kind, fake, stream=True)
     text = log.read_text(encoding="utf-8")
-    assert len(fake.received) == 3
+    assert len(fake.received) == len(available_kinds())
     assert any(ANTHROPIC_KEY in v for v in fake.received[0].headers.values())  # the server got it
     for secret in (ANTHROPIC_KEY, OPENAI_KEY, "TESTKEY", "x-api-key", "authorization", "Bearer"):
         assert secret.lower() not in text.lower()
@@ -198,19 +197,62 @@ def test_upstream_errors_reach_the_caller_and_are_recorded(fake, tmp_path):
     assert second["response"]["status"] == 500
 
 
-def test_a_stream_cut_by_the_server_is_recorded_as_such(fake, tmp_path):
+# the usage seen before the cut (two events): Anthropic's message_start has it; the
+# OpenAI APIs send theirs at the end, so it is not reported (null, never 0)
+USAGE_BEFORE_THE_CUT = {"messages": ANTHROPIC_USAGE, "chat.completions": None, "responses": None}
+
+
+def _read_cut_stream(client, kind: str) -> str:
+    if kind == "messages":
+        with client.messages.stream(model="reset", max_tokens=8, messages=MESSAGES) as s:
+            return "".join(s.text_stream)
+    if kind == "chat.completions":
+        chunks = client.chat.completions.create(model="reset", messages=MESSAGES, stream=True)
+        return "".join(c.choices[0].delta.content or "" for c in chunks if c.choices)
+    events = client.responses.create(model="reset", input="hi", stream=True)
+    return "".join(e.delta for e in events if e.type == "response.output_text.delta")
+
+
+async def _aread_cut_stream(client, kind: str) -> str:
+    if kind == "messages":
+        events = await client.messages.create(
+            model="reset", max_tokens=8, messages=MESSAGES, stream=True
+        )
+        return "".join([e.delta.text async for e in events if e.type == "content_block_delta"])
+    if kind == "chat.completions":
+        chunks = await client.chat.completions.create(model="reset", messages=MESSAGES, stream=True)
+        return "".join([c.choices[0].delta.content or "" async for c in chunks if c.choices])
+    events = await client.responses.create(model="reset", input="hi", stream=True)
+    return "".join([e.delta async for e in events if e.type == "response.output_text.delta"])
+
+
+@pytest.mark.parametrize("mode", ["sync", "async"])
+@pytest.mark.parametrize("kind", kinds())
+def test_a_stream_cut_by_the_server_is_recorded_as_such(kind, mode, fake, tmp_path):
     log = tmp_path / "run.jsonl"
-    with (
-        record(log),
-        _anthropic(fake) as client,
-        pytest.raises(httpx2.RemoteProtocolError),  # the SDK passes the cut through
-        client.messages.stream(model="reset", max_tokens=8, messages=MESSAGES) as s,
-    ):
-        "".join(s.text_stream)
+
+    async def cut_async():
+        if kind == "messages":
+            async with _anthropic(fake, anthropic.AsyncAnthropic) as client:
+                return await _aread_cut_stream(client, kind)
+        async with _openai(fake, openai.AsyncOpenAI) as client:
+            return await _aread_cut_stream(client, kind)
+
+    # the caller gets the cut, as its SDK major raises it (STREAM_CUT: the SDK's connection
+    # error or the HTTP client's RemoteProtocolError); what matters here is the log
+    with record(log), pytest.raises(STREAM_CUT):
+        if mode == "async":
+            run_async(cut_async())
+        else:
+            with _anthropic(fake) if kind == "messages" else _openai(fake) as client:
+                _read_cut_stream(client, kind)
     [line] = _lines(log)
-    assert line["response"]["status"] == 200
-    assert line["response"]["error"]
-    assert line["response"]["usage"] == ANTHROPIC_USAGE  # message_start came before the cut
+    assert line["api"] == kind
+    assert line["request"] == json.loads(fake.received[0].body)
+    assert line["response"]["status"] == 200  # the answer had started
+    # recorded from the HTTP client's stream, under the SDK: the same in every major
+    assert line["response"]["error"].startswith("RemoteProtocolError: peer closed connection")
+    assert line["response"]["usage"] == USAGE_BEFORE_THE_CUT[kind]
 
 
 def test_a_caller_that_stops_reading_mid_stream(fake, tmp_path):
@@ -333,8 +375,8 @@ def test_decorator_sync_and_async(fake, tmp_path):
 def test_other_requests_pass_unrecorded(fake, tmp_path):
     log = tmp_path / "run.jsonl"
     with record(log), _anthropic(fake) as client, pytest.raises(anthropic.NotFoundError):
-        client.messages.count_tokens(model="claude-sonnet-4-5", messages=MESSAGES)
-    assert fake.received[0].path == "/v1/messages/count_tokens"
+        count_tokens(client, model="claude-sonnet-4-5", messages=MESSAGES)
+    assert fake.received[0].path.split("?")[0] == "/v1/messages/count_tokens"
     assert log.read_text() == ""
 
 
@@ -373,7 +415,7 @@ def test_a_stream_read_after_the_block_is_still_recorded(fake, tmp_path):
     assert line["response"]["usage"] == EXPECTED_USAGE["messages"]
 
 
-@pytest.mark.parametrize("kind", ["chat.completions", "responses"])
+@pytest.mark.parametrize("kind", kinds()[1:])
 def test_openai_sdk_at_another_base_url_records_the_api_family(kind, fake, tmp_path):
     # a gateway or a local server (here 127.0.0.1): not api.openai.com (issue 20, item 15)
     import cacheviz
