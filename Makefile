@@ -23,7 +23,7 @@ export TIKTOKEN_CACHE_DIR := $(CURDIR)/.cache/tiktoken
 endif
 endif
 
-.PHONY: demo test test-fast test-latest test-js lock jupyter widgets bench samples clean mutation \
+.PHONY: demo test test-fast test-latest test-oldest-sdks test-js lock jupyter widgets bench samples clean mutation \
 	venv-test venv-demo
 
 $(UV):
@@ -89,6 +89,15 @@ test-latest: $(UV) $(TAP_VENV)/.installed .cache/tiktoken/.copied
 	$(UV) pip list --quiet --python .venv-latest/bin/python --format freeze > .venv-latest/versions.txt
 	.venv-latest/bin/pytest -p no:cacheprovider
 
+# The recording tests on the oldest SDKs the `record` extra allows (anthropic 0.40, openai
+# 1.55.3: httpx, not httpx2), in .venv-oldest; docs/recording.md lists the pairs tested.
+test-oldest-sdks: $(UV) .cache/tiktoken/.copied
+	rm -rf .venv-oldest
+	$(UV) venv --quiet .venv-oldest
+	$(UV) pip install --quiet --python .venv-oldest/bin/python -e '.[dev,record]' \
+	  'anthropic==0.40.0' 'openai==1.55.3'
+	.venv-oldest/bin/pytest -q -p no:cacheprovider tests/recording
+
 # JS: typecheck, rebuild, vitest, then check the committed bundles are the fresh build
 # (the build is deterministic: a source change without `make widgets` + commit fails here).
 test-js: widgets/node_modules/.installed
@@ -126,4 +135,4 @@ samples: venv-demo
 	$(BIN)/python -m cacheviz.teach.samples sample_sessions
 
 clean:
-	rm -rf $(VENV) $(TAP_VENV) .venv-latest .cache .pytest_cache .ruff_cache bench/out mutants
+	rm -rf $(VENV) $(TAP_VENV) .venv-latest .venv-oldest .cache .pytest_cache .ruff_cache bench/out mutants

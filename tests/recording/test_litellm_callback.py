@@ -11,6 +11,8 @@ import time
 import pytest
 from fake_provider import ANTHROPIC_USAGE, OPENAI_CHAT_USAGE, TEXT, FakeProvider
 
+from cacheviz.recording.litellm_callback import CacheVizLogger
+
 
 def run_async(coro):
     """``asyncio.run`` in a thread of its own: another test (Playwright's sync API) may
@@ -18,11 +20,6 @@ def run_async(coro):
     with concurrent.futures.ThreadPoolExecutor(1) as pool:
         return pool.submit(asyncio.run, coro).result()
 
-
-os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # no download at import
-litellm = pytest.importorskip("litellm", reason="the litellm extra is not installed")
-
-from cacheviz.recording.litellm_callback import CacheVizLogger  # noqa: E402
 
 # litellm's own models trip a pydantic warning (not ours to fix)
 pytestmark = [
@@ -34,7 +31,25 @@ MESSAGES = [{"role": "system", "content": "Be terse."}, {"role": "user", "conten
 
 
 @pytest.fixture(scope="module")
-def recorded(tmp_path_factory):
+def litellm():
+    """litellm, imported by the tests that use it (its import costs seconds of collection).
+
+    Importing litellm points ``TIKTOKEN_CACHE_DIR`` at its own bundled folder for the rest
+    of the process; the run's folder is put back so later tests tokenize as before.
+    """
+    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # no download at import
+    os.environ.setdefault("LITELLM_OFFLINE_MODE", "true")  # nor later (its catalogs, tokenizers)
+    saved = os.environ.get("TIKTOKEN_CACHE_DIR")
+    module = pytest.importorskip("litellm", reason="the litellm extra is not installed")
+    if saved is None:
+        os.environ.pop("TIKTOKEN_CACHE_DIR", None)
+    else:
+        os.environ["TIKTOKEN_CACHE_DIR"] = saved
+    return module
+
+
+@pytest.fixture(scope="module")
+def recorded(tmp_path_factory, litellm):
     # one logger for the module: litellm keeps the callbacks it has seen in its own lists
     with FakeProvider() as fake:
         logger = CacheVizLogger(tmp_path_factory.mktemp("litellm") / "run.jsonl", thread="main")
@@ -62,7 +77,7 @@ def _count(logger):
     return len(logger.writer.path.read_text(encoding="utf-8").splitlines())
 
 
-def test_anthropic_and_openai_calls_are_recorded(recorded):
+def test_anthropic_and_openai_calls_are_recorded(recorded, litellm):
     fake, logger = recorded
     fake.received.clear()
     before = _count(logger)
@@ -98,7 +113,7 @@ def test_anthropic_and_openai_calls_are_recorded(recorded):
     assert KEY not in logger.writer.path.read_text(encoding="utf-8")
 
 
-def test_async_calls_and_failures_are_recorded(recorded):
+def test_async_calls_and_failures_are_recorded(recorded, litellm):
     fake, logger = recorded
     fake.received.clear()
     before = _count(logger)
