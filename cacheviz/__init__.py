@@ -14,6 +14,7 @@ from __future__ import annotations
 import importlib
 
 from cacheviz import _moved
+from cacheviz._version import __version__
 from cacheviz.errors import (
     CacheVizError,
     CacheVizWarning,
@@ -31,8 +32,6 @@ if TYPE_CHECKING:
     from cacheviz.formats import load
     from cacheviz.model import Session
     from cacheviz.recording import Recorder, record
-
-__version__ = "0.1.0"
 
 _moved.install()
 

@@ -1,7 +1,8 @@
-"""Longest common prefix of two sequences, compared in chunks at C speed."""
+"""Longest common prefix of two sequences, and of two token blocks that differ in bytes."""
 
 from __future__ import annotations
 
+from array import array
 from collections.abc import Sequence
 
 _CHUNK = 4096
@@ -43,3 +44,16 @@ def common_prefix(
         else:
             step = max(1, step // 16)
     return i
+
+
+def differing_block_common(a: array, b: array) -> int:
+    """Common tokens of two blocks known to differ in bytes.
+
+    When their tokens are identical (a change the tokenizer does not see, such as a
+    field we do not render), the match is taken to end before the last token, so a
+    byte change is never hidden.
+    """
+    n = common_prefix(a, b)
+    if n == len(a) == len(b):
+        n = max(0, n - 1)
+    return n

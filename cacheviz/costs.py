@@ -45,17 +45,13 @@ import dataclasses
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-import polars as pl
-
 from cacheviz import _schema, providers
 from cacheviz.errors import UnknownModelError
 from cacheviz.metrics import call_waste
 from cacheviz.pricing import PriceBook, RateCache, Rates
 from cacheviz.providers._base import Breakpoint, CallResult, SimCall
 from cacheviz.simulate import (
-    SIM_INPUTS,
     Replay,
-    Simulation,
     extend_chain,
     make_simulator,
     material_shortfall,
@@ -67,7 +63,7 @@ from cacheviz.ttl import idle_seconds
 from cacheviz.verdict import agrees
 
 if TYPE_CHECKING:
-    from cacheviz.analysis import Analysis, Shaped
+    from cacheviz.analysis import Shaped
     from cacheviz.model import Call
 
 # drift causes that keep the number of blocks (an edit in place)
@@ -144,20 +140,6 @@ def _cost(price: RateCache, call: SimCall, result: CallResult) -> float | None:
     return result_cost(rates, call, result)
 
 
-@dataclasses.dataclass(frozen=True, slots=True)
-class CostColumns:
-    """What :func:`diagnose_costs` adds to a shaped analysis: columns and totals."""
-
-    calls: pl.DataFrame
-    """The calls frame with the cost, expected-read and miss columns filled."""
-    drifts: pl.DataFrame
-    """The drifts frame with ``cost_usd`` and ``material`` filled."""
-    misses: pl.DataFrame
-    billed_usd: float | None
-    unpriced_models: list[str]
-    own_simulation: Simulation | None
-
-
 # the columns cost_lists fills (and live_costs.costs_from, call by call)
 _CALL_COSTS = (
     "billed_usd",
@@ -170,17 +152,6 @@ _CALL_COSTS = (
     "verdict_agrees",
     "drift_material",
 )
-_DRIFT_COSTS = ("cost_usd", "material")
-# the calls columns cost_lists reads
-_CALL_INPUTS = (
-    *SIM_INPUTS,  # the replay input's
-    "namespace",
-    "provider_verdict",
-    "provider_missed_tokens",
-    "rebuild",
-    "drift",
-)
-_DRIFT_INPUTS = ("call", "prev_call", "cause", "part")
 
 
 @dataclasses.dataclass(slots=True)
@@ -217,40 +188,6 @@ def _rate_caches(
                 rates[key] = found
         out[key] = found
     return out
-
-
-def diagnose_costs(analysis: Analysis, *, prices: Any = None) -> CostColumns:
-    """The cost, drift-cost and miss columns of a shaped ``analysis`` (it is not changed).
-
-    ``analysis`` holds the calls, drifts, token caches and offsets; its cost columns are
-    not read. :func:`cacheviz.analysis.analyze` runs :func:`cost_lists` on its lists.
-    """
-    from cacheviz.analysis import Shaped
-
-    frame, drifts = analysis.calls, analysis.drifts
-    shaped = Shaped(
-        analysis.session,
-        {name: frame[name].to_list() for name in _CALL_INPUTS},
-        {name: drifts[name].to_list() for name in _DRIFT_INPUTS},
-        analysis.token_caches,
-        analysis.offsets,
-        analysis.local_offsets,
-        analysis.calibration,  # type: ignore[arg-type]  # not read
-    )
-    got = cost_lists(shaped, prices=prices)
-    own = next(iter(got.runs.values()), None)
-    return CostColumns(
-        calls=frame.with_columns(
-            pl.Series(name, got.calls[name], _schema.CALLS[name]) for name in _CALL_COSTS
-        ),
-        drifts=drifts.with_columns(
-            pl.Series(name, got.drifts[name], _schema.DRIFTS[name]) for name in _DRIFT_COSTS
-        ),
-        misses=_schema.frame(_schema.MISSES, got.misses),
-        billed_usd=got.billed_usd,
-        unpriced_models=got.unpriced_models,
-        own_simulation=None if own is None else own.simulation(),
-    )
 
 
 def cost_lists(
@@ -509,7 +446,7 @@ def miss_at(
 
     ``source`` is the call it could read from (the previous call of its namespace),
     ``line`` its calibrated prefix, the other values its columns; shared by
-    :func:`diagnose_costs` and :mod:`cacheviz.live_costs`.
+    :func:`cost_lists` and :mod:`cacheviz.live_costs`.
     """
     call = calls[i]
     key = _provider_key(call.provider)
@@ -603,4 +540,4 @@ def _ttl(key: str | None, previous: Call | None, evidence: int | None) -> float 
     return None if key is None else providers.profile(key).entry_ttl(previous)
 
 
-__all__ = ["CostLists", "billed_cost", "cost_lists", "diagnose_costs"]
+__all__ = ["CostLists", "billed_cost", "cost_lists"]

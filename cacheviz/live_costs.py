@@ -1,6 +1,6 @@
 """The cost columns of a followed log, call by call (:mod:`cacheviz.incremental`).
 
-The steps of :func:`cacheviz.costs.diagnose_costs` and :func:`cacheviz.simulate.sim_calls`
+The steps of :func:`cacheviz.costs.cost_lists` and :func:`cacheviz.simulate.sim_calls`
 for one new call: its replay input, its billed, simulated and ideal cost, its drift's
 what-if cost and its miss. Each reads only the call and the state the earlier calls left
 (the thread's unlogged-prefix version, its first read, the namespace's latest call).

@@ -17,22 +17,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from itertools import islice
 
-from cacheviz._seq import common_prefix
+from cacheviz._seq import common_prefix, differing_block_common
 
 _MAX_SIBLINGS = 32  # earlier variants compared token by token at a branching node
-
-
-def differing_block_common(a: array, b: array) -> int:
-    """Common tokens of two blocks known to differ in bytes.
-
-    When their tokens are identical (a change the tokenizer does not see, such as a
-    field we do not render), the match is taken to end before the last token, so a
-    byte change is never hidden.
-    """
-    n = common_prefix(a, b)
-    if n == len(a) == len(b):
-        n = max(0, n - 1)
-    return n
 
 
 @dataclass(slots=True, frozen=True)

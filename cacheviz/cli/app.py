@@ -257,7 +257,7 @@ def _check_parser(commands: Any, common: argparse.ArgumentParser) -> None:
 
 def _run_check(args: argparse.Namespace, analysis: Analysis) -> int:
     """Print the findings, write SARIF / JUnit when asked; 1 when warnings or errors."""
-    from cacheviz import __version__
+    from cacheviz._version import __version__
     from cacheviz.check import check
     from cacheviz.check.output import write_junit, write_sarif
 
@@ -496,7 +496,7 @@ class _Progress:
 
 
 def _version() -> str:
-    from cacheviz import __version__
+    from cacheviz._version import __version__
 
     return __version__
 
@@ -791,7 +791,7 @@ def _error(args: argparse.Namespace, message: str) -> int:
     if args.command == "check" and (args.sarif or args.junit):
         import json
 
-        from cacheviz import __version__
+        from cacheviz._version import __version__
         from cacheviz.check.output import failed_junit, failed_sarif
 
         try:

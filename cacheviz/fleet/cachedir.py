@@ -32,7 +32,7 @@ def versioned(base: Path, prices: Path | None = None) -> Path:
     OSError
         When ``prices`` can't be read.
     """
-    from cacheviz import __version__
+    from cacheviz._version import __version__
 
     name = f"v{CACHE_VERSION}-{__version__}"
     if prices is not None:

@@ -38,6 +38,16 @@ _BLANK = b" \t\r"  # a line starting with one of these and all whitespace is bla
 _SPACE = b" \t\r\x0b\x0c"  # bytes.isspace() without the newline
 
 
+def _no_claim(lineno: int, line: bytes, reader: str) -> str | None:
+    return None
+
+
+# Which other reader claims one line of a file ``reader`` reads: ``(lineno, line, reader)
+# -> name or None``. The registry (``formats._registry``) puts its own here when it loads,
+# before any reader runs; a reader asks through this and never imports the registry.
+claiming_reader: Callable[[int, bytes, str], str | None] = _no_claim
+
+
 class LineReader:
     """Yield a file's non-blank lines as text and apply the ``errors`` policy."""
 

@@ -36,6 +36,7 @@ import polars as pl
 
 from cacheviz._jsonspan import json_type
 from cacheviz.errors import CacheVizWarning, TranscriptError
+from cacheviz.formats import _lines
 from cacheviz.formats._conversation import UNLOGGED_LABEL, Thread
 from cacheviz.formats._lines import LineReader, order_by_time
 from cacheviz.formats._time import parse_ts
@@ -340,22 +341,13 @@ def _more_complete(later: Usage | None, first: Usage | None) -> bool:
 
 def _refuse_other_format(lineno: int, record: dict[str, Any]) -> None:
     """Raise for a line of another transcript format: mixed formats are not merged."""
-    from cacheviz.formats import READERS
-
-    line = json.dumps(record).encode()
-    for name, module in READERS.items():
-        if name == NAME:
-            continue
-        try:
-            claimed = module.detect(Path(f"line{lineno}.jsonl"), line)
-        except Exception:
-            claimed = False
-        if claimed:
-            msg = (
-                f"a {name} record in a {NAME} file: formats are mixed in one file; "
-                "split it and load each part on its own"
-            )
-            raise ValueError(msg)
+    name = _lines.claiming_reader(lineno, json.dumps(record).encode(), NAME)
+    if name is not None:
+        msg = (
+            f"a {name} record in a {NAME} file: formats are mixed in one file; "
+            "split it and load each part on its own"
+        )
+        raise ValueError(msg)
 
 
 def _read_file(path: Path, store: BlockStore, thread: str | None, errors: str) -> LineReader:

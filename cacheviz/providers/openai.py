@@ -70,8 +70,7 @@ from collections.abc import Hashable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import cast
 
-from cacheviz._seq import common_prefix
-from cacheviz.prefix import differing_block_common
+from cacheviz._seq import common_prefix, differing_block_common
 from cacheviz.providers._base import CallResult, SimCall
 from cacheviz.providers._cache import Entry, EntryStore
 from cacheviz.providers._profile import HistoryFix, LongerTTL, ProviderProfile

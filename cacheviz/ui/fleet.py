@@ -304,7 +304,8 @@ class FleetView:
         self.widget = w.VBox([w.HTML(head), self.sessions, self.inspector])
 
     def _open(self, change: dict[str, Any]) -> None:
-        from cacheviz import inspect, load
+        from cacheviz.formats import load
+        from cacheviz.ui.widget import inspect
 
         path = change["new"]
         self.inspector.children = [] if path is None else [inspect(load(path).analyze())]

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import pytest
+from cost_frames import CostColumns, diagnose_costs
 
 import cacheviz
-from cacheviz.costs import CostColumns, billed_cost, diagnose_costs
+from cacheviz.costs import billed_cost
 from cacheviz.model import Call, Usage
 from cacheviz.pricing import Rates
 
