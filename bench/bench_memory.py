@@ -32,7 +32,7 @@ ROOT = HERE.parent
 OUT = Path("/tmp/cacheviz-bench")
 FLOOR = (
     "import cacheviz.cli.app, cacheviz.analysis, polars;"
-    "from cacheviz.tokens import get_encoding; get_encoding('o200k_base').encode_ordinary('x')"
+    "from cacheviz.request._tokens import get_encoding; get_encoding('o200k_base').encode_ordinary('x')"
 )
 
 

@@ -28,18 +28,18 @@ if TYPE_CHECKING:
     from typing import Any
 
     from cacheviz.analysis import Analysis, analyze
-    from cacheviz.fleet import ScanResult, scan
     from cacheviz.formats import load
     from cacheviz.model import Session
     from cacheviz.recording import Recorder, record
+    from cacheviz.scanning import ScanResult, scan
 
 _moved.install()
 
 _LAZY: dict[str, str] = {
     "Analysis": "cacheviz.analysis",
     "analyze": "cacheviz.analysis",
-    "ScanResult": "cacheviz.fleet",
-    "scan": "cacheviz.fleet",
+    "ScanResult": "cacheviz.scanning",
+    "scan": "cacheviz.scanning",
     "load": "cacheviz.formats",
     "Session": "cacheviz.model",
     "Recorder": "cacheviz.recording",

@@ -1,6 +1,6 @@
 """The cost columns of an analysis rebuilt from its frames (the list path, checked on frames).
 
-:func:`cacheviz.analysis.analyze` runs :func:`cacheviz.costs.cost_lists` on its lists;
+:func:`cacheviz.analysis.analyze` runs :func:`cacheviz.money._costs.cost_lists` on its lists;
 :func:`diagnose_costs` runs it on the frames of a finished analysis, so a test can check
 that the two give the same columns and that the input is left alone.
 """
@@ -14,8 +14,8 @@ import polars as pl
 
 from cacheviz import _schema
 from cacheviz.analysis import Analysis, Shaped
-from cacheviz.costs import _CALL_COSTS, cost_lists
-from cacheviz.simulate import SIM_INPUTS, Simulation
+from cacheviz.money._costs import _CALL_COSTS, cost_lists
+from cacheviz.money._simulate import SIM_INPUTS, Simulation
 
 _DRIFT_COSTS = ("cost_usd", "material")
 # the calls columns cost_lists reads

@@ -12,7 +12,7 @@ import os
 import sys
 from pathlib import Path
 
-from cacheviz._visible import visible
+from cacheviz._util.visible import visible
 from cacheviz.cli.table import Column, ratio, render, width_of, wrap_line
 from cacheviz.errors import CacheVizError, CacheVizWarning, SimulationError
 
@@ -54,7 +54,7 @@ class _Formats:
 FORMATS = _Formats()
 """``sorted(cacheviz.formats.READERS)``, imported when ``--format`` is given."""
 THREAD_MODES = ("auto", "model+prefix", "model", "single")
-"""``cacheviz.thread.THREAD_MODES``."""
+"""``cacheviz.prefix._thread.THREAD_MODES``."""
 
 
 TTL_CHOICES = ("5m", "1h")
@@ -259,7 +259,7 @@ def _run_check(args: argparse.Namespace, analysis: Analysis) -> int:
     """Print the findings, write SARIF / JUnit when asked; 1 when warnings or errors."""
     from cacheviz._version import __version__
     from cacheviz.check import check
-    from cacheviz.check.output import write_junit, write_sarif
+    from cacheviz.check._output import write_junit, write_sarif
 
     result = check(analysis, allow=args.allow)
     result.path = args.path
@@ -454,8 +454,8 @@ def _basis_note(basis: dict[str, int], calls: list[dict[str, Any]]) -> str:
 
 
 def _headline(doc: dict[str, Any]) -> str:
-    """Waste and hit ratio, one definition each (cacheviz.metrics)."""
-    from cacheviz.metrics import percent  # metrics imports polars: not at start-up
+    """Waste and hit ratio, one definition each (cacheviz.money._metrics)."""
+    from cacheviz.money._metrics import percent  # metrics imports polars: not at start-up
 
     hit = doc.get("hit_ratio") or {}
     parts = []
@@ -738,7 +738,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; return the exit status."""
     args = _parser().parse_args(argv)
     if args.command == "proxy":
-        from cacheviz.recording.proxy import main as proxy
+        from cacheviz.recording._proxy import main as proxy
 
         return proxy(
             args.upstream,
@@ -792,7 +792,7 @@ def _error(args: argparse.Namespace, message: str) -> int:
         import json
 
         from cacheviz._version import __version__
-        from cacheviz.check.output import failed_junit, failed_sarif
+        from cacheviz.check._output import failed_junit, failed_sarif
 
         try:
             if args.sarif:

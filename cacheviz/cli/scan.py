@@ -1,4 +1,4 @@
-"""``cacheviz scan``: the command-line face of :func:`cacheviz.fleet.scan`."""
+"""``cacheviz scan``: the command-line face of :func:`cacheviz.scanning.scan`."""
 
 from __future__ import annotations
 
@@ -15,12 +15,12 @@ TYPE_CHECKING = False  # not typing's: importing typing costs start-up (cacheviz
 if TYPE_CHECKING:
     from typing import Any, TextIO
 
-    from cacheviz.fleet.result import ScanResult
-    from cacheviz.fleet.walk import Location
+    from cacheviz.scanning._result import ScanResult
+    from cacheviz.scanning._walk import Location
 
 _TOP = 10
 BY = ("day", "week", "month", "session", "project", "model")
-"""``cacheviz.fleet.rollup.BY``, spelled here so that parsing arguments imports no polars."""
+"""``cacheviz.scanning._rollup.BY``, spelled here so that parsing arguments imports no polars."""
 _LONG_KEYS = ("session", "project")  # shown last and wrapped, never cut
 
 
@@ -69,15 +69,15 @@ def run(args: argparse.Namespace) -> int:
                 f"cacheviz: error: {path}: no such file or folder; check the path", file=sys.stderr
             )
             return 2
-    from cacheviz.fleet import views
+    from cacheviz.scanning import _views as views
 
     view = _view(args, paths)
     if view is not None:
         answer = views.load(*view)
         if answer is not None:  # nothing changed since this question was last answered
             return _answer(answer, args, _locations(paths), [])
-    from cacheviz.fleet.scanner import scan
-    from cacheviz.fleet.walk import Tree
+    from cacheviz.scanning._scanner import scan
+    from cacheviz.scanning._walk import Tree
 
     tree = Tree() if view is not None else None
     with warnings.catch_warnings(record=True) as caught:
@@ -101,7 +101,7 @@ def run(args: argparse.Namespace) -> int:
     if args.parquet:
         result.write_parquet(args.parquet)
     if args.report:
-        from cacheviz.ui.fleet import write_fleet_report
+        from cacheviz.ui.scan import write_fleet_report
 
         write_fleet_report(result, args.report, tz=args.tz)
     answer = {"doc": doc, "stderr": _messages(result), "failed": result.failed.height}
@@ -150,7 +150,7 @@ def _messages(result: ScanResult) -> list[str]:
 def _locations(paths: list[Path] | None) -> list[Location] | None:
     if paths is not None:
         return None
-    from cacheviz.fleet.walk import default_locations
+    from cacheviz.scanning._walk import default_locations
 
     return default_locations()
 
@@ -163,8 +163,8 @@ def _view(args: argparse.Namespace, paths: list[Path] | None) -> tuple[Path, str
     """
     if args.no_cache or args.parquet or args.report:
         return None
-    from cacheviz.fleet import views
-    from cacheviz.fleet.cachedir import default_dir, versioned
+    from cacheviz.scanning import _views as views
+    from cacheviz.scanning._cachedir import default_dir, versioned
 
     found = None
     if paths is None:

@@ -21,7 +21,7 @@ from cacheviz.formats._folders import session_file
 from cacheviz.formats._lines import describe_lines
 from cacheviz.formats._registry import READERS, detect, supported_formats
 from cacheviz.model import Session, SkippedLine, paused_gc
-from cacheviz.usage import UsageError, lenient_usage
+from cacheviz.reported._usage import UsageError, lenient_usage
 
 FIFO_TIMEOUT = 30.0  # seconds to wait for a writer on a named pipe with none yet
 STDIN = "-"

@@ -14,8 +14,8 @@ from typing import IO, Any
 
 from cacheviz.errors import CacheVizWarning, TranscriptError
 from cacheviz.model import Call, Session, SkippedLine
-from cacheviz.segment import BlockStore
-from cacheviz.usage import UsageError, lenient_usage
+from cacheviz.reported._usage import UsageError, lenient_usage
+from cacheviz.request._blocks import BlockStore
 
 ERROR_MODES = ("raise", "skip")
 # Set by callers that show progress (the CLI): called as progress(bytes done, bytes in all).
@@ -71,7 +71,7 @@ class LineReader:
     def usage_policy(self) -> Iterator[Callable[[int | None], None]]:
         """Apply the error policy to corrupt usage counts read inside the block.
 
-        ``errors="raise"``: a corrupt count raises :class:`~cacheviz.usage.UsageError`
+        ``errors="raise"``: a corrupt count raises :class:`~cacheviz.reported._usage.UsageError`
         (a ``ValueError``: the line's error names the field). ``errors="skip"``: the
         call keeps its place with its usage null; call the yielded ``done(line)`` after
         each line so the warning names it.

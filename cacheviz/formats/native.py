@@ -9,13 +9,13 @@ import json
 from pathlib import Path
 from typing import Any
 
-from cacheviz._jsonspan import ObjectScan, json_type
 from cacheviz.formats._body import call_from_body, first_record, read_body_lines, scan_line
 from cacheviz.formats._time import parse_ts
 from cacheviz.model import Call, Session
-from cacheviz.segment import BlockStore
-from cacheviz.usage import normalize_usage
-from cacheviz.verdict import response_verdict_meta
+from cacheviz.reported._usage import normalize_usage
+from cacheviz.reported._verdict import response_verdict_meta
+from cacheviz.request._blocks import BlockStore
+from cacheviz.request._jsonspan import ObjectScan, json_type
 
 NAME = "cacheviz"
 DESCRIPTION = "cacheviz request log v1 (JSONL: ts, provider, api, model, request, response, meta)"

@@ -2,7 +2,7 @@
 
 ``rec = cacheviz.record(); rec.inspect()`` (or ``cacheviz.inspect(live="run.jsonl")``)
 shows the inspector and keeps it in step. When a call is written, only the new lines are
-read and only the new calls are analysed (:mod:`cacheviz.incremental`, through
+read and only the new calls are analysed (:mod:`cacheviz.live._incremental`, through
 :class:`cacheviz.ui.live_state.LiveState`): the work per appended call does not grow
 with the session. The new rows of the three Arrow tables are sent to the front end in
 one custom ``append`` message with the new ``meta``; the front end appends them to its
@@ -175,7 +175,7 @@ class LiveInspector:
 
 
 def _lines_of(recorder: Recorder) -> Callable[[], list[str]]:
-    """A recorder's lines in memory, as :class:`~cacheviz.incremental.LiveLog` reads them."""
+    """A recorder's lines in memory, as :class:`~cacheviz.live._incremental.LiveLog` reads them."""
 
     def lines() -> list[str]:
         return recorder.lines

@@ -1,9 +1,9 @@
 """The live inspector's state, extended by the appended calls (no Jupyter import).
 
-:class:`LiveState` follows a log with :class:`~cacheviz.incremental.LiveLog` and keeps
+:class:`LiveState` follows a log with :class:`~cacheviz.live._incremental.LiveLog` and keeps
 an :class:`~cacheviz.ui.state.InspectorState` equal to
 ``state.build(analysis, target, targets=...)`` of the same lines: the target's
-simulation and the comparison are :class:`~cacheviz.incremental.SimulationStream`
+simulation and the comparison are :class:`~cacheviz.live._incremental.SimulationStream`
 replays extended by the new calls, and the timeline, shape and cost tables get the new
 calls' rows only. The header (``meta``) is recomputed from the frames each time (sums
 and counts over one column each).
@@ -25,19 +25,19 @@ import polars as pl
 from cacheviz import _schema
 from cacheviz._schema import hit_ratio as token_hit_ratio
 from cacheviz.errors import CacheVizError
-from cacheviz.incremental import LiveLog
-from cacheviz.metrics import HitRatio, call_waste
+from cacheviz.live._incremental import LiveLog
+from cacheviz.live._sim_stream import SimulationStream, append_rows
 from cacheviz.model import OPAQUE
-from cacheviz.sim_stream import SimulationStream, append_rows
-from cacheviz.simulate import compare_row
+from cacheviz.money._metrics import HitRatio, call_waste
+from cacheviz.money._simulate import compare_row
 from cacheviz.ui import state, views
 
 if TYPE_CHECKING:
     from collections.abc import Callable
 
     from cacheviz.analysis import Analysis
+    from cacheviz.money._simulate import Simulation
     from cacheviz.providers._base import SimCall
-    from cacheviz.simulate import Simulation
 
 _SHAPE_SCHEMA = {"call": pl.Int32, "start": pl.Int32, "end": pl.Int32, "status": pl.Int8}
 
@@ -200,7 +200,7 @@ class LiveState:
         return stream.simulation()
 
     def _compare(self, analysis: Analysis, targets: tuple[str, ...]) -> pl.DataFrame:
-        """:func:`cacheviz.simulate.compare`, from streams."""
+        """:func:`cacheviz.money._simulate.compare`, from streams."""
         rows = []
         for target in targets:
             provider, _, model = target.partition(":")
@@ -379,7 +379,7 @@ class LiveState:
 
 @dataclasses.dataclass
 class _Running:
-    """:func:`cacheviz.metrics.hit_ratio`'s sums, kept as rows arrive (the same ratios)."""
+    """:func:`cacheviz.money._metrics.hit_ratio`'s sums, kept as rows arrive (the same ratios)."""
 
     read: int = 0
     total: int = 0
@@ -402,7 +402,7 @@ class _Running:
 
 @dataclasses.dataclass
 class _Waste:
-    """:func:`cacheviz.metrics.waste_usd`, summed as rows arrive (in the same order)."""
+    """:func:`cacheviz.money._metrics.waste_usd`, summed as rows arrive (in the same order)."""
 
     sum: float | int = 0
     seen: bool = False

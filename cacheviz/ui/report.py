@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 import polars as pl
 
-from cacheviz._visible import visible, visible_all
+from cacheviz._util.visible import visible, visible_all
 from cacheviz.errors import CacheVizError
 from cacheviz.redact import redact, redact_all
 from cacheviz.static import STATIC, bundle

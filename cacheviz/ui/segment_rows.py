@@ -1,6 +1,6 @@
 """The shape runs and the content browser's rows of every call, without the segments frame.
 
-:func:`cacheviz.shape.segments_frame` has one row per (call, segment): millions for a
+:func:`cacheviz.prefix._shape.segments_frame` has one row per (call, segment): millions for a
 long session (6 M for 2,000 calls of a growing thread), each with its label, hash, sizes
 and stability. The inspector's shape view needs only each call's runs of one status on
 the token axis, and its content browser only the rows it lists (unlogged, tools and
@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 import polars as pl
 
 from cacheviz._schema import clean
-from cacheviz._seq import common_prefix
+from cacheviz._util.seq import common_prefix
 from cacheviz.model import OPAQUE, Block, Call
 
 if TYPE_CHECKING:
@@ -268,13 +268,13 @@ def call_rows(analysis: Analysis, index: int) -> list[tuple[Any, ...]] | None:
 def segment_rows(analysis: Analysis) -> SegmentRows | None:
     """The shape runs and the listed rows of ``analysis``'s segments (module docstring).
 
-    The rules are :func:`cacheviz.shape.segments_frame`'s: a segment is ``same`` when it
+    The rules are :func:`cacheviz.prefix._shape.segments_frame`'s: a segment is ``same`` when it
     ends inside the call's common prefix; else ``invalidated`` / ``changed`` when the
     thread's previous call had the same / other bytes at its (part, position); else
     ``new``. Sizes and offsets are the calibrated offsets' (provider tokens).
 
     The work is per call, not per segment: a call's offsets never decrease (they are
-    cumulative token counts, :mod:`cacheviz.calibrate` keeps them non-decreasing), so its
+    cumulative token counts, :mod:`cacheviz.prefix._calibrate` keeps them non-decreasing), so its
     ``same`` segments are the ones before the first that ends past its common prefix (a
     bisection); the blocks it shares with the thread's previous call (the very objects,
     found with one C-speed comparison) keep that call's unlogged and context positions

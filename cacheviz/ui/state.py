@@ -19,7 +19,7 @@ from cacheviz.ui import views
 
 if TYPE_CHECKING:
     from cacheviz.analysis import Analysis
-    from cacheviz.simulate import Simulation
+    from cacheviz.money._simulate import Simulation
     from cacheviz.ui.segment_rows import SegmentRows
 
 DEFAULT_TARGETS = tuple(providers.reference_targets())
@@ -160,7 +160,7 @@ def unpriced_status(analysis: Analysis, target: Target, simulation: Simulation |
 def timeline_mode(analysis: Analysis, target: Target, ttl_seconds: float | None) -> Any:
     """The timeline's TTL mode: ``"recorded"`` or ``ttl_seconds``.
 
-    ``"recorded"`` (each thread's own TTL, :mod:`cacheviz.ttl`) when no TTL is chosen on
+    ``"recorded"`` (each thread's own TTL, :mod:`cacheviz.prefix._ttl`) when no TTL is chosen on
     the recorded provider.
     """
     if target.ttl is None and target.provider == _recorded_provider(analysis):

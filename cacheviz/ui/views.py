@@ -14,9 +14,9 @@ import polars as pl
 
 from cacheviz import providers
 from cacheviz._schema import CAUSES, MISS_CAUSES, clean
-from cacheviz._seq import common_prefix
-from cacheviz.metrics import hit_ratio
+from cacheviz._util.seq import common_prefix
 from cacheviz.model import OPAQUE
+from cacheviz.money._metrics import hit_ratio
 from cacheviz.redact import (
     MARGIN,
     REDACTED,
@@ -26,8 +26,8 @@ from cacheviz.redact import (
     redact_slice,
     secret_spans,
 )
-from cacheviz.segment import render_text
-from cacheviz.tokens import MESSAGE_END, MESSAGE_START, UNLOGGED, UNLOGGED_ID
+from cacheviz.request._blocks import render_text
+from cacheviz.request._tokens import MESSAGE_END, MESSAGE_START, UNLOGGED, UNLOGGED_ID
 from cacheviz.ui.segment_rows import STATUS, UNLOGGED_STATUS, SegmentRows, available, segment_rows
 from cacheviz.ui.segment_rows import call_rows as segment_call_rows
 from cacheviz.ui.segment_rows import runs as segment_runs
@@ -36,7 +36,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable, Iterable
 
     from cacheviz.analysis import Analysis
-    from cacheviz.simulate import Simulation
+    from cacheviz.money._simulate import Simulation
 
 MAX_TEXT = 2000  # characters of each side of a drift shown
 MAX_SEGMENTS = 300  # segments of the selected call listed
@@ -53,7 +53,7 @@ def ipc(frame: pl.DataFrame) -> bytes:
 def session_ttl(analysis: Analysis) -> float | None:
     """The TTL the session's evidence shows for its busiest thread (``None``: no evidence).
 
-    Per thread, :mod:`cacheviz.ttl` reads it from the requests' ``cache_control`` or the
+    Per thread, :mod:`cacheviz.prefix._ttl` reads it from the requests' ``cache_control`` or the
     reported writes (Claude Code's main thread writes 1 h, its sub-agents 5 m).
     """
     known = analysis.calls.filter(pl.col("ttl_seconds").is_not_null())
@@ -87,7 +87,7 @@ def timeline(analysis: Analysis, ttl_seconds: float | str | None = "recorded") -
     """One row per call: tokens, prefix line, drift, idle gaps, reported read, misses.
 
     A gap longer than ``ttl_seconds`` is idle (``None``: the cache has no time limit;
-    ``"recorded"``: the TTL each call's thread shows, :mod:`cacheviz.ttl`, else the
+    ``"recorded"``: the TTL each call's thread shows, :mod:`cacheviz.prefix._ttl`, else the
     recorded provider's default, :func:`default_ttl_seconds`).
     """
     per_thread = isinstance(ttl_seconds, str)
@@ -251,10 +251,10 @@ def _costs(simulation: Simulation | None, n_calls: int) -> pl.DataFrame:
 def priced_models(provider: str, *, retired: bool | list[str] = False) -> list[str]:
     """The models of ``provider``'s own families that have a price (the model picker).
 
-    Newest first (:func:`cacheviz.pricing.recency`). Retired models are left out unless
+    Newest first (:func:`cacheviz.money.pricing.recency`). Retired models are left out unless
     ``retired`` is True, or is a list of the ones to keep (the session's own models).
     """
-    from cacheviz import pricing
+    from cacheviz.money import pricing
 
     found = providers.find(provider)
     if found is None or found.self_hosted:
@@ -325,7 +325,7 @@ def pricing_notes(analysis: Analysis, simulation: Simulation | None) -> dict[str
 
 
 def _hit_ratio(read: pl.Series, total: pl.Series) -> float | None:
-    """Token-weighted hit ratio (:func:`cacheviz.metrics.hit_ratio`)."""
+    """Token-weighted hit ratio (:func:`cacheviz.money._metrics.hit_ratio`)."""
     return hit_ratio(read.to_list(), total.to_list()).tokens
 
 
@@ -473,7 +473,7 @@ def _secret_tokens(
     analysis: Analysis, encoding: str, digest: str, start: int, count: int
 ) -> set[int]:
     """Which of ``count`` tokens from ``start`` overlap a secret in the block's text."""
-    from cacheviz.tokens import get_encoding
+    from cacheviz.request._tokens import get_encoding
 
     role, text = render_text(analysis.session.contents[digest])
     if not count or not text:
@@ -706,7 +706,7 @@ def call_rows(analysis: Analysis, call: int) -> list[tuple[Any, ...]]:
 
 def _drift_cost(simulation: Simulation, call: int, tokens_lost: int) -> float | None:
     """What re-processing ``tokens_lost`` tokens cost instead of reading them."""
-    from cacheviz.pricing import PriceBook
+    from cacheviz.money.pricing import PriceBook
 
     row = simulation.calls.row(call, named=True)
     if row["cost_usd"] is None:

@@ -34,7 +34,7 @@ from cacheviz.ui import state, views
 
 if TYPE_CHECKING:
     from cacheviz.analysis import Analysis
-    from cacheviz.simulate import Simulation
+    from cacheviz.money._simulate import Simulation
 
 _LOG = logging.getLogger(__name__)
 _MISSING_BUNDLE = """

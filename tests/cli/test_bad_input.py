@@ -7,7 +7,7 @@ import sys
 import pytest
 
 from cacheviz import cli
-from cacheviz._visible import visible
+from cacheviz._util.visible import visible
 from cacheviz.cli import app as cli_main
 from cacheviz.ui.report import read_details
 

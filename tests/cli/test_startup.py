@@ -29,9 +29,9 @@ HEAVY = (
 
 def test_parser_names_are_the_registries() -> None:
     from cacheviz import providers
-    from cacheviz.fleet.rollup import BY
     from cacheviz.formats import READERS
-    from cacheviz.thread import THREAD_MODES
+    from cacheviz.prefix._thread import THREAD_MODES
+    from cacheviz.scanning._rollup import BY
 
     assert list(app.FORMATS) == sorted(READERS)
     assert "claude-code" in app.FORMATS
@@ -80,11 +80,11 @@ def test_version_prints() -> None:
 
 def test_public_names_load_on_first_use() -> None:
     from cacheviz.analysis import Analysis, analyze
-    from cacheviz.fleet import ScanResult
-    from cacheviz.fleet import scan as scan_fleet
     from cacheviz.formats import load
     from cacheviz.model import Session
     from cacheviz.recording import Recorder, record
+    from cacheviz.scanning import ScanResult
+    from cacheviz.scanning import scan as scan_fleet
 
     assert cacheviz.Analysis is Analysis
     assert cacheviz.analyze is analyze

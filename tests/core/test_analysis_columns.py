@@ -19,8 +19,8 @@ import cacheviz
 from cacheviz import _schema
 from cacheviz.analysis import analyze, analyze_columns, shape
 from cacheviz.errors import CacheVizWarning
-from cacheviz.pricing import PriceBook
-from cacheviz.simulate import sim_calls, sim_calls_of, simulate
+from cacheviz.money._simulate import sim_calls, sim_calls_of, simulate
+from cacheviz.money.pricing import PriceBook
 
 SAMPLES = Path(__file__).resolve().parents[2] / "sample_sessions"
 SAMPLE_NAMES = sorted(p.name for p in SAMPLES.glob("*.jsonl"))

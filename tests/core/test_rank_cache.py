@@ -1,4 +1,4 @@
-"""The binary copy of tiktoken's ranks (cacheviz._encodings): same ids, or tiktoken's loading.
+"""The binary copy of tiktoken's ranks (cacheviz.request._encodings): same ids, or tiktoken's loading.
 
 Each test runs against a private copy of tiktoken's cache folder and a private cacheviz
 cache folder, so that touching, corrupting or locking them affects nothing else.
@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from cacheviz import _encodings
+from cacheviz.request import _encodings
 
 TEXTS = [
     "hello world",
@@ -227,7 +227,7 @@ def test_an_unknown_encoding_raises_as_tiktoken_does(folders):
 
 def test_get_encoding_explains_an_unknown_encoding():
     from cacheviz.errors import EncodingUnavailableError
-    from cacheviz.tokens import get_encoding
+    from cacheviz.request._tokens import get_encoding
 
     with pytest.raises(EncodingUnavailableError, match="unknown tiktoken encoding"):
         get_encoding("no_such_encoding")
@@ -247,7 +247,7 @@ def test_an_encoding_of_the_ranks_in_the_texts_gives_the_same_ids(folders, name)
 
 def test_realdata_texts_give_the_same_ids(folders, realdata):
     import cacheviz
-    from cacheviz.segment import render_text
+    from cacheviz.request._blocks import render_text
 
     reference = _reference("o200k_base")
     checked = 0
@@ -266,7 +266,7 @@ def test_realdata_texts_give_the_same_ids(folders, realdata):
 
 
 def test_short_texts_use_the_small_encoding_until_the_limit(folders, monkeypatch):
-    from cacheviz import tokens
+    from cacheviz.request import _tokens as tokens
 
     tokens.get_encoding.cache_clear()  # as a new process starts: nothing loaded yet
     monkeypatch.setattr(tokens, "_restricted_chars", {})

@@ -5,8 +5,9 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from cacheviz import pricing
-from cacheviz.ui import fleet, views
+from cacheviz.money import pricing
+from cacheviz.ui import scan as fleet
+from cacheviz.ui import views
 
 SAMPLES = Path(__file__).resolve().parents[2] / "sample_sessions"
 
