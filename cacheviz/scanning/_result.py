@@ -64,7 +64,7 @@ class ScanResult:
         since: str | None = None,
         until: str | None = None,
     ) -> pl.DataFrame:
-        """Totals per day, week, month, session, project or model; see :mod:`.rollup`."""
+        """Totals per day, week, month, session, project or model (``_rollup.rollup``)."""
         return _rollup.rollup(self.calls, by, tz=tz, since=since, until=until)
 
     def between(
@@ -90,11 +90,11 @@ class ScanResult:
 
     def totals(self) -> dict[str, Any]:
         """The ``totals`` object of ``cacheviz scan --json``."""
-        return _rollup.totals(self)
+        return _rollup.totals(self.calls, self.files, self.failed)
 
     def to_dict(self, *, by: str | None = None, **options: Any) -> dict[str, Any]:
         """The ``cacheviz scan --json`` document (see docs/scan.md)."""
-        return _rollup.document(self, by=by, **options)
+        return _document(self, by=by, **options)
 
     def write_parquet(self, folder: str | Path) -> list[Path]:
         """Write ``sessions``, ``calls``, ``drifts``, ``misses`` and ``busters`` as Parquet."""
@@ -118,3 +118,51 @@ class ScanResult:
             f"<ScanResult sessions={self.sessions.height} calls={self.calls.height} "
             f"failed={self.failed.height} duplicates_dropped={self.duplicates_dropped}>"
         )
+
+
+def _records(frame: pl.DataFrame) -> list[dict[str, Any]]:
+    out = []
+    for row in frame.iter_rows(named=True):
+        out.append(
+            {
+                k: (v.isoformat().replace("+00:00", "Z") if hasattr(v, "isoformat") else v)
+                for k, v in row.items()
+            }
+        )
+    return out
+
+
+def _document(result: ScanResult, *, by: str | None = None, **options: Any) -> dict[str, Any]:
+    """The ``cacheviz scan --json`` document."""
+    doc: dict[str, Any] = {}
+    if result.locations is not None:
+        doc["locations"] = [
+            {"agent": loc.agent, "path": str(loc.path), "found": loc.found}
+            for loc in result.locations
+        ]
+    doc["sessions"] = _records(
+        result.sessions.select(
+            "path",
+            "session",
+            "format",
+            "project",
+            "usage_only",
+            "calls",
+            "hit_ratio",
+            "billed_usd",
+            "ideal_usd",
+            "waste_usd",
+            "reported_cost_usd",
+            "drifts",
+            "first_ts",
+            "last_ts",
+        )
+    )
+    doc["totals"] = result.totals()
+    doc["busters"] = _records(result.busters)
+    doc["duplicates_dropped"] = result.duplicates_dropped
+    doc["failed"] = _records(result.failed)
+    if by is not None:
+        doc["by"] = by
+        doc["rollup"] = _records(result.rollup(by, **options))
+    return doc

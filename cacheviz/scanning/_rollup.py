@@ -10,14 +10,11 @@ from __future__ import annotations
 
 import re
 from datetime import date, datetime, time
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import polars as pl
 
 from cacheviz import _schema
-
-if TYPE_CHECKING:
-    from cacheviz.scanning._result import ScanResult
 
 BY = ("day", "week", "month", "session", "project", "model")
 _TOKENS = {
@@ -252,10 +249,9 @@ def rollup(
     return grouped.sort(["billed_usd", by], descending=[True, False], nulls_last=True)
 
 
-def totals(result: ScanResult) -> dict[str, Any]:
-    """Whole-scan totals (the ``totals`` object of ``--json``)."""
-    calls = result.calls
-    ok = result.files.filter(pl.col("status") == "ok")
+def totals(calls: pl.DataFrame, files: pl.DataFrame, failed: pl.DataFrame) -> dict[str, Any]:
+    """Whole-scan totals (the ``totals`` object of ``--json``) of a scan's frames."""
+    ok = files.filter(pl.col("status") == "ok")
     row = calls.select(*_amounts()).row(0, named=True) if calls.height else {}
     billed, ideal = row.get("billed_usd"), row.get("ideal_usd")
     return {
@@ -269,54 +265,6 @@ def totals(result: ScanResult) -> dict[str, Any]:
         "waste_usd": row.get("waste_usd"),
         "unpriced_calls": row.get("unpriced_calls", 0),
         "reported_cost_usd": row.get("reported_cost_usd"),
-        "failed_files": result.failed.height,
-        "unknown_files": result.files.filter(pl.col("status") == "unknown").height,
+        "failed_files": failed.height,
+        "unknown_files": files.filter(pl.col("status") == "unknown").height,
     }
-
-
-def _records(frame: pl.DataFrame) -> list[dict[str, Any]]:
-    out = []
-    for row in frame.iter_rows(named=True):
-        out.append(
-            {
-                k: (v.isoformat().replace("+00:00", "Z") if hasattr(v, "isoformat") else v)
-                for k, v in row.items()
-            }
-        )
-    return out
-
-
-def document(result: ScanResult, *, by: str | None = None, **options: Any) -> dict[str, Any]:
-    """The ``cacheviz scan --json`` document."""
-    doc: dict[str, Any] = {}
-    if result.locations is not None:
-        doc["locations"] = [
-            {"agent": loc.agent, "path": str(loc.path), "found": loc.found}
-            for loc in result.locations
-        ]
-    doc["sessions"] = _records(
-        result.sessions.select(
-            "path",
-            "session",
-            "format",
-            "project",
-            "usage_only",
-            "calls",
-            "hit_ratio",
-            "billed_usd",
-            "ideal_usd",
-            "waste_usd",
-            "reported_cost_usd",
-            "drifts",
-            "first_ts",
-            "last_ts",
-        )
-    )
-    doc["totals"] = totals(result)
-    doc["busters"] = _records(result.busters)
-    doc["duplicates_dropped"] = result.duplicates_dropped
-    doc["failed"] = _records(result.failed)
-    if by is not None:
-        doc["by"] = by
-        doc["rollup"] = _records(result.rollup(by, **options))
-    return doc
