@@ -712,7 +712,7 @@ def test_a_script_without_a_main_guard_still_scans_in_one_process(tmp_path):
     script = tmp_path / "unguarded.py"
     script.write_text(
         "import cacheviz\n"
-        "from cacheviz.scanning import pool\n"
+        "from cacheviz.scanning import _pool as pool\n"
         "pool.POOL_BYTES = 0\n"
         f"result = cacheviz.scan([{str(root)!r}], cache=False, jobs=2)\n"
         "print('calls', result.calls.height)\n"
