@@ -212,7 +212,7 @@ def _parent_thread(ctx: Context, thread: str) -> str | None:
     The parent the analysis names (``parent_thread``) when it has calls before and after
     the child's first call; without one, the busiest other thread of the same model that
     does. A thread that starts after its predecessor ended (a compaction, the next
-    session of a fleet log) is a top-level thread, not a sub-agent.
+    session of a log of many sessions) is a top-level thread, not a sub-agent.
     """
     first = ctx.threads[thread][0]
 

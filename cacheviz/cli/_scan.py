@@ -41,7 +41,7 @@ def add_parser(commands: Any) -> None:
     parser.add_argument("--tz", default="UTC", help="time zone of days (IANA name; default UTC)")
     parser.add_argument("--json", action="store_true", help="print the JSON document")
     parser.add_argument("--parquet", metavar="DIR", help="also write the tables as Parquet")
-    parser.add_argument("--report", metavar="HTML", help="also write the fleet view as HTML")
+    parser.add_argument("--report", metavar="HTML", help="also write the scan view as HTML")
     parser.add_argument("--prices", help="a price file (cacheviz JSON or LiteLLM's)")
     parser.add_argument("--jobs", type=_positive, help="worker processes, 1 or more (every core)")
     parser.add_argument("--no-cache", action="store_true", help="don't read or write the cache")
@@ -69,17 +69,17 @@ def run(args: argparse.Namespace) -> int:
                 f"cacheviz: error: {path}: no such file or folder; check the path", file=sys.stderr
             )
             return 2
-    from cacheviz.scanning import _views as views
+    from cacheviz.scanning import _answers as answers
 
-    view = _view(args, paths)
-    if view is not None:
-        answer = views.load(*view)
+    kept = _kept(args, paths)
+    if kept is not None:
+        answer = answers.load(*kept)
         if answer is not None:  # nothing changed since this question was last answered
             return _answer(answer, args, _locations(paths), [])
     from cacheviz.scanning._scanner import scan
     from cacheviz.scanning._walk import Tree
 
-    tree = Tree() if view is not None else None
+    tree = Tree() if kept is not None else None
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", CacheVizWarning)
         try:
@@ -101,12 +101,12 @@ def run(args: argparse.Namespace) -> int:
     if args.parquet:
         result.write_parquet(args.parquet)
     if args.report:
-        from cacheviz.ui._scan import write_fleet_report
+        from cacheviz.ui._scan import write_scan_report
 
-        write_fleet_report(result, args.report, tz=args.tz)
+        write_scan_report(result, args.report, tz=args.tz)
     answer = {"doc": doc, "stderr": _messages(result), "failed": result.failed.height}
-    if view is not None and tree is not None and not caught:
-        views.store(*view, tree, answer)
+    if kept is not None and tree is not None and not caught:
+        answers.store(*kept, tree, answer)
     return _answer(answer, args, result.locations, notes)
 
 
@@ -116,7 +116,7 @@ def _answer(
     locations: list[Location] | None,
     notes: list[str],
 ) -> int:
-    """Print a scan's answer (fresh, or a view kept from an unchanged tree)."""
+    """Print a scan's answer (fresh, or the one kept from an unchanged tree)."""
     for note in notes:
         print(note, file=sys.stderr)
     doc = answer["doc"]
@@ -155,7 +155,7 @@ def _locations(paths: list[Path] | None) -> list[Location] | None:
     return default_locations()
 
 
-def _view(args: argparse.Namespace, paths: list[Path] | None) -> tuple[Path, str] | None:
+def _kept(args: argparse.Namespace, paths: list[Path] | None) -> tuple[Path, str] | None:
     """Where the answer to this question is kept (None: not kept, e.g. ``--no-cache``).
 
     A question is the paths (or the default locations found), the rollup options and
@@ -163,7 +163,7 @@ def _view(args: argparse.Namespace, paths: list[Path] | None) -> tuple[Path, str
     """
     if args.no_cache or args.parquet or args.report:
         return None
-    from cacheviz.scanning import _views as views
+    from cacheviz.scanning import _answers as answers
     from cacheviz.scanning._cachedir import default_dir, versioned
 
     found = None
@@ -182,7 +182,7 @@ def _view(args: argparse.Namespace, paths: list[Path] | None) -> tuple[Path, str
         folder = versioned(default_dir(), None if args.prices is None else Path(args.prices))
     except OSError:
         return None  # the price file can't be read: the scan says so
-    return folder, views.key(question)
+    return folder, answers.key(question)
 
 
 def _money(value: float | None) -> str:

@@ -1,7 +1,7 @@
 """Many sessions at once: ``cacheviz scan`` (walk, analyse in parallel, cache, roll up).
 
-``ScanResult`` and ``scan`` are imported on first use: the walk and the view cache
-(:mod:`cacheviz.scanning._views`) run without polars.
+``ScanResult`` and ``scan`` are imported on first use: the walk and the kept answers
+(:mod:`cacheviz.scanning._answers`) run without polars.
 """
 
 from __future__ import annotations

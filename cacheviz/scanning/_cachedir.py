@@ -2,7 +2,7 @@
 
 Kept apart from :mod:`cacheviz.scanning._cache` (which reads Parquet with polars) so that a
 warm ``cacheviz scan`` can find its answer without importing polars
-(:mod:`cacheviz.scanning._views`).
+(:mod:`cacheviz.scanning._answers`).
 """
 
 from __future__ import annotations

@@ -108,10 +108,10 @@ class ScanResult:
         return written
 
     def _repr_mimebundle_(self, **kwargs: Any) -> Any:
-        """Shown in a notebook cell, a scan is the fleet view."""
-        from cacheviz.ui._scan import FleetView
+        """Shown in a notebook cell, a scan result is the scan view."""
+        from cacheviz.ui._scan import ScanView
 
-        return FleetView(self)._repr_mimebundle_(**kwargs)
+        return ScanView(self)._repr_mimebundle_(**kwargs)
 
     def __repr__(self) -> str:
         return (

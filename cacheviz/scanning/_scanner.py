@@ -60,7 +60,7 @@ def scan(
         A user price file (cacheviz JSON or LiteLLM's).
     tree
         Record there what the walk saw (:class:`~cacheviz.scanning._walk.Tree`), e.g. to
-        keep the answer while the tree stays the same (:mod:`cacheviz.scanning._views`).
+        keep the answer while the tree stays the same (:mod:`cacheviz.scanning._answers`).
 
     Returns
     -------

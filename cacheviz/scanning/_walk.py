@@ -9,7 +9,7 @@ by file name only; the format of each is detected later, by content, in the work
 
 The walk can record what it saw (:class:`Tree`: every folder it listed, each entry's
 type, identity, size and mtime) so that a later run can tell, by listing the same
-folders again, that nothing it depends on changed (:mod:`cacheviz.scanning._views`). Nothing
+folders again, that nothing it depends on changed (:mod:`cacheviz.scanning._answers`). Nothing
 here imports polars or the readers until a folder needs them.
 """
 

@@ -1,8 +1,8 @@
-"""The fleet view: sessions ranked by waste, the cache busters, daily billed vs ideal.
+"""The scan view: sessions ranked by waste, the cache busters, daily billed vs ideal.
 
-Two faces over the same data (:func:`fleet_data`): a self-contained HTML page
-(:func:`write_fleet_report`: no script at all, no network, every text escaped and
-secrets redacted) and a notebook widget (:class:`FleetView`, plain ipywidgets) where
+Two faces over the same data (:func:`scan_data`): a self-contained HTML page
+(:func:`write_scan_report`: no script at all, no network, every text escaped and
+secrets redacted) and a notebook widget (:class:`ScanView`, plain ipywidgets) where
 picking a session opens its inspector below the list.
 """
 
@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     from cacheviz.scanning._result import ScanResult
 
 TOP = 50
-INSPECTORS = 20  # sessions of the fleet report that get their own inspector report
+INSPECTORS = 20  # sessions of the scan report that get their own inspector report
 _CHART_W, _CHART_H, _PAD = 760, 220, 40
 _TICKS = 4  # y-axis labels above 0
 _CSS = """
@@ -63,8 +63,8 @@ def _short(session: str) -> str:
     return f"{path.parent.name}/{path.name}"
 
 
-def fleet_data(result: ScanResult, *, tz: str = "UTC", top: int = TOP) -> dict[str, Any]:
-    """What the fleet view shows, as plain values (rows of dicts)."""
+def scan_data(result: ScanResult, *, tz: str = "UTC", top: int = TOP) -> dict[str, Any]:
+    """What the scan view shows, as plain values (rows of dicts)."""
     sessions = result.sessions.head(top).select(
         "session",
         "path",
@@ -206,8 +206,8 @@ def _summary(data: dict[str, Any]) -> str:
     )
 
 
-def fleet_html(data: dict[str, Any]) -> str:
-    """The whole fleet page (no script; text escaped, secrets redacted)."""
+def scan_html(data: dict[str, Any]) -> str:
+    """The whole scan page (no script; text escaped, secrets redacted)."""
     failed = ""
     if data["failed"]:
         failed = "<h2>Files that failed to load</h2>" + _table(
@@ -216,7 +216,7 @@ def fleet_html(data: dict[str, Any]) -> str:
     return (
         "<!DOCTYPE html><html><head><meta charset='utf-8'>"
         f"<meta http-equiv='Content-Security-Policy' content=\"{_CSP}\">"
-        f"<title>cacheviz fleet</title><style>{_CSS}</style></head><body>"
+        f"<title>cacheviz scan</title><style>{_CSS}</style></head><body>"
         "<h1>cacheviz scan</h1>"
         f"{_summary(data)}"
         f"<h2>Billed vs ideal per day ({_text(data['tz'])})</h2>{daily_chart(data['days'])}"
@@ -231,20 +231,20 @@ def fleet_html(data: dict[str, Any]) -> str:
     )
 
 
-def write_fleet_report(
+def write_scan_report(
     result: ScanResult, path: str | Path, *, tz: str = "UTC", inspectors: int = INSPECTORS
 ) -> Path:
-    """Write the fleet view as one self-contained HTML file; return its path.
+    """Write the scan view as one self-contained HTML file; return its path.
 
     The ``inspectors`` most wasteful sessions also get their own inspector report (see
     :func:`cacheviz.ui.report.write_report`) in ``<name>_sessions/`` beside it, linked
     from the sessions table: clicking a session opens its inspector.
     """
     target = Path(path)
-    data = fleet_data(result, tz=tz)
+    data = scan_data(result, tz=tz)
     if inspectors:
         data["links"] = _session_reports(data["sessions"][:inspectors], target)
-    target.write_text(fleet_html(data), encoding="utf-8")
+    target.write_text(scan_html(data), encoding="utf-8")
     return target
 
 
@@ -272,7 +272,7 @@ def _session_reports(sessions: list[dict[str, Any]], target: Path) -> dict[str, 
     return links
 
 
-class FleetView:
+class ScanView:
     """The scan in a notebook: summary, daily chart, busters, and the ranked sessions.
 
     Picking a session in the list opens its inspector (:func:`cacheviz.inspect`) below.
@@ -282,7 +282,7 @@ class FleetView:
         import ipywidgets as w
 
         self.result = result
-        self.data = fleet_data(result, tz=tz)
+        self.data = scan_data(result, tz=tz)
         options = [
             (
                 f"{_money(s['waste_usd'])} waste · {_money(s['billed_usd'])} billed · "

@@ -85,12 +85,12 @@ def test_public_names_load_on_first_use() -> None:
     from cacheviz.model import Session
     from cacheviz.recording import Recorder, record
     from cacheviz.scanning import ScanResult
-    from cacheviz.scanning import scan as scan_fleet
+    from cacheviz.scanning import scan as scanning_scan
 
     assert cacheviz.Analysis is Analysis
     assert cacheviz.analyze is analyze
     assert cacheviz.ScanResult is ScanResult
-    assert cacheviz.scan is scan_fleet
+    assert cacheviz.scan is scanning_scan
     assert cacheviz.load is load
     assert cacheviz.Session is Session
     assert cacheviz.Recorder is Recorder

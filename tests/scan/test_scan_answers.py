@@ -1,4 +1,4 @@
-"""``cacheviz scan`` answers an unchanged tree from its kept view, and only then."""
+"""``cacheviz scan`` answers an unchanged tree from its kept answer, and only then."""
 
 from __future__ import annotations
 
@@ -71,7 +71,7 @@ def _write(path, records):
 
 
 @pytest.fixture
-def fleet(tmp_path, monkeypatch):
+def projects(tmp_path, monkeypatch):
     monkeypatch.setenv("CACHEVIZ_CACHE_DIR", str(tmp_path / "cache"))
     root = tmp_path / "projects"
     _write(root / "app" / "s1.jsonl", _records("s1"))
@@ -82,7 +82,7 @@ def fleet(tmp_path, monkeypatch):
 
 @pytest.fixture
 def scans(monkeypatch):
-    """How many times the CLI ran the scan itself (rather than answering from a view)."""
+    """How many times the CLI ran the scan itself (rather than answering from a kept answer)."""
     calls = []
     original = scanner_module.scan
 
@@ -104,13 +104,13 @@ def _cli(capsys, *args):
     "options",
     [["--json"], [], ["--by", "session"], ["--by", "week", "--json"], ["--since", "2026-03-02"]],
 )
-def test_an_unchanged_tree_is_answered_from_the_kept_view(fleet, capsys, scans, options):
-    first = _cli(capsys, fleet, *options)
+def test_an_unchanged_tree_is_answered_from_the_kept_answer(projects, capsys, scans, options):
+    first = _cli(capsys, projects, *options)
     assert len(scans) == 1
-    again = _cli(capsys, fleet, *options)
-    assert len(scans) == 1  # answered from the view
+    again = _cli(capsys, projects, *options)
+    assert len(scans) == 1  # answered from the kept answer
     assert again == first
-    fresh = _cli(capsys, fleet, "--no-cache", *options)
+    fresh = _cli(capsys, projects, "--no-cache", *options)
     assert fresh == first
 
 
@@ -163,70 +163,70 @@ def _sub_agent(root):
     "change",
     [_grow, _touch, _add, _remove, _new_folder, _replace_keeping_size_and_mtime, _sub_agent],
 )
-def test_any_change_in_the_tree_scans_again(fleet, capsys, scans, change):
-    before = _cli(capsys, fleet, "--json")
-    change(fleet)
-    after = _cli(capsys, fleet, "--json")
+def test_any_change_in_the_tree_scans_again(projects, capsys, scans, change):
+    before = _cli(capsys, projects, "--json")
+    change(projects)
+    after = _cli(capsys, projects, "--json")
     assert len(scans) == 2
-    assert after == _cli(capsys, fleet, "--json", "--no-cache")
+    assert after == _cli(capsys, projects, "--json", "--no-cache")
     if change not in (_touch,):
         assert after != before
-    assert _cli(capsys, fleet, "--json") == after  # and the new answer is kept
+    assert _cli(capsys, projects, "--json") == after  # and the new answer is kept
     assert len(scans) == 3  # (the --no-cache run)
 
 
-def test_a_file_given_as_a_path_sees_a_new_sub_agent_beside_it(fleet, capsys, scans):
-    session = fleet / "app" / "s1.jsonl"
+def test_a_file_given_as_a_path_sees_a_new_sub_agent_beside_it(projects, capsys, scans):
+    session = projects / "app" / "s1.jsonl"
     before = _cli(capsys, session, "--json")
     assert _cli(capsys, session, "--json") == before
     assert len(scans) == 1
-    _sub_agent(fleet)
+    _sub_agent(projects)
     after = _cli(capsys, session, "--json")
     assert len(scans) == 2
     assert json.loads(after[1])["totals"]["calls"] == json.loads(before[1])["totals"]["calls"] + 1
 
 
-def test_a_damaged_view_is_ignored(fleet, capsys, scans):
-    first = _cli(capsys, fleet, "--json")
-    (view,) = (Path(os.environ["CACHEVIZ_CACHE_DIR"])).rglob("views/*.json")
-    view.write_bytes(view.read_bytes()[:-40])
-    assert _cli(capsys, fleet, "--json") == first
+def test_a_damaged_kept_answer_is_ignored(projects, capsys, scans):
+    first = _cli(capsys, projects, "--json")
+    (kept,) = (Path(os.environ["CACHEVIZ_CACHE_DIR"])).rglob("answers/*.json")
+    kept.write_bytes(kept.read_bytes()[:-40])
+    assert _cli(capsys, projects, "--json") == first
     assert len(scans) == 2
 
 
-def test_no_view_is_kept_of_a_tree_that_changed_while_it_was_scanned(
-    fleet, capsys, scans, monkeypatch
+def test_no_answer_is_kept_of_a_tree_that_changed_while_it_was_scanned(
+    projects, capsys, scans, monkeypatch
 ):
     original = pool_module.execute
 
     def then_grow(*args, **kwargs):
         results = original(*args, **kwargs)
-        _grow(fleet)  # after the files were read, before the answer is kept
+        _grow(projects)  # after the files were read, before the answer is kept
         return results
 
     monkeypatch.setattr(pool_module, "execute", then_grow)
-    stale = _cli(capsys, fleet, "--json")
+    stale = _cli(capsys, projects, "--json")
     monkeypatch.setattr(pool_module, "execute", original)
-    now = _cli(capsys, fleet, "--json")
+    now = _cli(capsys, projects, "--json")
     assert len(scans) == 2  # scanned again: the first answer was not kept
     assert now != stale
-    assert now == _cli(capsys, fleet, "--json", "--no-cache")
+    assert now == _cli(capsys, projects, "--json", "--no-cache")
 
 
-def test_parquet_report_and_no_cache_always_scan(fleet, capsys, scans, tmp_path):
-    _cli(capsys, fleet, "--json")
-    _cli(capsys, fleet, "--json", "--parquet", tmp_path / "pq")
-    _cli(capsys, fleet, "--report", tmp_path / "fleet.html")
-    _cli(capsys, fleet, "--no-cache")
+def test_parquet_report_and_no_cache_always_scan(projects, capsys, scans, tmp_path):
+    _cli(capsys, projects, "--json")
+    _cli(capsys, projects, "--json", "--parquet", tmp_path / "pq")
+    _cli(capsys, projects, "--report", tmp_path / "scan.html")
+    _cli(capsys, projects, "--no-cache")
     assert len(scans) == 4
     assert (tmp_path / "pq" / "sessions.parquet").is_file()
 
 
 @pytest.mark.slow
-def test_the_kept_answer_imports_neither_polars_nor_the_readers(fleet, tokenizer_copies):
+def test_the_kept_answer_imports_neither_polars_nor_the_readers(projects, tokenizer_copies):
     tokenizer_copies.seed()  # the first process reads the tokenizer copy, not tiktoken's file
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    argv = [sys.executable, "-m", "cacheviz", "scan", str(fleet), "--json"]
+    argv = [sys.executable, "-m", "cacheviz", "scan", str(projects), "--json"]
     first = subprocess.run(argv, env=env, capture_output=True, text=True, check=True)
     probe = (
         "import sys; from cacheviz.cli import main; status = main(sys.argv[1:]); "
@@ -234,7 +234,7 @@ def test_the_kept_answer_imports_neither_polars_nor_the_readers(fleet, tokenizer
         "if m in sys.modules]; sys.stderr.write(repr(heavy)); sys.exit(status)"
     )
     again = subprocess.run(
-        [sys.executable, "-c", probe, "scan", str(fleet), "--json"],
+        [sys.executable, "-c", probe, "scan", str(projects), "--json"],
         env=env,
         capture_output=True,
         text=True,
@@ -282,12 +282,12 @@ def test_pool_workers_start_warm_on_one_polars_thread_and_their_server_stops(mon
 
 @pytest.mark.slow
 def test_a_fork_server_that_cannot_start_leaves_spawned_workers(
-    fleet, monkeypatch, tokenizer_copies
+    projects, monkeypatch, tokenizer_copies
 ):
     from multiprocessing import forkserver
 
     tokenizer_copies.seed()  # each spawned worker reads the tokenizer copy, not tiktoken's file
-    local = cacheviz.scan([fleet], cache=False, jobs=1)
+    local = cacheviz.scan([projects], cache=False, jobs=1)
 
     def no_socket():
         raise OSError(97, "Address family not supported by protocol")
@@ -298,7 +298,7 @@ def test_a_fork_server_that_cannot_start_leaves_spawned_workers(
         workers = pool_module._spawned(1)
         assert workers._mp_context.get_start_method() == "spawn"
         workers.shutdown()
-    pooled = cacheviz.scan([fleet], cache=False, jobs=2)
+    pooled = cacheviz.scan([projects], cache=False, jobs=2)
     assert pooled.calls.sort(["path", "call"]).equals(local.calls.sort(["path", "call"]))
 
 

@@ -1,4 +1,4 @@
-"""Issue 20, item 10 (data side): the fleet page's tables and chart, the model picker."""
+"""Issue 20, item 10 (data side): the scan page's tables and chart, the model picker."""
 
 from __future__ import annotations
 
@@ -7,26 +7,26 @@ from pathlib import Path
 
 from cacheviz.money import pricing
 from cacheviz.money.pricing import priced_models
-from cacheviz.ui import _scan as fleet
+from cacheviz.ui import _scan as scan_view
 
 SAMPLES = Path(__file__).resolve().parents[2] / "sample_sessions"
 
 
-def test_fleet_tables_never_print_none_and_the_chart_has_a_y_axis(tmp_path, monkeypatch):
+def test_scan_tables_never_print_none_and_the_chart_has_a_y_axis(tmp_path, monkeypatch):
     import cacheviz
 
     monkeypatch.setenv("CACHEVIZ_CACHE_DIR", str(tmp_path / "cache"))
-    folder = tmp_path / "fleet"
+    folder = tmp_path / "logs"
     folder.mkdir()
     for name in ("reported_usage", "timestamp_in_system"):
         (folder / f"{name}.jsonl").write_text((SAMPLES / f"{name}.jsonl").read_text())
-    data = fleet.fleet_data(cacheviz.scan([folder]))
+    data = scan_view.scan_data(cacheviz.scan([folder]))
     assert any(row["part"] is None for row in data["busters"])  # a miss has no part
-    page = fleet.fleet_html(data)
+    page = scan_view.scan_html(data)
     cells = re.findall(r"<td[^>]*>([^<]*)</td>", page)
     assert "None" not in cells
     labels = re.findall(r"text-anchor='end'>([^<]*)</text>", page)
-    assert len(labels) == fleet._TICKS + 1 and labels[0] == "$0.00"
+    assert len(labels) == scan_view._TICKS + 1 and labels[0] == "$0.00"
     assert "USD per day" in page
     hits = dict(
         zip(
@@ -36,7 +36,7 @@ def test_fleet_tables_never_print_none_and_the_chart_has_a_y_axis(tmp_path, monk
         )
     )
     assert (
-        hits["fleet/timestamp_in_system.jsonl"] is None and hits["fleet/reported_usage.jsonl"] > 0.5
+        hits["logs/timestamp_in_system.jsonl"] is None and hits["logs/reported_usage.jsonl"] > 0.5
     )
     assert "n/a" in cells
 
