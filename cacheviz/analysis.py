@@ -1,4 +1,4 @@
-"""Analysis: tokenize, shape and compare every call of a session into polars frames."""
+"""Analysis: tokenize and compare every call of a session, into polars frames."""
 
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ from cacheviz.prefix._calibrate import Calibration, calibrate
 from cacheviz.prefix._diagnose import Diagnosis, diagnose
 from cacheviz.prefix._index import Match, PrefixIndex, match_pair
 from cacheviz.prefix._namespace import KeyedParams, keyed_params, level_start, namespace_of
-from cacheviz.prefix._shape import log_hashes, prefix_hash, segments_frame
+from cacheviz.prefix._segments import log_hashes, prefix_hash, segments_frame
 from cacheviz.prefix._thread import assign_threads
 from cacheviz.prefix._ttl import thread_ttls
 from cacheviz.reported._totals import reported_totals
@@ -187,7 +187,7 @@ def analyze(
     encoding: str | None = None,
     prices: Any = None,
 ) -> Analysis:
-    """Tokenize, shape and compare every call of ``session``; diagnose and price it.
+    """Tokenize and compare every call of ``session``; diagnose and price it.
 
     Parameters
     ----------
@@ -207,17 +207,17 @@ def analyze(
     Analysis
     """
     columns = analyze_columns(session, thread=thread, encoding=encoding, prices=prices)
-    shaped, costs = columns.shaped, columns.costs
+    lists, costs = columns.prefix, columns.costs
     runs = iter(costs.runs.values())
     own = next(runs, None)
     return Analysis(
         session,
         _schema.frame(_schema.CALLS, columns.calls),
         _schema.frame(_schema.DRIFTS, columns.drifts),
-        shaped.token_caches,
-        shaped.offsets,
-        shaped.local_offsets,
-        shaped.calibration,
+        lists.token_caches,
+        lists.offsets,
+        lists.local_offsets,
+        lists.calibration,
         misses=_schema.frame(_schema.MISSES, costs.misses),
         billed_usd=costs.billed_usd,
         unpriced_models=costs.unpriced_models,
@@ -226,8 +226,8 @@ def analyze(
 
 
 @dataclass(slots=True)
-class Shaped:
-    """A session tokenized, shaped and compared, as plain lists (no polars frame yet).
+class PrefixLists:
+    """A session through the prefix stages (:func:`prefix_lists`), as plain lists, no frame.
 
     ``call_cols`` and ``drift_cols`` hold every column of :data:`cacheviz._schema.CALLS`
     and :data:`~cacheviz._schema.DRIFTS`, the cost columns still empty (``None``);
@@ -252,7 +252,7 @@ class AnalysisColumns:
     a polars frame per session costs more than the analysis of a short one.
     """
 
-    shaped: Shaped
+    prefix: PrefixLists
     costs: CostLists
     calls: dict[str, list[Any]]
     """Every column of :data:`cacheviz._schema.CALLS`, the cost columns filled."""
@@ -275,15 +275,20 @@ def analyze_columns(
     that each price period is resolved once for all of them
     (:func:`cacheviz.money._costs.cost_lists`).
     """
-    shaped = shape(session, thread=thread, encoding=encoding)
-    costs = cost_lists(shaped, prices=prices, rates=rates)
+    lists = prefix_lists(session, thread=thread, encoding=encoding)
+    costs = cost_lists(lists, prices=prices, rates=rates)
     return AnalysisColumns(
-        shaped, costs, shaped.call_cols | costs.calls, shaped.drift_cols | costs.drifts
+        lists, costs, lists.call_cols | costs.calls, lists.drift_cols | costs.drifts
     )
 
 
-def shape(session: Session, *, thread: str = "auto", encoding: str | None = None) -> Shaped:
-    """Tokenize, shape and compare every call of ``session`` (:func:`analyze`, no costs)."""
+def prefix_lists(
+    session: Session, *, thread: str = "auto", encoding: str | None = None
+) -> PrefixLists:
+    """Tokenize and compare every call of ``session`` (:func:`analyze`, no costs).
+
+    The prefix stages: tokens, threads, the common-prefix line, drifts, calibration, TTLs.
+    """
     calls = session.calls
     caches: dict[str, TokenCache] = {}
     call_cache: list[TokenCache] = []
@@ -335,7 +340,9 @@ def shape(session: Session, *, thread: str = "auto", encoding: str | None = None
     _to_provider_tokens(call_cols, drift_cols, offsets, calibration)
     _clean_strings(call_cols, _schema.CALLS)
     _clean_strings(drift_cols, _schema.DRIFTS)
-    return Shaped(session, call_cols, drift_cols, caches, calibration.offsets, offsets, calibration)
+    return PrefixLists(
+        session, call_cols, drift_cols, caches, calibration.offsets, offsets, calibration
+    )
 
 
 def _clean_strings(cols: dict[str, list[Any]], schema: dict[str, Any]) -> None:
@@ -464,7 +471,7 @@ def call_to_provider_tokens(
 ) -> None:
     """Turn call ``i``'s token columns, and its drift row's, into provider tokens.
 
-    In place; shared by :func:`shape` and :class:`cacheviz.live._incremental.LiveLog`.
+    In place; shared by :func:`prefix_lists` and :class:`cacheviz.live._incremental.LiveLog`.
 
     Parameters
     ----------
@@ -613,7 +620,7 @@ def block_offsets(
 ) -> list[int]:
     """Cumulative token offsets of a call's blocks: 0, then the total after each block.
 
-    Shared by :func:`shape` and :class:`cacheviz.live._incremental.LiveLog`.
+    Shared by :func:`prefix_lists` and :class:`cacheviz.live._incremental.LiveLog`.
 
     Parameters
     ----------

@@ -125,10 +125,11 @@ class Content:
 
 @dataclass(slots=True, frozen=True, eq=False)
 class Block:
-    """One CacheShape segment of one request.
+    """One cacheable unit of a request as sent: a tool definition, a system block, a message.
 
-    Blocks are shared: a request that re-sends a block at the same place holds the very
-    object of the earlier request. ``id`` is its row in ``Session.blocks``.
+    Its row in the segments frame (one per call that sends it) is a segment. Blocks are
+    shared: a request that re-sends a block at the same place holds the very object of
+    the earlier request. ``id`` is its row in ``Session.blocks``.
     """
 
     id: int
@@ -193,7 +194,7 @@ class Session:
     def analyze(
         self, *, thread: str = "auto", encoding: str | None = None, prices: Any = None
     ) -> Analysis:
-        """Tokenize, shape and compare every call; see :func:`cacheviz.analysis.analyze`."""
+        """Tokenize and compare every call; see :func:`cacheviz.analysis.analyze`."""
         from cacheviz.analysis import analyze
 
         with paused_gc():

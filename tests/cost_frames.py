@@ -13,7 +13,7 @@ from typing import Any
 import polars as pl
 
 from cacheviz import _schema
-from cacheviz.analysis import Analysis, Shaped
+from cacheviz.analysis import Analysis, PrefixLists
 from cacheviz.money._costs import CALL_COSTS, cost_lists
 from cacheviz.money._simulate import SIM_INPUTS, Simulation
 
@@ -32,7 +32,7 @@ _DRIFT_INPUTS = ("call", "prev_call", "cause", "part")
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class CostColumns:
-    """What :func:`diagnose_costs` adds to a shaped analysis: columns and totals."""
+    """What :func:`diagnose_costs` adds to an analysis: columns and totals."""
 
     calls: pl.DataFrame
     """The calls frame with the cost, expected-read and miss columns filled."""
@@ -45,13 +45,13 @@ class CostColumns:
 
 
 def diagnose_costs(analysis: Analysis, *, prices: Any = None) -> CostColumns:
-    """The cost, drift-cost and miss columns of a shaped ``analysis`` (it is not changed).
+    """The cost, drift-cost and miss columns of an ``analysis`` (it is not changed).
 
     ``analysis`` holds the calls, drifts, token caches and offsets; its cost columns are
     not read.
     """
     frame, drifts = analysis.calls, analysis.drifts
-    shaped = Shaped(
+    lists = PrefixLists(
         analysis.session,
         {name: frame[name].to_list() for name in _CALL_INPUTS},
         {name: drifts[name].to_list() for name in _DRIFT_INPUTS},
@@ -60,7 +60,7 @@ def diagnose_costs(analysis: Analysis, *, prices: Any = None) -> CostColumns:
         analysis.local_offsets,
         analysis.calibration,  # not read
     )
-    got = cost_lists(shaped, prices=prices)
+    got = cost_lists(lists, prices=prices)
     own = next(iter(got.runs.values()), None)
     return CostColumns(
         calls=frame.with_columns(

@@ -383,7 +383,7 @@ class LiveLog:
             self.rebuilds += 1
             self._reset_calls()
         self.g = new
-        self._view = Session(self.path, native.NAME, self.calls, self.store.contents)
+        self._session = Session(self.path, native.NAME, self.calls, self.store.contents)
         for i in range(self._done, len(self.calls)):
             self._analyse_one(i)
         costs_from(self, self._done)
@@ -412,7 +412,7 @@ class LiveLog:
         self._params.append(keyed_params(call))
         drifts = len(self.drift_cols["call"])
         previous, shared, drifted = self._walk.step(
-            self._view,
+            self._session,
             i,
             name,
             g.tree[name],

@@ -63,7 +63,7 @@ from cacheviz.providers._base import Breakpoint, CallResult, SimCall
 from cacheviz.reported._verdict import agrees
 
 if TYPE_CHECKING:
-    from cacheviz.analysis import Shaped
+    from cacheviz.analysis import PrefixLists
     from cacheviz.model import Call
 
 # drift causes that keep the number of blocks (an edit in place)
@@ -241,17 +241,17 @@ def _rate_caches(
 
 
 def cost_lists(
-    shaped: Shaped, *, prices: Any = None, rates: dict[str, RateCache] | None = None
+    lists: PrefixLists, *, prices: Any = None, rates: dict[str, RateCache] | None = None
 ) -> CostLists:
-    """The cost, drift-cost and miss columns of a shaped session, as lists.
+    """The cost, drift-cost and miss columns of a session, as lists.
 
-    ``shaped`` holds the calls and drifts columns (the cost columns are not read), the
+    ``lists`` holds the calls and drifts columns (the cost columns are not read), the
     token caches and the offsets. ``rates``: the rates resolved before with the same
     price book, per provider (filled in here; see :func:`_rate_caches`).
     """
-    session = shaped.session
+    session = lists.session
     calls = session.calls
-    cols = shaped.call_cols
+    cols = lists.call_cols
     book = prices if isinstance(prices, PriceBook) else PriceBook(prices)
     n = len(calls)
     billed: list[float | None] = [None] * n
@@ -267,7 +267,7 @@ def cost_lists(
         if key is not None:
             counts[key] = counts.get(key, 0) + 1
     built = (
-        sim_calls_of(calls, cols, shaped.token_caches, shaped.offsets, shaped.local_offsets)
+        sim_calls_of(calls, cols, lists.token_caches, lists.offsets, lists.local_offsets)
         if counts and n
         else []
     )
@@ -297,11 +297,11 @@ def cost_lists(
     for i, call in enumerate(calls):
         billed[i] = call_billed(call, keys[i], prices_of, unpriced)
 
-    drift_cost, material = _drift_costs(shaped, built, runs, prices_of)
+    drift_cost, material = _drift_costs(lists, built, runs, prices_of)
     expected, miss_cause, miss_tokens, misses, own = _misses(
-        shaped, sim_read, sim_detail, billed, prices_of
+        lists, sim_read, sim_detail, billed, prices_of
     )
-    drift_calls = shaped.drift_cols["call"]
+    drift_calls = lists.drift_cols["call"]
     priced = [b for b in billed if b is not None]
     return CostLists(
         calls={
@@ -312,7 +312,7 @@ def cost_lists(
             "expected_read_tokens": expected,
             "miss_cause": miss_cause,
             "shortfall_tokens": miss_tokens,
-            "verdict_agrees": _agreements(shaped, own),
+            "verdict_agrees": _agreements(lists, own),
             "drift_material": [material.get(i) if d else None for i, d in enumerate(cols["drift"])],
         },
         drifts={
@@ -327,7 +327,7 @@ def cost_lists(
 
 
 def _drift_costs(
-    shaped: Shaped,
+    lists: PrefixLists,
     built: Sequence[SimCall],
     runs: dict[str, Replay],
     prices_of: dict[str, RateCache],
@@ -335,8 +335,8 @@ def _drift_costs(
     """Per drift call: the what-if cost and whether it was material."""
     costs: dict[int, float | None] = {}
     material: dict[int, bool | None] = {}
-    calls = shaped.session.calls
-    drifts = shaped.drift_cols
+    calls = lists.session.calls
+    drifts = lists.drift_cols
     for index, before, cause in zip(
         drifts["call"], drifts["prev_call"], drifts["cause"], strict=True
     ):
@@ -439,7 +439,7 @@ def _miss_cost(call: Call, rates: Rates, billed: float, shortfall: int, reported
 
 
 def _misses(
-    shaped: Shaped,
+    lists: PrefixLists,
     sim_read: list[int | None],
     sim_detail: list[str],
     billed: list[float | None],
@@ -448,9 +448,9 @@ def _misses(
     list[int | None], list[str | None], list[int | None], dict[str, list[Any]], list[str | None]
 ]:
     """Misses on the calibrated line, for every provider (module docstring)."""
-    session = shaped.session
+    session = lists.session
     calls = session.calls
-    cols = shaped.call_cols
+    cols = lists.call_cols
     n = len(calls)
     expected: list[int | None] = [None] * n
     causes: list[str | None] = [None] * n
@@ -657,12 +657,12 @@ def miss_at(
     return Miss(offered, own, cause, shortfall, row)
 
 
-def _agreements(shaped: Shaped, own: list[str | None]) -> list[bool | None]:
+def _agreements(lists: PrefixLists, own: list[str | None]) -> list[bool | None]:
     """Per call: whether cacheviz's own reading agrees with the provider's named reason."""
-    d = shaped.drift_cols
+    d = lists.drift_cols
     drifts = {c: (p, k) for c, p, k in zip(d["call"], d["part"], d["cause"], strict=True)}
     out: list[bool | None] = []
-    for i, verdict in enumerate(shaped.call_cols["provider_verdict"]):
+    for i, verdict in enumerate(lists.call_cols["provider_verdict"]):
         part, cause = drifts.get(i, (None, None))
         out.append(agrees(verdict, part, cause, own[i]))
     return out

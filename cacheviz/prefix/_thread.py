@@ -41,7 +41,7 @@ from collections.abc import Callable, Sequence
 
 from cacheviz._util.seq import common_prefix
 from cacheviz.model import Call
-from cacheviz.prefix._shape import prefix_hash
+from cacheviz.prefix._segments import prefix_hash
 
 THREAD_MODES = ("auto", "model+prefix", "model", "single")
 JOIN_SHARE = 0.5  # share of the earlier call's message tokens this call must keep

@@ -54,7 +54,7 @@ Approximations
   hit is undocumented [U]: the latest ones do. Only the hit entry is refreshed. The API
   reference's alternative candidate rule (the latest 80 breakpoints, no lookback limit)
   is not offered [C]. A content-part breakpoint is taken at the end of its message, and
-  a role per block means a message is one segment. Eligible tool responses are blocks
+  a role per block means a message is one block. Eligible tool responses are blocks
   whose role is ``tool``/``function`` or ends in ``_call_output`` (Responses items).
   The initial developer block ends at the last block before the conversation (cacheviz
   renders tools after the instructions, as harmony puts them in the developer message).

@@ -112,8 +112,8 @@ _TEXT_ALLOWED = ("system", "instructions", "input")
 _ALL_BLOCK_KEYS = frozenset().union(*BLOCK_KEYS.values())
 
 
-def _check_shape(scan: ObjectScan, trusted: bool) -> None:
-    """Refuse block members of the wrong shape instead of dropping or mis-reading them.
+def _check_types(scan: ObjectScan, trusted: bool) -> None:
+    """Refuse block members of the wrong JSON type instead of dropping or mis-reading them.
 
     ``trusted``: the scan's reference passed this check, so the elements taken over
     from it (``scan.reused``) are not looked at again.
@@ -138,7 +138,7 @@ def _check_shape(scan: ObjectScan, trusted: bool) -> None:
 
 
 def _sources(api: str, scan: ObjectScan, trusted: bool) -> _Sources:
-    _check_shape(scan, trusted)
+    _check_types(scan, trusted)
     tools = scan.blocks.get("tools", [])
     if api == "messages":
         messages = scan.blocks.get("messages")

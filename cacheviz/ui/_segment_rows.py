@@ -1,8 +1,8 @@
-"""The shape runs and the content browser's rows of every call, without the segments frame.
+"""The shape map's runs and the content browser's rows of every call, without the segments frame.
 
-:func:`cacheviz.prefix._shape.segments_frame` has one row per (call, segment): millions for a
-long session (6 M for 2,000 calls of a growing thread), each with its label, hash, sizes
-and stability. The inspector's shape view needs only each call's runs of one status on
+:func:`cacheviz.prefix._segments.segments_frame` has one row per (call, segment): millions
+for a long session (6 M for 2,000 calls of a growing thread), each with its label, hash, sizes
+and stability. The inspector's shape map needs only each call's runs of one status on
 the token axis, and its content browser only the rows it lists (unlogged, tools and
 system, or past the common prefix: a few per call). :func:`segment_rows` computes both
 with the segments frame's own rules over integer columns (block ids, the calibrated
@@ -26,9 +26,9 @@ if TYPE_CHECKING:
     from cacheviz.analysis import Analysis
 
 STATUS = {"same": 0, "changed": 1, "invalidated": 2, "new": 3}
-"""The segment statuses as the shape view codes them (:mod:`cacheviz.ui._shape`)."""
+"""The segment statuses as the shape map codes them (:mod:`cacheviz.ui._shape`)."""
 UNLOGGED_STATUS = 4
-"""The shape view's code of an unlogged (opaque) segment."""
+"""The shape map's code of an unlogged (opaque) segment."""
 _NAMES = {code: name for name, code in STATUS.items()}
 _CONTEXT = ("tools", "system")
 
@@ -268,7 +268,7 @@ def call_rows(analysis: Analysis, index: int) -> list[tuple[Any, ...]] | None:
 def segment_rows(analysis: Analysis) -> SegmentRows | None:
     """The shape runs and the listed rows of ``analysis``'s segments (module docstring).
 
-    The rules are :func:`cacheviz.prefix._shape.segments_frame`'s: a segment is ``same`` when it
+    The rules are :func:`cacheviz.prefix._segments.segments_frame`'s: a segment is ``same`` when it
     ends inside the call's common prefix; else ``invalidated`` / ``changed`` when the
     thread's previous call had the same / other bytes at its (part, position); else
     ``new``. Sizes and offsets are the calibrated offsets' (provider tokens).

@@ -1,4 +1,4 @@
-"""The cache shape view's data: each call's runs of one segment status on the token axis.
+"""The shape map's data: each call's runs of one segment status on the token axis.
 
 ``widgets/src/views/shape.js`` draws it: one horizontal bar per call made of its status
 runs, the common-prefix line through the bars.

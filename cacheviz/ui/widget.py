@@ -5,8 +5,8 @@ Synced state (the front end is ``widgets/src/inspector.js``, built into ``static
 =================  =========  ================  ==========================================
 trait              direction  wire type         contents
 =================  =========  ================  ==========================================
-``_timeline``      Py→JS      bytes (Arrow)     one row per call (:mod:`.timeline`)
-``_shape``         Py→JS      bytes (Arrow)     status runs per call (:mod:`.shape`)
+``_timeline``      Py→JS      bytes (Arrow)     one row per call (:mod:`._timeline`)
+``_shape``         Py→JS      bytes (Arrow)     status runs per call (:mod:`._shape`)
 ``_costs``         Py→JS      bytes (Arrow)     per call: simulated, ideal and billed cost
 ``meta``           Py→JS      dict (JSON)       totals, threads, target, models, comparison
 ``selected_call``  both       int               the call every view highlights (-1: none)

@@ -17,7 +17,7 @@ from polars.testing import assert_frame_equal
 
 import cacheviz
 from cacheviz import _schema
-from cacheviz.analysis import analyze, analyze_columns, shape
+from cacheviz.analysis import analyze, analyze_columns, prefix_lists
 from cacheviz.errors import CacheVizWarning
 from cacheviz.money._simulate import sim_calls, sim_calls_of, simulate
 from cacheviz.money.pricing import PriceBook
@@ -71,13 +71,13 @@ def test_the_lists_hold_what_the_frames_hold(name):
 def test_the_replay_inputs_are_simulate_sim_calls(name):
     session = _load(SAMPLES / name)
     analysis = analyze(session)
-    shaped = shape(session)  # the lists cost_lists builds its replay input from
+    lists = prefix_lists(session)  # the lists cost_lists builds its replay input from
     ours = sim_calls_of(
         session.calls,
-        shaped.call_cols,
-        shaped.token_caches,
-        shaped.offsets,
-        shaped.local_offsets,
+        lists.call_cols,
+        lists.token_caches,
+        lists.offsets,
+        lists.local_offsets,
     )
     theirs = sim_calls(analysis)
     assert len(ours) == len(theirs)

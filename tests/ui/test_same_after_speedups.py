@@ -208,7 +208,7 @@ def test_previous_codes_bisected_are_the_join() -> None:
     """The (call, slot) lookup: a bisection of sorted keys gives what a join gives."""
     import random
 
-    from cacheviz.prefix._shape import previous_codes
+    from cacheviz.prefix._segments import previous_codes
 
     rng = random.Random(19)
     keys = sorted(rng.sample(range(10_000), 500))

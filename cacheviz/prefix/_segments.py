@@ -1,4 +1,4 @@
-"""CacheShape: per-segment rows, their stability, and Whale's per-call summary."""
+"""The segments frame (Whale's CacheShape): one row per (call, segment), and Whale's hashes."""
 
 from __future__ import annotations
 
