@@ -28,8 +28,6 @@ ROOT = PACKAGE.parent
 DOC = ROOT / "docs" / "architecture.md"
 # folders of shipped files, not code a user calls: the price overlay, the built front end
 RESOURCES = {"cacheviz.data", "cacheviz.static"}
-# ui/ and cli/ are being split into a module per view and per command (issue 27); their
-# internals take their leading underscore in that step
 
 
 def _documented() -> set[str]:
