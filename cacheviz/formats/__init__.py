@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any, cast
 
 from cacheviz.errors import CacheVizWarning, TranscriptError, UnknownFormatError
+from cacheviz.formats import _sqlite
 from cacheviz.formats._folders import session_file
 from cacheviz.formats._lines import describe_lines
 from cacheviz.formats._reader import Reader
@@ -144,10 +145,19 @@ def detect(path: Path) -> str:
             f"load {agent}.jsonl beside it, or the session it belongs to"
         )
         raise UnknownFormatError(msg, path=path)
-    line, column, problem = _first_line_problem(path) if head else (None, None, None)
     hint = (
         f"Supported: {supported_formats()}. Force one with --format NAME (format='NAME' in Python)"
     )
+    if _sqlite.is_sqlite(head):
+        names = _sqlite.tables(path)
+        shown = "unreadable" if names is None else ", ".join(names[:12]) or "none"
+        more = f" and {len(names) - 12} more" if names is not None and len(names) > 12 else ""
+        msg = (
+            "can't tell the transcript format: an SQLite database of a kind cacheviz does "
+            f"not read (tables: {shown}{more}). {hint}"
+        )
+        raise UnknownFormatError(msg, path=path)
+    line, column, problem = _first_line_problem(path) if head else (None, None, None)
     if problem is not None:
         msg = f"can't tell the transcript format: {problem}. {hint}"
         raise UnknownFormatError(msg, path=path, line=line, column=column)

@@ -8,8 +8,10 @@ write}}``) and parts (``text``, ``reasoning``, ``tool``, ``file``, ``step-start`
 
 - ``~/.local/share/opencode/opencode.db``: tables ``session``, ``message``
   (``id, session_id, time_created, data``) and ``part`` (``id, message_id, session_id,
-  time_created, data``), ``data`` a JSON object. Opened read-only; no other table is
-  read.
+  time_created, data``), ``data`` a JSON object. Opened read-only and immutable (a
+  private copy when its ``-wal`` holds data: ``formats/_sqlite.py``), so nothing is
+  written beside it; no other table is read. Kilo's CLI keeps the same tables in
+  ``~/.local/share/kilo/kilo.db``.
 - ``~/.local/share/opencode/storage/`` (also Kilo Code's CLI): ``session/<project>/
   <session>.json``, ``message/<session>/<message>.json``, ``part/<message>/<part>.json``.
   Load the ``storage`` folder (or the ``opencode`` folder holding it).
@@ -31,6 +33,7 @@ from __future__ import annotations
 import json
 import sqlite3
 from collections.abc import Iterator
+from contextlib import ExitStack
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -40,6 +43,7 @@ from cacheviz._jsonspan import json_type
 from cacheviz.errors import TranscriptError
 from cacheviz.formats._conversation import Thread
 from cacheviz.formats._lines import LineReader
+from cacheviz.formats._sqlite import open_read_only
 from cacheviz.model import Call, Session, Usage
 from cacheviz.segment import BlockStore
 from cacheviz.usage import normalize_usage
@@ -62,10 +66,6 @@ def _storage(path: Path) -> Path | None:
     return next((f for f in (path, path / "storage") if is_storage(f)), None)
 
 
-def _connect(path: Path) -> sqlite3.Connection:
-    return sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)
-
-
 def detect(path: Path, head: bytes) -> bool:
     """Whether ``path`` is an OpenCode database or storage folder."""
     if path.is_dir():
@@ -73,13 +73,10 @@ def detect(path: Path, head: bytes) -> bool:
     if not head.startswith(_SQLITE):
         return False
     try:
-        con = _connect(path)
-        try:
+        with open_read_only(path) as con:
             names = {row[0] for row in con.execute("select name from sqlite_master")}
             columns = {row[1] for row in con.execute("pragma table_info(part)")}
-        finally:
-            con.close()
-    except sqlite3.Error:
+    except (sqlite3.Error, OSError):
         return False
     return set(_TABLES) <= names and {"message_id", "data"} <= columns
 
@@ -116,12 +113,17 @@ def _object(text: Any, where: str) -> dict[str, Any]:
 
 
 def _from_db(path: Path, reader: LineReader) -> _Store:
+    with ExitStack() as stack:
+        try:
+            con = stack.enter_context(open_read_only(path))
+        except (sqlite3.Error, OSError) as exc:
+            msg = f"can't open the database ({exc}); expected an OpenCode or Kilo database"
+            raise TranscriptError(msg, path=path) from None
+        return _rows(con, path, reader)
+
+
+def _rows(con: sqlite3.Connection, path: Path, reader: LineReader) -> _Store:
     store = _Store()
-    try:
-        con = _connect(path)
-    except sqlite3.Error as exc:
-        msg = f"can't open the database ({exc})"
-        raise TranscriptError(msg, path=path) from None
     try:
         for sid, parent in con.execute("select id, parent_id from session order by id"):
             store.sessions[str(sid)] = parent
@@ -146,8 +148,6 @@ def _from_db(path: Path, reader: LineReader) -> _Store:
     except sqlite3.Error as exc:
         msg = f"can't read the OpenCode tables ({exc}); is this an opencode.db?"
         raise TranscriptError(msg, path=path) from None
-    finally:
-        con.close()
     return store
 
 
