@@ -76,7 +76,8 @@ class Location:
 def default_locations(home: Path | None = None) -> list[Location]:
     """Where the agents cacheviz reads keep their transcripts (as ccusage looks for them).
 
-    ``CLAUDE_CONFIG_DIR`` (comma-separated) and ``CODEX_HOME`` are honoured.
+    ``CLAUDE_CONFIG_DIR`` (comma-separated), ``CODEX_HOME`` and ``KILO_DATA_DIR``
+    (comma-separated) are honoured.
     """
     home = Path.home() if home is None else home
     claude = [Path(p) for p in os.environ.get("CLAUDE_CONFIG_DIR", "").split(",") if p.strip()]
@@ -94,6 +95,7 @@ def default_locations(home: Path | None = None) -> list[Location]:
         ),
         Location("opencode", home / ".local" / "share" / "opencode" / "opencode.db"),
         Location("opencode", home / ".local" / "share" / "opencode" / "storage"),
+        *(Location("kilo", folder / "kilo.db") for folder in _kilo_folders(home)),
         Location("copilot", home / ".copilot" / "session-state"),
         Location("whale", home / ".whale" / "usage.jsonl"),
         Location("whale", home / ".whale" / "usage"),
@@ -105,6 +107,12 @@ def default_locations(home: Path | None = None) -> list[Location]:
     cxv = os.environ.get("CXV_LOG_DIR", "").strip()
     out += [Location("cx-viewer", Path(cxv) if cxv else codex / "cx-viewer")]
     return out
+
+
+def _kilo_folders(home: Path) -> list[Path]:
+    """Kilo CLI's data folders: ``$KILO_DATA_DIR`` (comma-separated), else its default."""
+    listed = [Path(p).expanduser() for p in os.environ.get("KILO_DATA_DIR", "").split(",")]
+    return [p for p in listed if str(p) not in ("", ".")] or [home / ".local" / "share" / "kilo"]
 
 
 def _claude_tap_store(home: Path) -> Path:

@@ -18,8 +18,13 @@ write}}``) and parts (``text``, ``reasoning``, ``tool``, ``file``, ``step-start`
 
 Each step of an assistant message (``step-start`` ... ``step-finish``) is one API call;
 its usage is the ``step-finish`` part's ``tokens``: ``input`` excludes the cache reads
-and writes (OpenCode subtracts them), ``reasoning`` is output. A step that never
-finished is a call whose usage was not reported. An assistant message without step
+and writes (OpenCode subtracts them), ``reasoning`` is output. A step is a call only if
+it was sent and answered: a ``step-start`` that no ``step-finish`` closes is counted
+apart in ``Session.ignored``, as a *retried* step (another ``step-start`` follows in
+the same message: OpenCode retried the request after an error), an *aborted or failed*
+step (the message carries an ``error``) or an *unfinished* one (cut off, or still
+running); its content, if any, stays in the conversation. (This is the count ccusage
+and OpenCode's own per-message ``tokens`` give.) An assistant message without step
 parts (older OpenCode) is one call with the message's ``tokens`` when any is non-zero.
 
 Requests are rebuilt (the system prompt and tools are not stored): each OpenCode session
@@ -280,11 +285,19 @@ class _Builder:
                 self._call(thread, model, provider, start, message, usage)
             else:
                 self.reader.ignore("assistant message without a finished step (no API call)")
+        finished = _finished_steps(parts)
         pending: Call | None = None
-        for part in parts:
+        for i, part in enumerate(parts):
             kind = part.data.get("type")
-            if kind == "step-start" or (kind == "step-finish" and pending is None):
+            if kind == "step-start":
                 turn.flush()  # the step before: its turn and tool results are sent back
+                pending = None
+                if i in finished:
+                    pending = self._call(thread, model, provider, start, message, None)
+                else:
+                    self.reader.ignore(_unfinished(message, parts, i))
+            elif kind == "step-finish" and pending is None:  # a finish without its start
+                turn.flush()
                 pending = self._call(thread, model, provider, start, message, None)
             if kind == "step-finish" and pending is not None:  # always, set just above
                 pending.usage = _usage(part.data.get("tokens"), part.where)
@@ -315,6 +328,30 @@ class _Builder:
         call.line = len(self.calls) + 1
         self.calls.append(call)
         return call
+
+
+def _finished_steps(parts: list[_Record]) -> set[int]:
+    """The positions of the ``step-start`` parts that a ``step-finish`` closes."""
+    out: set[int] = set()
+    opened: int | None = None
+    for i, part in enumerate(parts):
+        kind = part.data.get("type")
+        if kind == "step-start":
+            opened = i
+        elif kind == "step-finish" and opened is not None:
+            out.add(opened)
+            opened = None
+    return out
+
+
+def _unfinished(message: _Record, parts: list[_Record], at: int) -> str:
+    """What a step that never finished was, as counted in ``Session.ignored``."""
+    later = any(p.data.get("type") == "step-start" for p in parts[at + 1 :])
+    if later:
+        return "retried step (started, never answered; not a call)"
+    if message.data.get("error") is not None:
+        return "aborted or failed step (no usage reported; not a call)"
+    return "unfinished step (cut off or still running; not a call)"
 
 
 class _Turn:

@@ -57,8 +57,10 @@ def _insert(con: sqlite3.Connection, n: int) -> None:
 
 
 def _wal_db(path: Path, steps: int, *, keep_open: bool) -> sqlite3.Connection | None:
-    """An OpenCode-shaped database in WAL mode; with ``keep_open`` its last rows stay in the
-    ``-wal`` (the agent is still running: no checkpoint yet)."""
+    """An OpenCode-shaped database in WAL mode.
+
+    With ``keep_open`` its rows stay in the ``-wal`` (the agent is still running).
+    """
     con = sqlite3.connect(path)
     con.execute("pragma journal_mode = wal")
     con.execute("pragma wal_autocheckpoint = 0")
