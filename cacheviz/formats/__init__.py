@@ -46,6 +46,7 @@ _MODULES = {
     "openhands": "openhands",
     "opencode": "opencode",
     "copilot-cli": "copilot_cli",
+    "kimi-cli": "kimi_cli",
     "swe-agent": "swe_agent",
     "aider": "aider",
     "whale-usage": "whale_usage",  # usage-only readers (USAGE_ONLY = True)
