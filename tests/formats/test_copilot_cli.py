@@ -417,3 +417,14 @@ def test_per_call_usage_events_and_new_compaction_names_are_read(tmp_path):
     assert doc["reported_totals"]["scope"] == "calls"
     assert doc["reported_totals"]["input_tokens"] == 18000
     assert "billed_scope" not in doc and doc["hit_ratio"]["calls"] == 3
+
+
+def test_scan_bills_the_session_figure(tmp_path):
+    path = tmp_path / "session-state" / "s2" / "events.jsonl"
+    path.parent.mkdir(parents=True)
+    path.write_text("".join(json.dumps(e) + "\n" for e in _long_session()))
+    billed = cacheviz.load(path).analyze().billed_usd
+    result = cacheviz.scan([tmp_path / "session-state"], cache=False)
+    assert result.calls["billed_usd"].sum() == pytest.approx(billed)
+    assert result.sessions["billed_usd"].to_list() == [pytest.approx(billed)]
+    assert result.sessions["unpriced_calls"].to_list() == [0]
