@@ -51,12 +51,12 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from cacheviz._jsonspan import json_type
 from cacheviz.formats._conversation import Thread
 from cacheviz.formats._lines import LineReader
 from cacheviz.model import Call, Session, SkippedLine, Usage
-from cacheviz.segment import BlockStore
-from cacheviz.usage import normalize_usage
+from cacheviz.reported._usage import normalize_usage
+from cacheviz.request._blocks import BlockStore
+from cacheviz.request._jsonspan import json_type
 
 NAME = "kimi-cli"
 DESCRIPTION = "Kimi CLI sessions (~/.kimi/sessions/<work-dir-hash>/<session>/wire.jsonl)"

@@ -337,12 +337,11 @@ def test_scan_without_paths_looks_in_the_default_folder(events, monkeypatch):
 # -- billing: the session's figure, or per-call usage where the log has it -----------------
 
 
-def _rates(model, ts, inp):
-    from cacheviz.costs import provider_key
-    from cacheviz.formats.copilot_cli import _provider
-    from cacheviz.pricing import PriceBook, RateCache
+def _rates(provider, model, ts, inp):
+    from cacheviz.money._costs import provider_key
+    from cacheviz.money.pricing import PriceBook, RateCache
 
-    return RateCache(PriceBook(), provider_key(_provider(model)))(model, ts, inp)
+    return RateCache(PriceBook(), provider_key(provider))(model, ts, inp)
 
 
 def test_session_usage_is_billed_with_its_hit_ratio_and_no_simulated_cost(tmp_path, capsys):
@@ -357,8 +356,12 @@ def test_session_usage_is_billed_with_its_hit_ratio_and_no_simulated_cost(tmp_pa
         per_model
     )
     end = session.session_usage[0].ts
+    providers = {u.model: u.provider for u in session.session_usage}
+    assert providers == {SONNET: "anthropic", MINI: "openai"}
     expected = sum(
-        _rates(model, end, inp).cost(uncached=inp - read, cache_read=read, output=out)
+        _rates(providers[model], model, end, inp).cost(
+            uncached=inp - read, cache_read=read, output=out
+        )
         for model, (inp, read, out) in per_model.items()
     )
     analysis = session.analyze()
