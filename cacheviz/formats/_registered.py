@@ -30,6 +30,7 @@ from cacheviz.formats import (
     opencode,
     openhands,
     otel,
+    qwen_code,
     swe_agent,
     whale_usage,
 )
@@ -43,6 +44,7 @@ MODULES: Sequence[Reader] = [
     claude_tap,
     cc_viewer,
     mitm,
+    qwen_code,
     claude_code,
     codex,
     gemini_json,

@@ -28,6 +28,7 @@ _MODULES = {
     "claude-tap": "claude_tap",
     "cc-viewer": "cc_viewer",
     "mitmproxy": "mitm",
+    "qwen-code": "qwen_code",  # before claude_code: its records share Claude Code's keys
     "claude-code": "claude_code",
     "codex": "codex",
     "gemini-cli-json": "gemini_json",  # before gemini_cli: a one-line chat JSON opens like a header

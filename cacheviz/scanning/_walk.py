@@ -103,6 +103,7 @@ def default_locations(home: Path | None = None) -> list[Location]:
         Location("whale", home / ".whale" / "usage.jsonl"),
         Location("whale", home / ".whale" / "usage"),
     ]
+    out += [Location("qwen-code", home / ".qwen" / "projects")]
     kimi = os.environ.get("KIMI_SHARE_DIR", "").strip()
     kimi_home = Path(kimi).expanduser() if kimi else home / ".kimi"
     out += [Location("kimi-cli", kimi_home / "sessions")]
