@@ -45,7 +45,7 @@ CALLS: dict[str, PolarsDataType] = {
     "tokens_exact": _BOOL,  # False when the model's own tokenizer is not public
     "reconstructed": _BOOL,  # request rebuilt from a conversation log, not the bytes sent
     "unlogged_tokens": _INT,  # size of the unlogged prefix (system + tools), inferred
-    "ttl_seconds": _INT,  # the cache TTL the thread's evidence shows (cacheviz.ttl); null: none
+    "ttl_seconds": _INT,  # the cache TTL the thread's evidence shows (prefix._ttl); null: none
     "rebuild": _STR,  # an expected rebuild announced by the log ("compaction"), else null
     "n_segments": _INT,
     "input_tokens": _INT,  # the whole request, in provider tokens (calibrate.py)
@@ -321,7 +321,7 @@ def frame(
     return pl.DataFrame(data, schema=dict(schema))
 
 
-# --- cacheviz scan (many sessions; see cacheviz.fleet) -------------------------------
+# --- cacheviz scan (many sessions; see cacheviz.scanning) -------------------------------
 
 SCAN_CALLS: dict[str, PolarsDataType] = {
     "path": _STR,  # the file (or Cline task file) the session was read from

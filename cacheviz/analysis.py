@@ -11,26 +11,26 @@ from typing import TYPE_CHECKING, Any
 import polars as pl
 
 from cacheviz import _schema
-from cacheviz._seq import common_prefix
-from cacheviz.calibrate import Calibration, calibrate
-from cacheviz.costs import CostLists, cost_lists
-from cacheviz.diagnose import Diagnosis, diagnose
-from cacheviz.metrics import hit_ratio, waste_usd
+from cacheviz._util.seq import common_prefix
 from cacheviz.model import OPAQUE, Call, Session
-from cacheviz.namespace import KeyedParams, keyed_params, level_start, namespace_of
-from cacheviz.prefix import Match, PrefixIndex, match_pair
-from cacheviz.shape import log_hashes, prefix_hash, segments_frame
-from cacheviz.thread import assign_threads
-from cacheviz.tokens import TokenCache, encoding_for_model
-from cacheviz.totals import reported_totals
-from cacheviz.ttl import thread_ttls
-from cacheviz.verdict import verdict_state
+from cacheviz.money._costs import CostLists, cost_lists
+from cacheviz.money._metrics import hit_ratio, waste_usd
+from cacheviz.prefix._calibrate import Calibration, calibrate
+from cacheviz.prefix._diagnose import Diagnosis, diagnose
+from cacheviz.prefix._index import Match, PrefixIndex, match_pair
+from cacheviz.prefix._namespace import KeyedParams, keyed_params, level_start, namespace_of
+from cacheviz.prefix._shape import log_hashes, prefix_hash, segments_frame
+from cacheviz.prefix._thread import assign_threads
+from cacheviz.prefix._ttl import thread_ttls
+from cacheviz.reported._totals import reported_totals
+from cacheviz.reported._verdict import verdict_state
+from cacheviz.request._tokens import TokenCache, encoding_for_model
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
 
-    from cacheviz.pricing import RateCache
-    from cacheviz.simulate import Simulation
+    from cacheviz.money._simulate import Simulation
+    from cacheviz.money.pricing import RateCache
 
 _MAX_UNLOGGED = 10_000_000  # the largest context windows; beyond that the report is suspect
 _USAGE_FIELDS = {
@@ -89,18 +89,18 @@ class Analysis:
     ) -> Simulation:
         """Replay the session under ``provider``'s caching rules and price it.
 
-        See :func:`cacheviz.simulate.simulate`.
+        See :func:`cacheviz.money._simulate.simulate`.
         """
-        from cacheviz.simulate import simulate
+        from cacheviz.money._simulate import simulate
 
         return simulate(self, provider, model, prices=prices, **rules)
 
     def compare(self, targets: list[str], *, prices: Any = None, **rules: Any) -> pl.DataFrame:
         """Cost of the session under several ``provider:model`` targets, side by side.
 
-        See :func:`cacheviz.simulate.compare`.
+        See :func:`cacheviz.money._simulate.compare`.
         """
-        from cacheviz.simulate import compare
+        from cacheviz.money._simulate import compare
 
         return compare(self, targets, prices=prices, **rules)
 
@@ -138,12 +138,12 @@ class Analysis:
         }
 
     def headline(self) -> dict[str, Any]:
-        """Session totals every view shows the same way (:mod:`cacheviz.metrics`).
+        """Session totals every view shows the same way (:mod:`cacheviz.money._metrics`).
 
         ``simulated_usd`` / ``ideal_usd`` / ``waste_usd`` (billed - ideal where billed,
         else simulated - ideal; never negative), ``hit_ratio`` (token- and
         request-weighted, null when no cache fields were reported), ``token_basis``
-        (calls per basis, :mod:`cacheviz.calibrate`) and ``provider_verdicts`` (calls
+        (calls per basis, :mod:`cacheviz.prefix._calibrate`) and ``provider_verdicts`` (calls
         per verdict state, and how often cacheviz's own reading agrees with a reason).
         """
         frame = self.calls
@@ -194,12 +194,12 @@ def analyze(
     session
         A loaded session (:func:`cacheviz.load`).
     thread
-        How to group calls into threads; see :mod:`cacheviz.thread`.
+        How to group calls into threads; see :mod:`cacheviz.prefix._thread`.
     encoding
         Force one tiktoken encoding for every call (default: per model, ``o200k_base``
         as an approximation where the model's tokenizer is not public).
     prices
-        A :class:`~cacheviz.pricing.PriceBook` or a user price file, for the billed,
+        A :class:`~cacheviz.money.pricing.PriceBook` or a user price file, for the billed,
         simulated and ideal costs and the cost of each drift and miss.
 
     Returns
@@ -273,7 +273,7 @@ def analyze_columns(
     String values are those the frames hold (:func:`cacheviz._schema.clean`). ``rates``:
     a dict the caller keeps across sessions priced with the same ``prices`` book, so
     that each price period is resolved once for all of them
-    (:func:`cacheviz.costs.cost_lists`).
+    (:func:`cacheviz.money._costs.cost_lists`).
     """
     shaped = shape(session, thread=thread, encoding=encoding)
     costs = cost_lists(shaped, prices=prices, rates=rates)
@@ -355,7 +355,7 @@ class CallWalk:
     """What :func:`analyze`'s per-call loop carries from one call to the next.
 
     The prefix index of each cache namespace and the latest call of each thread and of
-    each namespace; :class:`cacheviz.incremental.LiveLog` keeps one across appends.
+    each namespace; :class:`cacheviz.live._incremental.LiveLog` keeps one across appends.
     """
 
     indexes: dict[str, PrefixIndex] = _field(default_factory=dict)
@@ -464,7 +464,7 @@ def call_to_provider_tokens(
 ) -> None:
     """Turn call ``i``'s token columns, and its drift row's, into provider tokens.
 
-    In place; shared by :func:`shape` and :class:`cacheviz.incremental.LiveLog`.
+    In place; shared by :func:`shape` and :class:`cacheviz.live._incremental.LiveLog`.
 
     Parameters
     ----------
@@ -476,7 +476,7 @@ def call_to_provider_tokens(
         Its row in ``drift_cols`` (``None``: it did not drift).
     mapped
         Each call's block offsets in provider tokens (:attr:`Calibration.offsets
-        <cacheviz.calibrate.Calibration.offsets>`), at least up to call ``i``.
+        <cacheviz.prefix._calibrate.Calibration.offsets>`), at least up to call ``i``.
     at
         ``at(call, position)``: a local token position of a call in provider tokens.
     """
@@ -613,7 +613,7 @@ def block_offsets(
 ) -> list[int]:
     """Cumulative token offsets of a call's blocks: 0, then the total after each block.
 
-    Shared by :func:`shape` and :class:`cacheviz.incremental.LiveLog`.
+    Shared by :func:`shape` and :class:`cacheviz.live._incremental.LiveLog`.
 
     Parameters
     ----------

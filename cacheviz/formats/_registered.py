@@ -2,7 +2,7 @@
 
 mypy checks each module below against the protocol (its ``NAME``, ``DESCRIPTION``,
 ``detect`` and ``read``); ``tests/formats/test_registry.py`` checks that the list is the
-registry (``formats._MODULES``), in its order. The package never imports this module:
+registry (``formats._registry._MODULES``), in its order. The package never imports this module:
 importing it imports every reader, which detection avoids.
 """
 
@@ -34,7 +34,7 @@ from cacheviz.formats import (
 )
 from cacheviz.formats._reader import Reader
 
-# in formats._MODULES' (detection) order; a list, so that mypy names a module that differs
+# in formats._registry._MODULES' (detection) order; a list, so that mypy names a module that differs
 MODULES: Sequence[Reader] = [
     openai_log,
     native,

@@ -65,14 +65,14 @@ from pathlib import Path
 from typing import Any, TypeGuard
 from urllib.parse import unquote
 
-from cacheviz._jsonspan import ObjectScan, json_type
 from cacheviz.errors import TranscriptError
 from cacheviz.formats._body import call_from_request, first_record, provider_for
 from cacheviz.formats._lines import LineReader, load_json_document
 from cacheviz.formats._time import parse_ts
 from cacheviz.model import Call, Session
-from cacheviz.segment import BlockStore, RenderError
-from cacheviz.usage import UsageError, normalize_usage
+from cacheviz.reported._usage import UsageError, normalize_usage
+from cacheviz.request._blocks import BlockStore, RenderError
+from cacheviz.request._jsonspan import ObjectScan, json_type
 
 NAME = "claude-tap"
 DESCRIPTION = (

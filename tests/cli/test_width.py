@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from cacheviz.cli import app
-from cacheviz.cli.table import Column, render
+from cacheviz.cli import _app as app
+from cacheviz.cli._table import Column, render
 from cacheviz.formats.native import record_line
 
 SAMPLES = Path(__file__).resolve().parents[2] / "sample_sessions"

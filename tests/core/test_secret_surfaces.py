@@ -20,12 +20,12 @@ import pytest
 
 import cacheviz
 from cacheviz.check import check
-from cacheviz.check.output import to_junit, to_sarif
+from cacheviz.check._output import to_junit, to_sarif
 from cacheviz.cli import main
 from cacheviz.formats.native import record_line
 from cacheviz.redact import REDACTED, redact
-from cacheviz.ui.detail import drift_detail
-from cacheviz.ui.fleet import fleet_data, fleet_html
+from cacheviz.ui._detail import drift_detail
+from cacheviz.ui._scan import fleet_data, fleet_html
 from cacheviz.ui.report import read_details, report_data
 
 sys.path.insert(0, str(Path(__file__).parents[1]))  # fake_provider

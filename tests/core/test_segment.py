@@ -1,8 +1,7 @@
 import pytest
 
-from cacheviz._jsonspan import scan_object
 from cacheviz.model import Content
-from cacheviz.segment import (
+from cacheviz.request._blocks import (
     BLOCK_KEYS,
     BlockStore,
     RenderError,
@@ -10,6 +9,7 @@ from cacheviz.segment import (
     infer_api,
     render_text,
 )
+from cacheviz.request._jsonspan import scan_object
 
 ALL = frozenset().union(*BLOCK_KEYS.values())
 

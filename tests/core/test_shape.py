@@ -1,9 +1,9 @@
-"""CacheShape (cacheviz.shape): per-segment rows and Whale's prefix/log hashes."""
+"""CacheShape (cacheviz.prefix._shape): per-segment rows and Whale's prefix/log hashes."""
 
 from __future__ import annotations
 
 import cacheviz
-from cacheviz.shape import log_hashes, prefix_hash
+from cacheviz.prefix._shape import log_hashes, prefix_hash
 
 SYSTEM = [{"type": "text", "text": "You are a careful engineer. " * 40}]
 TOOLS = [{"name": "Bash", "description": "Run a command", "input_schema": {"type": "object"}}]

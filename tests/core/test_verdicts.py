@@ -16,7 +16,7 @@ import pytest
 
 import cacheviz
 from cacheviz.formats.native import record_line
-from cacheviz.verdict import (
+from cacheviz.reported._verdict import (
     agrees,
     openai_verdict_meta,
     response_verdict_meta,

@@ -5,7 +5,7 @@ import pytest
 
 import cacheviz
 from cacheviz import _schema, cli
-from cacheviz.simulate import SimulationError
+from cacheviz.money._simulate import SimulationError
 
 SYSTEM = [
     {

@@ -14,7 +14,7 @@ import pytest
 import cacheviz
 from cacheviz.cli import main
 from cacheviz.errors import CacheVizWarning
-from cacheviz.fleet import pool as pool_module
+from cacheviz.scanning import _pool as pool_module
 
 SONNET = "claude-sonnet-4-5-20250929"
 # Anthropic's published Claude Sonnet 4.5 prices, USD per million tokens (providers.md §1):
@@ -570,7 +570,7 @@ def test_the_fleet_report_is_self_contained_escaped_and_redacted(tmp_path, cache
 
 def test_picking_a_session_in_the_fleet_widget_opens_its_inspector(claude_home, cache_dir):
     pytest.importorskip("ipywidgets")
-    from cacheviz.ui.fleet import FleetView
+    from cacheviz.ui._scan import FleetView
 
     result = cacheviz.scan([claude_home], cache=cache_dir)
     assert "application/vnd.jupyter.widget-view+json" in result._repr_mimebundle_()
@@ -677,7 +677,7 @@ def test_an_unwritable_cache_is_a_one_line_warning_not_a_failure(claude_home, tm
 
 
 def test_an_internal_error_on_one_file_is_listed_and_the_scan_goes_on(tmp_path, monkeypatch):
-    from cacheviz.fleet import worker
+    from cacheviz.scanning import _worker as worker
 
     _write(tmp_path / "p" / "a.jsonl", _parent_records())
     _write(tmp_path / "p" / "b.jsonl", _renamed(_parent_records(), "b"))
@@ -715,7 +715,7 @@ def test_a_script_without_a_main_guard_still_scans_in_one_process(tmp_path):
     script = tmp_path / "unguarded.py"
     script.write_text(
         "import cacheviz\n"
-        "from cacheviz.fleet import pool\n"
+        "from cacheviz.scanning import _pool as pool\n"
         "pool.POOL_BYTES = 0\n"
         f"result = cacheviz.scan([{str(root)!r}], cache=False, jobs=2)\n"
         "print('calls', result.calls.height)\n"

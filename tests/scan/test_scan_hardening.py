@@ -225,7 +225,7 @@ def test_a_fifo_and_a_link_to_a_device_are_skipped_with_a_reason(tmp_path):
 
 
 def test_the_fleet_page_shows_control_and_bidi_characters_escaped(tmp_path):
-    from cacheviz.ui.fleet import fleet_data, fleet_html
+    from cacheviz.ui._scan import fleet_data, fleet_html
 
     name = "evil\x1b[31m\x07\u202eld.jsonl"
     _write(tmp_path / "fleet" / name)
@@ -266,7 +266,7 @@ def test_a_killed_worker_fails_its_file_only(tmp_path, monkeypatch):
     monkeypatch.syspath_prepend(os.path.dirname(__file__))  # the workers import it too
     import _killer
 
-    from cacheviz.fleet import pool
+    from cacheviz.scanning import _pool as pool
 
     folder = tmp_path / "fleet"
     for i in range(4):

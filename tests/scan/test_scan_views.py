@@ -13,8 +13,8 @@ import pytest
 
 import cacheviz
 from cacheviz.cli import main
-from cacheviz.fleet import pool as pool_module
-from cacheviz.fleet import scanner as scanner_module
+from cacheviz.scanning import _pool as pool_module
+from cacheviz.scanning import _scanner as scanner_module
 
 ROOT = Path(__file__).resolve().parents[2]
 SONNET = "claude-sonnet-4-5-20250929"
@@ -304,7 +304,7 @@ def test_a_fork_server_that_cannot_start_leaves_spawned_workers(
 
 def test_the_walk_lists_folders_as_os_walk_does(tmp_path):
     """The recorded walk visits what ``os.walk(followlinks=True)`` visits, in its order."""
-    from cacheviz.fleet.walk import Tree, _folders
+    from cacheviz.scanning._walk import Tree, _folders
 
     root = tmp_path / "t"
     for folder in ("a/b/c", "a/d", "e", "z/y"):

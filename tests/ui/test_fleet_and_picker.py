@@ -5,9 +5,9 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from cacheviz import pricing
-from cacheviz.pricing import priced_models
-from cacheviz.ui import fleet
+from cacheviz.money import pricing
+from cacheviz.money.pricing import priced_models
+from cacheviz.ui import _scan as fleet
 
 SAMPLES = Path(__file__).resolve().parents[2] / "sample_sessions"
 
@@ -69,7 +69,7 @@ def test_recency_reads_versions_not_sizes_or_dates():
 def test_the_sessions_own_retired_model_stays_in_the_picker(tmp_path):
     import cacheviz
     from cacheviz.formats.native import record_line
-    from cacheviz.ui import state
+    from cacheviz.ui import _state as state
 
     body = {
         "model": "claude-3-5-sonnet",

@@ -10,7 +10,7 @@ import pytest
 
 import cacheviz
 from cacheviz import providers
-from cacheviz.ui import state
+from cacheviz.ui import _state as state
 from cacheviz.ui.report import report_data
 
 SYSTEM = [{"type": "text", "text": "You are a careful engineer. " * 200}]
