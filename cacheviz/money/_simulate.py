@@ -805,10 +805,10 @@ def compare(
     if errors not in ("row", "raise"):
         msg = f"errors={errors!r}: expected 'row' (a failed target is its row's error) or 'raise'"
         raise SimulationError(msg)
-    parsed = []
+    parsed: list[tuple[str, str, str | None]] = []
     for target in targets:  # a misspelt provider is the caller's error, not a row's
-        provider, _, model = target.partition(":")
-        parsed.append((target, provider_id(provider), model or None))
+        name, _, named = target.partition(":")
+        parsed.append((target, provider_id(name), named or None))
     book = prices if isinstance(prices, PriceBook) else PriceBook(prices)
     unpriced = "skip" if errors == "row" else "raise"
     rows = []

@@ -201,10 +201,10 @@ class LiveState:
 
     def _compare(self, analysis: Analysis, targets: tuple[str, ...]) -> pl.DataFrame:
         """:func:`cacheviz.money._simulate.compare`, from streams (a failed target: its row)."""
-        parsed = []
+        parsed: list[tuple[str, str, str | None]] = []
         for target in targets:  # a misspelt provider fails the comparison, as compare()
-            provider, _, model = target.partition(":")
-            parsed.append((target, provider_id(provider), model or None))
+            name, _, named = target.partition(":")
+            parsed.append((target, provider_id(name), named or None))
         rows = []
         for target, provider, model in parsed:
             key = f"compare|{target}"
