@@ -131,18 +131,53 @@ class Analysis:
             "skipped_lines": len(self.session.skipped),
             "ignored_records": dict(self.session.ignored),
             "billed_usd": self.billed_usd,
+            **({"billed_scope": "session"} if self.billed_scope == "session" else {}),
             **self.headline(),
             "unpriced_models": list(self.unpriced_models),
             "reported_totals": reported_totals(self.session, self.calls),
             "calls": calls,
         }
 
+    @property
+    def billed_scope(self) -> str:
+        """``"session"`` when the billed cost is the session's reported figure, else ``"calls"``."""
+        return "session" if self.session.session_usage else "calls"
+
+    def simulation_withheld(self) -> str | None:
+        """Why the simulated, ideal and waste figures are not shown (``None``: they are).
+
+        A rebuilt request starts with the unlogged system prompt and tools, sized from
+        the usage its thread reports. When no call of a thread reports usage (GitHub
+        Copilot CLI logs it only per session) that size is unknown, so a simulated cost
+        would price the visible messages alone: well below what was sent, and not
+        comparable with the billed cost.
+        """
+        opaque = {h for h, c in self.session.contents.items() if c.kind == OPAQUE}
+        if not opaque:
+            return None
+        sized = self.calls["unlogged_tokens"].to_list()
+        unsized = sum(
+            1
+            for call, size in zip(self.session.calls, sized, strict=True)
+            if size is None and any(h in opaque for h in call.hashes[: call.message_start])
+        )
+        if not unsized:
+            return None
+        return (
+            f"{unsized} of {len(sized)} call(s) have an unlogged system prompt and tools of "
+            "unknown size (no usage reported to size them): a simulated cost of the "
+            "visible messages alone would not be comparable"
+        )
+
     def headline(self) -> dict[str, Any]:
         """Session totals every view shows the same way (:mod:`cacheviz.money._metrics`).
 
         ``simulated_usd`` / ``ideal_usd`` / ``waste_usd`` (billed - ideal where billed,
-        else simulated - ideal; never negative), ``hit_ratio`` (token- and
-        request-weighted, null when no cache fields were reported), ``token_basis``
+        else simulated - ideal; never negative; null, with ``simulation_withheld`` saying
+        why, when the requests' unlogged part could not be sized:
+        :meth:`simulation_withheld`), ``hit_ratio`` (token- and request-weighted, null
+        when no cache fields were reported; from the session's own totals, with
+        ``scope: "session"``, when usage is reported only per session), ``token_basis``
         (calls per basis, :mod:`cacheviz.prefix._calibrate`) and ``provider_verdicts`` (calls
         per verdict state, and how often cacheviz's own reading agrees with a reason).
         """
@@ -151,6 +186,24 @@ class Analysis:
             name: (float(frame[name].sum()) if frame[name].is_not_null().any() else None)
             for name in ("simulated_usd", "ideal_usd")
         }
+        waste = waste_usd(
+            frame["billed_usd"].to_list(),
+            frame["simulated_usd"].to_list(),
+            frame["ideal_usd"].to_list(),
+        )
+        withheld = self.simulation_withheld()
+        if withheld is not None:  # costs of a prompt the log does not hold: not comparable
+            money = {"simulated_usd": None, "ideal_usd": None}
+            waste = None
+        hit: dict[str, Any] = hit_ratio(
+            frame["reported_cache_read_tokens"].to_list(),
+            frame["reported_input_tokens"].to_list(),
+        ).to_dict()
+        totals = self.session.reported_totals
+        if self.session.session_usage and totals is not None:  # the session's own figure
+            read, total = totals.cache_read_tokens, totals.input_tokens
+            ratio = None if read is None or not total else read / total
+            hit = {"tokens": ratio, "requests": None, "calls": 0, "scope": "session"}
         states: dict[str, int] = {}
         for verdict in frame["provider_verdict"].to_list():
             state = verdict_state(verdict)
@@ -158,15 +211,9 @@ class Analysis:
         agree = frame["verdict_agrees"]
         return {
             **money,
-            "waste_usd": waste_usd(
-                frame["billed_usd"].to_list(),
-                frame["simulated_usd"].to_list(),
-                frame["ideal_usd"].to_list(),
-            ),
-            "hit_ratio": hit_ratio(
-                frame["reported_cache_read_tokens"].to_list(),
-                frame["reported_input_tokens"].to_list(),
-            ).to_dict(),
+            "waste_usd": waste,
+            **({"simulation_withheld": withheld} if withheld is not None else {}),
+            "hit_ratio": hit,
             "token_basis": {
                 basis: int(count)
                 for basis, count in frame["token_basis"].value_counts(sort=True).iter_rows()

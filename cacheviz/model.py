@@ -176,6 +176,20 @@ class SkippedLine:
     reason: str
 
 
+@dataclass(frozen=True, slots=True)
+class SessionUsage:
+    """Usage a log reports for a whole session, per model, and never per call.
+
+    GitHub Copilot CLI's ``session.shutdown`` ``modelMetrics``: it is billed at the
+    session's scope (``ts``: when it was reported, for the dated prices).
+    """
+
+    model: str
+    provider: str
+    usage: Usage
+    ts: datetime | None = None
+
+
 @dataclass(slots=True)
 class Session:
     """A loaded transcript: calls in request-time order plus their block contents."""
@@ -189,6 +203,8 @@ class Session:
     ignored: dict[str, int] = field(default_factory=dict)  # records that are not calls, by kind
     # usage a format reports for the whole session only (GitHub Copilot CLI), never per call
     reported_totals: Usage | None = None
+    # the same, per model: billed at the session's scope (costs.cost_lists)
+    session_usage: list[SessionUsage] = field(default_factory=list)
 
     def analyze(
         self, *, thread: str = "auto", encoding: str | None = None, prices: Any = None

@@ -167,7 +167,12 @@ def _total_line(
         text += f" (+{len(folded)} costless)"
     if misses:
         text += f", {len(misses)} miss(es)"
-    if doc.get("billed_usd") is not None:
+    if doc.get("billed_usd") is not None and doc.get("billed_scope") == "session":
+        text += (
+            f"; billed {usd(doc['billed_usd'])} (the session's reported usage per model at "
+            "dated prices; no per-call usage in the log)"
+        )
+    elif doc.get("billed_usd") is not None:
         text += f"; billed {usd(doc['billed_usd'])} (reported usage at dated prices)"
     if doc.get("unpriced_models"):
         text += f"; no price for {', '.join(doc['unpriced_models'])}"
@@ -212,7 +217,12 @@ def _headline(doc: dict[str, Any]) -> str:
         parts.append(
             f"waste {usd(doc['waste_usd'])} = {base} {spent} − ideal {usd(doc['ideal_usd'])}"
         )
-    if hit.get("calls"):
+    if doc.get("simulation_withheld"):
+        parts.append(f"simulated cost withheld: {doc['simulation_withheld']}")
+    if hit.get("scope") == "session":
+        shown = percent(hit.get("tokens")) if hit.get("tokens") is not None else "n/a"
+        parts.append(f"hit ratio {shown} of the session's reported input (per call: n/a)")
+    elif hit.get("calls"):
         parts.append(
             f"hit ratio {percent(hit.get('tokens'))} of the reported input, "
             f"{percent(hit.get('requests'))} of calls"

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import cast
 
 from cacheviz.errors import TranscriptError, UnknownFormatError
-from cacheviz.formats import _lines
+from cacheviz.formats import _lines, _sqlite
 from cacheviz.formats._reader import Reader
 
 # Every reader by its NAME, in detection order (the first to claim a file reads it).
@@ -28,6 +28,7 @@ _MODULES = {
     "claude-tap": "claude_tap",
     "cc-viewer": "cc_viewer",
     "mitmproxy": "mitm",
+    "qwen-code": "qwen_code",  # before claude_code: its records share Claude Code's keys
     "claude-code": "claude_code",
     "codex": "codex",
     "gemini-cli-json": "gemini_json",  # before gemini_cli: a one-line chat JSON opens like a header
@@ -37,6 +38,7 @@ _MODULES = {
     "openhands": "openhands",
     "opencode": "opencode",
     "copilot-cli": "copilot_cli",
+    "kimi-cli": "kimi_cli",
     "swe-agent": "swe_agent",
     "aider": "aider",
     "whale-usage": "whale_usage",  # usage-only readers (USAGE_ONLY = True)
@@ -134,10 +136,19 @@ def detect(path: Path) -> str:
             f"load {agent}.jsonl beside it, or the session it belongs to"
         )
         raise UnknownFormatError(msg, path=path)
-    line, column, problem = _first_line_problem(path) if head else (None, None, None)
     hint = (
         f"Supported: {supported_formats()}. Force one with --format NAME (format='NAME' in Python)"
     )
+    if _sqlite.is_sqlite(head):
+        names = _sqlite.tables(path)
+        shown = "unreadable" if names is None else ", ".join(names[:12]) or "none"
+        more = f" and {len(names) - 12} more" if names is not None and len(names) > 12 else ""
+        msg = (
+            "can't tell the transcript format: an SQLite database of a kind cacheviz does "
+            f"not read (tables: {shown}{more}). {hint}"
+        )
+        raise UnknownFormatError(msg, path=path)
+    line, column, problem = _first_line_problem(path) if head else (None, None, None)
     if problem is not None:
         msg = f"can't tell the transcript format: {problem}. {hint}"
         raise UnknownFormatError(msg, path=path, line=line, column=column)

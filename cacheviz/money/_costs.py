@@ -9,6 +9,10 @@ Billed cost
     and output, or whose model no price source knows, has no billed cost (null), and the
     model is listed in ``Analysis.unpriced_models``. Cache fields the provider did not
     report count as no cache activity.
+    A log that reports usage only for the whole session, per model
+    (``Session.session_usage``: GitHub Copilot CLI) is billed at the session's scope
+    (:func:`session_billed`): ``Analysis.billed_usd`` is that figure, and a call's own
+    ``billed_usd`` (a compaction's) is part of it, not added.
 Simulated and ideal cost
     The session replayed under its own provider's rules (:func:`cacheviz.money._simulate.simulate`
     with the default rules). The ideal is a lower bound under those rules: every token
@@ -64,7 +68,7 @@ from cacheviz.reported._verdict import agrees
 
 if TYPE_CHECKING:
     from cacheviz.analysis import Shaped
-    from cacheviz.model import Call
+    from cacheviz.model import Call, SessionUsage
 
 # drift causes that keep the number of blocks (an edit in place)
 _IN_PLACE = frozenset(
@@ -303,6 +307,9 @@ def cost_lists(
     )
     drift_calls = shaped.drift_cols["call"]
     priced = [b for b in billed if b is not None]
+    total = float(sum(priced)) if priced else None
+    if session.session_usage:  # billed at the session's scope (its calls' usage is in it)
+        total = session_billed(session.session_usage, book, prices_of, rates, unpriced)
     return CostLists(
         calls={
             "billed_usd": billed,
@@ -320,10 +327,50 @@ def cost_lists(
             "material": [material.get(c) for c in drift_calls],
         },
         misses=misses,
-        billed_usd=float(sum(priced)) if priced else None,
+        billed_usd=total,
         unpriced_models=list(unpriced),
         runs=runs,
     )
+
+
+def session_billed(
+    usages: Sequence[SessionUsage],
+    book: PriceBook,
+    prices_of: dict[str, RateCache],
+    rates: dict[str, RateCache] | None,
+    unpriced: dict[str, None],
+) -> float | None:
+    """USD of the usage a log reports for the whole session, per model (dated prices).
+
+    The session's scope: GitHub Copilot CLI's ``modelMetrics`` (``inputTokens``
+    inclusive of the cache reads and writes). A model without a price, or whose input or
+    output is not reported, adds nothing (the model is listed in ``unpriced``); ``None``
+    when no model is priced.
+    """
+    total: float | None = None
+    for item in usages:
+        usage = item.usage
+        key = provider_key(item.provider)
+        if key is None or usage.input_tokens is None or usage.output_tokens is None:
+            unpriced[item.model] = None
+            continue
+        if key not in prices_of:
+            prices_of.update(_rate_caches(book, [key], rates))
+        try:
+            found = prices_of[key](item.model, item.ts, usage.input_tokens)
+        except UnknownModelError:
+            unpriced[item.model] = None
+            continue
+        read = usage.cache_read_tokens or 0
+        write = usage.cache_write_tokens or 0
+        cost = found.cost(
+            uncached=max(0, usage.input_tokens - read - write),
+            cache_read=read,
+            cache_write=write,
+            output=usage.output_tokens,
+        )
+        total = cost if total is None else total + cost
+    return total
 
 
 def _drift_costs(

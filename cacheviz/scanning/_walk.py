@@ -31,6 +31,9 @@ _SKIP_SUFFIXES = frozenset({".parquet", ".html", ".png", ".jpg", ".gif", ".pdf",
 # SQLite's companions of a database (claude-tap's traces.sqlite3): read with it
 _SQLITE_WAL, _SQLITE_SHM, _WRITE_LOCK = "-wal", "-shm", ".write.lock"
 _CXV_SESSION = ".cxvsession"  # a cx-viewer (Log Store V2) session folder
+# a Kimi CLI session folder: wire.jsonl is the session; the rest is read with it or not at all
+_KIMI_WIRE = "wire.jsonl"
+_KIMI_OTHERS = frozenset({"state.json", "meta.json", "prompt.txt", "output"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,7 +79,8 @@ class Location:
 def default_locations(home: Path | None = None) -> list[Location]:
     """Where the agents cacheviz reads keep their transcripts (as ccusage looks for them).
 
-    ``CLAUDE_CONFIG_DIR`` (comma-separated) and ``CODEX_HOME`` are honoured.
+    ``CLAUDE_CONFIG_DIR`` (comma-separated), ``CODEX_HOME``, ``KILO_DATA_DIR``
+    (comma-separated) and ``KIMI_SHARE_DIR`` are honoured.
     """
     home = Path.home() if home is None else home
     claude = [Path(p) for p in os.environ.get("CLAUDE_CONFIG_DIR", "").split(",") if p.strip()]
@@ -94,10 +98,15 @@ def default_locations(home: Path | None = None) -> list[Location]:
         ),
         Location("opencode", home / ".local" / "share" / "opencode" / "opencode.db"),
         Location("opencode", home / ".local" / "share" / "opencode" / "storage"),
+        *(Location("kilo", folder / "kilo.db") for folder in _kilo_folders(home)),
         Location("copilot", home / ".copilot" / "session-state"),
         Location("whale", home / ".whale" / "usage.jsonl"),
         Location("whale", home / ".whale" / "usage"),
     ]
+    out += [Location("qwen-code", home / ".qwen" / "projects")]
+    kimi = os.environ.get("KIMI_SHARE_DIR", "").strip()
+    kimi_home = Path(kimi).expanduser() if kimi else home / ".kimi"
+    out += [Location("kimi-cli", kimi_home / "sessions")]
     out += [Location("claude-tap", _claude_tap_store(home))]
     ccv = os.environ.get("CCV_LOG_DIR", "").strip()
     out += [Location("cc-viewer", Path(ccv))] if ccv else []
@@ -105,6 +114,12 @@ def default_locations(home: Path | None = None) -> list[Location]:
     cxv = os.environ.get("CXV_LOG_DIR", "").strip()
     out += [Location("cx-viewer", Path(cxv) if cxv else codex / "cx-viewer")]
     return out
+
+
+def _kilo_folders(home: Path) -> list[Path]:
+    """Kilo CLI's data folders: ``$KILO_DATA_DIR`` (comma-separated), else its default."""
+    listed = [Path(p).expanduser() for p in os.environ.get("KILO_DATA_DIR", "").split(",")]
+    return [p for p in listed if str(p) not in ("", ".")] or [home / ".local" / "share" / "kilo"]
 
 
 def _claude_tap_store(home: Path) -> Path:
@@ -277,6 +292,8 @@ def walk(paths: list[Path], tree: Tree | None = None) -> tuple[list[Unit], list[
                     continue  # a Claude Code sub-agent's description, not a transcript
                 if name.endswith((".db-wal", ".db-shm")):
                     continue  # a SQLite database's journal: read with the database
+                if _KIMI_WIRE in names and _kimi_companion(name):
+                    continue  # a Kimi CLI session's context and state: its wire log is read
                 if admit(path):
                     _add_file(units, path, root, names, beside)
     for unit in units.values():
@@ -285,6 +302,23 @@ def walk(paths: list[Path], tree: Tree | None = None) -> tuple[list[Unit], list[
         tree.add_members(m for unit in units.values() for m in unit.members)
     ordered = sorted(units.values(), key=lambda u: str(u.path))
     return ordered, sorted(skipped.values(), key=lambda s: str(s.path))
+
+
+def _kimi_companion(name: str) -> bool:
+    """A file of a Kimi CLI session folder other than its ``wire.jsonl`` (not a unit)."""
+    if name in _KIMI_OTHERS:
+        return True
+    return name.startswith("context") and name.endswith(".jsonl")  # context_1, context_sub_1
+
+
+def _kimi_subagent(path: Path) -> bool:
+    """A Kimi CLI sub-agent's ``subagents/<id>/wire.jsonl``: its events are in the session's."""
+    session = path.parent.parent.parent
+    return (
+        path.name == _KIMI_WIRE
+        and path.parent.parent.name == "subagents"
+        and (session / _KIMI_WIRE).is_file()
+    )
 
 
 def _archive_members(folder: Path) -> tuple[Path, ...]:
@@ -308,7 +342,7 @@ def _add_file(
     siblings: set[str],
     beside: dict[str, list[Path]] | None = None,
 ) -> None:
-    if _sqlite_companion(path):
+    if _sqlite_companion(path) or _kimi_subagent(path):
         return
     from cacheviz.formats import claude_code, gemini_json
 

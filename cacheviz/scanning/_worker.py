@@ -214,6 +214,17 @@ def _rows(unit: Unit, fmt: str, session: Session, analysis: AnalysisColumns) -> 
         "response_id": [m.get("response_id") for m in metas],
         "reported_cost_usd": [m.get("reported_cost_usd") for m in metas],
     }
+    total = analysis.costs.billed_usd
+    if session.session_usage and n and total is not None:
+        # usage reported for the session only (Copilot CLI): the scan adds up its calls, so
+        # what the session's figure holds beyond its calls' own billed costs (a
+        # compaction's) is put on its last call, and no per-call waste is priced on the
+        # rebuilt requests (their system prompt and tools are not in the log)
+        billed = list(out["billed_usd"])
+        rest = total - sum(b for b in billed if b is not None)
+        billed[-1] = (billed[-1] or 0.0) + rest
+        out["billed_usd"] = billed
+        out["waste_usd"] = [None] * n
     drifts = _own(path, analysis.drifts, _schema.SCAN_DRIFTS)
     return out, drifts, _own(path, analysis.costs.misses, _schema.SCAN_MISSES)
 

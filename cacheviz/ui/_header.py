@@ -52,14 +52,12 @@ def meta(
     compare: pl.DataFrame | None = None,
 ) -> dict[str, Any]:
     """Totals, names and the target's headline numbers, as JSON-ready values."""
-    calls = analysis.calls
     sim_hit = None
     if simulation is not None:
         sim = simulation.calls
         sim_hit = _hit_ratio(sim["cache_read_tokens"], sim["input_tokens"])
-    reported = hit_ratio(
-        calls["reported_cache_read_tokens"].to_list(), calls["reported_input_tokens"].to_list()
-    )
+    head = analysis.headline()  # the session's own hit ratio where usage is per session
+    reported = head["hit_ratio"]
     return meta_of(
         analysis,
         ttl_seconds=ttl_seconds,
@@ -68,8 +66,8 @@ def meta(
         notes=pricing_notes(analysis, simulation),
         threads=thread_names(analysis),
         hit_ratio=sim_hit,
-        reported=(reported.tokens, reported.requests),
-        waste_usd=analysis.headline()["waste_usd"],
+        reported=(reported["tokens"], reported["requests"]),
+        waste_usd=head["waste_usd"],
     )
 
 
