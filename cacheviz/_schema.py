@@ -154,6 +154,8 @@ COMPARE: dict[str, PolarsDataType] = {
     "cost_usd": pl.Float64,
     "ideal_usd": pl.Float64,
     "price_source": _STR,
+    # null, or one line: why the row has no cost ("no price ...") or no numbers (a failure)
+    "error": _STR,
 }
 
 # --- the `cacheviz summary --json` document (docs/format.md): which columns it shows ---

@@ -25,7 +25,7 @@ import copy
 import dataclasses
 import hashlib
 import warnings
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -33,7 +33,12 @@ import polars as pl
 
 from cacheviz import _schema, providers
 from cacheviz._util.seq import common_prefix
-from cacheviz.errors import CacheVizDeprecationWarning, SimulationError, UnknownModelError
+from cacheviz.errors import (
+    CacheVizDeprecationWarning,
+    CacheVizError,
+    SimulationError,
+    UnknownModelError,
+)
 from cacheviz.money.pricing import PriceBook, RateCache, Rates
 from cacheviz.prefix._calibrate import next_version
 from cacheviz.prefix._ttl import idle_seconds
@@ -41,6 +46,8 @@ from cacheviz.providers._base import Breakpoint, CallResult, SimCall, Simulator
 from cacheviz.providers.anthropic import automatic_ttl
 
 if TYPE_CHECKING:
+    from array import array
+
     from cacheviz.analysis import Analysis
     from cacheviz.model import Call
     from cacheviz.request._tokens import TokenCache
@@ -246,7 +253,9 @@ def next_sim_call(
         + [b.part for b in call.blocks[shared:]],
         roles=(previous.roles[:shared] if previous is not None else [])
         + [_role(b.label) if b.part == "messages" else None for b in call.blocks[shared:]],
-        tokens=_unversioned(cache) if version else cache.__getitem__,
+        # any call's lookup must resolve every hash a simulator compares with it: a
+        # sibling's may carry a version suffix (another thread's, sharing its base)
+        tokens=_unversioned(cache),
         breakpoints=[Breakpoint(block, ttl) for block, ttl in call.breakpoints],
         auto_breakpoint=automatic_ttl(auto) if isinstance(auto, dict) else None,
         params=call.params,
@@ -334,11 +343,21 @@ def _explicit(provider: str | None) -> bool:
     return found is not None and found.explicit_breakpoints
 
 
-def _unversioned(cache: Any) -> Any:
-    """``cache[h]`` for block hashes that may carry an ``@v<n>`` version suffix."""
+def _unversioned(cache: TokenCache) -> Callable[[str], array[int]]:
+    """``cache[h]`` for block hashes that may carry an ``@v<n>`` version suffix.
 
-    def tokens_of(digest: str) -> Any:
-        return cache[digest.split("@v", 1)[0]]
+    A version suffix is :func:`next_sim_call`'s: a new identity of an unlogged prefix the
+    evidence shows changed, whose tokens (its inferred size) are the unversioned block's.
+    Every call resolves it, not only the versioned ones: a simulator compares a call's
+    block with the blocks other calls left at the same point (another thread whose
+    unlogged prefix has the same base digest and a version:
+    :class:`cacheviz.providers._cache.LivePrompts`).
+    """
+    lookup = cache.__getitem__
+
+    def tokens_of(digest: str) -> array[int]:
+        at = digest.find("@v")
+        return lookup(digest if at < 0 else digest[:at])
 
     return tokens_of
 
@@ -747,28 +766,75 @@ def compare(
     targets: Sequence[str],
     *,
     prices: str | PriceBook | None = None,
+    errors: str = "row",
     **rules: Any,
 ) -> pl.DataFrame:
     """The session's cost under several ``provider:model`` targets, one row each.
 
     ``rules`` go to every simulator that accepts them (e.g. ``ttl``). The ideal bound is
     in ``ideal_usd``.
+
+    Parameters
+    ----------
+    analysis
+        An analysed session.
+    targets
+        ``provider:model`` pairs (``provider`` alone: each call's recorded model).
+    prices
+        A :class:`~cacheviz.pricing.PriceBook` or a user price file.
+    errors
+        ``"row"`` (default): a target that fails is that row's ``error`` (one line: what
+        failed and why, no numbers) and the other targets are computed; a model without
+        a price leaves its row's tokens, a null ``cost_usd`` and ``ideal_usd`` (not 0)
+        and ``error`` "no price ...". ``"raise"``: the first failure is raised (a model
+        without a price is :class:`~cacheviz.errors.UnknownModelError`).
+    **rules
+        Simulator parameters, given to the targets whose simulator takes them.
+
+    Returns
+    -------
+    polars.DataFrame
+        :data:`cacheviz._schema.COMPARE`, one row per target, in order.
+
+    Raises
+    ------
+    SimulationError
+        A target names no known provider (before anything is replayed), or ``errors`` is
+        neither ``"row"`` nor ``"raise"``.
     """
+    if errors not in ("row", "raise"):
+        msg = f"errors={errors!r}: expected 'row' (a failed target is its row's error) or 'raise'"
+        raise SimulationError(msg)
+    parsed: list[tuple[str, str, str | None]] = []
+    for target in targets:  # a misspelt provider is the caller's error, not a row's
+        name, _, named = target.partition(":")
+        parsed.append((target, provider_id(name), named or None))
     book = prices if isinstance(prices, PriceBook) else PriceBook(prices)
+    unpriced = "skip" if errors == "row" else "raise"
     rows = []
     built: list[SimCall] | None = None  # one replay input for every target (not copied twice)
-    for target in targets:
-        provider, _, model = target.partition(":")
-        simulator_fields = _rule_names(provider)
-        accepted = {k: v for k, v in rules.items() if k in simulator_fields}
-        result = own_replay(analysis, provider, model or None, book, accepted)
-        if result is None:
-            if built is None and not providers.profile(provider).self_hosted:
-                built = sim_calls(analysis)
-            result = simulate(
-                analysis, provider, model or None, prices=book, calls=built, **accepted
-            )
-        rows.append(compare_row(target, result))
+    for target, provider, model in parsed:
+        try:
+            accepted = {k: v for k, v in rules.items() if k in _rule_names(provider)}
+            result = own_replay(analysis, provider, model, book, accepted)
+            if result is None:
+                if built is None and not providers.profile(provider).self_hosted:
+                    built = sim_calls(analysis)
+                result = simulate(
+                    analysis,
+                    provider,
+                    model,
+                    prices=book,
+                    unpriced=unpriced,
+                    calls=built,
+                    **accepted,
+                )
+            row = compare_row(target, result)
+        except Exception as exc:  # one target's failure is its row's, not the table's
+            if errors == "raise":
+                raise
+            row = failed_row(target, provider, model, exc)
+        rows.append(row)
     return pl.DataFrame(rows, schema=_schema.COMPARE)
 
 
@@ -803,8 +869,14 @@ def own_replay(
 
 
 def compare_row(target: str, result: Simulation) -> dict[str, Any]:
-    """One row of :func:`compare`: ``target``'s replay summed."""
+    """One row of :func:`compare`: ``target``'s replay summed.
+
+    A replay with calls of a model no price source knows (``unpriced="skip"``) has no
+    cost: ``cost_usd`` and ``ideal_usd`` are null (a sum over the priced calls only is not
+    the session's cost) and ``error`` names the models (:func:`unpriced_note`).
+    """
     frame = result.calls
+    note = unpriced_note(result)
     return {
         "target": target,
         "provider": result.provider,
@@ -814,14 +886,68 @@ def compare_row(target: str, result: Simulation) -> dict[str, Any]:
         "cache_write_tokens": int(frame["cache_write_tokens"].sum()),
         "uncached_tokens": int(frame["uncached_tokens"].sum()),
         "output_tokens": int(frame["output_tokens"].fill_null(0).sum()),
-        "cost_usd": result.total_cost_usd,
-        "ideal_usd": result.ideal_usd,
+        "cost_usd": None if note else result.total_cost_usd,
+        "ideal_usd": None if note else result.ideal_usd,
         "price_source": result.price_source,
+        "error": note,
     }
+
+
+def unpriced_note(result: Simulation) -> str | None:
+    """``no price for 'M' on P (n of N calls)...``: the replay's unpriced models, else ``None``.
+
+    A self-hosted engine has no prices and needs none (``None``).
+    """
+    if providers.profile(result.provider).self_hosted:
+        return None
+    frame = result.calls
+    missing = frame.filter(pl.col("cost_usd").is_null() & pl.col("model").is_not_null())
+    if not missing.height:
+        return None
+    models = ", ".join(repr(m) for m in sorted(set(missing["model"].to_list())))
+    share = "" if missing.height == frame.height else f" ({missing.height} of {frame.height} calls)"
+    fix = "pass a price file (--prices FILE, prices= in Python)"
+    if result.model is None:  # the recorded models, maybe another vendor's: name one
+        fix = f"name a model of {result.provider} ({result.provider}:MODEL) or {fix}"
+    return f"no price for {models} on {result.provider}{share}: {fix}"
+
+
+def failed_row(target: str, provider: str, model: str | None, exc: Exception) -> dict[str, Any]:
+    """The :func:`compare` row of a target whose replay raised ``exc``: no numbers, its error."""
+    row: dict[str, Any] = dict.fromkeys(_schema.COMPARE)
+    row.update(target=target, provider=provider, model=model)
+    row["error"] = f"replay failed: {failure_line(exc)}"
+    return row
+
+
+def failure_line(exc: BaseException) -> str:
+    """Why ``exc`` was raised, in one line (for a comparison row or a status line).
+
+    An exception cacheviz raises on purpose is its message; any other is a fault in
+    cacheviz, named as such so that it can be reported.
+    """
+    text = " ".join(str(exc).split())
+    if isinstance(exc, CacheVizError):
+        return text
+    return (
+        f"internal error {type(exc).__name__}: {text} "
+        "(a cacheviz bug: please report it with the transcript's format)"
+    )
 
 
 def _rule_names(provider: str) -> set[str]:
     return set(providers.simulator_class(provider).__dataclass_fields__) - {"provider"}
 
 
-__all__ = ["Simulation", "SimulationError", "compare", "make_simulator", "own_replay", "simulate"]
+__all__ = [
+    "Simulation",
+    "SimulationError",
+    "compare",
+    "compare_row",
+    "failed_row",
+    "failure_line",
+    "make_simulator",
+    "own_replay",
+    "simulate",
+    "unpriced_note",
+]

@@ -28,7 +28,7 @@ from cacheviz.live._incremental import LiveLog
 from cacheviz.live._sim_stream import SimulationStream, append_rows
 from cacheviz.model import OPAQUE
 from cacheviz.money._metrics import HitRatioSums, WasteSum
-from cacheviz.money._simulate import compare_row
+from cacheviz.money._simulate import compare_row, failed_row, failure_line, provider_id
 from cacheviz.ui import _state as state
 from cacheviz.ui._costs import costs as cost_rows
 from cacheviz.ui._header import meta_of
@@ -161,13 +161,9 @@ class LiveState:
         if found is None:
             try:
                 found = SimulationStream(
-                    provider,
-                    model,
-                    prices=self.log.prices,
-                    unpriced="skip" if key.startswith("target|") else "raise",
-                    **rules,
+                    provider, model, prices=self.log.prices, unpriced="skip", **rules
                 )
-            except (CacheVizError, ValueError) as exc:
+            except Exception as exc:  # the status or the comparison row says why
                 self._stream_errors[key] = exc
                 return exc
             self._streams[key] = found
@@ -178,11 +174,15 @@ class LiveState:
         log = self.log
         recorded = log.call_cols["provider"]
         prefixes = log.call_cols["prefix_tokens"]
-        for stream in self._streams.values():
+        for key, stream in list(self._streams.items()):
             if stream.n >= upto:
                 continue
             calls = [_sim_call_for(stream, c, log) for c in log.built[stream.n : upto]]
-            stream.extend(calls, recorded, prefixes)
+            try:
+                stream.extend(calls, recorded, prefixes)
+            except Exception as exc:  # that replay's status or row says why; others go on
+                del self._streams[key]
+                self._stream_errors[key] = exc
         self._fed = upto
 
     def _simulation(self, analysis: Analysis, target: state.Target) -> Simulation:
@@ -192,22 +192,31 @@ class LiveState:
             return own
         rules = target.rules()
         key = f"target|{target.provider}|{target.model}|{sorted(rules.items())}"
+        self._stream(key, target.provider, target.model, **rules)
+        self._feed(analysis, analysis.calls.height)
         stream = self._stream(key, target.provider, target.model, **rules)
         if isinstance(stream, Exception):
             raise stream
-        self._feed(analysis, analysis.calls.height)
         return stream.simulation()
 
     def _compare(self, analysis: Analysis, targets: tuple[str, ...]) -> pl.DataFrame:
-        """:func:`cacheviz.money._simulate.compare`, from streams."""
+        """:func:`cacheviz.money._simulate.compare`, from streams (a failed target: its row)."""
+        parsed: list[tuple[str, str, str | None]] = []
+        for target in targets:  # a misspelt provider fails the comparison, as compare()
+            name, _, named = target.partition(":")
+            parsed.append((target, provider_id(name), named or None))
         rows = []
-        for target in targets:
-            provider, _, model = target.partition(":")
-            stream = self._stream(f"compare|{target}", provider, model or None)
-            if isinstance(stream, Exception):
-                raise stream
+        for target, provider, model in parsed:
+            key = f"compare|{target}"
+            self._stream(key, provider, model)
             self._feed(analysis, analysis.calls.height)
-            rows.append(compare_row(target, stream.simulation()))
+            stream = self._stream(key, provider, model)
+            try:
+                if isinstance(stream, Exception):
+                    raise stream
+                rows.append(compare_row(target, stream.simulation()))
+            except Exception as exc:  # one target's failure is its row's
+                rows.append(failed_row(target, provider, model, exc))
         return pl.DataFrame(rows, schema=_schema.COMPARE)
 
     # -- the state -------------------------------------------------------------------
@@ -224,10 +233,13 @@ class LiveState:
         compare: pl.DataFrame | None = None
         try:
             simulation = self._simulation(analysis, target)
-            if choice.with_compare:
+        except Exception as exc:  # as state.build: the view shows why
+            status = f"{target.provider}: {failure_line(exc)}"
+        if choice.with_compare:
+            try:
                 compare = self._compare(analysis, targets)
-        except (CacheVizError, ValueError) as exc:
-            status = f"{target.provider}: {exc}"
+            except (CacheVizError, ValueError) as exc:  # a target names no known provider
+                status = status or f"comparison: {exc}"
         ttl_seconds = target.ttl_seconds(analysis)
         status = status or state.unpriced_status(analysis, target, simulation)
         mode = state.timeline_mode(analysis, target, ttl_seconds)

@@ -96,7 +96,11 @@ def target_facts(
 
 
 def compare_rows(compare: pl.DataFrame | None) -> list[dict[str, Any]]:
-    """The comparison table: one row per ``provider:model`` target (empty without one)."""
+    """The comparison table: one row per ``provider:model`` target (empty without one).
+
+    ``error`` is null, or one line: why the row has no cost ("no price ...") or, with
+    null tokens too, why its replay failed.
+    """
     if compare is None:
         return []
     keys = (
@@ -106,5 +110,6 @@ def compare_rows(compare: pl.DataFrame | None) -> list[dict[str, Any]]:
         "cache_read_tokens",
         "cache_write_tokens",
         "uncached_tokens",
+        "error",
     )
     return [{k: row[k] for k in keys} for row in compare.iter_rows(named=True)]

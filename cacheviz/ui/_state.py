@@ -16,6 +16,7 @@ import polars as pl
 from cacheviz import providers
 from cacheviz.errors import CacheVizError
 from cacheviz.money import pricing
+from cacheviz.money._simulate import failure_line
 from cacheviz.ui import _costs as costs
 from cacheviz.ui import _header as header
 from cacheviz.ui import _shape as shape
@@ -210,8 +211,9 @@ def build(
     :func:`comparison_targets`); ``compare`` passes a comparison already computed (it does
     not depend on the target); ``with_compare=False`` skips it; ``rows`` are the segment
     rows the shape is read from (:func:`cacheviz.ui._segment_rows.report_rows`, computed when not
-    given). A simulation that fails
-    leaves the tables without target numbers and says why in ``status``.
+    given). A simulation that fails leaves the tables without target numbers and says
+    why in ``status``; a comparison target that fails is its row's ``error`` (the other
+    rows are computed).
     """
     target = target or default_target(analysis)
     targets = tuple(targets) if targets else tuple(comparison_targets(analysis))
@@ -219,10 +221,13 @@ def build(
     simulation: Simulation | None = None
     try:
         simulation = simulate_target(analysis, target)
-        if compare is None and with_compare:
-            compare = analysis.compare(list(targets))
-    except (CacheVizError, ValueError) as exc:
-        status = f"{target.provider}: {exc}"
+    except Exception as exc:  # the view shows why; the rest of it is still drawn
+        status = f"{target.provider}: {failure_line(exc)}"
+    if compare is None and with_compare:
+        try:
+            compare = analysis.compare(list(targets))  # a failed target: its row's error
+        except (CacheVizError, ValueError) as exc:  # a target names no known provider
+            status = status or f"comparison: {exc}"
     ttl_seconds = target.ttl_seconds(analysis)
     status = status or unpriced_status(analysis, target, simulation)
     return InspectorState(
