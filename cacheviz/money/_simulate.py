@@ -781,7 +781,7 @@ def compare(
     targets
         ``provider:model`` pairs (``provider`` alone: each call's recorded model).
     prices
-        A :class:`~cacheviz.pricing.PriceBook` or a user price file.
+        A :class:`~cacheviz.money.pricing.PriceBook` or a user price file.
     errors
         ``"row"`` (default): a target that fails is that row's ``error`` (one line: what
         failed and why, no numbers) and the other targets are computed; a model without
