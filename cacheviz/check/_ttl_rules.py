@@ -75,7 +75,9 @@ def _uses_longer_ttl(ctx: Context, provider: str, indexes: list[int]) -> bool:
 
 
 def _duration(seconds: float) -> str:
-    return f"{seconds / 3600:,.1f} h" if seconds >= 7200 else f"{seconds / 60:,.1f} min"
+    """Minutes, or hours from two hours on (``46.0 h``)."""
+    minutes = seconds / 60
+    return f"{minutes / 60:,.1f} h" if minutes >= 120 else f"{minutes:,.1f} min"
 
 
 def _pause_note(
