@@ -243,7 +243,7 @@ def test_a_claude_code_project_or_session_folder_is_accepted(tmp_path, capsys):
         (project / session.name).write_bytes(session.read_bytes())
     assert cli.main(["summary", str(project), "--json"]) == 0
     captured = capsys.readouterr()
-    assert f"holds {len(sessions)} sessions; reading the newest" in captured.err
+    assert f"{len(sessions)} sessions here; reading the newest" in captured.err
     assert json.loads(captured.out)["format"] == "claude-code"
     # a session folder (<project>/<session>/subagents/) stands for <session>.jsonl
     newest = max(project.glob("*.jsonl"), key=lambda p: (p.stat().st_mtime, p.name))

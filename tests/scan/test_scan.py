@@ -646,7 +646,7 @@ def test_reader_warnings_reach_the_scan_output(tmp_path, capsys):
     finally:
         del os.environ["CACHEVIZ_CACHE_DIR"]
     err = capsys.readouterr().err
-    assert f"cacheviz: warning: {path}:7: message msg_2 repeats the one of line 6" in err
+    assert f"cacheviz: warning: {path.name}:7: repeats line 6's message with other usage" in err
 
 
 def test_a_user_price_file_is_not_served_costs_cached_under_other_prices(claude_home, tmp_path):
