@@ -28,7 +28,8 @@ REPORTED_USAGE: dict[str, PolarsDataType] = {
     "usage_provenance": _STR,  # "reported" | "derived" | null (nothing reported)
     "provider_verdict": _STR,  # the provider's verdict: a reason's type, or a state (verdict.py)
     "provider_missed_tokens": _INT,  # the tokens the provider says missed, with a reason
-    "verdict_agrees": _BOOL,  # cacheviz's own reading agrees with the provider's reason
+    "verdict_agrees": _BOOL,  # cacheviz's own reading agrees with a comparable verdict
+    "verdict_detail": _STR,  # the comparison, one line: the evidence either way (verdict.py)
 }
 
 CALLS: dict[str, PolarsDataType] = {
@@ -59,7 +60,8 @@ CALLS: dict[str, PolarsDataType] = {
     "drift_cause": _STR,
     "drift_material": _BOOL,  # the break cost something under the provider's rules
     "expected_read_tokens": _INT,  # cache read the prefix line offers, in provider tokens
-    "miss_cause": _STR,  # ttl_expired | below_minimum | no_breakpoint | provider_side
+    "miss_cause": _STR,  # one of MISS_CAUSES; the provider's named reason wins (verdict.py)
+    "own_cause": _STR,  # cacheviz's own cause for a material shortfall, beside the provider's
     "shortfall_tokens": _INT,  # a miss: expected - reported cache read (= MISSES')
     "billed_usd": pl.Float64,  # reported usage x dated prices (null: no usage or no price)
     "simulated_usd": pl.Float64,  # cost under the session's own provider's simulated rules
@@ -111,6 +113,8 @@ MISSES: dict[str, PolarsDataType] = {
     "call": _INT,
     "thread": _STR,
     "cause": _STR,  # one of MISS_CAUSES
+    "own_cause": _STR,  # cacheviz's own reading, when the provider's reason took the cause
+    "provider_verdict": _STR,  # the provider's own verdict on the call (CALLS')
     "shortfall_tokens": _INT,  # expected_read_tokens - reported_cache_read_tokens
     "expected_read_tokens": _INT,  # what the prefix line offered (provider tokens)
     "simulated_read_tokens": _INT,  # what the provider's rules predict (provider tokens)
@@ -183,6 +187,7 @@ SUMMARY_CALL = (
     "provider_verdict",
     "provider_missed_tokens",
     "verdict_agrees",
+    "verdict_detail",
 )
 """The CALLS columns each call of the summary carries, as they are."""
 SUMMARY_DRIFT = (
@@ -199,6 +204,7 @@ SUMMARY_DRIFT = (
 """The DRIFTS columns of a call's ``drift``."""
 SUMMARY_MISS = (
     "cause",
+    "own_cause",
     "shortfall_tokens",
     "expected_read_tokens",
     "reported_cache_read_tokens",

@@ -24,7 +24,7 @@ from cacheviz.thread import assign_threads
 from cacheviz.tokens import TokenCache, encoding_for_model
 from cacheviz.totals import reported_totals
 from cacheviz.ttl import thread_ttls
-from cacheviz.verdict import verdict_state
+from cacheviz.verdict import verdict_counts
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
@@ -143,19 +143,15 @@ class Analysis:
         ``simulated_usd`` / ``ideal_usd`` / ``waste_usd`` (billed - ideal where billed,
         else simulated - ideal; never negative), ``hit_ratio`` (token- and
         request-weighted, null when no cache fields were reported), ``token_basis``
-        (calls per basis, :mod:`cacheviz.calibrate`) and ``provider_verdicts`` (calls
-        per verdict state, and how often cacheviz's own reading agrees with a reason).
+        (calls per basis, :mod:`cacheviz.calibrate`) and ``provider_verdicts``
+        (:func:`cacheviz.verdict.verdict_counts`: calls per verdict state, and how often
+        cacheviz's own reading agrees with a comparable verdict).
         """
         frame = self.calls
         money = {
             name: (float(frame[name].sum()) if frame[name].is_not_null().any() else None)
             for name in ("simulated_usd", "ideal_usd")
         }
-        states: dict[str, int] = {}
-        for verdict in frame["provider_verdict"].to_list():
-            state = verdict_state(verdict)
-            states[state] = states.get(state, 0) + 1
-        agree = frame["verdict_agrees"]
         return {
             **money,
             "waste_usd": waste_usd(
@@ -172,11 +168,9 @@ class Analysis:
                 for basis, count in frame["token_basis"].value_counts(sort=True).iter_rows()
                 if basis is not None
             },
-            "provider_verdicts": {
-                "states": states,
-                "agree": int(agree.eq(True).sum()),
-                "disagree": int(agree.eq(False).sum()),
-            },
+            "provider_verdicts": verdict_counts(
+                frame["provider_verdict"].to_list(), frame["verdict_agrees"].to_list()
+            ),
         }
 
 
@@ -684,6 +678,7 @@ def _add_call(
         "drift_material": None,
         "expected_read_tokens": None,
         "miss_cause": None,
+        "own_cause": None,
         "shortfall_tokens": None,
         "billed_usd": None,
         "simulated_usd": None,
@@ -696,6 +691,7 @@ def _add_call(
         "provider_verdict": call.meta.get("provider_verdict"),
         "provider_missed_tokens": call.meta.get("provider_missed_tokens"),
         "verdict_agrees": None,
+        "verdict_detail": None,
     }
     for column, field in _USAGE_FIELDS.items():
         values[column] = None if call.usage is None else getattr(call.usage, field)

@@ -50,6 +50,7 @@ import polars as pl
 from cacheviz import _schema, providers
 from cacheviz.errors import UnknownModelError
 from cacheviz.metrics import call_waste
+from cacheviz.model import OPAQUE
 from cacheviz.pricing import PriceBook, RateCache, Rates
 from cacheviz.providers._base import Breakpoint, CallResult, SimCall
 from cacheviz.simulate import (
@@ -64,7 +65,7 @@ from cacheviz.simulate import (
     sim_calls_of,
 )
 from cacheviz.ttl import idle_seconds
-from cacheviz.verdict import agrees
+from cacheviz.verdict import Evidence, comparable, compare_verdict, layer_spans
 
 if TYPE_CHECKING:
     from cacheviz.analysis import Analysis, Shaped
@@ -217,7 +218,9 @@ CALL_COSTS = (
     "expected_read_tokens",
     "miss_cause",
     "shortfall_tokens",
+    "own_cause",
     "verdict_agrees",
+    "verdict_detail",
     "drift_material",
 )
 _DRIFT_COSTS = ("cost_usd", "material")
@@ -230,7 +233,7 @@ _CALL_INPUTS = (
     "rebuild",
     "drift",
 )
-_DRIFT_INPUTS = ("call", "prev_call", "cause", "part")
+_DRIFT_INPUTS = ("call", "prev_call", "cause", "part", "detail")
 
 
 @dataclasses.dataclass(slots=True)
@@ -361,9 +364,7 @@ def cost_lists(
         billed[i] = call_billed(call, keys[i], prices_of, unpriced)
 
     drift_cost, material = _drift_costs(shaped, built, runs, prices_of)
-    expected, miss_cause, miss_tokens, misses, own = _misses(
-        shaped, sim_read, sim_detail, billed, prices_of
-    )
+    found = _misses(shaped, sim_read, sim_detail, billed, prices_of)
     drift_calls = shaped.drift_cols["call"]
     priced = [b for b in billed if b is not None]
     return CostLists(
@@ -372,17 +373,14 @@ def cost_lists(
             "simulated_usd": simulated,
             "ideal_usd": ideal,
             "waste_usd": list(map(call_waste, billed, simulated, ideal)),
-            "expected_read_tokens": expected,
-            "miss_cause": miss_cause,
-            "shortfall_tokens": miss_tokens,
-            "verdict_agrees": _agreements(shaped, own),
+            **found.calls,
             "drift_material": [material.get(i) if d else None for i, d in enumerate(cols["drift"])],
         },
         drifts={
             "cost_usd": [drift_cost.get(c) for c in drift_calls],
             "material": [material.get(c) for c in drift_calls],
         },
-        misses=misses,
+        misses=found.rows,
         billed_usd=float(sum(priced)) if priced else None,
         unpriced_models=list(unpriced),
         runs=runs,
@@ -501,45 +499,67 @@ def _miss_cost(call: Call, rates: Rates, billed: float, shortfall: int, reported
     return max(0.0, billed - kept)
 
 
+@dataclasses.dataclass(slots=True)
+class _Found:
+    """:func:`_misses`' result: the calls columns it fills and the misses table's rows."""
+
+    calls: dict[str, list[Any]]
+    rows: dict[str, list[Any]]
+
+
+# the calls columns a Miss fills, by its field
+MISS_COLUMNS = {
+    "expected_read_tokens": "expected",
+    "miss_cause": "cause",
+    "shortfall_tokens": "shortfall",
+    "own_cause": "own",
+    "verdict_agrees": "agrees",
+    "verdict_detail": "verdict_detail",
+}
+
+
 def _misses(
     shaped: Shaped,
     sim_read: list[int | None],
     sim_detail: list[str],
     billed: list[float | None],
     prices_of: dict[str, RateCache],
-) -> tuple[
-    list[int | None], list[str | None], list[int | None], dict[str, list[Any]], list[str | None]
-]:
+) -> _Found:
     """Misses on the calibrated line, for every provider (module docstring)."""
     session = shaped.session
     calls = session.calls
     cols = shaped.call_cols
-    n = len(calls)
-    expected: list[int | None] = [None] * n
-    causes: list[str | None] = [None] * n
-    shortfalls: list[int | None] = [None] * n
+    contents = session.contents
+    out: dict[str, list[Any]] = {name: [] for name in MISS_COLUMNS}
     rows: dict[str, list[Any]] = {name: [] for name in _schema.MISSES}
-    latest_in_namespace: dict[str, int] = {}
-    own: list[str | None] = [None] * n
+    state = MissState()
     holds = unlogged_holds(session.format)
-    for i in range(n):
+    d = shaped.drift_cols
+    drifts = {
+        c: (p, k, t)
+        for c, p, k, t in zip(d["call"], d["part"], d["cause"], d["detail"], strict=True)
+    }
+    for i, call in enumerate(calls):
         miss = next_miss(
             calls,
             cols,
             i,
-            latest_in_namespace,
+            state,
             predicted=sim_read[i],
             sim_detail=sim_detail[i],
             paid=billed[i],
             prices_of=prices_of,
             holds=holds,
+            offsets=shaped.offsets[i],
+            opaque=[contents[h].kind == OPAQUE for h in call.hashes],
+            drift=drifts.get(i),
         )
-        expected[i], own[i] = miss.expected, miss.own
-        causes[i], shortfalls[i] = miss.cause, miss.shortfall
+        for name, attribute in MISS_COLUMNS.items():
+            out[name].append(getattr(miss, attribute))
         if miss.row is not None:
             for name, value in miss.row.items():
                 rows[name].append(value)
-    return expected, causes, shortfalls, rows, own
+    return _Found(out, rows)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -551,24 +571,44 @@ class Miss:
     cause: str | None
     shortfall: int | None
     row: dict[str, Any] | None
+    agrees: bool | None = None
+    """Whether cacheviz's own reading agrees with the provider's comparable verdict."""
+    verdict_detail: str | None = None
+    """The comparison, one line (``None``: no comparable verdict)."""
 
 
-_NO_MISS = Miss(None, None, None, None, None)
+@dataclasses.dataclass(slots=True)
+class MissState:
+    """What :func:`next_miss` carries from one call to the next (in request-time order).
+
+    Kept by :func:`cost_lists` for one session and by :class:`cacheviz.incremental.LiveLog`
+    across appends.
+    """
+
+    latest: dict[str, int] = dataclasses.field(default_factory=dict)
+    """Each cache namespace's latest call."""
+    heads: dict[str, int] = dataclasses.field(default_factory=dict)
+    """Each thread's static head: the first read that stopped inside its unlogged prefix."""
+    responses: dict[str, int] = dataclasses.field(default_factory=dict)
+    """The call of each response id (``Call.meta["response_id"]``), for the log's links."""
 
 
 def next_miss(
     calls: Sequence[Call],
     cols: dict[str, list[Any]],
     i: int,
-    latest_in_namespace: dict[str, int],
+    state: MissState,
     *,
     predicted: int | None,
     sim_detail: str,
     paid: float | None,
     prices_of: dict[str, RateCache],
     holds: str,
+    offsets: Sequence[int],
+    opaque: Sequence[bool],
+    drift: tuple[str, str, str] | None,
 ) -> Miss:
-    """Call ``i``'s miss, the calls before it seen (:func:`miss_at` on its columns).
+    """Call ``i``'s miss and verdict comparison, the calls before it seen (:func:`miss_at`).
 
     Shared by :func:`cost_lists` and :mod:`cacheviz.live_costs`.
 
@@ -580,10 +620,11 @@ def next_miss(
         The calls columns (provider tokens), at least call ``i``'s.
     i
         The call.
-    latest_in_namespace
-        Each cache namespace's latest call before ``i``; call ``i`` is recorded in it.
-        The call a miss reads from is the thread's previous call when it is of the same
-        namespace, else the namespace's latest.
+    state
+        What the calls before ``i`` left (:class:`MissState`); call ``i`` is recorded in
+        it. The call a miss reads from is the one this request continues by the log's
+        links (Claude Code's ``parentUuid``), else the thread's previous call, when of
+        the same namespace; else the namespace's latest.
     predicted, sim_detail
         The call's cache read and detail in its provider's replay (``None``, ``""``: not
         replayed).
@@ -593,16 +634,42 @@ def next_miss(
         The rates of each replayed provider.
     holds
         What the log's unlogged prefix holds (:func:`unlogged_holds`).
+    offsets
+        The call's block offsets in provider tokens (calibrated), then its total.
+    opaque
+        Per block: whether it is an unlogged prefix.
+    drift
+        The call's drift ``(part, cause, detail)``, ``None`` when its prefix held.
 
     Returns
     -------
     Miss
     """
+    call = calls[i]
     namespace = cols["namespace"][i]
-    source = cols["prev_call"][i]
+    thread = cols["thread"][i]
+    prev = cols["prev_call"][i]
+    linked = state.responses.get(call.meta.get("parent_response", ""))
+    if call.meta.get("response_id") is not None:
+        state.responses[call.meta["response_id"]] = i
+    source = linked if linked is not None and cols["namespace"][linked] == namespace else prev
     if source is None or cols["namespace"][source] != namespace:
-        source = latest_in_namespace.get(namespace)
-    latest_in_namespace[namespace] = i
+        source = state.latest.get(namespace)
+    state.latest[namespace] = i
+    # the request the provider compares with: the one this call continues
+    compared = linked if linked is not None else (prev if prev is not None else source)
+    hidden = cols["unlogged_tokens"][i]
+    head = state.heads.get(thread, 0)
+    read = call.usage.cache_read_tokens if call.usage is not None else None
+    if (
+        not head
+        and call.reconstructed
+        and _explicit(call.provider)
+        and read
+        and hidden
+        and read <= hidden
+    ):
+        state.heads[thread] = read  # the static head other requests keep warm
     return miss_at(
         calls,
         i,
@@ -611,14 +678,67 @@ def next_miss(
         ttl_evidence=cols["ttl_seconds"][i],
         predicted=predicted,
         sim_detail=sim_detail,
-        hidden=cols["unlogged_tokens"][i],
+        hidden=hidden,
         verdict=cols["provider_verdict"][i],
         missed=cols["provider_missed_tokens"][i],
         rebuild=cols["rebuild"][i],
-        thread=cols["thread"][i],
+        thread=thread,
         paid=paid,
         prices_of=prices_of,
         holds=holds,
+        compared=compared,
+        head=head,
+        spans=layer_spans([b.part for b in call.blocks], opaque, offsets, head),
+        drift=drift,
+    )
+
+
+def _explicit(provider: str | None) -> bool:
+    """Whether ``provider`` caches at the request's breakpoints only (Anthropic)."""
+    found = providers.find(provider)
+    return found is not None and found.explicit_breakpoints
+
+
+def evidence_of(
+    calls: Sequence[Call],
+    i: int,
+    compared: int | None,
+    *,
+    offered: int,
+    ttl_evidence: int | None,
+    rebuild: Any,
+    head: int,
+    spans: dict[str, list[tuple[int, int]]],
+    drift: tuple[str, str, str] | None,
+) -> Evidence:
+    """The evidence about call ``i`` against the request it continues (``compared``)."""
+    call = calls[i]
+    usage = call.usage
+    before = calls[compared] if compared is not None else None
+    cached = None
+    if before is not None and before.usage is not None:
+        got = before.usage.cache_read_tokens
+        if got is not None:
+            cached = got + (before.usage.cache_write_tokens or 0)
+    part, cause, detail = drift if drift is not None else (None, None, "")
+    return Evidence(
+        offered=offered,
+        read=usage.cache_read_tokens if usage is not None else None,
+        total=usage.input_tokens if usage is not None and usage.input_tokens else offered,
+        source=compared,
+        source_cached=cached,
+        gap=idle_seconds(call, before),
+        ttl=_ttl(provider_key(call.provider), before, ttl_evidence),
+        model_switched=before is not None and before.model != call.model,
+        drift_part=part,
+        drift_cause=cause,
+        drift_detail=detail,
+        rebuild=rebuild,
+        tools_delta=call.meta.get("tools_delta"),
+        rewritten=call.meta.get("rewritten"),
+        reconstructed=call.reconstructed,
+        spans=spans,
+        head=head,
     )
 
 
@@ -639,24 +759,43 @@ def miss_at(
     paid: float | None,
     prices_of: dict[str, RateCache],
     holds: str,
+    compared: int | None = None,
+    head: int = 0,
+    spans: dict[str, list[tuple[int, int]]] | None = None,
+    drift: tuple[str, str, str] | None = None,
 ) -> Miss:
-    """The miss of call ``i`` on the calibrated line (module docstring).
+    """The miss of call ``i`` on the calibrated line, and its verdict comparison.
 
     ``source`` is the call it could read from (the previous call of its namespace),
-    ``line`` its calibrated prefix, the other values its columns; shared by
-    :func:`diagnose_costs` and :mod:`cacheviz.live_costs`.
+    ``compared`` the request it continues (the provider's "previous message"), ``line``
+    its calibrated prefix, the other values its columns; shared by
+    :func:`diagnose_costs` and :mod:`cacheviz.live_costs` (module docstring).
     """
     call = calls[i]
     key = provider_key(call.provider)
     usage = call.usage
-    if usage is None or usage.cache_read_tokens is None:
-        return _NO_MISS
     offered = line
-    if usage.input_tokens is not None:
+    if usage is not None and usage.input_tokens is not None:
         offered = min(offered, usage.input_tokens)
+    agrees, said = None, None
+    if comparable(verdict):
+        ev = evidence_of(
+            calls,
+            i,
+            compared if compared is not None else source,
+            offered=offered,
+            ttl_evidence=ttl_evidence,
+            rebuild=rebuild,
+            head=head,
+            spans=spans or {},
+            drift=drift,
+        )
+        agrees, said = compare_verdict(verdict, ev)
+    if usage is None or usage.cache_read_tokens is None:
+        return Miss(None, None, None, None, None, agrees, said)
     reported = usage.cache_read_tokens
     if not material_shortfall(offered, reported):
-        return Miss(offered, None, None, None, None)
+        return Miss(offered, None, None, None, None, agrees, said)
     previous = calls[source] if source is not None else None
     gap = idle_seconds(call, previous)
     ttl = _ttl(key, previous, ttl_evidence)
@@ -695,11 +834,21 @@ def miss_at(
         )
     own = cause
     if verdict in _schema.PROVIDER_REASONS:
-        said = f" ({missed:,} tokens missed)" if missed is not None else ""
-        detail = f"the provider says {verdict}{said}; cacheviz's own reading: {cause}: {detail}"
-        cause = verdict
-    elif rebuild is not None and cause in ("provider_side", "no_breakpoint", "unknown"):
-        return Miss(offered, own, None, None, None)  # an expected rebuild: not a miss
+        said_tokens = f" ({missed:,} tokens missed)" if missed is not None else ""
+        if agrees or call.reconstructed:
+            # the provider's reason wins, unless the bytes sent prove otherwise
+            detail = (
+                f"the provider says {verdict}{said_tokens}; cacheviz's own reading: "
+                f"{cause}: {detail}"
+            )
+            cause = verdict
+        else:
+            detail = f"{detail}; the provider says {verdict}{said_tokens}, but {said}"
+    elif agrees is not None:
+        word = "cacheviz agrees" if agrees else f"cacheviz disagrees: {said}"
+        detail = f"{detail}; the provider says {verdict} ({word})"
+    if rebuild is not None and cause in ("provider_side", "no_breakpoint", "unknown"):
+        return Miss(offered, own, None, None, None, agrees, said)  # an expected rebuild
     shortfall = offered - reported
     cost = None
     if paid is not None and key in prices_of:
@@ -709,6 +858,8 @@ def miss_at(
         "call": call.index,
         "thread": thread,
         "cause": cause,
+        "own_cause": own,
+        "provider_verdict": verdict,
         "shortfall_tokens": shortfall,
         "expected_read_tokens": offered,
         "simulated_read_tokens": predicted,
@@ -717,18 +868,7 @@ def miss_at(
         "cost_usd": cost,
         "detail": detail,
     }
-    return Miss(offered, own, cause, shortfall, row)
-
-
-def _agreements(shaped: Shaped, own: list[str | None]) -> list[bool | None]:
-    """Per call: whether cacheviz's own reading agrees with the provider's named reason."""
-    d = shaped.drift_cols
-    drifts = {c: (p, k) for c, p, k in zip(d["call"], d["part"], d["cause"], strict=True)}
-    out: list[bool | None] = []
-    for i, verdict in enumerate(shaped.call_cols["provider_verdict"]):
-        part, cause = drifts.get(i, (None, None))
-        out.append(agrees(verdict, part, cause, own[i]))
-    return out
+    return Miss(offered, own, cause, shortfall, row, agrees, said)
 
 
 def _ttl(key: str | None, previous: Call | None, evidence: int | None) -> float | None:

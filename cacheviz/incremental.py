@@ -54,7 +54,7 @@ from cacheviz.calibrate import (
     median_rate,
     reported_rate,
 )
-from cacheviz.costs import CALL_COSTS, provider_key
+from cacheviz.costs import CALL_COSTS, MissState, provider_key
 from cacheviz.errors import CacheVizWarning, TranscriptError
 from cacheviz.formats import native
 from cacheviz.formats._lines import LineFilter, LineReader, order_by_time
@@ -357,8 +357,7 @@ class LiveLog:
         self._unpriced: dict[str, None] = {}
         self._prices_of: dict[str, RateCache] = {}
         self.miss_cols: dict[str, list[Any]] = {name: [] for name in _schema.MISSES}
-        self._miss_ns: dict[str, int] = {}
-        self._own_miss: list[str | None] = []
+        self._miss_ns = MissState()
         self.cost_cols: dict[str, list[Any]] = {name: [] for name in CALL_COSTS}
         self._drift_cost: list[float | None] = []
         self._drift_material: list[bool | None] = []

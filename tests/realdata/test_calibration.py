@@ -212,7 +212,7 @@ def test_a_planted_cache_miss_reason_is_read_back_structured(realdata, tmp_path)
         {
             miss: {"type": "system_changed", "cache_missed_input_tokens": 45_219},
             clean: {"type": "messages_changed", "cache_missed_input_tokens": 1_200},
-            clean + 1: None,  # inconclusive
+            clean + 1: None,  # checked: no reason named
             clean + 2: {"type": "previous_message_not_found"},
         },
     )
@@ -225,7 +225,7 @@ def test_a_planted_cache_miss_reason_is_read_back_structured(realdata, tmp_path)
     at = {k: index[k] for k in (miss, clean, clean + 1, clean + 2)}
     assert verdicts[at[miss]] == "system_changed" and missed[at[miss]] == 45_219
     assert verdicts[at[clean]] == "messages_changed" and missed[at[clean]] == 1_200
-    assert verdicts[at[clean + 1]] == "inconclusive" and missed[at[clean + 1]] is None
+    assert verdicts[at[clean + 1]] == "checked" and missed[at[clean + 1]] is None
     assert verdicts[at[clean + 2]] == "previous_message_not_found"
     # the miss takes the provider's reason, and keeps cacheviz's own reading beside it
     row = analysis.misses.filter(pl.col("call") == at[miss]).row(0, named=True)
@@ -233,11 +233,14 @@ def test_a_planted_cache_miss_reason_is_read_back_structured(realdata, tmp_path)
     assert "unlogged_prefix_changed" in row["detail"] and "45,219" in row["detail"]
     agrees = dict(zip(calls["call"], calls["verdict_agrees"], strict=True))
     assert agrees[at[miss]] is True  # the system prompt's unlogged tail changed: agreed
-    assert agrees[at[clean]] is False  # byte-identical, the provider says messages changed
-    assert agrees[at[clean + 1]] is None and agrees[at[clean + 2]] is None
+    # the provider read all the call offered: nothing it sent before changed
+    assert agrees[at[clean]] is False
+    assert agrees[at[clean + 1]] is None  # checked: nothing to compare
+    # not found, but the previous call's entry was there and read: compared, disagrees
+    assert agrees[at[clean + 2]] is False
     headline = analysis.summary()["provider_verdicts"]
-    assert headline["agree"] == 1 and headline["disagree"] == 1
-    assert headline["states"]["inconclusive"] == 1 and headline["states"]["not_compared"] == 1
+    assert headline["agree"] == 1 and headline["disagree"] == 2 and headline["compared"] == 3
+    assert headline["states"]["checked"] == 1 and headline["states"]["not_found"] == 1
 
 
 def test_segments_are_on_the_calls_axis(realdata):
