@@ -271,9 +271,9 @@ MISS_CAUSES = (
     "ttl_expired",
     "below_minimum",
     "no_breakpoint",
-    "unlogged_prefix_changed",  # the read stops inside the part the log does not hold
     "provider_side",
-    "unknown",  # no caching rules for the provider: the evidence says no more
+    "deferred_tools_changed",  # the log shows the deferred tools changed (Claude Code)
+    "unknown",  # no rules for the provider, or a partial read: "the change lies after token N"
     *PROVIDER_REASONS,  # the provider's own named reason, taken as the cause
 )
 

@@ -65,7 +65,7 @@ from cacheviz.simulate import (
     sim_calls_of,
 )
 from cacheviz.ttl import idle_seconds
-from cacheviz.verdict import Evidence, comparable, compare_verdict, layer_spans
+from cacheviz.verdict import NOT_FOUND, Evidence, comparable, compare_verdict, layer_spans
 
 if TYPE_CHECKING:
     from cacheviz.analysis import Analysis, Shaped
@@ -454,9 +454,8 @@ def drift_cost(
 # what the unlogged prefix of a conversation log holds, by agent (the format's name)
 UNLOGGED_HOLDS = {
     "claude-code": (
-        "Claude Code's system prompt and tool definitions: the static part every session "
-        "shares reads; the break lies in the system prompt's dynamic tail (date, git "
-        "status, CLAUDE.md, memory) or in the tools (an MCP server or a tool list changed)"
+        "Claude Code's tool definitions and system prompt: a static part every session "
+        "shares, then a dynamic tail (date, git status, CLAUDE.md, memory)"
     ),
     "codex": "Codex's base instructions, its environment context and the tool schemas",
     "gemini-cli": "Gemini CLI's system instruction (with its memory files) and the tools",
@@ -479,6 +478,54 @@ def unlogged_holds(agent: str) -> str:
         The agent's own description (:data:`UNLOGGED_HOLDS`), else a generic one.
     """
     return UNLOGGED_HOLDS.get(agent, _UNLOGGED_DEFAULT)
+
+
+def partial_read(call: Call, read: int, hidden: int, head: int, holds: str) -> tuple[str, str]:
+    """The cause of a read that stops inside a rebuilt request's unlogged prefix.
+
+    Anthropic reads up to the longest breakpoint whose prefix is unchanged, and Claude
+    Code puts one after the static part of its system prompt: such a read proves only
+    that the change lies after it, not that the unlogged prefix changed. Which block,
+    when the log says: a compaction (an expected rebuild: the caller drops the miss),
+    the deferred tools changed (``deferred_tools_changed``: a ToolSearch
+    ``tool_reference`` or a ``deferred_tools_delta`` since the previous call; Claude Code
+    lists them in the tools or in its system prompt); else ``unknown``, "after token N".
+
+    Parameters
+    ----------
+    call
+        The call (its ``meta``: ``rebuild``, ``tools_delta``).
+    read
+        The provider's read, ``0 < read <= hidden``.
+    hidden
+        The unlogged prefix's size.
+    head
+        The thread's static head (0: unknown).
+    holds
+        What the unlogged prefix holds (:func:`unlogged_holds`).
+
+    Returns
+    -------
+    tuple
+        The cause and its detail.
+    """
+    where = f"the provider read {read:,} tokens: the change lies after token {read:,}"
+    if head and read >= head:
+        where += (
+            f", past the {head:,}-token static head (tools and the static system prompt "
+            "read): in the system prompt's dynamic tail or the messages"
+        )
+    else:
+        where += f", inside the {hidden:,}-token unlogged prefix or after it"
+    if call.meta.get("rebuild") is not None:
+        return "unknown", f"{where}; the log announces a {call.meta['rebuild']}: a rebuild"
+    delta = call.meta.get("tools_delta")
+    if delta:
+        return (
+            "deferred_tools_changed",
+            f"the log shows the deferred tools changed ({delta}); {where}",
+        )
+    return "unknown", f"{where}; nothing in the log says which block ({holds})"
 
 
 def _miss_cost(call: Call, rates: Rates, billed: float, shortfall: int, reported: int) -> float:
@@ -812,11 +859,7 @@ def miss_at(
         and call.reconstructed
         and 0 < reported <= hidden < offered
     ):
-        cause = "unlogged_prefix_changed"
-        detail = (
-            f"the provider read {reported:,} tokens, inside the {hidden:,}-token "
-            f"unlogged prefix the log does not hold ({holds})"
-        )
+        cause, detail = partial_read(call, reported, hidden, head, holds)
     elif key is not None and predicted is not None and material_shortfall(predicted, reported):
         cause = "provider_side"
         detail = f"the {key} rules predict {predicted:,} read; the provider read {reported:,}"
@@ -847,6 +890,8 @@ def miss_at(
     elif agrees is not None:
         word = "cacheviz agrees" if agrees else f"cacheviz disagrees: {said}"
         detail = f"{detail}; the provider says {verdict} ({word})"
+        if verdict in NOT_FOUND and agrees and cause in ("unknown", "no_breakpoint"):
+            cause = "provider_side"  # the entry the previous request left is gone: evicted
     if rebuild is not None and cause in ("provider_side", "no_breakpoint", "unknown"):
         return Miss(offered, own, None, None, None, agrees, said)  # an expected rebuild
     shortfall = offered - reported

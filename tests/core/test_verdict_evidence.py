@@ -287,3 +287,50 @@ def test_the_cli_names_every_disagreement(tmp_path, capsys):
     doc = json.loads(capsys.readouterr().out)
     assert doc["provider_verdicts"]["compared"] == 1
     assert doc["calls"][3]["verdict_detail"].startswith("the provider read 12,000")
+
+
+def test_a_partial_read_names_only_the_layer_it_proves(tmp_path):
+    # no verdict: the static head read, one minute later: "after token 12,000", unknown
+    log = Log()
+    total = _steady(log, 3)
+    log.user("2026-08-05T10:03:00Z", "and " + _text(300))
+    log.call("2026-08-05T10:03:05Z", total=total, read=12_000)
+    analysis = log.write(tmp_path)
+    miss = analysis.misses.row(0, named=True)
+    assert miss["cause"] == "unknown"
+    assert "the change lies after token 12,000" in miss["detail"]
+    assert "nothing in the log says which block" in miss["detail"]
+
+
+def test_a_partial_read_after_a_deferred_tools_delta(tmp_path):
+    log = Log()
+    total = _steady(log, 3)
+    log.user("2026-08-05T10:03:00Z", "and " + _text(300))
+    log.attachment(
+        "2026-08-05T10:03:00Z",
+        {"type": "deferred_tools_delta", "addedNames": ["mcp__a__b", "mcp__a__c"]},
+    )
+    log.call("2026-08-05T10:03:05Z", total=total, read=12_000)
+    analysis = log.write(tmp_path)
+    miss = analysis.misses.row(0, named=True)
+    assert miss["cause"] == miss["own_cause"] == "deferred_tools_changed"
+    assert "deferred_tools_delta +2 (mcp__a__b, mcp__a__c)" in miss["detail"]
+
+
+def test_an_eviction_the_provider_confirms_is_provider_side(tmp_path):
+    # previous_message_not_found one minute later, the static head read only: the entry
+    # the previous request left is gone (evicted), the provider says as much
+    log = Log()
+    total = _steady(log, 3)
+    log.user("2026-08-05T10:03:00Z", "and " + _text(300))
+    log.call(
+        "2026-08-05T10:03:05Z",
+        total=total,
+        read=12_000,
+        diagnostics=_miss("previous_message_not_found"),
+    )
+    analysis = log.write(tmp_path)
+    assert analysis.calls["verdict_agrees"][3] is True
+    miss = analysis.misses.row(0, named=True)
+    assert miss["cause"] == "provider_side" and miss["own_cause"] == "unknown"
+    assert "previous_message_not_found (cacheviz agrees)" in miss["detail"]

@@ -402,9 +402,10 @@ def _cc_session(tmp_path, reads, *, compaction_after=None):
     return path
 
 
-def test_unlogged_prefix_changed_when_the_read_stops_inside_it(tmp_path):
+def test_a_read_stopping_inside_the_unlogged_prefix_names_only_what_it_proves(tmp_path):
     # call 0 reads the 12k static head other sessions warmed and writes the rest;
-    # call 2 reads the static head only again, one minute later: the unlogged tail changed
+    # call 2 reads the static head only again, one minute later: something after the head
+    # changed (the system prompt's dynamic tail or the messages), nothing says which
     reads = [
         (20_000, 12_000, 8_000, True),
         (20_700, 20_000, 700, True),
@@ -418,14 +419,33 @@ def test_unlogged_prefix_changed_when_the_read_stops_inside_it(tmp_path):
     misses = analysis.misses
     assert misses["call"].to_list() == [2]
     row = misses.row(0, named=True)
-    assert row["cause"] == "unlogged_prefix_changed"
-    assert "dynamic tail" in row["detail"]
+    assert row["cause"] == "unknown"
+    assert "the change lies after token 12,000, past the 12,000-token static head" in row["detail"]
+    assert "dynamic tail or the messages" in row["detail"]
     assert row["expected_read_tokens"] <= 21_400
-    # the simulator agrees: it replays a new version of the unlogged prefix from call 2
+    # the simulator replays a new version of the unlogged prefix from call 2
     sim = analysis.own_simulation.calls
     assert sim["cache_read_tokens"].to_list()[:3] == [12_000, 20_000, 12_000]
     billed, simulated = analysis.billed_usd, analysis.own_simulation.total_cost_usd
     assert simulated == pytest.approx(billed, rel=0.05)
+
+
+def test_a_partial_read_after_a_compaction_is_the_expected_rebuild(tmp_path):
+    # the first request after a compact_boundary reads the static head only: a rebuild
+    # the log announces, not a miss
+    reads = [
+        (30_000, 12_000, 18_000, True),
+        (30_700, 30_000, 700, True),
+        (31_000, 12_000, 19_000, True),  # after the boundary: the summary, head read only
+        (31_700, 31_000, 700, True),
+    ]
+    path = _cc_session(tmp_path, reads, compaction_after=1)
+    analysis = cacheviz.load(path, format="claude-code").analyze()
+    calls = analysis.calls
+    assert calls["rebuild"][2] == "compaction"
+    assert calls["expected_read_tokens"][2] > 25_000  # the unlogged prefix, re-sent
+    assert calls["own_cause"][2] == "unknown" and calls["miss_cause"][2] is None
+    assert analysis.misses.is_empty()
 
 
 def test_a_compaction_is_an_expected_rebuild_not_a_drift(tmp_path):

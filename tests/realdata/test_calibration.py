@@ -159,18 +159,28 @@ def test_claude_code_threads_take_their_ttl_from_their_writes(realdata):
             assert row["gap_seconds"] > 3600
 
 
-def test_a_read_stopping_inside_the_unlogged_prefix_names_what_it_holds(realdata):
+def test_a_read_stopping_inside_the_unlogged_prefix_names_only_what_it_proves(realdata):
+    # Anthropic reads up to the longest unchanged breakpoint, and Claude Code puts one
+    # after the static part of its system prompt: such a read says the change lies after
+    # it, not that the unlogged prefix changed. In this session the log says which block:
+    # MCP tools went (deferred_tools_delta -24) and came back (+24)
     analysis = _analysis(realdata / CLAUDE / XU, "claude-code")
-    found = analysis.misses.filter(pl.col("cause") == "unlogged_prefix_changed")
-    assert found.height >= 1
     calls = analysis.calls
+    found = analysis.misses.filter(pl.col("reported_cache_read_tokens") > 0).filter(
+        pl.col("cause") != "ttl_expired"
+    )
+    assert found.height == 2
+    assert found["cause"].to_list() == ["deferred_tools_changed"] * 2
     first_read = calls["reported_cache_read_tokens"][0]
     for row in found.iter_rows(named=True):
         hidden = calls["unlogged_tokens"][row["call"]]
         assert 0 < row["reported_cache_read_tokens"] <= hidden < row["expected_read_tokens"]
-        assert "dynamic tail" in row["detail"] and "tools" in row["detail"]
+        assert f"the change lies after token {row['reported_cache_read_tokens']:,}" in row["detail"]
+        assert "deferred_tools_delta" in row["detail"]
+    assert [d.split("deferred_tools_delta ")[1][:3] for d in found["detail"]] == ["-24", "+24"]
     # the read is the static part every session shares: about the session's first read
     assert (found["reported_cache_read_tokens"] - first_read).abs().max() < 100
+    assert "unlogged_prefix_changed" not in analysis.misses["cause"].to_list()
 
 
 def _plant(tmp_path: Path, reasons: dict[int, object]) -> Path:
@@ -205,7 +215,7 @@ def _plant(tmp_path: Path, reasons: dict[int, object]) -> Path:
 
 def test_a_planted_cache_miss_reason_is_read_back_structured(realdata, tmp_path):
     base = _analysis(realdata / CLAUDE / XU, "claude-code")
-    miss = base.misses.filter(pl.col("cause") == "unlogged_prefix_changed")["call"][0]
+    miss = base.misses.filter(pl.col("cause") == "deferred_tools_changed")["call"][0]
     clean = 20  # a call that read everything
     planted = _plant(
         tmp_path,
@@ -230,9 +240,10 @@ def test_a_planted_cache_miss_reason_is_read_back_structured(realdata, tmp_path)
     # the miss takes the provider's reason, and keeps cacheviz's own reading beside it
     row = analysis.misses.filter(pl.col("call") == at[miss]).row(0, named=True)
     assert row["cause"] == "system_changed"
-    assert "unlogged_prefix_changed" in row["detail"] and "45,219" in row["detail"]
+    assert "deferred_tools_changed" in row["detail"] and "45,219" in row["detail"]
+    assert row["own_cause"] == "deferred_tools_changed"
     agrees = dict(zip(calls["call"], calls["verdict_agrees"], strict=True))
-    assert agrees[at[miss]] is True  # the system prompt's unlogged tail changed: agreed
+    assert agrees[at[miss]] is True  # the deferred tools changed (the log says so): agreed
     # the provider read all the call offered: nothing it sent before changed
     assert agrees[at[clean]] is False
     assert agrees[at[clean + 1]] is None  # checked: nothing to compare
