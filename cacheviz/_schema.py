@@ -46,7 +46,7 @@ CALLS: dict[str, PolarsDataType] = {
     "tokens_exact": _BOOL,  # False when the model's own tokenizer is not public
     "reconstructed": _BOOL,  # request rebuilt from a conversation log, not the bytes sent
     "unlogged_tokens": _INT,  # size of the unlogged prefix (system + tools), inferred
-    "ttl_seconds": _INT,  # the cache TTL the thread's evidence shows (cacheviz.ttl); null: none
+    "ttl_seconds": _INT,  # the TTL of the cache entries the call leaves (cacheviz.ttl); null: none
     "rebuild": _STR,  # an expected rebuild announced by the log ("compaction"), else null
     "n_segments": _INT,
     "input_tokens": _INT,  # the whole request, in provider tokens (calibrate.py)
@@ -269,6 +269,7 @@ PROVIDER_REASONS = (
 
 MISS_CAUSES = (
     "ttl_expired",
+    "ttl_tier_switch",  # the call writes the other TTL tier than the entries it could read
     "below_minimum",
     "no_breakpoint",
     "provider_side",

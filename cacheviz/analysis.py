@@ -23,7 +23,7 @@ from cacheviz.shape import log_hashes, prefix_hash, segments_frame
 from cacheviz.thread import assign_threads
 from cacheviz.tokens import TokenCache, encoding_for_model
 from cacheviz.totals import reported_totals
-from cacheviz.ttl import thread_ttls
+from cacheviz.ttl import entry_ttls
 from cacheviz.verdict import verdict_counts
 
 if TYPE_CHECKING:
@@ -321,8 +321,7 @@ def shape(session: Session, *, thread: str = "auto", encoding: str | None = None
             unlogged,
         )
 
-    ttls = thread_ttls(calls, threads)
-    call_cols["ttl_seconds"] = [ttls.get(name) for name in threads]
+    call_cols["ttl_seconds"] = entry_ttls(calls, threads)
     reported = [call.usage.input_tokens if call.usage else None for call in calls]
     heads = [offsets[i][call.message_start] for i, call in enumerate(calls)]
     calibration = calibrate(offsets, reported, previous, shared, exact, threads, heads)

@@ -64,7 +64,7 @@ from cacheviz.simulate import (
     result_cost,
     sim_calls_of,
 )
-from cacheviz.ttl import idle_seconds
+from cacheviz.ttl import call_ttl, idle_seconds
 from cacheviz.verdict import NOT_FOUND, Evidence, comparable, compare_verdict, layer_spans
 
 if TYPE_CHECKING:
@@ -717,12 +717,16 @@ def next_miss(
         and read <= hidden
     ):
         state.heads[thread] = read  # the static head other requests keep warm
+    ttls = cols["ttl_seconds"]
     return miss_at(
         calls,
         i,
         source,
         line=cols["prefix_tokens"][i],
-        ttl_evidence=cols["ttl_seconds"][i],
+        # the TTL of the entries the earlier call left (per entry: cacheviz.ttl)
+        ttl_evidence=ttls[source] if source is not None else ttls[i],
+        compared_ttl=ttls[compared] if compared is not None else None,
+        own_ttl=ttls[i],
         predicted=predicted,
         sim_detail=sim_detail,
         hidden=hidden,
@@ -807,6 +811,8 @@ def miss_at(
     prices_of: dict[str, RateCache],
     holds: str,
     compared: int | None = None,
+    compared_ttl: int | None = None,
+    own_ttl: int | None = None,
     head: int = 0,
     spans: dict[str, list[tuple[int, int]]] | None = None,
     drift: tuple[str, str, str] | None = None,
@@ -814,9 +820,11 @@ def miss_at(
     """The miss of call ``i`` on the calibrated line, and its verdict comparison.
 
     ``source`` is the call it could read from (the previous call of its namespace),
-    ``compared`` the request it continues (the provider's "previous message"), ``line``
-    its calibrated prefix, the other values its columns; shared by
-    :func:`diagnose_costs` and :mod:`cacheviz.live_costs` (module docstring).
+    ``ttl_evidence`` the TTL of the entries it left, ``compared`` the request the call
+    continues (the provider's "previous message") and ``compared_ttl`` its entries' TTL,
+    ``own_ttl`` the tier this call writes at, ``line`` its calibrated prefix, the other
+    values its columns; shared by :func:`diagnose_costs` and :mod:`cacheviz.live_costs`
+    (module docstring).
     """
     call = calls[i]
     key = provider_key(call.provider)
@@ -831,7 +839,7 @@ def miss_at(
             i,
             compared if compared is not None else source,
             offered=offered,
-            ttl_evidence=ttl_evidence,
+            ttl_evidence=compared_ttl if compared is not None else ttl_evidence,
             rebuild=rebuild,
             head=head,
             spans=spans or {},
@@ -853,6 +861,18 @@ def miss_at(
     elif gap is not None and ttl is not None and gap > ttl:
         cause = "ttl_expired"
         detail = f"{gap:,.0f} s idle since call {source}, beyond the {ttl:,.0f} s TTL"
+    elif (
+        source is not None
+        and ttl_evidence is not None
+        and own_ttl is not None
+        and own_ttl != ttl_evidence
+        and call_ttl(call) is not None
+    ):
+        cause = "ttl_tier_switch"
+        detail = (
+            f"call {source} left {_tier(ttl_evidence)} entries; this call writes "
+            f"{_tier(own_ttl)} ones: an entry of the other tier was not read"
+        )
     elif (
         profile is not None
         and profile.explicit_breakpoints
@@ -914,6 +934,11 @@ def miss_at(
         "detail": detail,
     }
     return Miss(offered, own, cause, shortfall, row, agrees, said)
+
+
+def _tier(seconds: float) -> str:
+    """``300`` → ``5-minute``, ``3600`` → ``1-hour``."""
+    return f"{seconds / 3600:g}-hour" if seconds >= 3600 else f"{seconds / 60:g}-minute"
 
 
 def _ttl(key: str | None, previous: Call | None, evidence: int | None) -> float | None:

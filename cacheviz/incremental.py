@@ -425,7 +425,7 @@ class LiveLog:
         )
         if drifted:
             self._drift_of[i] = drifts
-        self.call_cols["ttl_seconds"][i] = g.ttls.get(raw)
+        self.call_cols["ttl_seconds"][i] = self._ttls.at(i)
         self._calibrate_one(i, previous, shared, name)
         self._to_provider(i)
 

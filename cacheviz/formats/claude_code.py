@@ -221,6 +221,11 @@ class _SessionFile:
             self.parent_of[uuid] = parent if isinstance(parent, str) else None
         if kind == "system" and record.get("subtype") == "compact_boundary":
             self._compaction(record)
+        if kind == "system" and record.get("subtype") == "api_error":
+            # the request failed and is retried: it is sent again from this time on
+            at = parse_ts(record.get("timestamp"))
+            if at is not None:
+                self.last_ts[self._thread_key(record)] = at
         if kind == "attachment":
             self._attachment(record)
         if kind not in _MESSAGE_TYPES and isinstance(uuid, str) and uuid not in self.thread_of:

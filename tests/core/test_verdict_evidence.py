@@ -334,3 +334,75 @@ def test_an_eviction_the_provider_confirms_is_provider_side(tmp_path):
     miss = analysis.misses.row(0, named=True)
     assert miss["cause"] == "provider_side" and miss["own_cause"] == "unknown"
     assert "previous_message_not_found (cacheviz agrees)" in miss["detail"]
+
+
+def _tiered(log: Log, tiers: list[bool], gaps: list[int]) -> None:
+    """Calls whose writes are 1-hour (True) or 5-minute (False), ``gaps`` minutes apart."""
+    total, minute = 20_000, 0
+    for k, (long, gap) in enumerate(zip(tiers, gaps, strict=True)):
+        minute += gap
+        ts = f"2026-08-05T{10 + minute // 60:02d}:{minute % 60:02d}:00Z"
+        log.user(ts, f"step {k} " + _text(300))
+        read = 12_000 if k == 0 else total - 700
+        log.call(ts.replace(":00Z", ":05Z"), total=total, read=read, long=long, diagnostics=None)
+        total += 700
+
+
+def test_the_ttl_is_per_cache_entry_not_the_threads_minority(tmp_path):
+    # 1-hour writes on every call but one 5-minute write: a 20-minute gap after a 1-hour
+    # write is no miss, and the simulator reads the live 1-hour entry (no rewrite)
+    log = Log()
+    tiers = [True, True, False, True, True, True]
+    _tiered(log, tiers, [0, 1, 1, 1, 20, 1])
+    analysis = log.write(tmp_path)
+    calls = analysis.calls
+    assert calls["ttl_seconds"].to_list() == [3600, 3600, 300, 3600, 3600, 3600]
+    assert analysis.misses.is_empty()
+    sim = analysis.own_simulation.calls
+    assert sim["cache_read_tokens"][4] == calls["reported_cache_read_tokens"][4]
+    assert analysis.own_simulation.total_cost_usd == pytest.approx(analysis.billed_usd, rel=0.05)
+
+
+def test_a_call_without_writes_leaves_its_threads_latest_tier(tmp_path):
+    log = Log()
+    log.user("2026-08-05T10:00:00Z", "hi " + _text(300))
+    log.call("2026-08-05T10:00:05Z", total=20_000, read=19_998, write=0)  # writes nothing
+    log.user("2026-08-05T10:01:00Z", "go " + _text(300))
+    log.call("2026-08-05T10:01:05Z", total=20_700, read=19_998, long=False)
+    log.user("2026-08-05T10:02:00Z", "on " + _text(300))
+    log.call("2026-08-05T10:02:05Z", total=21_400, read=21_398, write=0)
+    analysis = log.write(tmp_path)
+    # before its thread's first write: that write's tier; after it: the latest tier
+    assert analysis.calls["ttl_seconds"].to_list() == [300, 300, 300]
+
+
+def test_switching_the_ttl_tier_is_a_named_cause(tmp_path):
+    # 5-minute writes, then a 1-hour write 20 s later that reads nothing: not
+    # provider_side but the tier switch (the other tier's entries were not read)
+    log = Log()
+    _tiered(log, [False, False, False], [0, 1, 1])
+    total = 20_000 + 3 * 700
+    log.user("2026-08-05T10:02:20Z", "now " + _text(300))
+    log.call("2026-08-05T10:02:25Z", total=total, read=0, long=True, diagnostics=None)
+    analysis = log.write(tmp_path)
+    miss = analysis.misses.row(0, named=True)
+    assert miss["call"] == 3 and miss["cause"] == "ttl_tier_switch"
+    assert "left 5-minute entries; this call writes 1-hour ones" in miss["detail"]
+    # the simulator follows: the unlogged prefix read nothing, a rewrite
+    sim = analysis.own_simulation.calls
+    assert sim["cache_read_tokens"][3] == 0
+    assert analysis.own_simulation.total_cost_usd == pytest.approx(analysis.billed_usd, rel=0.05)
+
+
+def test_a_retried_request_is_sent_at_its_api_error(tmp_path):
+    # Claude Code logs an api_error before retrying: the request left after it, so the
+    # idle gap (and the TTL expiry it causes) belongs to the retried call
+    log = Log()
+    _tiered(log, [False, False], [0, 1])
+    log.user("2026-08-05T10:01:30Z", "tool output " + _text(300))
+    log.record("system", "2026-08-05T12:00:00Z", subtype="api_error", error={}, retryAttempt=1)
+    log.call("2026-08-05T12:00:05Z", total=21_400, read=12_000, long=False, diagnostics=None)
+    analysis = log.write(tmp_path)
+    assert analysis.calls["ts"][2].hour == 12
+    miss = analysis.misses.row(0, named=True)
+    assert miss["call"] == 2 and miss["cause"] == "ttl_expired"
