@@ -25,7 +25,8 @@ Misses
     With usage reported, the reported cache read is compared with what the prefix line
     offers (``expected_read_tokens``: the common prefix in the provider's tokens, through
     the session's token scale). A shortfall of at least 1,024 tokens and 25 % of the
-    expected read is a miss, with the first cause that applies:
+    expected read is a miss — none for a model whose every call reports no cache read
+    or write (it does not cache: no expected read) — with the first cause that applies:
 
     ``below_minimum``
         the offered prefix is shorter than the model's minimum cacheable length;
@@ -51,6 +52,7 @@ from cacheviz import _schema, providers
 from cacheviz.errors import UnknownModelError
 from cacheviz.metrics import call_waste
 from cacheviz.model import OPAQUE
+from cacheviz.namespace import namespace_of
 from cacheviz.pricing import PriceBook, RateCache, Rates
 from cacheviz.providers._base import Breakpoint, CallResult, SimCall
 from cacheviz.simulate import (
@@ -579,7 +581,10 @@ def _misses(
     contents = session.contents
     out: dict[str, list[Any]] = {name: [] for name in MISS_COLUMNS}
     rows: dict[str, list[Any]] = {name: [] for name in _schema.MISSES}
-    state = MissState()
+    activity = CacheActivity()
+    for call in calls:
+        activity.add(call)
+    state = MissState(uncached=activity.uncached())
     holds = unlogged_holds(session.format)
     d = shaped.drift_cols
     drifts = {
@@ -638,6 +643,36 @@ class MissState:
     """Each thread's static head: the first read that stopped inside its unlogged prefix."""
     responses: dict[str, int] = dataclasses.field(default_factory=dict)
     """The call of each response id (``Call.meta["response_id"]``), for the log's links."""
+    uncached: frozenset[str] = frozenset()
+    """The namespaces whose calls show no caching at all (:class:`CacheActivity`)."""
+
+
+class CacheActivity:
+    """Which cache namespaces (provider/model) show caching: a reported read or write.
+
+    A model whose every call reports a cache read of 0 and no write (a provider or a
+    model that does not cache, a proxy that does not pass it on) offers no expected
+    read: its calls are no misses. Fed call by call (:class:`cacheviz.incremental.LiveLog`
+    keeps one across appends).
+    """
+
+    def __init__(self) -> None:
+        self.reported: set[str] = set()
+        self.active: set[str] = set()
+
+    def add(self, call: Call) -> None:
+        """Note ``call``'s reported cache fields."""
+        usage = call.usage
+        if usage is None or usage.cache_read_tokens is None:
+            return
+        namespace = namespace_of(call)
+        self.reported.add(namespace)
+        if usage.cache_read_tokens or usage.cache_write_tokens:
+            self.active.add(namespace)
+
+    def uncached(self) -> frozenset[str]:
+        """The namespaces that report cache fields and never a read or a write."""
+        return frozenset(self.reported - self.active)
 
 
 def next_miss(
@@ -741,6 +776,7 @@ def next_miss(
         head=head,
         spans=layer_spans([b.part for b in call.blocks], opaque, offsets, head),
         drift=drift,
+        uncached=namespace in state.uncached,
     )
 
 
@@ -816,6 +852,7 @@ def miss_at(
     head: int = 0,
     spans: dict[str, list[tuple[int, int]]] | None = None,
     drift: tuple[str, str, str] | None = None,
+    uncached: bool = False,
 ) -> Miss:
     """The miss of call ``i`` on the calibrated line, and its verdict comparison.
 
@@ -824,7 +861,8 @@ def miss_at(
     continues (the provider's "previous message") and ``compared_ttl`` its entries' TTL,
     ``own_ttl`` the tier this call writes at, ``line`` its calibrated prefix, the other
     values its columns; shared by :func:`diagnose_costs` and :mod:`cacheviz.live_costs`
-    (module docstring).
+    (module docstring). ``uncached``: the call's model shows no caching in the session
+    (:class:`CacheActivity`): no expected read, no miss.
     """
     call = calls[i]
     key = provider_key(call.provider)
@@ -848,6 +886,8 @@ def miss_at(
         agrees, said = compare_verdict(verdict, ev)
     if usage is None or usage.cache_read_tokens is None:
         return Miss(None, None, None, None, None, agrees, said)
+    if uncached:
+        return Miss(0, None, None, None, None, agrees, said)  # no caching: no expected read
     reported = usage.cache_read_tokens
     if not material_shortfall(offered, reported):
         return Miss(offered, None, None, None, None, agrees, said)

@@ -15,8 +15,11 @@ per-call results are recomputed from the first call (``LiveLog.rebuilds`` counts
 
 * the names of the threads (``main``, ``sub-agent …``, ``side call …``) and their tree
   (:func:`cacheviz.thread.name_threads`: a session-wide choice of the main thread);
-* a thread's TTL evidence (:func:`cacheviz.ttl.thread_ttls`: the shortest TTL its calls
-  show), which the misses, the simulators and the idle marks read;
+* the TTL of a thread's first write (:func:`cacheviz.ttl.thread_ttls`), which its calls
+  before that write take (:func:`cacheviz.ttl.entry_ttls`) and the misses, the
+  simulators and the idle marks read;
+* the models that show no caching (:class:`cacheviz.costs.CacheActivity`): no miss for
+  their calls, until one of them reads or writes;
 * the session's median token rate, when a call without reported usage was calibrated
   with it (:mod:`cacheviz.calibrate`);
 * the set of providers (one simulation per provider of the session).
@@ -54,7 +57,7 @@ from cacheviz.calibrate import (
     median_rate,
     reported_rate,
 )
-from cacheviz.costs import CALL_COSTS, MissState, provider_key
+from cacheviz.costs import CALL_COSTS, CacheActivity, MissState, provider_key
 from cacheviz.errors import CacheVizWarning, TranscriptError
 from cacheviz.formats import native
 from cacheviz.formats._lines import LineFilter, LineReader, order_by_time
@@ -80,6 +83,7 @@ class _Globals:
     ttls: dict[str, int | None]
     default_rate: float
     keys: tuple[str, ...]
+    uncached: frozenset[str] = frozenset()
 
 
 class LiveLog:
@@ -305,6 +309,7 @@ class LiveLog:
         self.raw: list[str] = []
         self._threads = ThreadWalk()
         self._ttls = ThreadTTLs()
+        self._activity = CacheActivity()
         self._key_counts: dict[str, int] = {}  # calls per provider key, first seen first
         self._rates: list[float] = []  # sorted reported/local rates (calibration's median)
 
@@ -328,11 +333,19 @@ class LiveLog:
         )
         self.raw.append(name)
         self._ttls.add(call, name)
+        self._activity.add(call)
 
     def _globals(self) -> _Globals:
         renamed, tree = self._threads.named()
         keys = tuple(self._key_counts)
-        return _Globals(renamed, tree, self._ttls.ttls(), median_rate(self._rates), keys)
+        return _Globals(
+            renamed,
+            tree,
+            self._ttls.ttls(),
+            median_rate(self._rates),
+            keys,
+            self._activity.uncached(),
+        )
 
     # -- per-call results (analysis, calibration, costs) ---------------------------------
 
@@ -382,6 +395,7 @@ class LiveLog:
             self.rebuilds += 1
             self._reset_calls()
         self.g = new
+        self._miss_ns.uncached = new.uncached
         self._view = Session(self.path, native.NAME, self.calls, self.store.contents)
         for i in range(self._done, len(self.calls)):
             self._analyse_one(i)
@@ -398,6 +412,8 @@ class LiveLog:
                 return False
         if self._used_default and new.default_rate != old.default_rate:
             return False
+        if old.uncached - new.uncached:
+            return False  # a model showed caching at last: its earlier calls may be misses
         return set(new.keys) == set(old.keys)
 
     def _analyse_one(self, i: int) -> None:

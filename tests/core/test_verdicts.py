@@ -327,6 +327,38 @@ def test_a_miss_without_caching_rules_is_still_a_miss(tmp_path):
     assert misses["expected_read_tokens"][0] <= 3_800
 
 
+def test_a_model_that_never_caches_has_no_expected_read(tmp_path):
+    # a free model that reports a cache read and write of 0 on every call does not
+    # cache: the line offers nothing to read, so there is no miss (and no "unknown")
+    path = _anthropic_log(
+        tmp_path,
+        [(_usage(3_400, 0, 0), {}), (_usage(3_800, 0, 0), {}), (_usage(4_200, 0, 0), {})],
+        provider="openrouter",
+        model="some-lab/some-model:free",
+    )
+    analysis = cacheviz.load(path).analyze()
+    assert analysis.misses.is_empty()
+    assert analysis.calls["expected_read_tokens"].to_list() == [0, 0, 0]
+    assert analysis.calls["prefix_tokens"][2] > 3_000  # the bytes were re-sent all the same
+
+
+def test_no_caching_is_decided_per_model(tmp_path):
+    # the same log with a provider that has rules: one call reads, so the model caches
+    # and its all-zero calls are misses; a second model of the session never caches
+    cached = _anthropic_log(
+        tmp_path,
+        [(_usage(3_400, 0, 3_400), {}), (_usage(3_800, 0, 3_800), {}), (_usage(4_200, 0, 0), {})],
+    )
+    analysis = cacheviz.load(cached).analyze()
+    assert analysis.misses["call"].to_list() == [1, 2]
+    (tmp_path / "other").mkdir()
+    never = _anthropic_log(
+        tmp_path / "other",
+        [(_usage(3_400, 0, 0), {}), (_usage(3_800, 0, 0), {}), (_usage(4_200, 0, 0), {})],
+    )
+    assert cacheviz.load(never).analyze().misses.is_empty()
+
+
 def test_hit_ratio_is_not_reported_as_zero(tmp_path):
     path = _anthropic_log(
         tmp_path,
