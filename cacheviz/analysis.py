@@ -489,7 +489,32 @@ def call_to_provider_tokens(
         shared = drift_cols["prev_common_tokens"][drift]
         drift_cols["prev_common_tokens"][drift] = at(i, shared)
         drift_cols["block_token_offset"][drift] = at(i, drift_cols["block_token_offset"][drift])
-        drift_cols["tokens_lost"][drift] = max(0, mapped[before][-1] - at(before, shared))
+        lost = max(0, mapped[before][-1] - at(before, shared))
+        if drift_cols["cause"][drift] == "model_switch":
+            lost, drift_cols["detail"][drift] = switch_loss(
+                lost, total, call_cols["reported_cache_read_tokens"][i], drift_cols["detail"][drift]
+            )
+        drift_cols["tokens_lost"][drift] = lost
+
+
+def switch_loss(lost: int, total: int, read: int | None, detail: str) -> tuple[int, str]:
+    """A model switch's tokens lost, bounded by the evidence, and its detail.
+
+    The previous model's entries do not serve the new model, but no more can be lost than
+    the request re-sends (``total``), and the provider may read part of it from the new
+    model's own cache (``read``: Claude Code's static system prompt, warm from other
+    sessions): that part was not lost.
+
+    Examples
+    --------
+    >>> switch_loss(349_863, 219_715, 68_000, "model changed")
+    (151715, "model changed; the provider read 68,000 tokens from the new model's cache")
+    """
+    bounded = min(lost, total)
+    if read:
+        bounded = max(0, bounded - read)
+        detail = f"{detail}; the provider read {read:,} tokens from the new model's cache"
+    return bounded, detail
 
 
 def _pseudo_aware(cache: TokenCache) -> Any:
@@ -534,7 +559,8 @@ def _thread_drift(
     if before.model != call.model or before.provider != call.provider:
         detail = (
             f"model changed from {before.provider}/{before.model} to "
-            f"{call.provider}/{call.model}: a cache is per model, nothing carries over"
+            f"{call.provider}/{call.model}: the previous model's cache entries do not "
+            "serve it"
         )
         return 0, (0, Diagnosis("model_switch", detail))
     match = match_pair(

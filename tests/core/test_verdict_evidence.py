@@ -406,3 +406,27 @@ def test_a_retried_request_is_sent_at_its_api_error(tmp_path):
     assert analysis.calls["ts"][2].hour == 12
     miss = analysis.misses.row(0, named=True)
     assert miss["call"] == 2 and miss["cause"] == "ttl_expired"
+
+
+def test_a_model_switch_loses_no_more_than_the_evidence_shows(tmp_path):
+    # the thread switches to another model with a smaller request (a /compact or a
+    # trimmed history); the provider reads the static head from the new model's own
+    # cache, warm from other sessions: the loss is the request minus that read, not the
+    # whole previous request
+    log = Log()
+    total = _steady(log, 3, size=60_000)
+    log.user("2026-08-05T10:03:00Z", "switch " + _text(300))
+    log.call(
+        "2026-08-05T10:03:05Z",
+        total=40_000,
+        read=12_000,
+        model="claude-sonnet-5",
+        diagnostics=_miss("model_changed", 40_000),
+    )
+    analysis = log.write(tmp_path)
+    drift = analysis.drifts.row(0, named=True)
+    assert drift["cause"] == "model_switch" and drift["call"] == 3
+    assert total - 700 > 40_000  # the previous request was larger than this one
+    assert drift["tokens_lost"] == 40_000 - 12_000
+    assert "the provider read 12,000 tokens from the new model's cache" in drift["detail"]
+    assert analysis.calls["verdict_agrees"][3] is True
