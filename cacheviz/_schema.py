@@ -46,7 +46,7 @@ CALLS: dict[str, PolarsDataType] = {
     "tokens_exact": _BOOL,  # False when the model's own tokenizer is not public
     "reconstructed": _BOOL,  # request rebuilt from a conversation log, not the bytes sent
     "unlogged_tokens": _INT,  # size of the unlogged prefix (system + tools), inferred
-    "ttl_seconds": _INT,  # the TTL of the cache entries the call leaves (cacheviz.ttl); null: none
+    "ttl_seconds": _INT,  # the TTL of the cache entries the call leaves (prefix._ttl); null: none
     "rebuild": _STR,  # an expected rebuild announced by the log ("compaction"), else null
     "n_segments": _INT,
     "input_tokens": _INT,  # the whole request, in provider tokens (calibrate.py)
@@ -158,6 +158,8 @@ COMPARE: dict[str, PolarsDataType] = {
     "cost_usd": pl.Float64,
     "ideal_usd": pl.Float64,
     "price_source": _STR,
+    # null, or one line: why the row has no cost ("no price ...") or no numbers (a failure)
+    "error": _STR,
 }
 
 # --- the `cacheviz summary --json` document (docs/format.md): which columns it shows ---
@@ -326,7 +328,7 @@ def frame(
     return pl.DataFrame(data, schema=dict(schema))
 
 
-# --- cacheviz scan (many sessions; see cacheviz.fleet) -------------------------------
+# --- cacheviz scan (many sessions; see cacheviz.scanning) -------------------------------
 
 SCAN_CALLS: dict[str, PolarsDataType] = {
     "path": _STR,  # the file (or Cline task file) the session was read from

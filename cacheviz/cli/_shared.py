@@ -1,7 +1,7 @@
 """What the ``cacheviz`` commands share: the input options, loading, output helpers.
 
 Each command is a module of this package with ``add_parser(commands)`` (its argparse
-setup) and ``run(args)`` (its exit status); :mod:`cacheviz.cli.app` assembles them.
+setup) and ``run(args)`` (its exit status); :mod:`cacheviz.cli._app` assembles them.
 Parsing the arguments imports nothing heavy: readers, polars and the analysis are
 imported when a command runs.
 """
@@ -52,7 +52,7 @@ class _Formats:
 FORMATS = _Formats()
 """``sorted(cacheviz.formats.READERS)``, imported when ``--format`` is given."""
 THREAD_MODES = ("auto", "model+prefix", "model", "single")
-"""``cacheviz.thread.THREAD_MODES``."""
+"""``cacheviz.prefix._thread.THREAD_MODES``."""
 
 
 TTL_CHOICES = ("5m", "1h")

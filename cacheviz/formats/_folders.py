@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 from cacheviz.errors import CacheVizError
+from cacheviz.formats._registry import detect
 
 _CLINE_UI = "ui_messages.json"
 _CLINE_HISTORY = "api_conversation_history.json"
@@ -46,8 +47,6 @@ def session_file(path: Path) -> Resolved:
     ]
     if not sessions:
         return Resolved(path)
-    from cacheviz.formats import detect
-
     newest = max(sessions, key=lambda p: (p.stat().st_mtime, p.name))
     try:
         if detect(newest) != "claude-code":

@@ -13,7 +13,7 @@ inlined) and sub-agent files are separate threads: ``<session>/subagents/agent-*
 (Claude Code 2.1) and ``agent-<id>.jsonl`` files beside the session whose records carry
 its ``sessionId`` (Claude Code 2.0). A forked sub-agent (``agent-acompact-*``,
 ``agent-aside_question-*``) first replays its parent's responses: each response counts
-once (:func:`~cacheviz.formats.replays.flag_replays`, the rule ``scan`` uses), and the
+once (:func:`~cacheviz.formats._replays.flag_replays`, the rule ``scan`` uses), and the
 fork's own calls start from its parent's unlogged prefix and messages. The log holds the
 conversation only: requests are rebuilt with an unlogged prefix (system prompt + tools)
 sized from the first call's reported usage.
@@ -34,16 +34,17 @@ from typing import Any
 
 import polars as pl
 
-from cacheviz._jsonspan import json_type
 from cacheviz.errors import CacheVizWarning, TranscriptError
+from cacheviz.formats import _lines
 from cacheviz.formats._conversation import UNLOGGED_LABEL, Thread
 from cacheviz.formats._lines import LineReader, order_by_time
+from cacheviz.formats._replays import REPEAT, REPLAYED, flag_replays
 from cacheviz.formats._time import parse_ts
-from cacheviz.formats.replays import REPEAT, REPLAYED, flag_replays
 from cacheviz.model import Call, Session, Usage
-from cacheviz.segment import BlockStore
-from cacheviz.usage import normalize_usage
-from cacheviz.verdict import logged_verdict_meta
+from cacheviz.reported._usage import normalize_usage
+from cacheviz.reported._verdict import logged_verdict_meta
+from cacheviz.request._blocks import BlockStore
+from cacheviz.request._jsonspan import json_type
 
 NAME = "claude-code"
 DESCRIPTION = (
@@ -446,22 +447,13 @@ def _more_complete(later: Usage | None, first: Usage | None) -> bool:
 
 def _refuse_other_format(lineno: int, record: dict[str, Any]) -> None:
     """Raise for a line of another transcript format: mixed formats are not merged."""
-    from cacheviz.formats import READERS
-
-    line = json.dumps(record).encode()
-    for name, module in READERS.items():
-        if name == NAME:
-            continue
-        try:
-            claimed = module.detect(Path(f"line{lineno}.jsonl"), line)
-        except Exception:
-            claimed = False
-        if claimed:
-            msg = (
-                f"a {name} record in a {NAME} file: formats are mixed in one file; "
-                "split it and load each part on its own"
-            )
-            raise ValueError(msg)
+    name = _lines.claiming_reader(lineno, json.dumps(record).encode(), NAME)
+    if name is not None:
+        msg = (
+            f"a {name} record in a {NAME} file: formats are mixed in one file; "
+            "split it and load each part on its own"
+        )
+        raise ValueError(msg)
 
 
 class _FileReader(LineReader):

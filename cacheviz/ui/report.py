@@ -25,14 +25,15 @@ from typing import TYPE_CHECKING, Any
 
 import polars as pl
 
-from cacheviz._visible import visible, visible_all
+from cacheviz._util.visible import visible, visible_all
 from cacheviz.errors import CacheVizError
 from cacheviz.redact import redact, redact_all
 from cacheviz.static import STATIC, bundle
-from cacheviz.ui import segment_rows, state
+from cacheviz.ui import _segment_rows as segment_rows
+from cacheviz.ui import _state as state
+from cacheviz.ui._content import all_contents
+from cacheviz.ui._detail import drift_detail, miss_of
 from cacheviz.ui._shared import ipc
-from cacheviz.ui.content import all_contents
-from cacheviz.ui.detail import drift_detail, miss_of
 
 if TYPE_CHECKING:
     from cacheviz.analysis import Analysis
@@ -87,7 +88,7 @@ def report_data(
 ) -> dict[str, Any]:
     """Everything the report shows, redacted, as a JSON-ready dict.
 
-    The numbers are the inspector's (:func:`cacheviz.ui.state.build`): the same target,
+    The numbers are the inspector's (:func:`cacheviz.ui._state.build`): the same target,
     comparison and tables as the notebook shows for the same choices.
     """
     rows = segment_rows.report_rows(analysis)  # the shape and the content browser read them

@@ -503,7 +503,7 @@ def test_deliberately_different_subagent_prompt_is_clean(tmp_path, api):
     assert run(tmp_path, _with_subagent(api, other)).findings == []
 
 
-def _fleet(api, system_of):
+def _sessions(api, system_of):
     log = Log(api)
     conditions = [("linux", "code"), ("macos", "code"), ("linux", "ask"), ("macos", "ask")]
     for n, (os_name, mode) in enumerate(conditions):
@@ -522,7 +522,7 @@ def _fleet(api, system_of):
 @pytest.mark.parametrize("api", APIS)
 def test_prefix_variants_runtime_conditions_before_the_boundary(tmp_path, api):
     # guide: N binary runtime conditions before the boundary give 2^N cache keys
-    log = _fleet(api, lambda o, m: [SOUL, f"OS: {o}", f"Mode: {m}", POLICY])
+    log = _sessions(api, lambda o, m: [SOUL, f"OS: {o}", f"Mode: {m}", POLICY])
     result = run(tmp_path, log)
     assert rules_of(result) == {"prefix_variants"}
     message = result.findings[0].message
@@ -532,7 +532,7 @@ def test_prefix_variants_runtime_conditions_before_the_boundary(tmp_path, api):
 
 @pytest.mark.parametrize("api", APIS)
 def test_conditions_after_the_boundary_are_clean(tmp_path, api):
-    assert run(tmp_path, _fleet(api, lambda o, m: [SOUL, POLICY])).findings == []
+    assert run(tmp_path, _sessions(api, lambda o, m: [SOUL, POLICY])).findings == []
 
 
 # -- TTL -------------------------------------------------------------------------------

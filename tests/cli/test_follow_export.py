@@ -11,8 +11,8 @@ import polars as pl
 import pytest
 
 from cacheviz import _schema
-from cacheviz.cli import app
-from cacheviz.cli.follow import follow
+from cacheviz.cli import _app as app
+from cacheviz.cli._follow import follow
 
 SAMPLES = Path(__file__).resolve().parents[2] / "sample_sessions"
 
@@ -77,7 +77,7 @@ def test_summary_follow_option_reaches_the_follower(tmp_path, monkeypatch):
         seen.update(options, path=path)
         return 0
 
-    monkeypatch.setattr("cacheviz.cli.follow.follow", fake)
+    monkeypatch.setattr("cacheviz.cli._follow.follow", fake)
     target = tmp_path / "x.jsonl"
     assert app.main(["summary", "--follow", str(target), "--thread", "single"]) == 0
     assert seen["path"] == str(target) and seen["thread"] == "single"

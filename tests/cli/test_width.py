@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from cacheviz.cli import app
-from cacheviz.cli.table import Column, render
+from cacheviz.cli import _app as app
+from cacheviz.cli._table import Column, render
 from cacheviz.formats.native import record_line
 
 SAMPLES = Path(__file__).resolve().parents[2] / "sample_sessions"
@@ -95,7 +95,7 @@ def test_unlimited_without_a_terminal_or_columns(capsys, monkeypatch):
 
 
 def _long_names(tmp_path: Path) -> Path:
-    folder = tmp_path / "fleet"
+    folder = tmp_path / "logs"
     folder.mkdir()
     for i, name in enumerate(("append_only", "compaction")):
         target = folder / f"7ef4b236-d946-48a6-a856-e45b02af7be{i}-{name}-session.jsonl"

@@ -1,4 +1,4 @@
-"""cacheviz.incremental: a log followed as it grows gives, after every append, the same
+"""cacheviz.live._incremental: a log followed as it grows gives, after every append, the same
 analysis as a full load and analysis of the same lines."""
 
 from __future__ import annotations
@@ -12,14 +12,15 @@ import polars as pl
 import pytest
 from polars.testing import assert_frame_equal
 
-from cacheviz import providers, sim_stream
+from cacheviz import providers
 from cacheviz.errors import CacheVizWarning
 from cacheviz.formats import native
-from cacheviz.incremental import LiveLog
-from cacheviz.pricing import PriceBook
-from cacheviz.sim_stream import SimulationStream
-from cacheviz.simulate import sim_calls, simulate
-from cacheviz.thread import name_from_totals, name_threads
+from cacheviz.live import _sim_stream as sim_stream
+from cacheviz.live._incremental import LiveLog
+from cacheviz.live._sim_stream import SimulationStream
+from cacheviz.money._simulate import sim_calls, simulate
+from cacheviz.money.pricing import PriceBook
+from cacheviz.prefix._thread import name_from_totals, name_threads
 
 sys.path.insert(0, str(Path(__file__).parents[1]))  # live_sessions
 from live_sessions import session_lines

@@ -20,12 +20,12 @@ import pytest
 
 import cacheviz
 from cacheviz.check import check
-from cacheviz.check.output import to_junit, to_sarif
+from cacheviz.check._output import to_junit, to_sarif
 from cacheviz.cli import main
 from cacheviz.formats.native import record_line
 from cacheviz.redact import REDACTED, redact
-from cacheviz.ui.detail import drift_detail
-from cacheviz.ui.fleet import fleet_data, fleet_html
+from cacheviz.ui._detail import drift_detail
+from cacheviz.ui._scan import scan_data, scan_html
 from cacheviz.ui.report import read_details, report_data
 
 sys.path.insert(0, str(Path(__file__).parents[1]))  # fake_provider
@@ -63,7 +63,7 @@ SURFACES = (
     "check-sarif",
     "check-junit",
     "report",
-    "fleet-html",
+    "scan-html",
 )
 _PREFIXES = r"^(sk-ant-api03-|sk-proj-|sk_live_|xoxb-|ghp_|hf_|npm_|AIza)"
 CUT = 80  # check's quoted line is cut here
@@ -185,9 +185,9 @@ def surface(name: str, kind: str, path: Path, tmp: Path) -> str:
     if name == "report":
         data = report_data(cacheviz.load(path).analyze())
         return json.dumps(data) + json.dumps(read_details(data))
-    if name == "fleet-html":
+    if name == "scan-html":
         result = cacheviz.scan([path.parent], cache=False, jobs=1, progress=False)
-        return fleet_html(fleet_data(result))
+        return scan_html(scan_data(result))
     raise AssertionError(name)
 
 

@@ -16,7 +16,7 @@ import pytest
 
 import cacheviz
 from cacheviz.formats.native import record_line
-from cacheviz.verdict import (
+from cacheviz.reported._verdict import (
     Evidence,
     compare_verdict,
     openai_verdict_meta,
@@ -198,7 +198,7 @@ def _with(base: Evidence, **changes) -> Evidence:
             False,
         ),
         ("cache_hit", _with(_EXACT, read=50_000), True),
-        ("cache_hit", _EXACT, False),
+        ("cache_hit", _with(_EXACT, missed=True), False),
         # not comparable: not requested, checked, unavailable
         (None, _EXACT, None),
         ("checked", _EXACT, None),

@@ -16,7 +16,7 @@ import pytest
 
 import cacheviz
 from cacheviz.errors import CacheVizWarning, TranscriptError
-from cacheviz.verdict import comparable
+from cacheviz.reported._verdict import comparable
 
 CLAUDE = "claude_code_jsonl"
 HANNIBAL = (
