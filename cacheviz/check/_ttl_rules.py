@@ -14,7 +14,7 @@ from typing import Any
 from cacheviz import providers
 from cacheviz.check._context import Context, Finding
 from cacheviz.check._drift_rules import call_list
-from cacheviz.check._rules import RULES
+from cacheviz.check._rules import RULES, Rule
 from cacheviz.errors import CacheVizError
 from cacheviz.money.pricing import PriceBook
 
@@ -31,6 +31,70 @@ def _ttl(ctx: Context, provider: str, call: int) -> float | None:
     if found.explicit_breakpoints and recorded:
         return float(max(recorded))
     return found.default_ttl_seconds
+
+
+def _longest_ttl(provider: str) -> float | None:
+    """The longest cache lifetime ``provider``'s profile offers (named TTLs, the default).
+
+    A gap longer than this is a pause no TTL outlasts: not a layout problem.
+    """
+    found = providers.find(provider)
+    if found is None:
+        return None
+    offered = [float(seconds) for seconds in found.ttls.values()]
+    if found.default_ttl_seconds is not None:
+        offered.append(float(found.default_ttl_seconds))
+    return max(offered, default=None)
+
+
+def _uses_longer_ttl(ctx: Context, provider: str, indexes: list[int]) -> bool:
+    """Whether the thread already caches with the longer TTL its provider offers.
+
+    Any of its calls asking for it (a breakpoint's or the automatic ``cache_control``
+    TTL, the session's TTL evidence) or reporting writes with it (Anthropic's 1-hour
+    writes, the longest named TTL) counts: that TTL is never the advice then.
+    """
+    found = providers.find(provider)
+    if found is None or found.longer_ttl is None or not found.ttls:
+        return False
+    seconds = found.ttl_seconds(found.longer_ttl.rules.get("ttl"))
+    if seconds is None:
+        return False
+    longest = max(found.ttls.values())
+    for i in indexes:
+        evidence = ctx.calls[i].get("ttl_seconds")
+        if evidence is not None and evidence >= seconds:
+            return True
+        call = ctx.session_calls[i]
+        if any(ttl >= seconds for _, ttl in call.breakpoints):
+            return True
+        usage = call.usage
+        if seconds >= longest and usage is not None and (usage.cache_write_1h_tokens or 0) > 0:
+            return True
+    return False
+
+
+def _duration(seconds: float) -> str:
+    """Minutes, or hours from two hours on (``46.0 h``)."""
+    minutes = seconds / 60
+    return f"{minutes / 60:,.1f} h" if minutes >= 120 else f"{minutes:,.1f} min"
+
+
+def _pause_note(
+    ctx: Context, rule: Rule, thread: str, provider: str, found: list[tuple[int, float]]
+) -> Finding:
+    """An info-level note (exit 0): pauses longer than any TTL ``provider`` offers."""
+    found.sort()
+    calls = [c for c, _ in found]
+    longest = _longest_ttl(provider) or 0.0
+    tokens = sum(ctx.calls[c]["prev_common_tokens"] or 0 for c in calls)
+    message = (
+        f"{rule.title}: thread {thread!r} paused {len(found)} time(s) (longest "
+        f"{_duration(max(idle for _, idle in found))}) before call(s) {call_list(calls)}, "
+        f"longer than any {provider} cache TTL ({longest / 60:,.0f} min): {tokens:,} reusable "
+        "tokens were written again. A pause, not a layout problem: no TTL outlasts it."
+    )
+    return Finding("ttl_gaps", "info", calls, message, None, thread, ctx.line(calls[0]))
 
 
 def _minimum(provider: str, model: str) -> int:
@@ -105,9 +169,17 @@ def ttl_gaps(ctx: Context) -> list[Finding]:
                 )
                 gaps.setdefault(thread, []).append((row["call"], idle))
                 thread_provider[thread] = row["provider"]
-    if not gaps:
-        return []
     findings = []
+    for thread in list(gaps):  # a gap beyond every TTL the provider offers is a pause
+        longest_ttl = _longest_ttl(thread_provider[thread])
+        if longest_ttl is None:
+            continue
+        pauses = [(c, idle) for c, idle in gaps[thread] if idle > longest_ttl]
+        if pauses:
+            findings.append(_pause_note(ctx, rule, thread, thread_provider[thread], pauses))
+            gaps[thread] = [(c, idle) for c, idle in gaps[thread] if idle <= longest_ttl]
+            if not gaps[thread]:
+                del gaps[thread]
     simulations: dict[tuple[str, str], Any] = {}
     for thread, found in gaps.items():
         provider = thread_provider[thread]
@@ -130,6 +202,7 @@ def ttl_gaps(ctx: Context) -> list[Finding]:
         current = _ttl(ctx, provider, calls[0])
         longest = max(found_profile.ttls.values(), default=None) if found_profile else None
         already = current is not None and longest is not None and current >= longest
+        already = already or _uses_longer_ttl(ctx, provider, ctx.threads[thread])
         if already:
             longer = None  # never recommend what the session already uses
         if longer is not None and base is not None and base.total_cost_usd is not None:
@@ -156,12 +229,19 @@ def ttl_gaps(ctx: Context) -> list[Finding]:
                     f"not reached)."
                 )
         share = break_even(provider, ctx.calls[calls[0]]["model"], ctx.calls[calls[0]]["ts"])
-        if already and current is not None:
+        fix = rule.fix
+        if already:
             share = None
-            advice = (
-                f" The thread already caches with a {current / 60:,.0f}-minute TTL (its "
-                "reported writes): these gaps outlast even that."
+            uses = (
+                found_profile.longer_ttl.advice
+                if found_profile is not None and found_profile.longer_ttl is not None
+                else f"a {(current or 0) / 60:,.0f}-minute TTL"
             )
+            advice = (
+                f" The thread already caches with {uses} (its requests or reported writes): "
+                "a longer TTL is not the fix."
+            )
+            fix = "keep the cache warm across such pauses, or accept the re-writes."
         if share is not None:
             advice += (
                 f" Break-even: the 1h TTL pays off once re-writes after gaps exceed "
@@ -173,7 +253,7 @@ def ttl_gaps(ctx: Context) -> list[Finding]:
             f"{len(found)} time(s) (longest {longest_idle / 60:,.1f} min) before call(s) "
             f"{call_list(calls)}, writing {tokens:,} reusable tokens again."
             f"{_confirmed(confirmed, thread, calls)}{advice} "
-            f"{rule.why} Fix: {rule.fix}"
+            f"{rule.why} Fix: {fix}"
         )
         findings.append(
             Finding("ttl_gaps", rule.severity, calls, message, cost, thread, ctx.line(calls[0]))

@@ -4,7 +4,8 @@ Like ``tail -f``: the file is checked for growth every ``poll`` seconds; when it
 the complete lines are analysed again (a half-written last line waits for the next
 check; a bad line is skipped and named once on stderr) and the calls not printed yet get
 their row of ``summary``'s table. Rows are laid out with fixed column widths chosen at
-the start, so they line up as they come. Ctrl-C stops cleanly.
+the start, so they line up as they come. Ctrl-C stops cleanly, and the running totals of the
+calls read so far (billed, waste, hit ratio: the summary document's figures) are printed.
 """
 
 from __future__ import annotations
@@ -90,6 +91,7 @@ def follow(
     encoding: str | None = None,
     poll: float = 0.5,
     stop: Callable[[], bool] | None = None,
+    totals_of: Callable[[dict], str] | None = None,
 ) -> int:
     """Print each call of ``path`` as it is written; return how many were printed.
 
@@ -108,6 +110,9 @@ def follow(
     stop
         Called after each check; following ends when it returns True (default: never,
         until Ctrl-C).
+    totals_of
+        The line of running totals for the summary document of the calls read so far,
+        written to ``out`` when following ends (Ctrl-C or ``stop``); None: no totals.
     """
     from cacheviz.formats import load
 
@@ -117,6 +122,7 @@ def follow(
     out.flush()
     printed = skipped = 0
     size = -1
+    doc: dict | None = None
     sys.stderr.write(f"cacheviz: following {source} (Ctrl-C stops)\n")
     try:
         while True:
@@ -137,8 +143,12 @@ def follow(
                             out.flush()
                             printed += 1
             if stop is not None and stop():
-                return printed
+                break
             time.sleep(poll)
     except KeyboardInterrupt:
         sys.stderr.write(f"\ncacheviz: stopped after {printed} call(s)\n")
-        return printed
+    if totals_of is not None:
+        text = totals_of(doc) if doc is not None else "totals: no calls read"
+        out.write(text + "\n")
+        out.flush()
+    return printed

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from pathlib import Path
+import sys
 
-from cacheviz.cli._shared import formatter, input_options, load_analysis
+from cacheviz.cli._shared import default_output, formatter, input_options, load_analysis
 from cacheviz.errors import CacheVizError
 
 TYPE_CHECKING = False  # not typing's: importing typing costs start-up (cacheviz --version)
@@ -22,7 +22,10 @@ def add_parser(commands: Any) -> None:
         help="write a self-contained HTML report (opens offline)",
     )
     report.add_argument(
-        "-o", "--output", metavar="FILE", help="the .html to write (default: <input>.html)"
+        "-o",
+        "--output",
+        metavar="FILE",
+        help="the .html to write (default: ./<input name>.html)",
     )
     report.add_argument("--provider", help="the provider whose costs the report shows")
     report.add_argument("--model", help="price every call as this model")
@@ -39,9 +42,7 @@ def run(args: argparse.Namespace) -> int:
     from cacheviz.ui.report import write_report
 
     analysis = load_analysis(args)
-    source = Path(args.path)
-    default = source.with_suffix(".html") if source.is_file() else Path(f"{source}.html")
-    output = args.output or default
+    output = args.output or default_output(args, ".html")
     try:
         with redaction(enabled=not args.no_redact):
             written = write_report(analysis, output, provider=args.provider, model=args.model)
@@ -52,5 +53,8 @@ def run(args: argparse.Namespace) -> int:
         )
         raise CacheVizError(msg) from None
     size = written.stat().st_size
+    if not args.output:
+        where = f"{written} in the current folder (-o to choose another path)"
+        print(f"cacheviz: report written to {where}", file=sys.stderr)
     print(f"{written}  {size / 1e6:.1f} MB, {analysis.calls.height} calls, opens offline")
     return 0

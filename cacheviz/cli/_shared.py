@@ -178,6 +178,37 @@ def refuse_overwriting_input(args: argparse.Namespace) -> None:
             _refuse(args, output)
 
 
+def default_output(args: argparse.Namespace, suffix: str) -> Path:
+    """Where a command writes its file without ``-o``: the working folder, named from the input.
+
+    ``<input stem><suffix>`` in the current working directory, never beside the input (a
+    Claude Code session's folder belongs to the agent); when that name is taken, the first free
+    ``<stem>-2<suffix>``, ``<stem>-3<suffix>``... so nothing is overwritten silently. Refuses (a
+    :class:`CacheVizError`) a name that would overwrite the input.
+
+    Parameters
+    ----------
+    args : argparse.Namespace
+        The parsed command line; ``args.path`` is the input (``-``: standard input).
+    suffix : str
+        The file's extension, with its dot (``".html"``).
+
+    Returns
+    -------
+    Path
+        A path in the working folder that does not exist yet.
+    """
+    stem = "stdin" if args.path == "-" else (Path(args.path).stem or Path(args.path).name)
+    candidate = Path(f"{stem}{suffix}")
+    number = 1
+    while candidate.exists() or candidate.is_symlink():
+        number += 1
+        candidate = Path(f"{stem}-{number}{suffix}")
+    if args.path != "-":
+        _refuse(args, str(candidate))
+    return candidate
+
+
 def _refuse(args: argparse.Namespace, output: str) -> None:
     target = Path(output).resolve()
     source = Path(args.path).resolve()

@@ -52,6 +52,7 @@ def run(args: argparse.Namespace) -> int:
             fmt=args.format,
             thread=args.thread,
             encoding=args.encoding,
+            totals_of=lambda doc: running_totals(doc, width_of(sys.stdout)),
         )
         return 0
     analysis = load_analysis(args)
@@ -188,6 +189,31 @@ def _total_line(
         ignored = ", ".join(f"{n} {kind}" for kind, n in sorted(doc["ignored_records"].items()))
         text += f"; not API calls: {ignored}"
     return text + _headline(doc)
+
+
+def running_totals(doc: dict[str, Any], width: int | None) -> str:
+    """The totals ``summary --follow`` prints when stopped: billed, waste, hit ratio.
+
+    The same figures, with the same definitions, as the last line of ``summary`` on the
+    calls read so far.
+
+    Parameters
+    ----------
+    doc : dict
+        The summary document of the calls read so far.
+    width : int or None
+        The terminal's width (None: one line).
+
+    Returns
+    -------
+    str
+        The totals line, wrapped to ``width``.
+    """
+    calls = len(doc["calls"])
+    billed = doc.get("billed_usd")
+    text = f"totals of the {calls} call(s) read: billed "
+    text += usd(billed) if billed is not None else "n/a (no reported usage)"
+    return wrap_line(text + _headline(doc), width, indent=6)
 
 
 def _basis_note(basis: dict[str, int], calls: list[dict[str, Any]]) -> str:

@@ -364,6 +364,19 @@ def _cut_short(text: str) -> bool:
     return False
 
 
+def short_name(path: Path, keep: int = 44) -> str:
+    """``path``'s file name, its middle elided past ``keep`` characters (for one-line warnings).
+
+    >>> short_name(Path("/a/b/7ef4b236-d946-48a6-a856-e45b02af7be7.jsonl"), keep=20)
+    '7ef4b236-…7be7.jsonl'
+    """
+    name = path.name
+    if len(name) <= keep:
+        return name
+    tail = (keep - 1) // 2 + 1
+    return f"{name[: keep - 1 - tail]}…{name[-tail:]}"
+
+
 def describe_lines(lines: list[SkippedLine]) -> str:
     """Name every line (the first 20, then a count): ``line 3 (reason); line 9 (...)``."""
     named = [s.reason if s.line is None else f"line {s.line} ({s.reason})" for s in lines[:_NAMED]]

@@ -37,7 +37,7 @@ import polars as pl
 from cacheviz.errors import CacheVizWarning, TranscriptError
 from cacheviz.formats import _lines
 from cacheviz.formats._conversation import UNLOGGED_LABEL, Thread
-from cacheviz.formats._lines import LineReader, order_by_time
+from cacheviz.formats._lines import LineReader, order_by_time, short_name
 from cacheviz.formats._replays import REPEAT, REPLAYED, flag_replays
 from cacheviz.formats._time import parse_ts
 from cacheviz.model import Call, Session, Usage
@@ -469,18 +469,22 @@ def _read_file(path: Path, store: BlockStore, thread: str | None, errors: str) -
     state = _SessionFile(reader, store, thread)
     reader.each_record(state.add, "expected one Claude Code record per line")
     if state.conflicts:
-        message_id, first, later = state.conflicts[0]
-        more = f" (and {len(state.conflicts) - 1} more)" if len(state.conflicts) > 1 else ""
+        _, first, later = state.conflicts[0]
+        more = f" (+{len(state.conflicts) - 1} more)" if len(state.conflicts) > 1 else ""
         warnings.warn(
-            f"{path}:{later}: message {message_id} repeats the one of line {first} with "
-            f"different input/cache usage{more}; kept line {first}, check the log for a "
-            "replayed or edited record",
+            f"{short_name(path, 24)}:{later}: repeats line {first}'s message with other "
+            f"usage{more}; kept line {first}",
             CacheVizWarning,
             stacklevel=2,
         )
     reader.calls = state.calls
     reader.agents = state.agents
     return reader
+
+
+def _near(agent: Path) -> str:
+    """A sub-agent log named by its last components (``subagents/agent-<id>.jsonl``)."""
+    return f"{agent.parent.name}/{short_name(agent)}" if agent.parent.name else agent.name
 
 
 def _agent_problem(agent: Path) -> str | None:
@@ -542,12 +546,12 @@ def read(path: Path, *, errors: str = "raise") -> Session:
         thread = _agent_thread(agent, agent_id, named)
         problem = _agent_problem(agent)
         if problem is not None:
-            main.fail(None, f"sub-agent log {agent} is {problem}")
+            main.fail(None, f"sub-agent log {_near(agent)} is {problem}")
             continue
         try:
             sub = _read_file(agent, store, thread, errors)
         except OSError as exc:
-            main.fail(None, f"sub-agent log {agent} can't be read ({exc.strerror})")
+            main.fail(None, f"sub-agent log {_near(agent)} can't be read ({exc.strerror})")
             continue
         except TranscriptError as exc:
             if errors == "raise":
@@ -568,12 +572,11 @@ def read(path: Path, *, errors: str = "raise") -> Session:
         main.ignored[REPLAYED] = replayed
     missing = sorted(main.agents - found)
     if missing:
-        shown = ", ".join(missing[:20]) + (
-            f" and {len(missing) - 20} more" if len(missing) > 20 else ""
-        )
+        first = missing[0] if len(missing[0]) <= 13 else f"{missing[0][:12]}…"
+        shown = first + (f", +{len(missing) - 1}" if len(missing) > 1 else "")
         warnings.warn(
-            f"{path}: the session refers to sub-agent(s) {shown} but neither {folder} nor "
-            f"{path.parent} holds an agent-<id>.jsonl for them; their calls are not counted",
+            f"{short_name(path, 24)}: {len(missing)} sub-agent(s) missing from subagents/ "
+            f"({shown}); not counted",
             CacheVizWarning,
             stacklevel=3,
         )

@@ -139,7 +139,9 @@ def test_a_conflicting_repeat_of_a_message_id_keeps_the_first_and_names_both_lin
     records = _parent_records()
     records.append(_assistant("a9", "msg_2", "Sure", _usage(999, 0, 0, 5), "2026-03-01T10:01:09Z"))
     path = _write(tmp_path / "s.jsonl", records)
-    with pytest.warns(CacheVizWarning, match=r"s\.jsonl:7: message msg_2 .* line 6"):
+    with pytest.warns(
+        CacheVizWarning, match=r"s\.jsonl:7: repeats line 6.s message with other usage; kept line 6"
+    ):
         session = cacheviz.load(path)
     second = [c for c in session.calls if c.meta.get("response_id") == "msg_2"]
     assert len(second) == 1
@@ -646,7 +648,7 @@ def test_reader_warnings_reach_the_scan_output(tmp_path, capsys):
     finally:
         del os.environ["CACHEVIZ_CACHE_DIR"]
     err = capsys.readouterr().err
-    assert f"cacheviz: warning: {path}:7: message msg_2 repeats the one of line 6" in err
+    assert f"cacheviz: warning: {path.name}:7: repeats line 6's message with other usage" in err
 
 
 def test_a_user_price_file_is_not_served_costs_cached_under_other_prices(claude_home, tmp_path):
