@@ -21,9 +21,9 @@ from cacheviz.prefix._index import Match, PrefixIndex, match_pair
 from cacheviz.prefix._namespace import KeyedParams, keyed_params, level_start, namespace_of
 from cacheviz.prefix._segments import log_hashes, prefix_hash, segments_frame
 from cacheviz.prefix._thread import assign_threads
-from cacheviz.prefix._ttl import thread_ttls
+from cacheviz.prefix._ttl import entry_ttls
 from cacheviz.reported._totals import reported_totals
-from cacheviz.reported._verdict import verdict_state
+from cacheviz.reported._verdict import verdict_counts
 from cacheviz.request._tokens import TokenCache, encoding_for_model
 
 if TYPE_CHECKING:
@@ -178,8 +178,9 @@ class Analysis:
         :meth:`simulation_withheld`), ``hit_ratio`` (token- and request-weighted, null
         when no cache fields were reported; from the session's own totals, with
         ``scope: "session"``, when usage is reported only per session), ``token_basis``
-        (calls per basis, :mod:`cacheviz.prefix._calibrate`) and ``provider_verdicts`` (calls
-        per verdict state, and how often cacheviz's own reading agrees with a reason).
+        (calls per basis, :mod:`cacheviz.prefix._calibrate`) and ``provider_verdicts``
+        (:func:`cacheviz.reported._verdict.verdict_counts`: calls per verdict state, and
+        how often cacheviz's own reading agrees with a comparable verdict).
         """
         frame = self.calls
         money = {
@@ -204,11 +205,6 @@ class Analysis:
             read, total = totals.cache_read_tokens, totals.input_tokens
             ratio = None if read is None or not total else read / total
             hit = {"tokens": ratio, "requests": None, "calls": 0, "scope": "session"}
-        states: dict[str, int] = {}
-        for verdict in frame["provider_verdict"].to_list():
-            state = verdict_state(verdict)
-            states[state] = states.get(state, 0) + 1
-        agree = frame["verdict_agrees"]
         return {
             **money,
             "waste_usd": waste,
@@ -219,11 +215,9 @@ class Analysis:
                 for basis, count in frame["token_basis"].value_counts(sort=True).iter_rows()
                 if basis is not None
             },
-            "provider_verdicts": {
-                "states": states,
-                "agree": int(agree.eq(True).sum()),
-                "disagree": int(agree.eq(False).sum()),
-            },
+            "provider_verdicts": verdict_counts(
+                frame["provider_verdict"].to_list(), frame["verdict_agrees"].to_list()
+            ),
         }
 
 
@@ -379,8 +373,7 @@ def prefix_lists(
             unlogged,
         )
 
-    ttls = thread_ttls(calls, threads)
-    call_cols["ttl_seconds"] = [ttls.get(name) for name in threads]
+    call_cols["ttl_seconds"] = entry_ttls(calls, threads)
     reported = [call.usage.input_tokens if call.usage else None for call in calls]
     heads = [offsets[i][call.message_start] for i, call in enumerate(calls)]
     calibration = calibrate(offsets, reported, previous, shared, exact, threads, heads)
@@ -550,7 +543,32 @@ def call_to_provider_tokens(
         shared = drift_cols["prev_common_tokens"][drift]
         drift_cols["prev_common_tokens"][drift] = at(i, shared)
         drift_cols["block_token_offset"][drift] = at(i, drift_cols["block_token_offset"][drift])
-        drift_cols["tokens_lost"][drift] = max(0, mapped[before][-1] - at(before, shared))
+        lost = max(0, mapped[before][-1] - at(before, shared))
+        if drift_cols["cause"][drift] == "model_switch":
+            lost, drift_cols["detail"][drift] = switch_loss(
+                lost, total, call_cols["reported_cache_read_tokens"][i], drift_cols["detail"][drift]
+            )
+        drift_cols["tokens_lost"][drift] = lost
+
+
+def switch_loss(lost: int, total: int, read: int | None, detail: str) -> tuple[int, str]:
+    """A model switch's tokens lost, bounded by the evidence, and its detail.
+
+    The previous model's entries do not serve the new model, but no more can be lost than
+    the request re-sends (``total``), and the provider may read part of it from the new
+    model's own cache (``read``: Claude Code's static system prompt, warm from other
+    sessions): that part was not lost.
+
+    Examples
+    --------
+    >>> switch_loss(349_863, 219_715, 68_000, "model changed")
+    (151715, "model changed; the provider read 68,000 tokens from the new model's cache")
+    """
+    bounded = min(lost, total)
+    if read:
+        bounded = max(0, bounded - read)
+        detail = f"{detail}; the provider read {read:,} tokens from the new model's cache"
+    return bounded, detail
 
 
 def _pseudo_aware(cache: TokenCache) -> Any:
@@ -595,7 +613,8 @@ def _thread_drift(
     if before.model != call.model or before.provider != call.provider:
         detail = (
             f"model changed from {before.provider}/{before.model} to "
-            f"{call.provider}/{call.model}: a cache is per model, nothing carries over"
+            f"{call.provider}/{call.model}: the previous model's cache entries do not "
+            "serve it"
         )
         return 0, (0, Diagnosis("model_switch", detail))
     match = match_pair(
@@ -738,6 +757,7 @@ def _add_call(
         "drift_material": None,
         "expected_read_tokens": None,
         "miss_cause": None,
+        "own_cause": None,
         "shortfall_tokens": None,
         "billed_usd": None,
         "simulated_usd": None,
@@ -750,6 +770,7 @@ def _add_call(
         "provider_verdict": call.meta.get("provider_verdict"),
         "provider_missed_tokens": call.meta.get("provider_missed_tokens"),
         "verdict_agrees": None,
+        "verdict_detail": None,
     }
     for column, field in _USAGE_FIELDS.items():
         values[column] = None if call.usage is None else getattr(call.usage, field)

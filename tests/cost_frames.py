@@ -27,7 +27,7 @@ _CALL_INPUTS = (
     "rebuild",
     "drift",
 )
-_DRIFT_INPUTS = ("call", "prev_call", "cause", "part")
+_DRIFT_INPUTS = ("call", "prev_call", "cause", "part", "detail")
 
 
 @dataclasses.dataclass(frozen=True, slots=True)

@@ -94,7 +94,8 @@ def call_row(call: dict[str, Any], *, all_drifts: bool = False) -> list[str]:
             f"{'; ' if marker else ''}◌ miss: {m['cause']} (−{m['shortfall_tokens']:,} tok read)"
         )
     if call.get("verdict_agrees") is not None:
-        says = "agrees" if call["verdict_agrees"] else "disagrees"
+        # a disagreement is news: say why (verdict.compare_verdict's one line)
+        says = "agrees" if call["verdict_agrees"] else f"disagrees: {call.get('verdict_detail')}"
         marker += (
             f"{'; ' if marker else ''}⚑ provider: {call['provider_verdict']} (cacheviz {says})"
         )
@@ -256,10 +257,10 @@ def _headline(doc: dict[str, Any]) -> str:
     else:
         parts.append("hit ratio n/a (no cache fields reported)")
     verdicts = doc.get("provider_verdicts") or {}
-    if verdicts.get("agree") or verdicts.get("disagree"):
+    if verdicts.get("compared"):
         parts.append(
-            f"provider verdicts: cacheviz agrees on {verdicts['agree']}, "
-            f"disagrees on {verdicts['disagree']}"
+            f"provider verdicts: cacheviz agrees on {verdicts['agree']} of the "
+            f"{verdicts['compared']} compared ({percent(verdicts.get('agree_rate'))})"
         )
     return "".join(f"; {part}" for part in parts)
 

@@ -12,11 +12,18 @@ from typing import TYPE_CHECKING
 
 from cacheviz.formats import native
 from cacheviz.live._sim_stream import SimulationStream
-from cacheviz.money._costs import call_billed, drift_cost, next_miss, provider_key, unlogged_holds
+from cacheviz.model import OPAQUE
+from cacheviz.money._costs import (
+    MISS_COLUMNS,
+    call_billed,
+    drift_cost,
+    next_miss,
+    provider_key,
+    unlogged_holds,
+)
 from cacheviz.money._metrics import call_waste
 from cacheviz.money.pricing import RateCache
 from cacheviz.providers._base import SimCall
-from cacheviz.reported._verdict import agrees
 
 if TYPE_CHECKING:
     from cacheviz.live._incremental import LiveLog
@@ -78,12 +85,6 @@ def costs_from(log: LiveLog, start: int) -> None:
         cc["drift_material"].append(
             log._drift_material[k] if log.call_cols["drift"][i] and k is not None else None
         )
-        part, cause = (None, None)
-        if k is not None:
-            part, cause = log.drift_cols["part"][k], log.drift_cols["cause"][k]
-        cc["verdict_agrees"].append(
-            agrees(log.call_cols["provider_verdict"][i], part, cause, log._own_miss[i])
-        )
 
 
 def _drift_cost_of(log: LiveLog, i: int, key: str | None) -> None:
@@ -115,6 +116,12 @@ def _miss_of(
 ) -> None:
     """:func:`cacheviz.money._costs.next_miss` for call ``i``."""
     cc = log.cost_cols
+    k = log._drift_of.get(i)
+    drift = None
+    if k is not None:
+        d = log.drift_cols
+        drift = (d["part"][k], d["cause"][k], d["detail"][k])
+    contents = log.store.contents
     miss = next_miss(
         log.calls,
         log.call_cols,
@@ -125,14 +132,15 @@ def _miss_of(
         paid=paid,
         prices_of=log._prices_of,
         holds=unlogged_holds(native.NAME),
+        offsets=log.mapped[i],
+        opaque=[contents[h].kind == OPAQUE for h in log.calls[i].hashes],
+        drift=drift,
     )
-    log._own_miss.append(miss.own)
     if miss.row is not None:
         for name, value in miss.row.items():
             log.miss_cols[name].append(value)
-    cc["expected_read_tokens"].append(miss.expected)
-    cc["miss_cause"].append(miss.cause)
-    cc["shortfall_tokens"].append(miss.shortfall)
+    for name, attribute in MISS_COLUMNS.items():
+        cc[name].append(getattr(miss, attribute))
 
 
 __all__ = ["costs_from", "sim_call"]

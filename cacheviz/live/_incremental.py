@@ -15,8 +15,11 @@ per-call results are recomputed from the first call (``LiveLog.rebuilds`` counts
 
 * the names of the threads (``main``, ``sub-agent …``, ``side call …``) and their tree
   (:func:`cacheviz.prefix._thread.name_threads`: a session-wide choice of the main thread);
-* a thread's TTL evidence (:func:`cacheviz.prefix._ttl.thread_ttls`: the shortest TTL its calls
-  show), which the misses, the simulators and the idle marks read;
+* the TTL of a thread's first write (:func:`cacheviz.prefix._ttl.thread_ttls`), which its
+  calls before that write take (:func:`cacheviz.prefix._ttl.entry_ttls`) and the misses,
+  the simulators and the idle marks read;
+* the models that show no caching (:class:`cacheviz.money._costs.CacheActivity`): no miss
+  for their calls, until one of them reads or writes;
 * the session's median token rate, when a call without reported usage was calibrated
   with it (:mod:`cacheviz.prefix._calibrate`);
 * the set of providers (one simulation per provider of the session).
@@ -53,7 +56,7 @@ from cacheviz.formats._lines import LineFilter, LineReader, order_by_time
 from cacheviz.live._costs import costs_from
 from cacheviz.live._sim_stream import SimulationStream, append_rows
 from cacheviz.model import OPAQUE, Call, Session
-from cacheviz.money._costs import CALL_COSTS, provider_key
+from cacheviz.money._costs import CALL_COSTS, CacheActivity, MissState, provider_key
 from cacheviz.money._simulate import SimCallWalk
 from cacheviz.money.pricing import PriceBook, RateCache
 from cacheviz.prefix._calibrate import (
@@ -80,6 +83,7 @@ class _Globals:
     ttls: dict[str, int | None]
     default_rate: float
     keys: tuple[str, ...]
+    uncached: frozenset[str] = frozenset()
 
 
 class LiveLog:
@@ -305,6 +309,7 @@ class LiveLog:
         self.raw: list[str] = []
         self._threads = ThreadWalk()
         self._ttls = ThreadTTLs()
+        self._activity = CacheActivity()
         self._key_counts: dict[str, int] = {}  # calls per provider key, first seen first
         self._rates: list[float] = []  # sorted reported/local rates (calibration's median)
 
@@ -328,11 +333,19 @@ class LiveLog:
         )
         self.raw.append(name)
         self._ttls.add(call, name)
+        self._activity.add(call)
 
     def _globals(self) -> _Globals:
         renamed, tree = self._threads.named()
         keys = tuple(self._key_counts)
-        return _Globals(renamed, tree, self._ttls.ttls(), median_rate(self._rates), keys)
+        return _Globals(
+            renamed,
+            tree,
+            self._ttls.ttls(),
+            median_rate(self._rates),
+            keys,
+            self._activity.uncached(),
+        )
 
     # -- per-call results (analysis, calibration, costs) ---------------------------------
 
@@ -357,8 +370,7 @@ class LiveLog:
         self._unpriced: dict[str, None] = {}
         self._prices_of: dict[str, RateCache] = {}
         self.miss_cols: dict[str, list[Any]] = {name: [] for name in _schema.MISSES}
-        self._miss_ns: dict[str, int] = {}
-        self._own_miss: list[str | None] = []
+        self._miss_ns = MissState()
         self.cost_cols: dict[str, list[Any]] = {name: [] for name in CALL_COSTS}
         self._drift_cost: list[float | None] = []
         self._drift_material: list[bool | None] = []
@@ -383,6 +395,7 @@ class LiveLog:
             self.rebuilds += 1
             self._reset_calls()
         self.g = new
+        self._miss_ns.uncached = new.uncached
         self._session = Session(self.path, native.NAME, self.calls, self.store.contents)
         for i in range(self._done, len(self.calls)):
             self._analyse_one(i)
@@ -399,6 +412,8 @@ class LiveLog:
                 return False
         if self._used_default and new.default_rate != old.default_rate:
             return False
+        if old.uncached - new.uncached:
+            return False  # a model showed caching at last: its earlier calls may be misses
         return set(new.keys) == set(old.keys)
 
     def _analyse_one(self, i: int) -> None:
@@ -426,7 +441,7 @@ class LiveLog:
         )
         if drifted:
             self._drift_of[i] = drifts
-        self.call_cols["ttl_seconds"][i] = g.ttls.get(raw)
+        self.call_cols["ttl_seconds"][i] = self._ttls.at(i)
         self._calibrate_one(i, previous, shared, name)
         self._to_provider(i)
 

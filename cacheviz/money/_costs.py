@@ -29,7 +29,8 @@ Misses
     With usage reported, the reported cache read is compared with what the prefix line
     offers (``expected_read_tokens``: the common prefix in the provider's tokens, through
     the session's token scale). A shortfall of at least 1,024 tokens and 25 % of the
-    expected read is a miss, with the first cause that applies:
+    expected read is a miss — none for a model whose every call reports no cache read
+    or write (it does not cache: no expected read) — with the first cause that applies:
 
     ``below_minimum``
         the offered prefix is shorter than the model's minimum cacheable length;
@@ -51,6 +52,7 @@ from typing import TYPE_CHECKING, Any
 
 from cacheviz import _schema, providers
 from cacheviz.errors import UnknownModelError
+from cacheviz.model import OPAQUE
 from cacheviz.money._metrics import call_waste
 from cacheviz.money._simulate import (
     Replay,
@@ -62,9 +64,16 @@ from cacheviz.money._simulate import (
     sim_calls_of,
 )
 from cacheviz.money.pricing import PriceBook, RateCache, Rates
-from cacheviz.prefix._ttl import idle_seconds
+from cacheviz.prefix._namespace import namespace_of
+from cacheviz.prefix._ttl import call_ttl, idle_seconds
 from cacheviz.providers._base import Breakpoint, CallResult, SimCall
-from cacheviz.reported._verdict import agrees
+from cacheviz.reported._verdict import (
+    NOT_FOUND,
+    Evidence,
+    comparable,
+    compare_verdict,
+    layer_spans,
+)
 
 if TYPE_CHECKING:
     from cacheviz.analysis import PrefixLists
@@ -203,7 +212,9 @@ CALL_COSTS = (
     "expected_read_tokens",
     "miss_cause",
     "shortfall_tokens",
+    "own_cause",
     "verdict_agrees",
+    "verdict_detail",
     "drift_material",
 )
 
@@ -302,9 +313,7 @@ def cost_lists(
         billed[i] = call_billed(call, keys[i], prices_of, unpriced)
 
     drift_cost, material = _drift_costs(lists, built, runs, prices_of)
-    expected, miss_cause, miss_tokens, misses, own = _misses(
-        lists, sim_read, sim_detail, billed, prices_of
-    )
+    found = _misses(lists, sim_read, sim_detail, billed, prices_of)
     drift_calls = lists.drift_cols["call"]
     priced = [b for b in billed if b is not None]
     total = float(sum(priced)) if priced else None
@@ -316,17 +325,14 @@ def cost_lists(
             "simulated_usd": simulated,
             "ideal_usd": ideal,
             "waste_usd": list(map(call_waste, billed, simulated, ideal)),
-            "expected_read_tokens": expected,
-            "miss_cause": miss_cause,
-            "shortfall_tokens": miss_tokens,
-            "verdict_agrees": _agreements(lists, own),
+            **found.calls,
             "drift_material": [material.get(i) if d else None for i, d in enumerate(cols["drift"])],
         },
         drifts={
             "cost_usd": [drift_cost.get(c) for c in drift_calls],
             "material": [material.get(c) for c in drift_calls],
         },
-        misses=misses,
+        misses=found.rows,
         billed_usd=total,
         unpriced_models=list(unpriced),
         runs=runs,
@@ -440,9 +446,8 @@ def drift_cost(
 # what the unlogged prefix of a conversation log holds, by agent (the format's name)
 UNLOGGED_HOLDS = {
     "claude-code": (
-        "Claude Code's system prompt and tool definitions: the static part every session "
-        "shares reads; the break lies in the system prompt's dynamic tail (date, git "
-        "status, CLAUDE.md, memory) or in the tools (an MCP server or a tool list changed)"
+        "Claude Code's tool definitions and system prompt: a static part every session "
+        "shares, then a dynamic tail (date, git status, CLAUDE.md, memory)"
     ),
     "codex": "Codex's base instructions, its environment context and the tool schemas",
     "gemini-cli": "Gemini CLI's system instruction (with its memory files) and the tools",
@@ -467,6 +472,54 @@ def unlogged_holds(agent: str) -> str:
     return UNLOGGED_HOLDS.get(agent, _UNLOGGED_DEFAULT)
 
 
+def partial_read(call: Call, read: int, hidden: int, head: int, holds: str) -> tuple[str, str]:
+    """The cause of a read that stops inside a rebuilt request's unlogged prefix.
+
+    Anthropic reads up to the longest breakpoint whose prefix is unchanged, and Claude
+    Code puts one after the static part of its system prompt: such a read proves only
+    that the change lies after it, not that the unlogged prefix changed. Which block,
+    when the log says: a compaction (an expected rebuild: the caller drops the miss),
+    the deferred tools changed (``deferred_tools_changed``: a ToolSearch
+    ``tool_reference`` or a ``deferred_tools_delta`` since the previous call; Claude Code
+    lists them in the tools or in its system prompt); else ``unknown``, "after token N".
+
+    Parameters
+    ----------
+    call
+        The call (its ``meta``: ``rebuild``, ``tools_delta``).
+    read
+        The provider's read, ``0 < read <= hidden``.
+    hidden
+        The unlogged prefix's size.
+    head
+        The thread's static head (0: unknown).
+    holds
+        What the unlogged prefix holds (:func:`unlogged_holds`).
+
+    Returns
+    -------
+    tuple
+        The cause and its detail.
+    """
+    where = f"the provider read {read:,} tokens: the change lies after token {read:,}"
+    if head and read >= head:
+        where += (
+            f", past the {head:,}-token static head (tools and the static system prompt "
+            "read): in the system prompt's dynamic tail or the messages"
+        )
+    else:
+        where += f", inside the {hidden:,}-token unlogged prefix or after it"
+    if call.meta.get("rebuild") is not None:
+        return "unknown", f"{where}; the log announces a {call.meta['rebuild']}: a rebuild"
+    delta = call.meta.get("tools_delta")
+    if delta:
+        return (
+            "deferred_tools_changed",
+            f"the log shows the deferred tools changed ({delta}); {where}",
+        )
+    return "unknown", f"{where}; nothing in the log says which block ({holds})"
+
+
 def _miss_cost(call: Call, rates: Rates, billed: float, shortfall: int, reported: int) -> float:
     """Billed cost minus the billed cost had ``shortfall`` more tokens been read."""
     usage = call.usage
@@ -485,45 +538,70 @@ def _miss_cost(call: Call, rates: Rates, billed: float, shortfall: int, reported
     return max(0.0, billed - kept)
 
 
+@dataclasses.dataclass(slots=True)
+class _Found:
+    """:func:`_misses`' result: the calls columns it fills and the misses table's rows."""
+
+    calls: dict[str, list[Any]]
+    rows: dict[str, list[Any]]
+
+
+# the calls columns a Miss fills, by its field
+MISS_COLUMNS = {
+    "expected_read_tokens": "expected",
+    "miss_cause": "cause",
+    "shortfall_tokens": "shortfall",
+    "own_cause": "own",
+    "verdict_agrees": "agrees",
+    "verdict_detail": "verdict_detail",
+}
+
+
 def _misses(
     lists: PrefixLists,
     sim_read: list[int | None],
     sim_detail: list[str],
     billed: list[float | None],
     prices_of: dict[str, RateCache],
-) -> tuple[
-    list[int | None], list[str | None], list[int | None], dict[str, list[Any]], list[str | None]
-]:
+) -> _Found:
     """Misses on the calibrated line, for every provider (module docstring)."""
     session = lists.session
     calls = session.calls
     cols = lists.call_cols
-    n = len(calls)
-    expected: list[int | None] = [None] * n
-    causes: list[str | None] = [None] * n
-    shortfalls: list[int | None] = [None] * n
+    contents = session.contents
+    out: dict[str, list[Any]] = {name: [] for name in MISS_COLUMNS}
     rows: dict[str, list[Any]] = {name: [] for name in _schema.MISSES}
-    latest_in_namespace: dict[str, int] = {}
-    own: list[str | None] = [None] * n
+    activity = CacheActivity()
+    for call in calls:
+        activity.add(call)
+    state = MissState(uncached=activity.uncached())
     holds = unlogged_holds(session.format)
-    for i in range(n):
+    d = lists.drift_cols
+    drifts = {
+        c: (p, k, t)
+        for c, p, k, t in zip(d["call"], d["part"], d["cause"], d["detail"], strict=True)
+    }
+    for i, call in enumerate(calls):
         miss = next_miss(
             calls,
             cols,
             i,
-            latest_in_namespace,
+            state,
             predicted=sim_read[i],
             sim_detail=sim_detail[i],
             paid=billed[i],
             prices_of=prices_of,
             holds=holds,
+            offsets=lists.offsets[i],
+            opaque=[contents[h].kind == OPAQUE for h in call.hashes],
+            drift=drifts.get(i),
         )
-        expected[i], own[i] = miss.expected, miss.own
-        causes[i], shortfalls[i] = miss.cause, miss.shortfall
+        for name, attribute in MISS_COLUMNS.items():
+            out[name].append(getattr(miss, attribute))
         if miss.row is not None:
             for name, value in miss.row.items():
                 rows[name].append(value)
-    return expected, causes, shortfalls, rows, own
+    return _Found(out, rows)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -535,24 +613,74 @@ class Miss:
     cause: str | None
     shortfall: int | None
     row: dict[str, Any] | None
+    agrees: bool | None = None
+    """Whether cacheviz's own reading agrees with the provider's comparable verdict."""
+    verdict_detail: str | None = None
+    """The comparison, one line (``None``: no comparable verdict)."""
 
 
-_NO_MISS = Miss(None, None, None, None, None)
+@dataclasses.dataclass(slots=True)
+class MissState:
+    """What :func:`next_miss` carries from one call to the next (in request-time order).
+
+    Kept by :func:`cost_lists` for one session and by :class:`cacheviz.live._incremental.LiveLog`
+    across appends.
+    """
+
+    latest: dict[str, int] = dataclasses.field(default_factory=dict)
+    """Each cache namespace's latest call."""
+    heads: dict[str, int] = dataclasses.field(default_factory=dict)
+    """Each thread's static head: the first read that stopped inside its unlogged prefix."""
+    responses: dict[str, int] = dataclasses.field(default_factory=dict)
+    """The call of each response id (``Call.meta["response_id"]``), for the log's links."""
+    uncached: frozenset[str] = frozenset()
+    """The namespaces whose calls show no caching at all (:class:`CacheActivity`)."""
+
+
+class CacheActivity:
+    """Which cache namespaces (provider/model) show caching: a reported read or write.
+
+    A model whose every call reports a cache read of 0 and no write (a provider or a
+    model that does not cache, a proxy that does not pass it on) offers no expected
+    read: its calls are no misses. Fed call by call (:class:`cacheviz.live._incremental.LiveLog`
+    keeps one across appends).
+    """
+
+    def __init__(self) -> None:
+        self.reported: set[str] = set()
+        self.active: set[str] = set()
+
+    def add(self, call: Call) -> None:
+        """Note ``call``'s reported cache fields."""
+        usage = call.usage
+        if usage is None or usage.cache_read_tokens is None:
+            return
+        namespace = namespace_of(call)
+        self.reported.add(namespace)
+        if usage.cache_read_tokens or usage.cache_write_tokens:
+            self.active.add(namespace)
+
+    def uncached(self) -> frozenset[str]:
+        """The namespaces that report cache fields and never a read or a write."""
+        return frozenset(self.reported - self.active)
 
 
 def next_miss(
     calls: Sequence[Call],
     cols: dict[str, list[Any]],
     i: int,
-    latest_in_namespace: dict[str, int],
+    state: MissState,
     *,
     predicted: int | None,
     sim_detail: str,
     paid: float | None,
     prices_of: dict[str, RateCache],
     holds: str,
+    offsets: Sequence[int],
+    opaque: Sequence[bool],
+    drift: tuple[str, str, str] | None,
 ) -> Miss:
-    """Call ``i``'s miss, the calls before it seen (:func:`miss_at` on its columns).
+    """Call ``i``'s miss and verdict comparison, the calls before it seen (:func:`miss_at`).
 
     Shared by :func:`cost_lists` and :mod:`cacheviz.live._costs`.
 
@@ -564,10 +692,11 @@ def next_miss(
         The calls columns (provider tokens), at least call ``i``'s.
     i
         The call.
-    latest_in_namespace
-        Each cache namespace's latest call before ``i``; call ``i`` is recorded in it.
-        The call a miss reads from is the thread's previous call when it is of the same
-        namespace, else the namespace's latest.
+    state
+        What the calls before ``i`` left (:class:`MissState`); call ``i`` is recorded in
+        it. The call a miss reads from is the one this request continues by the log's
+        links (Claude Code's ``parentUuid``), else the thread's previous call, when of
+        the same namespace; else the namespace's latest.
     predicted, sim_detail
         The call's cache read and detail in its provider's replay (``None``, ``""``: not
         replayed).
@@ -577,32 +706,119 @@ def next_miss(
         The rates of each replayed provider.
     holds
         What the log's unlogged prefix holds (:func:`unlogged_holds`).
+    offsets
+        The call's block offsets in provider tokens (calibrated), then its total.
+    opaque
+        Per block: whether it is an unlogged prefix.
+    drift
+        The call's drift ``(part, cause, detail)``, ``None`` when its prefix held.
 
     Returns
     -------
     Miss
     """
+    call = calls[i]
     namespace = cols["namespace"][i]
-    source = cols["prev_call"][i]
+    thread = cols["thread"][i]
+    prev = cols["prev_call"][i]
+    linked = state.responses.get(call.meta.get("parent_response", ""))
+    if call.meta.get("response_id") is not None:
+        state.responses[call.meta["response_id"]] = i
+    source = linked if linked is not None and cols["namespace"][linked] == namespace else prev
     if source is None or cols["namespace"][source] != namespace:
-        source = latest_in_namespace.get(namespace)
-    latest_in_namespace[namespace] = i
+        source = state.latest.get(namespace)
+    state.latest[namespace] = i
+    # the request the provider compares with: the one this call continues
+    compared = linked if linked is not None else (prev if prev is not None else source)
+    hidden = cols["unlogged_tokens"][i]
+    head = state.heads.get(thread, 0)
+    read = call.usage.cache_read_tokens if call.usage is not None else None
+    if (
+        not head
+        and call.reconstructed
+        and _explicit(call.provider)
+        and read
+        and hidden
+        and read <= hidden
+    ):
+        state.heads[thread] = read  # the static head other requests keep warm
+    ttls = cols["ttl_seconds"]
     return miss_at(
         calls,
         i,
         source,
         line=cols["prefix_tokens"][i],
-        ttl_evidence=cols["ttl_seconds"][i],
+        # the TTL of the entries the earlier call left (per entry: cacheviz.prefix._ttl)
+        ttl_evidence=ttls[source] if source is not None else ttls[i],
+        compared_ttl=ttls[compared] if compared is not None else None,
+        own_ttl=ttls[i],
         predicted=predicted,
         sim_detail=sim_detail,
-        hidden=cols["unlogged_tokens"][i],
+        hidden=hidden,
         verdict=cols["provider_verdict"][i],
         missed=cols["provider_missed_tokens"][i],
         rebuild=cols["rebuild"][i],
-        thread=cols["thread"][i],
+        thread=thread,
         paid=paid,
         prices_of=prices_of,
         holds=holds,
+        compared=compared,
+        head=head,
+        spans=layer_spans([b.part for b in call.blocks], opaque, offsets, head),
+        drift=drift,
+        uncached=namespace in state.uncached,
+    )
+
+
+def _explicit(provider: str | None) -> bool:
+    """Whether ``provider`` caches at the request's breakpoints only (Anthropic)."""
+    found = providers.find(provider)
+    return found is not None and found.explicit_breakpoints
+
+
+def evidence_of(
+    calls: Sequence[Call],
+    i: int,
+    compared: int | None,
+    *,
+    offered: int,
+    ttl_evidence: int | None,
+    rebuild: Any,
+    head: int,
+    spans: dict[str, list[tuple[int, int]]],
+    drift: tuple[str, str, str] | None,
+) -> Evidence:
+    """The evidence about call ``i`` against the request it continues (``compared``)."""
+    call = calls[i]
+    usage = call.usage
+    before = calls[compared] if compared is not None else None
+    cached = None
+    if before is not None and before.usage is not None:
+        got = before.usage.cache_read_tokens
+        if got is not None:
+            cached = got + (before.usage.cache_write_tokens or 0)
+    part, cause, detail = drift if drift is not None else (None, None, "")
+    return Evidence(
+        offered=offered,
+        read=usage.cache_read_tokens if usage is not None else None,
+        total=usage.input_tokens if usage is not None and usage.input_tokens else offered,
+        source=compared,
+        source_cached=cached,
+        gap=idle_seconds(call, before),
+        ttl=_ttl(provider_key(call.provider), before, ttl_evidence),
+        model_switched=before is not None and before.model != call.model,
+        missed=usage is not None
+        and usage.cache_read_tokens is not None
+        and material_shortfall(offered, usage.cache_read_tokens),
+        drift_part=part,
+        drift_cause=cause,
+        drift_detail=detail,
+        rebuild=rebuild,
+        tools_delta=call.meta.get("tools_delta"),
+        rewritten=call.meta.get("rewritten"),
+        reconstructed=call.reconstructed,
+        spans=spans,
+        head=head,
     )
 
 
@@ -623,24 +839,51 @@ def miss_at(
     paid: float | None,
     prices_of: dict[str, RateCache],
     holds: str,
+    compared: int | None = None,
+    compared_ttl: int | None = None,
+    own_ttl: int | None = None,
+    head: int = 0,
+    spans: dict[str, list[tuple[int, int]]] | None = None,
+    drift: tuple[str, str, str] | None = None,
+    uncached: bool = False,
 ) -> Miss:
-    """The miss of call ``i`` on the calibrated line (module docstring).
+    """The miss of call ``i`` on the calibrated line, and its verdict comparison.
 
     ``source`` is the call it could read from (the previous call of its namespace),
-    ``line`` its calibrated prefix, the other values its columns; shared by
-    :func:`cost_lists` and :mod:`cacheviz.live._costs`.
+    ``ttl_evidence`` the TTL of the entries it left, ``compared`` the request the call
+    continues (the provider's "previous message") and ``compared_ttl`` its entries' TTL,
+    ``own_ttl`` the tier this call writes at, ``line`` its calibrated prefix, the other
+    values its columns; shared by :func:`cost_lists` and :mod:`cacheviz.live._costs`
+    (module docstring). ``uncached``: the call's model shows no caching in the session
+    (:class:`CacheActivity`): no expected read, no miss.
     """
     call = calls[i]
     key = provider_key(call.provider)
     usage = call.usage
-    if usage is None or usage.cache_read_tokens is None:
-        return _NO_MISS
     offered = line
-    if usage.input_tokens is not None:
+    if usage is not None and usage.input_tokens is not None:
         offered = min(offered, usage.input_tokens)
+    agrees, said = None, None
+    if comparable(verdict):
+        ev = evidence_of(
+            calls,
+            i,
+            compared if compared is not None else source,
+            offered=offered,
+            ttl_evidence=compared_ttl if compared is not None else ttl_evidence,
+            rebuild=rebuild,
+            head=head,
+            spans=spans or {},
+            drift=drift,
+        )
+        agrees, said = compare_verdict(verdict, ev)
+    if usage is None or usage.cache_read_tokens is None:
+        return Miss(None, None, None, None, None, agrees, said)
+    if uncached:
+        return Miss(0, None, None, None, None, agrees, said)  # no caching: no expected read
     reported = usage.cache_read_tokens
     if not material_shortfall(offered, reported):
-        return Miss(offered, None, None, None, None)
+        return Miss(offered, None, None, None, None, agrees, said)
     previous = calls[source] if source is not None else None
     gap = idle_seconds(call, previous)
     ttl = _ttl(key, previous, ttl_evidence)
@@ -652,16 +895,24 @@ def miss_at(
         cause = "ttl_expired"
         detail = f"{gap:,.0f} s idle since call {source}, beyond the {ttl:,.0f} s TTL"
     elif (
+        source is not None
+        and ttl_evidence is not None
+        and own_ttl is not None
+        and own_ttl != ttl_evidence
+        and call_ttl(call) is not None
+    ):
+        cause = "ttl_tier_switch"
+        detail = (
+            f"call {source} left {_tier(ttl_evidence)} entries; this call writes "
+            f"{_tier(own_ttl)} ones: an entry of the other tier was not read"
+        )
+    elif (
         profile is not None
         and profile.explicit_breakpoints
         and call.reconstructed
         and 0 < reported <= hidden < offered
     ):
-        cause = "unlogged_prefix_changed"
-        detail = (
-            f"the provider read {reported:,} tokens, inside the {hidden:,}-token "
-            f"unlogged prefix the log does not hold ({holds})"
-        )
+        cause, detail = partial_read(call, reported, hidden, head, holds)
     elif key is not None and predicted is not None and material_shortfall(predicted, reported):
         cause = "provider_side"
         detail = f"the {key} rules predict {predicted:,} read; the provider read {reported:,}"
@@ -679,11 +930,23 @@ def miss_at(
         )
     own = cause
     if verdict in _schema.PROVIDER_REASONS:
-        said = f" ({missed:,} tokens missed)" if missed is not None else ""
-        detail = f"the provider says {verdict}{said}; cacheviz's own reading: {cause}: {detail}"
-        cause = verdict
-    elif rebuild is not None and cause in ("provider_side", "no_breakpoint", "unknown"):
-        return Miss(offered, own, None, None, None)  # an expected rebuild: not a miss
+        said_tokens = f" ({missed:,} tokens missed)" if missed is not None else ""
+        if agrees or call.reconstructed:
+            # the provider's reason wins, unless the bytes sent prove otherwise
+            detail = (
+                f"the provider says {verdict}{said_tokens}; cacheviz's own reading: "
+                f"{cause}: {detail}"
+            )
+            cause = verdict
+        else:
+            detail = f"{detail}; the provider says {verdict}{said_tokens}, but {said}"
+    elif agrees is not None:
+        word = "cacheviz agrees" if agrees else f"cacheviz disagrees: {said}"
+        detail = f"{detail}; the provider says {verdict} ({word})"
+        if verdict in NOT_FOUND and agrees and cause in ("unknown", "no_breakpoint"):
+            cause = "provider_side"  # the entry the previous request left is gone: evicted
+    if rebuild is not None and cause in ("provider_side", "no_breakpoint", "unknown"):
+        return Miss(offered, own, None, None, None, agrees, said)  # an expected rebuild
     shortfall = offered - reported
     cost = None
     if paid is not None and key in prices_of:
@@ -693,6 +956,8 @@ def miss_at(
         "call": call.index,
         "thread": thread,
         "cause": cause,
+        "own_cause": own,
+        "provider_verdict": verdict,
         "shortfall_tokens": shortfall,
         "expected_read_tokens": offered,
         "simulated_read_tokens": predicted,
@@ -701,18 +966,15 @@ def miss_at(
         "cost_usd": cost,
         "detail": detail,
     }
-    return Miss(offered, own, cause, shortfall, row)
+    return Miss(offered, own, cause, shortfall, row, agrees, said)
 
 
-def _agreements(lists: PrefixLists, own: list[str | None]) -> list[bool | None]:
-    """Per call: whether cacheviz's own reading agrees with the provider's named reason."""
-    d = lists.drift_cols
-    drifts = {c: (p, k) for c, p, k in zip(d["call"], d["part"], d["cause"], strict=True)}
-    out: list[bool | None] = []
-    for i, verdict in enumerate(lists.call_cols["provider_verdict"]):
-        part, cause = drifts.get(i, (None, None))
-        out.append(agrees(verdict, part, cause, own[i]))
-    return out
+_HOUR = 60 * 60
+
+
+def _tier(seconds: float) -> str:
+    """A TTL tier in words: 300 s is ``5-minute``, an hour ``1-hour``."""
+    return f"{seconds / _HOUR:g}-hour" if seconds >= _HOUR else f"{seconds / 60:g}-minute"
 
 
 def _ttl(key: str | None, previous: Call | None, evidence: int | None) -> float | None:

@@ -279,16 +279,17 @@ def version_evidence(
     breakpoints written before, ``explicit``: with an implicit longest-prefix cache a
     short read is as likely routing or eviction), the prefix it offered (at most its
     reported input), its reported read, the idle time since its thread's previous call,
-    and its TTL (``shortest`` when the thread shows none). The version of a call's
-    unlogged prefix is the one the reported reads show (:mod:`cacheviz.prefix._calibrate`,
-    :func:`~cacheviz.prefix._calibrate.unlogged_versions`); :class:`SimCallWalk` reads it.
+    and the TTL of the entries that call left (``shortest`` when none is known). The
+    version of a call's unlogged prefix is the one the reported reads show
+    (:mod:`cacheviz.prefix._calibrate`, :func:`~cacheviz.prefix._calibrate.unlogged_versions`);
+    :class:`SimCallWalk` reads it.
     """
     prev = cols["prev_call"][i]
     gap = None if prev is None else idle_seconds(calls[i], calls[prev])
     total = cols["reported_input_tokens"][i]
     offered = None if total is None else min(cols["prefix_tokens"][i], total)
     hidden = cols["unlogged_tokens"][i] if cols["reconstructed"][i] and explicit else None
-    ttl = cols["ttl_seconds"][i]
+    ttl = cols["ttl_seconds"][i if prev is None else prev]  # what the previous call left
     return (
         hidden,
         offered,
@@ -306,8 +307,10 @@ def next_warm_head(
     A thread's first call can only read entries written before the session began: when
     it reads part of its unlogged prefix (Claude Code's static system prompt and tools,
     shared by the user's sessions), that part is taken as warm for the whole thread.
-    Explicit-breakpoint providers only (reads stop at breakpoints written before).
-    ``cols`` holds the :data:`SIM_INPUTS` columns; ``first`` (per thread) is updated.
+    Explicit-breakpoint providers only (reads stop at breakpoints written before). A
+    call whose reported read is 0 has none (nothing was warm for it: the head changed,
+    or no other session kept it). ``cols`` holds the :data:`SIM_INPUTS` columns;
+    ``first`` (per thread) is updated.
     """
     thread = cols["thread"][i]
     if cols["prev_call"][i] is None and thread not in first:
@@ -317,6 +320,8 @@ def next_warm_head(
             cols["unlogged_tokens"][i],
             cols["reported_cache_read_tokens"][i],
         )
+    if cols["reported_cache_read_tokens"][i] == 0:
+        return 0  # the provider read nothing: the head was not warm for this call
     return first.get(thread, 0)
 
 

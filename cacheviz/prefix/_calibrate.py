@@ -307,8 +307,9 @@ def unlogged_versions(
     """Per call: which version of its thread's unlogged prefix it sent (0, 1, 2, ...).
 
     The log does not hold the unlogged prefix, so whether it changed is read from the
-    provider's answer: a call whose reported read stops inside it (``0 < read <=
-    unlogged < offered``, a ``material(offered, read)`` shortfall) within the TTL (the
+    provider's answer: a call whose reported read stops inside it (``0 <= read <=
+    unlogged < offered``: a read of 0 says even its head changed; a ``material(offered,
+    read)`` shortfall) within the TTL (the
     gap since the thread's previous call is at most ``ttls[i]``: the thread's TTL, or the
     shortest any provider keeps an entry) sent a new version of it, and so does every
     later call of the thread.
@@ -331,7 +332,7 @@ def next_version(
     material: Callable[[int, int], bool],
 ) -> int:
     """One call of :func:`unlogged_versions`: ``version`` (per thread) is updated."""
-    if hidden and line is not None and got is not None and 0 < got <= hidden < line:
+    if hidden and line is not None and got is not None and 0 <= got <= hidden < line:
         fresh = gap is not None and gap <= (ttl or 0)
         if fresh and material(line, got):
             version[thread] = version.get(thread, 0) + 1

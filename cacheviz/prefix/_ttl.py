@@ -1,17 +1,22 @@
-"""The cache TTL a session used, from its own evidence, per thread.
+"""The cache TTL of each entry a session wrote, from its own evidence.
 
-A provider's default TTL is an assumption; a session often shows which TTL it used:
+A provider's default TTL is an assumption; a session often shows which TTL it used, and
+it may use both (Anthropic's 5-minute and 1-hour tiers). The TTL belongs to a cache
+entry, so it is read per call — the tier of the entries the call writes:
 
 * the request's ``cache_control.ttl`` (a breakpoint's TTL), when the request is logged,
   wins: it is what was asked for;
-* else the reported writes: a thread whose every reported write is a 1-hour write
-  (``cache_write_1h_tokens`` equal to the writes) used a 1-hour TTL; one that reports
-  5-minute writes used 5 minutes (Claude Code's main thread writes 1 h, its sub-agents
-  5 m);
+* else the call's reported writes: all of them 1-hour writes (``cache_write_1h_tokens``
+  equal to the writes) is the 1-hour tier, 5-minute ones the 5-minute tier (Claude
+  Code's main thread writes 1 h, its sub-agents 5 m, and a thread may switch);
+* a call that writes nothing leaves the entries it read, of the tier its thread last
+  wrote (before its thread's first write: that first write's tier);
 * else nothing is known (``None``): the provider's default applies.
 
-Used by the ``ttl_expired`` miss cause, ``check``'s TTL rules and advice, the simulator
-of the session's own provider and the inspector's default TTL and idle marks.
+``calls.ttl_seconds`` holds it per call. The ``ttl_expired`` miss cause and ``check``'s
+TTL rules compare an idle gap with the TTL of the entries the earlier call left; the
+simulator of the session's own provider writes each call's entries with its tier; the
+inspector takes its default TTL and idle marks from it.
 """
 
 from __future__ import annotations
@@ -47,11 +52,18 @@ def call_ttl(call: Call) -> int | None:
     return long_ttl if (long or 0) >= usage.cache_write_tokens else short
 
 
-def thread_ttls(calls: Sequence[Call], threads: Sequence[str]) -> dict[str, int | None]:
-    """Per thread: the TTL its calls show (``None``: no evidence, the default applies).
+def entry_ttls(calls: Sequence[Call], threads: Sequence[str]) -> list[int | None]:
+    """Per call: the TTL of the cache entries it leaves (module docstring; ``None``: unknown)."""
+    found = ThreadTTLs()
+    for call, thread in zip(calls, threads, strict=True):
+        found.add(call, thread)
+    return [found.at(i) for i in range(len(calls))]
 
-    A thread whose calls show both (a 1-hour write and a 5-minute one) is taken at the
-    shorter TTL: the entries that expire first decide when a gap costs a rewrite.
+
+def thread_ttls(calls: Sequence[Call], threads: Sequence[str]) -> dict[str, int | None]:
+    """Per thread: the tier of its first write (``None``: it shows none).
+
+    What a call of the thread gets before any write of its own thread shows a tier.
     """
     found = ThreadTTLs()
     for call, thread in zip(calls, threads, strict=True):
@@ -60,25 +72,42 @@ def thread_ttls(calls: Sequence[Call], threads: Sequence[str]) -> dict[str, int 
 
 
 class ThreadTTLs:
-    """:func:`thread_ttls` of calls added one at a time.
+    """:func:`entry_ttls` of calls added one at a time.
 
-    Shared by :func:`thread_ttls` and :class:`cacheviz.live._incremental.LiveLog`.
+    Shared by :func:`entry_ttls` and :class:`cacheviz.live._incremental.LiveLog`: a
+    call's value depends on the calls before it, except before its thread's first
+    write, whose tier it takes (:meth:`ttls` changes then, and a live log recomputes).
     """
 
     def __init__(self) -> None:
-        self.seen: dict[str, set[int]] = {}
-        """Per thread, the TTLs its calls show."""
+        self.first: dict[str, int] = {}
+        """Per thread, the tier of its first write."""
+        self.latest: dict[str, int] = {}
+        """Per thread, the tier of its latest write."""
+        self.forward: list[int | None] = []
+        """Per call, its own tier, else its thread's latest before it (``None``: none yet)."""
+        self.threads: list[str] = []
+        self.order: dict[str, None] = {}
+        """The threads, in order of first sight."""
 
     def add(self, call: Call, thread: str) -> None:
         """Add ``call``, of ``thread``."""
         ttl = call_ttl(call)
-        bucket = self.seen.setdefault(thread, set())
         if ttl is not None:
-            bucket.add(ttl)
+            self.latest[thread] = ttl
+            self.first.setdefault(thread, ttl)
+        self.forward.append(self.latest.get(thread))
+        self.threads.append(thread)
+        self.order[thread] = None
+
+    def at(self, i: int) -> int | None:
+        """The TTL of the entries call ``i`` leaves (``None``: no evidence)."""
+        found = self.forward[i]
+        return found if found is not None else self.first.get(self.threads[i])
 
     def ttls(self) -> dict[str, int | None]:
-        """Per thread: the TTL the calls added show (``None``: no evidence)."""
-        return {thread: (min(values) if values else None) for thread, values in self.seen.items()}
+        """Per thread: the tier of its first write (``None``: none)."""
+        return {thread: self.first.get(thread) for thread in self.order}
 
 
 def idle_seconds(call: Call, source: Call | None) -> float | None:
@@ -96,4 +125,4 @@ def idle_seconds(call: Call, source: Call | None) -> float | None:
     return (until - source.ts).total_seconds()
 
 
-__all__ = ["ThreadTTLs", "call_ttl", "idle_seconds", "thread_ttls"]
+__all__ = ["ThreadTTLs", "call_ttl", "entry_ttls", "idle_seconds", "thread_ttls"]
