@@ -16,6 +16,15 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+REFERENCE_VARIABLE = "CACHEVIZ_BENCH_REFERENCE"
+"""The environment variable naming the checkout a benchmark compares this one with."""
+
+
+def reference_root() -> Path | None:
+    """The other checkout to compare with: ``$CACHEVIZ_BENCH_REFERENCE``, else None."""
+    value = os.environ.get(REFERENCE_VARIABLE)
+    return Path(value) if value else None
+
 
 def child_json(code: str, args: list[str], root: Path) -> dict[str, Any]:
     """The last line ``python -c code *args`` prints (JSON), in a fresh process of ``root``.

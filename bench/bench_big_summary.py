@@ -1,7 +1,7 @@
 """Benchmark: ``cacheviz summary`` of a big request log against reading it, same run.
 
     python bench/bench_big_summary.py                      # the 2,000-call log (961 MB)
-    python bench/bench_big_summary.py --root /work/ref-main --root .   # two checkouts
+    python bench/bench_big_summary.py --root /path/to/other-checkout --root .   # two checkouts
     python bench/bench_big_summary.py /tmp/cacheviz-bench/long_session_2600.jsonl
 
 Without a path the log of ``--calls`` calls is generated once with

@@ -1,7 +1,7 @@
 """Load + analyze time per transcript format, on the real files and on ~2 MB copies.
 
     python bench/bench_formats.py [REALDATA]    # default ../shared/realdata
-    python bench/bench_formats.py --root /work/ref-main   # time another checkout
+    python bench/bench_formats.py --root /path/to/other-checkout   # time another checkout
 
 For the JSONL formats, a ~2 MB transcript is made by repeating the real one with fresh
 ids (so nothing is deduplicated away). Times are the best of 3 in this process. Files

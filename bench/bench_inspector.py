@@ -1,7 +1,7 @@
 """Inspector budgets for a 2,000-call session: synced state size and first render time.
 
     python bench/bench_inspector.py          # needs Debian's chromium and playwright
-    python bench/bench_inspector.py --detail [--calls 600 2000] [--root /work/ref-main]
+    python bench/bench_inspector.py --detail [--calls 600 2000] [--root /path/to/other-checkout]
 
 Builds a 2,000-call Anthropic session (a growing history with a sliding window, a
 system prompt with a breakpoint, a drift every 50 calls), then measures:

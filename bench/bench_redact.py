@@ -1,6 +1,6 @@
 """Benchmark: redacting the content browser's texts, this checkout against another.
 
-    python bench/bench_redact.py                          # against /work/ref-main
+    CACHEVIZ_BENCH_REFERENCE=/path/to/checkout python bench/bench_redact.py
     python bench/bench_redact.py --root /path/to/checkout --calls 600 --repeat 7
 
 Loads the ``--calls``-call log ``bench/bench_report.py`` generates (made when missing),
@@ -26,7 +26,7 @@ import sys
 import time
 from pathlib import Path
 
-from _shared import best_seconds
+from _shared import REFERENCE_VARIABLE, best_seconds, reference_root
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
@@ -42,11 +42,18 @@ def _other(root: Path):
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--root", type=Path, default=Path("/work/ref-main"))
+    parser.add_argument(
+        "--root",
+        type=Path,
+        default=reference_root(),
+        help=f"the other checkout (${REFERENCE_VARIABLE})",
+    )
     parser.add_argument("--calls", type=int, default=600)
     parser.add_argument("--out", type=Path, default=Path("/tmp/cacheviz-bench"))
     parser.add_argument("--repeat", type=int, default=7)
     args = parser.parse_args()
+    if args.root is None:
+        parser.error(f"name the checkout to compare with: --root PATH or ${REFERENCE_VARIABLE}")
     sys.path.insert(0, str(HERE))
     from bench_analysis import generate
 

@@ -2,7 +2,7 @@
 
     python bench/bench_report.py                       # 600 and 2,000 calls
     python bench/bench_report.py --calls 600 --out /tmp/cacheviz-bench
-    python bench/bench_report.py --runs 3 --root /work/ref-main   # another checkout, best of 3
+    python bench/bench_report.py --runs 3 --root /path/to/other-checkout   # another checkout, best of 3
 
 Generates long sessions with ``bench_analysis.generate`` (outside the repository: the
 2,000-call log is over a gigabyte), then in one fresh process per log:
