@@ -35,6 +35,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from cacheviz.formats._body import provider_for
 from cacheviz.formats._conversation import Thread
 from cacheviz.formats._lines import LineReader
 from cacheviz.formats._time import parse_ts
@@ -336,15 +337,9 @@ _HANDLERS = {
 
 
 def _provider(model: str) -> str:
-    """The vendor whose cache rules apply to a Copilot model (Copilot routes to them)."""
-    name = model.lower()
-    if name.startswith("claude"):
-        return "anthropic"
-    if name.startswith(("gpt", "o1", "o3", "o4")):
-        return "openai"
-    if name.startswith("gemini"):
-        return "google"
-    return "github-copilot"
+    """The vendor whose cache rules apply (:func:`provider_for`), else ``github-copilot``."""
+    guessed = provider_for(model)
+    return "github-copilot" if guessed == "unknown" else guessed
 
 
 def read(path: Path, *, errors: str = "raise") -> Session:

@@ -35,6 +35,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from cacheviz.formats._body import provider_for
 from cacheviz.formats._conversation import Thread
 from cacheviz.formats._lines import LineReader
 from cacheviz.formats._time import parse_ts
@@ -76,15 +77,9 @@ def detect(path: Path, head: bytes) -> bool:
 
 
 def _provider(model: str) -> str:
-    """The vendor whose cache rules apply (Qwen Code reaches models through their APIs)."""
-    name = model.lower()
-    if name.startswith("claude"):
-        return "anthropic"
-    if name.startswith(("gpt", "o1", "o3", "o4")):
-        return "openai"
-    if name.startswith("gemini"):
-        return "google"
-    return "qwen"
+    """The vendor whose cache rules apply (:func:`provider_for`), else ``qwen``."""
+    guessed = provider_for(model)
+    return "qwen" if guessed == "unknown" else guessed
 
 
 def _content(message: Any, where: str) -> dict[str, Any]:
