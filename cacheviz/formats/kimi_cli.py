@@ -47,12 +47,13 @@ from __future__ import annotations
 import json
 import tomllib
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 from cacheviz.formats._conversation import Thread
 from cacheviz.formats._lines import LineReader
+from cacheviz.formats._time import parse_epoch
 from cacheviz.model import Call, Session, SkippedLine, Usage
 from cacheviz.reported._usage import normalize_usage
 from cacheviz.request._blocks import BlockStore
@@ -147,15 +148,6 @@ def _configured(data: Any) -> str | None:
 
 
 # -- reading ---------------------------------------------------------------------------
-
-
-def _time(value: Any) -> datetime | None:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        return None
-    try:
-        return datetime.fromtimestamp(value, UTC)
-    except (OverflowError, OSError, ValueError):
-        return None
 
 
 class _CountError(ValueError):
@@ -257,7 +249,7 @@ class _Wire:
         if not isinstance(message, dict):
             msg = f"field `message` is {json_type(message)}"
             raise ValueError(msg)
-        self.event(lineno, "main", message, _time(record.get("timestamp")), "message")
+        self.event(lineno, "main", message, parse_epoch(record.get("timestamp")), "message")
 
     def agent(self, key: str) -> _Agent:
         found = self.agents.get(key)
