@@ -98,12 +98,18 @@ def run(args: argparse.Namespace) -> int:
             print(note, file=sys.stderr)
         print(f"cacheviz: error: {exc}", file=sys.stderr)
         return 2
-    if args.parquet:
-        result.write_parquet(args.parquet)
-    if args.report:
-        from cacheviz.ui.fleet import write_fleet_report
+    try:  # whole or not at all, never over a file the scan read (cacheviz._output)
+        if args.parquet:
+            result.write_parquet(args.parquet, option="--parquet")
+        if args.report:
+            from cacheviz.ui.fleet import write_fleet_report
 
-        write_fleet_report(result, args.report, tz=args.tz)
+            write_fleet_report(result, args.report, tz=args.tz, option="--report")
+    except CacheVizError as exc:
+        for note in notes:
+            print(note, file=sys.stderr)
+        print(f"cacheviz: error: {exc}", file=sys.stderr)
+        return 2
     answer = {"doc": doc, "stderr": _messages(result), "failed": result.failed.height}
     if view is not None and tree is not None and not caught:
         views.store(*view, tree, answer)

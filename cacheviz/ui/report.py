@@ -35,6 +35,7 @@ from cacheviz.ui.content import all_contents
 from cacheviz.ui.detail import drift_detail, miss_of
 
 if TYPE_CHECKING:
+    from cacheviz._output import Inputs
     from cacheviz.analysis import Analysis
 
 _CSP = (
@@ -200,14 +201,26 @@ def write_report(
     provider: str | None = None,
     model: str | None = None,
     targets: tuple[str, ...] | None = None,
+    option: str | None = None,
+    inputs: Inputs | None = None,
 ) -> Path:
     """Write the self-contained HTML report of ``analysis`` to ``path``.
+
+    Written whole or not at all, and never over a file being read: ``inputs`` (default:
+    the analysed transcript; see :mod:`cacheviz._output`). ``option`` names the
+    command-line option that chose ``path`` in an error.
 
     Raises
     ------
     CacheVizError
-        When the front end was not built (``static/report.js`` is missing).
+        When the front end was not built (``static/report.js`` is missing), when ``path``
+        would overwrite an input, or when it cannot be written (one line; no partial file).
     """
+    from cacheviz._output import Inputs, guard, write
+
+    if inputs is None and analysis.session.path is not None:
+        inputs = Inputs.transcript(analysis.session.path)
+    guard(path, inputs, option=option)  # before the work
     script = bundle("report.js")
     if script is None:
         msg = f"{STATIC} lacks report.js or plotly.js; build the front end with `make widgets`"
@@ -226,6 +239,4 @@ def write_report(
         f"<script>{code}</script>\n"
         "</body>\n</html>\n"
     )
-    target = Path(path)
-    target.write_text(document, encoding="utf-8")
-    return target
+    return write(path, document, what="report", option=option, inputs=inputs)
