@@ -124,7 +124,7 @@ def phase_parse(path: Path) -> dict[str, Any]:
 
 def phase_analyze(path: Path) -> dict[str, Any]:
     import cacheviz
-    from cacheviz.tokens import get_encoding
+    from cacheviz.request._tokens import get_encoding
 
     get_encoding("o200k_base")  # loading the BPE file is a one-off, not analysis
     start = time.perf_counter()
@@ -161,8 +161,8 @@ def phase_analyze(path: Path) -> dict[str, Any]:
 
 def phase_naive(path: Path) -> dict[str, Any]:
     from cacheviz.model import Content
-    from cacheviz.segment import render_text
-    from cacheviz.tokens import get_encoding
+    from cacheviz.request._blocks import render_text
+    from cacheviz.request._tokens import get_encoding
 
     enc = get_encoding("o200k_base")
     start = time.perf_counter()
@@ -257,7 +257,7 @@ def main() -> None:
 
 def run_phase_import() -> float:
     code = (
-        "import resource, cacheviz; from cacheviz.tokens import get_encoding; get_encoding('o200k_base'); "
+        "import resource, cacheviz; from cacheviz.request._tokens import get_encoding; get_encoding('o200k_base'); "
         "print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)"
     )
     return float(

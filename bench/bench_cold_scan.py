@@ -1,10 +1,10 @@
 """Benchmark: a cold ``cacheviz scan --no-cache`` against a usage sum of the same files.
 
     python bench/bench_cold_scan.py                       # 400 synthetic sessions + realdata
-    python bench/bench_cold_scan.py --sessions 300 --out /tmp/fleet --root ../ref --root .
+    python bench/bench_cold_scan.py --sessions 300 --out /tmp/synthetic --root ../ref --root .
 
 The files: the Claude Code transcripts of ../shared/realdata (when present) and a
-synthetic fleet of Claude Code sessions (``bench_scan.fleet``, deterministic), written
+synthetic tree of Claude Code sessions (``bench_scan.synthetic_sessions``, deterministic), written
 outside the repository. Each command runs in a fresh process (both pay their start-up),
 best of ``--runs``; with several ``--root`` checkouts, their runs alternate, so that
 before and after are measured under the same load:
@@ -102,7 +102,7 @@ def _ccusage(env: dict[str, str]) -> list[str] | None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sessions", type=int, default=400)
-    parser.add_argument("--out", type=Path, default=Path("/tmp/cacheviz-bench/fleet"))
+    parser.add_argument("--out", type=Path, default=Path("/tmp/cacheviz-bench/synthetic"))
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument(
         "--root",
@@ -112,11 +112,11 @@ def main() -> None:
     )
     args = parser.parse_args()
     roots = [r.resolve() for r in args.root or [ROOT]]
-    from bench_scan import claude_config, fleet
+    from bench_scan import claude_config, synthetic_sessions
 
     projects = args.out / "projects"
     if not projects.is_dir():
-        fleet(projects, args.sessions)
+        synthetic_sessions(projects, args.sessions)
         real = ROOT.parent / "shared" / "realdata"
         if (real / "claude_code_jsonl").is_dir():
             claude_config(real, args.out)
@@ -144,7 +144,7 @@ def main() -> None:
                 "PYTHONPATH": str(root),
                 "CACHEVIZ_CACHE_DIR": str(Path(temp) / f"cache-{n}"),
             }
-            own = Path(temp) / f"fleet-{n}" / "projects"  # a copy each: touching one is theirs
+            own = Path(temp) / f"synthetic-{n}" / "projects"  # a copy each: touching one is theirs
             shutil.copytree(projects, own, symlinks=True)
             touch = _toucher(sorted(own.rglob("*.jsonl"))[len(files) // 2])
             scan = [sys.executable, "-m", "cacheviz", "scan", str(own), "--json"]

@@ -71,7 +71,7 @@ def main() -> None:
     parser.add_argument("--root", type=Path, default=HERE.parent, help="the checkout to time")
     args = parser.parse_args()
     sys.path.insert(0, str(args.root.resolve()))
-    from cacheviz.tokens import get_encoding
+    from cacheviz.request._tokens import get_encoding
 
     root = args.realdata
     get_encoding("o200k_base")

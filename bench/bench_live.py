@@ -34,7 +34,7 @@ sys.path.insert(0, str(HERE.parent))
 
 from cacheviz.formats import native  # noqa: E402
 from cacheviz.formats.native import record_line  # noqa: E402
-from cacheviz.ui import state  # noqa: E402
+from cacheviz.ui import _state as state  # noqa: E402
 from cacheviz.ui.live import LiveInspector  # noqa: E402
 
 MODEL = "claude-sonnet-4-5"

@@ -31,8 +31,8 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 OUT = Path("/tmp/cacheviz-bench")
 FLOOR = (
-    "import cacheviz.cli.app, cacheviz.analysis, polars;"
-    "from cacheviz.tokens import get_encoding; get_encoding('o200k_base').encode_ordinary('x')"
+    "import cacheviz.cli._app, cacheviz.analysis, polars;"
+    "from cacheviz.request._tokens import get_encoding; get_encoding('o200k_base').encode_ordinary('x')"
 )
 
 

@@ -52,7 +52,8 @@ def main() -> None:
 
     import cacheviz
     from cacheviz import redact
-    from cacheviz.ui import content, segment_rows
+    from cacheviz.ui import _content as content
+    from cacheviz.ui import _segment_rows as segment_rows
     from cacheviz.ui.report import TEXT_CHARS, _shown
 
     path = args.out / f"long_session_{args.calls}.jsonl"

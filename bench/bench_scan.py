@@ -1,4 +1,4 @@
-"""cacheviz scan vs ccusage, side by side in one run; and a 2,000-session synthetic fleet.
+"""cacheviz scan vs ccusage, side by side in one run; and 2,000 synthetic sessions.
 
     python bench/bench_scan.py [REALDATA] [--sessions 2000]   # --sessions 0: ccusage part only
 
@@ -9,7 +9,7 @@
    script, without ``npx`` resolution), and so is ``cacheviz scan <copy> --json``: cold (an empty scan cache) and warm (the
    cache filled by a previous run). Median of 5 runs of each, in subprocesses, so both
    pay their start-up. Totals are compared where the definitions agree.
-2. **Throughput.** A synthetic fleet of Claude Code sessions (generated here,
+2. **Throughput.** A synthetic tree of Claude Code sessions (generated here,
    deterministic) is scanned without cache on 1 worker and on every core; wall time,
    CPU time (this process and the pool's workers), MB per CPU-second (the per-core
    throughput, which does not depend on what else the machine runs) and the wall-time
@@ -198,7 +198,7 @@ def synthetic_session(rng: random.Random, session: str, calls: int) -> list[dict
     return records
 
 
-def fleet(folder: Path, sessions: int) -> int:
+def synthetic_sessions(folder: Path, sessions: int) -> int:
     rng = random.Random(9)
     size = 0
     for s in range(sessions):
@@ -213,10 +213,10 @@ def fleet(folder: Path, sessions: int) -> int:
 def throughput(sessions: int) -> None:
     cores = os.cpu_count() or 1
     with tempfile.TemporaryDirectory() as temp:
-        folder = Path(temp) / "fleet"
-        size = fleet(folder, sessions)
+        folder = Path(temp) / "synthetic"
+        size = synthetic_sessions(folder, sessions)
         mb = size / 1e6
-        print(f"\nsynthetic fleet: {sessions:,} sessions, {mb:.1f} MB")
+        print(f"\nsynthetic: {sessions:,} sessions, {mb:.1f} MB")
         times: dict[int, float] = {}
         cpu: dict[int, float] = {}
         for _ in range(2):  # alternate, best of 2: the machine is shared

@@ -18,7 +18,7 @@ written into the checkouts or the user's cache folder.
   0.35 s), warm (its caches filled by an earlier run: every run after the first) and
   cold (an empty cache folder each time: the first run);
 * what that summary cannot avoid, each in its own process: importing polars, loading
-  tiktoken's ``o200k_base`` table (by tiktoken, and by ``cacheviz.tokens`` from the copy
+  tiktoken's ``o200k_base`` table (by tiktoken, and by ``cacheviz.request._tokens`` from the copy
   of its ranks), importing genai-prices.
 """
 
@@ -46,7 +46,7 @@ COMMANDS = {
     "tiktoken o200k_base": ["-c", "import tiktoken; tiktoken.get_encoding('o200k_base')"],
     "  from cacheviz's rank copy": [
         "-c",
-        "from cacheviz.tokens import get_encoding; get_encoding('o200k_base')",
+        "from cacheviz.request._tokens import get_encoding; get_encoding('o200k_base')",
     ],
     "import genai_prices": ["-c", "from genai_prices import data_snapshot"],
 }

@@ -3,7 +3,7 @@
     python bench/reconcile.py [REALDATA]     # default ../shared/realdata
 
 Each session is replayed under the provider it was recorded with (default rules), and
-every call with reported usage gets a verdict (see cacheviz.simulate). Prints a
+every call with reported usage gets a verdict (see cacheviz.money._simulate). Prints a
 Markdown table: the figures in docs/simulation.md come from it.
 """
 

@@ -3,11 +3,11 @@
 A speed-up of the scan path must not change a number: run this with the checkout of the
 reference commit (e.g. a ``git worktree`` of main before the change) and this one::
 
-    python bench/same_scans.py /path/to/reference/checkout [--fleet 60] [--also FOLDER]
+    python bench/same_scans.py /path/to/reference/checkout [--sessions 60] [--also FOLDER]
 
 Scanned: the samples of this checkout, every file of ../shared/realdata (all formats),
 its Claude Code files laid out as ``projects/<project>/<session>.jsonl``, and a
-synthetic fleet of Claude Code sessions (``bench_scan.fleet``, deterministic). For each,
+synthetic tree of Claude Code sessions (``bench_scan.synthetic_sessions``, deterministic). For each,
 both checkouts run ``scan PATH --no-cache --json --by session`` and ``--by day`` (with
 ``--parquet``): the JSON documents, the messages on stderr and the sessions, calls,
 drifts, misses, busters and files tables (Parquet, compared value for value, dtypes
@@ -69,7 +69,7 @@ def tables_differ(a: Path, b: Path) -> list[str]:
 
 def folders(temp: Path, sessions: int) -> list[Path]:
     """The folders scanned (see the module docstring)."""
-    from bench_scan import claude_config, fleet
+    from bench_scan import claude_config, synthetic_sessions
 
     out = [ROOT / "sample_sessions"]
     real = ROOT.parent / "shared" / "realdata"
@@ -78,15 +78,15 @@ def folders(temp: Path, sessions: int) -> list[Path]:
         if (real / "claude_code_jsonl").is_dir():
             out.append(claude_config(real, temp / "claude") / "projects")
     if sessions:
-        fleet(temp / "fleet" / "projects", sessions)
-        out.append(temp / "fleet" / "projects")
+        synthetic_sessions(temp / "synthetic" / "projects", sessions)
+        out.append(temp / "synthetic" / "projects")
     return out
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("reference", type=Path, help="the reference checkout")
-    parser.add_argument("--fleet", type=int, default=60, help="synthetic sessions (0: none)")
+    parser.add_argument("--sessions", type=int, default=60, help="synthetic sessions (0: none)")
     parser.add_argument(
         "--also",
         type=Path,
@@ -97,7 +97,7 @@ def main() -> int:
     args = parser.parse_args()
     differ = 0
     with tempfile.TemporaryDirectory() as temp:
-        for folder in [*folders(Path(temp), args.fleet), *args.also]:
+        for folder in [*folders(Path(temp), args.sessions), *args.also]:
             for by in ("session", "day"):
                 ref_out, own_out = Path(temp) / "ref", Path(temp) / "own"
                 ref, ref_err = scan(args.reference.resolve(), folder, by, ref_out)

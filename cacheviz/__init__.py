@@ -14,6 +14,7 @@ from __future__ import annotations
 import importlib
 
 from cacheviz import _moved
+from cacheviz._version import __version__
 from cacheviz.errors import (
     CacheVizError,
     CacheVizWarning,
@@ -27,20 +28,18 @@ if TYPE_CHECKING:
     from typing import Any
 
     from cacheviz.analysis import Analysis, analyze
-    from cacheviz.fleet import ScanResult, scan
     from cacheviz.formats import load
     from cacheviz.model import Session
     from cacheviz.recording import Recorder, record
-
-__version__ = "0.1.0"
+    from cacheviz.scanning import ScanResult, scan
 
 _moved.install()
 
 _LAZY: dict[str, str] = {
     "Analysis": "cacheviz.analysis",
     "analyze": "cacheviz.analysis",
-    "ScanResult": "cacheviz.fleet",
-    "scan": "cacheviz.fleet",
+    "ScanResult": "cacheviz.scanning",
+    "scan": "cacheviz.scanning",
     "load": "cacheviz.formats",
     "Session": "cacheviz.model",
     "Recorder": "cacheviz.recording",

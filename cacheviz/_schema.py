@@ -28,7 +28,8 @@ REPORTED_USAGE: dict[str, PolarsDataType] = {
     "usage_provenance": _STR,  # "reported" | "derived" | null (nothing reported)
     "provider_verdict": _STR,  # the provider's verdict: a reason's type, or a state (verdict.py)
     "provider_missed_tokens": _INT,  # the tokens the provider says missed, with a reason
-    "verdict_agrees": _BOOL,  # cacheviz's own reading agrees with the provider's reason
+    "verdict_agrees": _BOOL,  # cacheviz's own reading agrees with a comparable verdict
+    "verdict_detail": _STR,  # the comparison, one line: the evidence either way (verdict.py)
 }
 
 CALLS: dict[str, PolarsDataType] = {
@@ -45,7 +46,7 @@ CALLS: dict[str, PolarsDataType] = {
     "tokens_exact": _BOOL,  # False when the model's own tokenizer is not public
     "reconstructed": _BOOL,  # request rebuilt from a conversation log, not the bytes sent
     "unlogged_tokens": _INT,  # size of the unlogged prefix (system + tools), inferred
-    "ttl_seconds": _INT,  # the cache TTL the thread's evidence shows (cacheviz.ttl); null: none
+    "ttl_seconds": _INT,  # the TTL of the cache entries the call leaves (prefix._ttl); null: none
     "rebuild": _STR,  # an expected rebuild announced by the log ("compaction"), else null
     "n_segments": _INT,
     "input_tokens": _INT,  # the whole request, in provider tokens (calibrate.py)
@@ -59,7 +60,8 @@ CALLS: dict[str, PolarsDataType] = {
     "drift_cause": _STR,
     "drift_material": _BOOL,  # the break cost something under the provider's rules
     "expected_read_tokens": _INT,  # cache read the prefix line offers, in provider tokens
-    "miss_cause": _STR,  # ttl_expired | below_minimum | no_breakpoint | provider_side
+    "miss_cause": _STR,  # one of MISS_CAUSES; the provider's named reason wins (verdict.py)
+    "own_cause": _STR,  # cacheviz's own cause for a material shortfall, beside the provider's
     "shortfall_tokens": _INT,  # a miss: expected - reported cache read (= MISSES')
     "billed_usd": pl.Float64,  # reported usage x dated prices (null: no usage or no price)
     "simulated_usd": pl.Float64,  # cost under the session's own provider's simulated rules
@@ -111,6 +113,8 @@ MISSES: dict[str, PolarsDataType] = {
     "call": _INT,
     "thread": _STR,
     "cause": _STR,  # one of MISS_CAUSES
+    "own_cause": _STR,  # cacheviz's own reading, when the provider's reason took the cause
+    "provider_verdict": _STR,  # the provider's own verdict on the call (CALLS')
     "shortfall_tokens": _INT,  # expected_read_tokens - reported_cache_read_tokens
     "expected_read_tokens": _INT,  # what the prefix line offered (provider tokens)
     "simulated_read_tokens": _INT,  # what the provider's rules predict (provider tokens)
@@ -154,6 +158,8 @@ COMPARE: dict[str, PolarsDataType] = {
     "cost_usd": pl.Float64,
     "ideal_usd": pl.Float64,
     "price_source": _STR,
+    # null, or one line: why the row has no cost ("no price ...") or no numbers (a failure)
+    "error": _STR,
 }
 
 # --- the `cacheviz summary --json` document (docs/format.md): which columns it shows ---
@@ -183,6 +189,7 @@ SUMMARY_CALL = (
     "provider_verdict",
     "provider_missed_tokens",
     "verdict_agrees",
+    "verdict_detail",
 )
 """The CALLS columns each call of the summary carries, as they are."""
 SUMMARY_DRIFT = (
@@ -199,6 +206,7 @@ SUMMARY_DRIFT = (
 """The DRIFTS columns of a call's ``drift``."""
 SUMMARY_MISS = (
     "cause",
+    "own_cause",
     "shortfall_tokens",
     "expected_read_tokens",
     "reported_cache_read_tokens",
@@ -263,11 +271,12 @@ PROVIDER_REASONS = (
 
 MISS_CAUSES = (
     "ttl_expired",
+    "ttl_tier_switch",  # the call writes the other TTL tier than the entries it could read
     "below_minimum",
     "no_breakpoint",
-    "unlogged_prefix_changed",  # the read stops inside the part the log does not hold
     "provider_side",
-    "unknown",  # no caching rules for the provider: the evidence says no more
+    "deferred_tools_changed",  # the log shows the deferred tools changed (Claude Code)
+    "unknown",  # no rules for the provider, or a partial read: "the change lies after token N"
     *PROVIDER_REASONS,  # the provider's own named reason, taken as the cause
 )
 
@@ -319,7 +328,7 @@ def frame(
     return pl.DataFrame(data, schema=dict(schema))
 
 
-# --- cacheviz scan (many sessions; see cacheviz.fleet) -------------------------------
+# --- cacheviz scan (many sessions; see cacheviz.scanning) -------------------------------
 
 SCAN_CALLS: dict[str, PolarsDataType] = {
     "path": _STR,  # the file (or Cline task file) the session was read from

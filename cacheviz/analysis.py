@@ -1,4 +1,4 @@
-"""Analysis: tokenize, shape and compare every call of a session into polars frames."""
+"""Analysis: tokenize and compare every call of a session, into polars frames."""
 
 from __future__ import annotations
 
@@ -11,26 +11,26 @@ from typing import TYPE_CHECKING, Any
 import polars as pl
 
 from cacheviz import _schema
-from cacheviz._seq import common_prefix
-from cacheviz.calibrate import Calibration, calibrate
-from cacheviz.costs import CostLists, cost_lists
-from cacheviz.diagnose import Diagnosis, diagnose
-from cacheviz.metrics import hit_ratio, waste_usd
+from cacheviz._util.seq import common_prefix
 from cacheviz.model import OPAQUE, Call, Session
-from cacheviz.namespace import KeyedParams, keyed_params, level_start, namespace_of
-from cacheviz.prefix import Match, PrefixIndex, match_pair
-from cacheviz.shape import log_hashes, prefix_hash, segments_frame
-from cacheviz.thread import assign_threads
-from cacheviz.tokens import TokenCache, encoding_for_model
-from cacheviz.totals import reported_totals
-from cacheviz.ttl import thread_ttls
-from cacheviz.verdict import verdict_state
+from cacheviz.money._costs import CostLists, cost_lists
+from cacheviz.money._metrics import hit_ratio, waste_usd
+from cacheviz.prefix._calibrate import Calibration, calibrate
+from cacheviz.prefix._diagnose import Diagnosis, diagnose
+from cacheviz.prefix._index import Match, PrefixIndex, match_pair
+from cacheviz.prefix._namespace import KeyedParams, keyed_params, level_start, namespace_of
+from cacheviz.prefix._segments import log_hashes, prefix_hash, segments_frame
+from cacheviz.prefix._thread import assign_threads
+from cacheviz.prefix._ttl import entry_ttls
+from cacheviz.reported._totals import reported_totals
+from cacheviz.reported._verdict import verdict_counts
+from cacheviz.request._tokens import TokenCache, encoding_for_model
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
 
-    from cacheviz.pricing import RateCache
-    from cacheviz.simulate import Simulation
+    from cacheviz.money._simulate import Simulation
+    from cacheviz.money.pricing import RateCache
 
 _MAX_UNLOGGED = 10_000_000  # the largest context windows; beyond that the report is suspect
 _USAGE_FIELDS = {
@@ -89,18 +89,18 @@ class Analysis:
     ) -> Simulation:
         """Replay the session under ``provider``'s caching rules and price it.
 
-        See :func:`cacheviz.simulate.simulate`.
+        See :func:`cacheviz.money._simulate.simulate`.
         """
-        from cacheviz.simulate import simulate
+        from cacheviz.money._simulate import simulate
 
         return simulate(self, provider, model, prices=prices, **rules)
 
     def compare(self, targets: list[str], *, prices: Any = None, **rules: Any) -> pl.DataFrame:
         """Cost of the session under several ``provider:model`` targets, side by side.
 
-        See :func:`cacheviz.simulate.compare`.
+        See :func:`cacheviz.money._simulate.compare`.
         """
-        from cacheviz.simulate import compare
+        from cacheviz.money._simulate import compare
 
         return compare(self, targets, prices=prices, **rules)
 
@@ -131,52 +131,93 @@ class Analysis:
             "skipped_lines": len(self.session.skipped),
             "ignored_records": dict(self.session.ignored),
             "billed_usd": self.billed_usd,
+            **({"billed_scope": "session"} if self.billed_scope == "session" else {}),
             **self.headline(),
             "unpriced_models": list(self.unpriced_models),
             "reported_totals": reported_totals(self.session, self.calls),
             "calls": calls,
         }
 
+    @property
+    def billed_scope(self) -> str:
+        """``"session"`` when the billed cost is the session's reported figure, else ``"calls"``."""
+        return "session" if self.session.session_usage else "calls"
+
+    def simulation_withheld(self) -> str | None:
+        """Why the simulated, ideal and waste figures are not shown (``None``: they are).
+
+        A rebuilt request starts with the unlogged system prompt and tools, sized from
+        the usage its thread reports. When no call of a thread reports usage (GitHub
+        Copilot CLI logs it only per session) that size is unknown, so a simulated cost
+        would price the visible messages alone: well below what was sent, and not
+        comparable with the billed cost.
+        """
+        opaque = {h for h, c in self.session.contents.items() if c.kind == OPAQUE}
+        if not opaque:
+            return None
+        sized = self.calls["unlogged_tokens"].to_list()
+        unsized = sum(
+            1
+            for call, size in zip(self.session.calls, sized, strict=True)
+            if size is None and any(h in opaque for h in call.hashes[: call.message_start])
+        )
+        if not unsized:
+            return None
+        return (
+            f"{unsized} of {len(sized)} call(s) have an unlogged system prompt and tools of "
+            "unknown size (no usage reported to size them): a simulated cost of the "
+            "visible messages alone would not be comparable"
+        )
+
     def headline(self) -> dict[str, Any]:
-        """Session totals every view shows the same way (:mod:`cacheviz.metrics`).
+        """Session totals every view shows the same way (:mod:`cacheviz.money._metrics`).
 
         ``simulated_usd`` / ``ideal_usd`` / ``waste_usd`` (billed - ideal where billed,
-        else simulated - ideal; never negative), ``hit_ratio`` (token- and
-        request-weighted, null when no cache fields were reported), ``token_basis``
-        (calls per basis, :mod:`cacheviz.calibrate`) and ``provider_verdicts`` (calls
-        per verdict state, and how often cacheviz's own reading agrees with a reason).
+        else simulated - ideal; never negative; null, with ``simulation_withheld`` saying
+        why, when the requests' unlogged part could not be sized:
+        :meth:`simulation_withheld`), ``hit_ratio`` (token- and request-weighted, null
+        when no cache fields were reported; from the session's own totals, with
+        ``scope: "session"``, when usage is reported only per session), ``token_basis``
+        (calls per basis, :mod:`cacheviz.prefix._calibrate`) and ``provider_verdicts``
+        (:func:`cacheviz.reported._verdict.verdict_counts`: calls per verdict state, and
+        how often cacheviz's own reading agrees with a comparable verdict).
         """
         frame = self.calls
         money = {
             name: (float(frame[name].sum()) if frame[name].is_not_null().any() else None)
             for name in ("simulated_usd", "ideal_usd")
         }
-        states: dict[str, int] = {}
-        for verdict in frame["provider_verdict"].to_list():
-            state = verdict_state(verdict)
-            states[state] = states.get(state, 0) + 1
-        agree = frame["verdict_agrees"]
+        waste = waste_usd(
+            frame["billed_usd"].to_list(),
+            frame["simulated_usd"].to_list(),
+            frame["ideal_usd"].to_list(),
+        )
+        withheld = self.simulation_withheld()
+        if withheld is not None:  # costs of a prompt the log does not hold: not comparable
+            money = {"simulated_usd": None, "ideal_usd": None}
+            waste = None
+        hit: dict[str, Any] = hit_ratio(
+            frame["reported_cache_read_tokens"].to_list(),
+            frame["reported_input_tokens"].to_list(),
+        ).to_dict()
+        totals = self.session.reported_totals
+        if self.session.session_usage and totals is not None:  # the session's own figure
+            read, total = totals.cache_read_tokens, totals.input_tokens
+            ratio = None if read is None or not total else read / total
+            hit = {"tokens": ratio, "requests": None, "calls": 0, "scope": "session"}
         return {
             **money,
-            "waste_usd": waste_usd(
-                frame["billed_usd"].to_list(),
-                frame["simulated_usd"].to_list(),
-                frame["ideal_usd"].to_list(),
-            ),
-            "hit_ratio": hit_ratio(
-                frame["reported_cache_read_tokens"].to_list(),
-                frame["reported_input_tokens"].to_list(),
-            ).to_dict(),
+            "waste_usd": waste,
+            **({"simulation_withheld": withheld} if withheld is not None else {}),
+            "hit_ratio": hit,
             "token_basis": {
                 basis: int(count)
                 for basis, count in frame["token_basis"].value_counts(sort=True).iter_rows()
                 if basis is not None
             },
-            "provider_verdicts": {
-                "states": states,
-                "agree": int(agree.eq(True).sum()),
-                "disagree": int(agree.eq(False).sum()),
-            },
+            "provider_verdicts": verdict_counts(
+                frame["provider_verdict"].to_list(), frame["verdict_agrees"].to_list()
+            ),
         }
 
 
@@ -187,19 +228,19 @@ def analyze(
     encoding: str | None = None,
     prices: Any = None,
 ) -> Analysis:
-    """Tokenize, shape and compare every call of ``session``; diagnose and price it.
+    """Tokenize and compare every call of ``session``; diagnose and price it.
 
     Parameters
     ----------
     session
         A loaded session (:func:`cacheviz.load`).
     thread
-        How to group calls into threads; see :mod:`cacheviz.thread`.
+        How to group calls into threads; see :mod:`cacheviz.prefix._thread`.
     encoding
         Force one tiktoken encoding for every call (default: per model, ``o200k_base``
         as an approximation where the model's tokenizer is not public).
     prices
-        A :class:`~cacheviz.pricing.PriceBook` or a user price file, for the billed,
+        A :class:`~cacheviz.money.pricing.PriceBook` or a user price file, for the billed,
         simulated and ideal costs and the cost of each drift and miss.
 
     Returns
@@ -207,17 +248,17 @@ def analyze(
     Analysis
     """
     columns = analyze_columns(session, thread=thread, encoding=encoding, prices=prices)
-    shaped, costs = columns.shaped, columns.costs
+    lists, costs = columns.prefix, columns.costs
     runs = iter(costs.runs.values())
     own = next(runs, None)
     return Analysis(
         session,
         _schema.frame(_schema.CALLS, columns.calls),
         _schema.frame(_schema.DRIFTS, columns.drifts),
-        shaped.token_caches,
-        shaped.offsets,
-        shaped.local_offsets,
-        shaped.calibration,
+        lists.token_caches,
+        lists.offsets,
+        lists.local_offsets,
+        lists.calibration,
         misses=_schema.frame(_schema.MISSES, costs.misses),
         billed_usd=costs.billed_usd,
         unpriced_models=costs.unpriced_models,
@@ -226,8 +267,8 @@ def analyze(
 
 
 @dataclass(slots=True)
-class Shaped:
-    """A session tokenized, shaped and compared, as plain lists (no polars frame yet).
+class PrefixLists:
+    """A session through the prefix stages (:func:`prefix_lists`), as plain lists, no frame.
 
     ``call_cols`` and ``drift_cols`` hold every column of :data:`cacheviz._schema.CALLS`
     and :data:`~cacheviz._schema.DRIFTS`, the cost columns still empty (``None``);
@@ -252,7 +293,7 @@ class AnalysisColumns:
     a polars frame per session costs more than the analysis of a short one.
     """
 
-    shaped: Shaped
+    prefix: PrefixLists
     costs: CostLists
     calls: dict[str, list[Any]]
     """Every column of :data:`cacheviz._schema.CALLS`, the cost columns filled."""
@@ -273,17 +314,22 @@ def analyze_columns(
     String values are those the frames hold (:func:`cacheviz._schema.clean`). ``rates``:
     a dict the caller keeps across sessions priced with the same ``prices`` book, so
     that each price period is resolved once for all of them
-    (:func:`cacheviz.costs.cost_lists`).
+    (:func:`cacheviz.money._costs.cost_lists`).
     """
-    shaped = shape(session, thread=thread, encoding=encoding)
-    costs = cost_lists(shaped, prices=prices, rates=rates)
+    lists = prefix_lists(session, thread=thread, encoding=encoding)
+    costs = cost_lists(lists, prices=prices, rates=rates)
     return AnalysisColumns(
-        shaped, costs, shaped.call_cols | costs.calls, shaped.drift_cols | costs.drifts
+        lists, costs, lists.call_cols | costs.calls, lists.drift_cols | costs.drifts
     )
 
 
-def shape(session: Session, *, thread: str = "auto", encoding: str | None = None) -> Shaped:
-    """Tokenize, shape and compare every call of ``session`` (:func:`analyze`, no costs)."""
+def prefix_lists(
+    session: Session, *, thread: str = "auto", encoding: str | None = None
+) -> PrefixLists:
+    """Tokenize and compare every call of ``session`` (:func:`analyze`, no costs).
+
+    The prefix stages: tokens, threads, the common-prefix line, drifts, calibration, TTLs.
+    """
     calls = session.calls
     caches: dict[str, TokenCache] = {}
     call_cache: list[TokenCache] = []
@@ -327,15 +373,16 @@ def shape(session: Session, *, thread: str = "auto", encoding: str | None = None
             unlogged,
         )
 
-    ttls = thread_ttls(calls, threads)
-    call_cols["ttl_seconds"] = [ttls.get(name) for name in threads]
+    call_cols["ttl_seconds"] = entry_ttls(calls, threads)
     reported = [call.usage.input_tokens if call.usage else None for call in calls]
     heads = [offsets[i][call.message_start] for i, call in enumerate(calls)]
     calibration = calibrate(offsets, reported, previous, shared, exact, threads, heads)
     _to_provider_tokens(call_cols, drift_cols, offsets, calibration)
     _clean_strings(call_cols, _schema.CALLS)
     _clean_strings(drift_cols, _schema.DRIFTS)
-    return Shaped(session, call_cols, drift_cols, caches, calibration.offsets, offsets, calibration)
+    return PrefixLists(
+        session, call_cols, drift_cols, caches, calibration.offsets, offsets, calibration
+    )
 
 
 def _clean_strings(cols: dict[str, list[Any]], schema: dict[str, Any]) -> None:
@@ -355,7 +402,7 @@ class CallWalk:
     """What :func:`analyze`'s per-call loop carries from one call to the next.
 
     The prefix index of each cache namespace and the latest call of each thread and of
-    each namespace; :class:`cacheviz.incremental.LiveLog` keeps one across appends.
+    each namespace; :class:`cacheviz.live._incremental.LiveLog` keeps one across appends.
     """
 
     indexes: dict[str, PrefixIndex] = _field(default_factory=dict)
@@ -464,7 +511,7 @@ def call_to_provider_tokens(
 ) -> None:
     """Turn call ``i``'s token columns, and its drift row's, into provider tokens.
 
-    In place; shared by :func:`shape` and :class:`cacheviz.incremental.LiveLog`.
+    In place; shared by :func:`prefix_lists` and :class:`cacheviz.live._incremental.LiveLog`.
 
     Parameters
     ----------
@@ -476,7 +523,7 @@ def call_to_provider_tokens(
         Its row in ``drift_cols`` (``None``: it did not drift).
     mapped
         Each call's block offsets in provider tokens (:attr:`Calibration.offsets
-        <cacheviz.calibrate.Calibration.offsets>`), at least up to call ``i``.
+        <cacheviz.prefix._calibrate.Calibration.offsets>`), at least up to call ``i``.
     at
         ``at(call, position)``: a local token position of a call in provider tokens.
     """
@@ -496,7 +543,32 @@ def call_to_provider_tokens(
         shared = drift_cols["prev_common_tokens"][drift]
         drift_cols["prev_common_tokens"][drift] = at(i, shared)
         drift_cols["block_token_offset"][drift] = at(i, drift_cols["block_token_offset"][drift])
-        drift_cols["tokens_lost"][drift] = max(0, mapped[before][-1] - at(before, shared))
+        lost = max(0, mapped[before][-1] - at(before, shared))
+        if drift_cols["cause"][drift] == "model_switch":
+            lost, drift_cols["detail"][drift] = switch_loss(
+                lost, total, call_cols["reported_cache_read_tokens"][i], drift_cols["detail"][drift]
+            )
+        drift_cols["tokens_lost"][drift] = lost
+
+
+def switch_loss(lost: int, total: int, read: int | None, detail: str) -> tuple[int, str]:
+    """A model switch's tokens lost, bounded by the evidence, and its detail.
+
+    The previous model's entries do not serve the new model, but no more can be lost than
+    the request re-sends (``total``), and the provider may read part of it from the new
+    model's own cache (``read``: Claude Code's static system prompt, warm from other
+    sessions): that part was not lost.
+
+    Examples
+    --------
+    >>> switch_loss(349_863, 219_715, 68_000, "model changed")
+    (151715, "model changed; the provider read 68,000 tokens from the new model's cache")
+    """
+    bounded = min(lost, total)
+    if read:
+        bounded = max(0, bounded - read)
+        detail = f"{detail}; the provider read {read:,} tokens from the new model's cache"
+    return bounded, detail
 
 
 def _pseudo_aware(cache: TokenCache) -> Any:
@@ -541,7 +613,8 @@ def _thread_drift(
     if before.model != call.model or before.provider != call.provider:
         detail = (
             f"model changed from {before.provider}/{before.model} to "
-            f"{call.provider}/{call.model}: a cache is per model, nothing carries over"
+            f"{call.provider}/{call.model}: the previous model's cache entries do not "
+            "serve it"
         )
         return 0, (0, Diagnosis("model_switch", detail))
     match = match_pair(
@@ -613,7 +686,7 @@ def block_offsets(
 ) -> list[int]:
     """Cumulative token offsets of a call's blocks: 0, then the total after each block.
 
-    Shared by :func:`shape` and :class:`cacheviz.incremental.LiveLog`.
+    Shared by :func:`prefix_lists` and :class:`cacheviz.live._incremental.LiveLog`.
 
     Parameters
     ----------
@@ -684,6 +757,7 @@ def _add_call(
         "drift_material": None,
         "expected_read_tokens": None,
         "miss_cause": None,
+        "own_cause": None,
         "shortfall_tokens": None,
         "billed_usd": None,
         "simulated_usd": None,
@@ -696,6 +770,7 @@ def _add_call(
         "provider_verdict": call.meta.get("provider_verdict"),
         "provider_missed_tokens": call.meta.get("provider_missed_tokens"),
         "verdict_agrees": None,
+        "verdict_detail": None,
     }
     for column, field in _USAGE_FIELDS.items():
         values[column] = None if call.usage is None else getattr(call.usage, field)

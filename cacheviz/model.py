@@ -125,10 +125,11 @@ class Content:
 
 @dataclass(slots=True, frozen=True, eq=False)
 class Block:
-    """One CacheShape segment of one request.
+    """One cacheable unit of a request as sent: a tool definition, a system block, a message.
 
-    Blocks are shared: a request that re-sends a block at the same place holds the very
-    object of the earlier request. ``id`` is its row in ``Session.blocks``.
+    Its row in the segments frame (one per call that sends it) is a segment. Blocks are
+    shared: a request that re-sends a block at the same place holds the very object of
+    the earlier request. ``id`` is its row in ``Session.blocks``.
     """
 
     id: int
@@ -176,6 +177,20 @@ class SkippedLine:
     reason: str
 
 
+@dataclass(frozen=True, slots=True)
+class SessionUsage:
+    """Usage a log reports for a whole session, per model, and never per call.
+
+    GitHub Copilot CLI's ``session.shutdown`` ``modelMetrics``: it is billed at the
+    session's scope (``ts``: when it was reported, for the dated prices).
+    """
+
+    model: str
+    provider: str
+    usage: Usage
+    ts: datetime | None = None
+
+
 @dataclass(slots=True)
 class Session:
     """A loaded transcript: calls in request-time order plus their block contents."""
@@ -189,11 +204,13 @@ class Session:
     ignored: dict[str, int] = field(default_factory=dict)  # records that are not calls, by kind
     # usage a format reports for the whole session only (GitHub Copilot CLI), never per call
     reported_totals: Usage | None = None
+    # the same, per model: billed at the session's scope (costs.cost_lists)
+    session_usage: list[SessionUsage] = field(default_factory=list)
 
     def analyze(
         self, *, thread: str = "auto", encoding: str | None = None, prices: Any = None
     ) -> Analysis:
-        """Tokenize, shape and compare every call; see :func:`cacheviz.analysis.analyze`."""
+        """Tokenize and compare every call; see :func:`cacheviz.analysis.analyze`."""
         from cacheviz.analysis import analyze
 
         with paused_gc():

@@ -50,7 +50,7 @@ def _private_cache_dir(monkeypatch) -> None:
 
 
 class TokenizerCopies:
-    """cacheviz's binary copies of tiktoken's ranks (:mod:`cacheviz._encodings`), built once.
+    """cacheviz's binary copies of tiktoken's ranks (:mod:`cacheviz.request._encodings`), built once.
 
     Building a copy reads tiktoken's file and computes every section (~1.5 s for
     ``o200k_base``); a test, or a process it starts, whose cacheviz cache folder is new
@@ -62,7 +62,7 @@ class TokenizerCopies:
     """
 
     def __init__(self, folder: Path) -> None:
-        from cacheviz import _encodings
+        from cacheviz.request import _encodings
 
         self.folder = folder
         self.tables: dict[str, object] = {}  # name: a table built, as its process holds it
@@ -72,7 +72,7 @@ class TokenizerCopies:
 
     def file(self, name: str) -> Path:
         """The copy of encoding ``name`` for this ``$TIKTOKEN_CACHE_DIR``, built on first use."""
-        from cacheviz import _encodings
+        from cacheviz.request import _encodings
 
         key = (os.environ.get("TIKTOKEN_CACHE_DIR"), name)
         if key not in self._files:

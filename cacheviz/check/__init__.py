@@ -15,17 +15,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from cacheviz.check._context import Context, Finding
-from cacheviz.check._rules import RULES, SEVERITIES, Rule
-from cacheviz.check.breakpoint_rules import uncached_history
-from cacheviz.check.content_rules import (
+from cacheviz.check._breakpoint_rules import uncached_history
+from cacheviz.check._content_rules import (
     prefix_variants,
     subagent_misaligned,
     text_format,
     thinking_config,
 )
-from cacheviz.check.drift_rules import drift_findings
-from cacheviz.check.ttl_rules import ttl_gaps
+from cacheviz.check._context import Context, Finding
+from cacheviz.check._drift_rules import drift_findings
+from cacheviz.check._rules import RULES, SEVERITIES, Rule
+from cacheviz.check._ttl_rules import ttl_gaps
 
 if TYPE_CHECKING:
     from cacheviz.analysis import Analysis

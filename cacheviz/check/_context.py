@@ -1,7 +1,7 @@
 """What every rule reads: the analysis frames as rows, the session's blocks, helpers.
 
 Calls and drifts belong to a ``thread`` (a conversation); a drift's ``cost_usd`` and
-``material`` come from the analysis (the what-if of :mod:`cacheviz.costs`).
+``material`` come from the analysis (the what-if of :mod:`cacheviz.money._costs`).
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
 from cacheviz.model import Call, Content
-from cacheviz.segment import render_text
+from cacheviz.request._blocks import render_text
 
 if TYPE_CHECKING:
     from cacheviz.analysis import Analysis

@@ -2,6 +2,6 @@
 
 from __future__ import annotations
 
-from cacheviz.cli.app import main, run
+from cacheviz.cli._app import main, run
 
 __all__ = ["main", "run"]

@@ -1,7 +1,7 @@
 """What the ``cacheviz`` commands share: the input options, loading, output helpers.
 
 Each command is a module of this package with ``add_parser(commands)`` (its argparse
-setup) and ``run(args)`` (its exit status); :mod:`cacheviz.cli.app` assembles them.
+setup) and ``run(args)`` (its exit status); :mod:`cacheviz.cli._app` assembles them.
 Parsing the arguments imports nothing heavy: readers, polars and the analysis are
 imported when a command runs.
 """
@@ -17,7 +17,7 @@ TYPE_CHECKING = False  # not typing's: importing typing costs start-up (cacheviz
 if TYPE_CHECKING:
     from typing import Any
 
-    from cacheviz._output import Inputs
+    from cacheviz._writing import Inputs
     from cacheviz.analysis import Analysis
 
 # What the parser offers, without importing the readers, polars or the analysis to parse
@@ -51,7 +51,7 @@ class _Formats:
 FORMATS = _Formats()
 """``sorted(cacheviz.formats.READERS)``, imported when ``--format`` is given."""
 THREAD_MODES = ("auto", "model+prefix", "model", "single")
-"""``cacheviz.thread.THREAD_MODES``."""
+"""``cacheviz.prefix._thread.THREAD_MODES``."""
 
 
 TTL_CHOICES = ("5m", "1h")
@@ -181,8 +181,8 @@ OUTPUTS = {
 
 
 def inputs_of(args: argparse.Namespace) -> Inputs | None:
-    """What the command reads (None: standard input), for :func:`cacheviz._output.guard`."""
-    from cacheviz._output import Inputs
+    """What the command reads (None: standard input), for :func:`cacheviz._writing.guard`."""
+    from cacheviz._writing import Inputs
 
     path = getattr(args, "path", None)
     return None if path in (None, "-") else Inputs.transcript(path)
@@ -192,12 +192,44 @@ def refuse_overwriting_input(args: argparse.Namespace) -> None:
     """Refuse, before reading, an output path that would overwrite the input.
 
     The file, through a symlink or a hard link, or a file read with it: one guard for
-    every output option (:func:`cacheviz._output.guard`).
+    every output option (:func:`cacheviz._writing.guard`).
     """
-    from cacheviz._output import guard
+    from cacheviz._writing import guard
 
     inputs = inputs_of(args)
     for name, option in OUTPUTS.items():
         output = getattr(args, name, None)
         if output is not None:
             guard(output, inputs, option=option)
+
+
+def default_output(args: argparse.Namespace, suffix: str) -> Path:
+    """Where a command writes its file without ``-o``: the working folder, named from the input.
+
+    ``<input stem><suffix>`` in the current working directory, never beside the input (a
+    Claude Code session's folder belongs to the agent); when that name is taken, the first free
+    ``<stem>-2<suffix>``, ``<stem>-3<suffix>``... so nothing is overwritten silently. Refuses (a
+    :class:`CacheVizError`) a name that would overwrite the input.
+
+    Parameters
+    ----------
+    args : argparse.Namespace
+        The parsed command line; ``args.path`` is the input (``-``: standard input).
+    suffix : str
+        The file's extension, with its dot (``".html"``).
+
+    Returns
+    -------
+    Path
+        A path in the working folder that does not exist yet.
+    """
+    stem = "stdin" if args.path == "-" else (Path(args.path).stem or Path(args.path).name)
+    candidate = Path(f"{stem}{suffix}")
+    number = 1
+    while candidate.exists() or candidate.is_symlink():
+        number += 1
+        candidate = Path(f"{stem}-{number}{suffix}")
+    from cacheviz._writing import guard
+
+    guard(candidate, inputs_of(args))
+    return candidate

@@ -14,10 +14,10 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from cacheviz._jsonspan import JSONSyntaxError, ObjectScan, json_type, scan_object, scan_value
 from cacheviz.formats._lines import LineReader
 from cacheviz.model import Call, Session, Usage
-from cacheviz.segment import (
+from cacheviz.reported._usage import UsageError
+from cacheviz.request._blocks import (
     APIS,
     BLOCK_KEYS,
     BlockStore,
@@ -26,7 +26,13 @@ from cacheviz.segment import (
     compact_json,
     infer_api,
 )
-from cacheviz.usage import UsageError
+from cacheviz.request._jsonspan import (
+    JSONSyntaxError,
+    ObjectScan,
+    json_type,
+    scan_object,
+    scan_value,
+)
 
 ALL_BLOCK_KEYS = frozenset().union(*BLOCK_KEYS.values())
 REFERENCE_SCANS = 3  # how many recent requests to try as a byte-prefix reference
@@ -129,8 +135,8 @@ def call_from_body(
     Raises
     ------
     ValueError
-        When no model is known or the API is not one of :data:`cacheviz.segment.APIS`.
-    cacheviz.segment.RenderError
+        When no model is known or the API is not one of :data:`cacheviz.request._blocks.APIS`.
+    cacheviz.request._blocks.RenderError
         When the body has no conversation.
     """
     model = model or body.value("model")
@@ -193,7 +199,7 @@ def call_from_request(
     ------
     ValueError
         When the body cannot be serialized (nested too deeply) or lacks a model/API.
-    cacheviz.segment.RenderError
+    cacheviz.request._blocks.RenderError
         When the body has no conversation.
     """
     try:
@@ -282,7 +288,7 @@ def body_calls(
 ) -> list[Call]:
     """The calls of ``lines``, in the order read (:func:`read_body_lines`'s loop).
 
-    Also :class:`cacheviz.incremental.LiveLog`'s, on the lines appended to a log.
+    Also :class:`cacheviz.live._incremental.LiveLog`'s, on the lines appended to a log.
 
     Parameters
     ----------

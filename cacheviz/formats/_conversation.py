@@ -12,9 +12,9 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from cacheviz._jsonspan import digest
 from cacheviz.model import OPAQUE, Block, Call, Content, Usage
-from cacheviz.segment import BlockStore, compact_json
+from cacheviz.request._blocks import BlockStore, compact_json
+from cacheviz.request._jsonspan import digest
 
 UNLOGGED_LABEL = "unlogged prefix"
 

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from cacheviz._jsonspan import json_type
+from cacheviz.request._jsonspan import json_type
 
 ARCHIVE_SUFFIX = ".cxvsession"
 SESSION_KIND = "cx-viewer.session-archive"

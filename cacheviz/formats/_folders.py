@@ -12,6 +12,8 @@ from pathlib import Path
 from typing import NamedTuple
 
 from cacheviz.errors import CacheVizError
+from cacheviz.formats._lines import short_name
+from cacheviz.formats._registry import detect
 
 _CLINE_UI = "ui_messages.json"
 _CLINE_HISTORY = "api_conversation_history.json"
@@ -35,7 +37,7 @@ def session_file(path: Path) -> Resolved:
         return Resolved(path)
     beside = path.parent / f"{path.name}.jsonl"
     if (path / "subagents").is_dir() and beside.is_file():
-        return Resolved(beside, f"reading the session {beside.name} of the folder {path}")
+        return Resolved(beside, f"reading {beside.name}, the session of this folder")
     ui = sorted(path.glob(f"*{_CLINE_UI}"))
     if len(ui) == 1 and not any(path.glob(f"*{_CLINE_HISTORY}")):
         return Resolved(ui[0])
@@ -46,8 +48,6 @@ def session_file(path: Path) -> Resolved:
     ]
     if not sessions:
         return Resolved(path)
-    from cacheviz.formats import detect
-
     newest = max(sessions, key=lambda p: (p.stat().st_mtime, p.name))
     try:
         if detect(newest) != "claude-code":
@@ -57,7 +57,7 @@ def session_file(path: Path) -> Resolved:
     if len(sessions) == 1:
         return Resolved(newest)
     note = (
-        f"{path} holds {len(sessions)} sessions; reading the newest, {newest.name} "
-        "(pass a session file to choose another)"
+        f"{len(sessions)} sessions here; reading the newest, {short_name(newest)} "
+        "(pass a file for another)"
     )
     return Resolved(newest, note, chosen=True)

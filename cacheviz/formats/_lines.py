@@ -15,8 +15,8 @@ from typing import Any, Protocol
 
 from cacheviz.errors import CacheVizWarning, TranscriptError
 from cacheviz.model import Call, Session, SkippedLine
-from cacheviz.segment import BlockStore
-from cacheviz.usage import UsageError, lenient_usage
+from cacheviz.reported._usage import UsageError, lenient_usage
+from cacheviz.request._blocks import BlockStore
 
 ERROR_MODES = ("raise", "skip")
 # Set by callers that show progress (the CLI): called as progress(bytes done, bytes in all).
@@ -37,6 +37,16 @@ _ALLOCATOR_BLOCK = 16 << 20
 _allocator_raised = False
 _BLANK = b" \t\r"  # a line starting with one of these and all whitespace is blank
 _SPACE = b" \t\r\x0b\x0c"  # bytes.isspace() without the newline
+
+
+def _no_claim(lineno: int, line: bytes, reader: str) -> str | None:
+    return None
+
+
+# Which other reader claims one line of a file ``reader`` reads: ``(lineno, line, reader)
+# -> name or None``. The registry (``formats._registry``) puts its own here when it loads,
+# before any reader runs; a reader asks through this and never imports the registry.
+claiming_reader: Callable[[int, bytes, str], str | None] = _no_claim
 
 
 class LineReader:
@@ -62,7 +72,7 @@ class LineReader:
     def usage_policy(self) -> Iterator[Callable[[int | None], None]]:
         """Apply the error policy to corrupt usage counts read inside the block.
 
-        ``errors="raise"``: a corrupt count raises :class:`~cacheviz.usage.UsageError`
+        ``errors="raise"``: a corrupt count raises :class:`~cacheviz.reported._usage.UsageError`
         (a ``ValueError``: the line's error names the field). ``errors="skip"``: the
         call keeps its place with its usage null; call the yielded ``done(line)`` after
         each line so the warning names it.
@@ -210,7 +220,7 @@ class LineFilter:
     A blank line is left out. A line of whitespace only that does not start like a blank
     one (a form feed, say) is held until a line with other text shows up: a file of
     whitespace only is empty. A line that is not UTF-8 goes through the reader's error
-    policy. :class:`cacheviz.incremental.LiveLog` keeps one across the appends to a log.
+    policy. :class:`cacheviz.live._incremental.LiveLog` keeps one across the appends to a log.
 
     Parameters
     ----------
@@ -352,6 +362,19 @@ def _cut_short(text: str) -> bool:
     except (ValueError, RecursionError):
         return False
     return False
+
+
+def short_name(path: Path, keep: int = 44) -> str:
+    """``path``'s file name, its middle elided past ``keep`` characters (for one-line warnings).
+
+    >>> short_name(Path("/a/b/7ef4b236-d946-48a6-a856-e45b02af7be7.jsonl"), keep=20)
+    '7ef4b236-…7be7.jsonl'
+    """
+    name = path.name
+    if len(name) <= keep:
+        return name
+    tail = (keep - 1) // 2 + 1
+    return f"{name[: keep - 1 - tail]}…{name[-tail:]}"
 
 
 def describe_lines(lines: list[SkippedLine]) -> str:

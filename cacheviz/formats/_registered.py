@@ -2,7 +2,7 @@
 
 mypy checks each module below against the protocol (its ``NAME``, ``DESCRIPTION``,
 ``detect`` and ``read``); ``tests/formats/test_registry.py`` checks that the list is the
-registry (``formats._MODULES``), in its order. The package never imports this module:
+registry (``formats._registry._MODULES``), in its order. The package never imports this module:
 importing it imports every reader, which detection avoids.
 """
 
@@ -23,18 +23,20 @@ from cacheviz.formats import (
     gemini_cli,
     gemini_json,
     inspect_log,
+    kimi_cli,
     mitm,
     native,
     openai_log,
     opencode,
     openhands,
     otel,
+    qwen_code,
     swe_agent,
     whale_usage,
 )
 from cacheviz.formats._reader import Reader
 
-# in formats._MODULES' (detection) order; a list, so that mypy names a module that differs
+# in formats._registry._MODULES' (detection) order; a list, so that mypy names a module that differs
 MODULES: Sequence[Reader] = [
     openai_log,
     native,
@@ -42,6 +44,7 @@ MODULES: Sequence[Reader] = [
     claude_tap,
     cc_viewer,
     mitm,
+    qwen_code,
     claude_code,
     codex,
     gemini_json,
@@ -51,6 +54,7 @@ MODULES: Sequence[Reader] = [
     openhands,
     opencode,
     copilot_cli,
+    kimi_cli,
     swe_agent,
     aider,
     whale_usage,

@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
-from cacheviz._jsonspan import json_type
+from cacheviz.request._jsonspan import json_type
 
 
 def parse_ts(value: Any, field: str = "ts") -> datetime | None:

@@ -32,13 +32,13 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from cacheviz._jsonspan import ObjectScan
 from cacheviz.errors import TranscriptError
 from cacheviz.formats._body import call_from_request
 from cacheviz.formats._lines import LineReader
 from cacheviz.formats._time import parse_ts
 from cacheviz.model import Call, Session
-from cacheviz.segment import BlockStore
+from cacheviz.request._blocks import BlockStore
+from cacheviz.request._jsonspan import ObjectScan
 
 NAME = "aider"
 DESCRIPTION = "Aider LLM history (.aider.llm.history, from --llm-history-file)"

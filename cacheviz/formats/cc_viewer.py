@@ -46,7 +46,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from cacheviz._jsonspan import ObjectScan, json_type
 from cacheviz.errors import TranscriptError
 from cacheviz.formats._body import call_from_request, first_record, provider_for
 from cacheviz.formats._cxv_archive import Archive, archives_in, is_archive
@@ -54,8 +53,9 @@ from cacheviz.formats._lines import LineReader
 from cacheviz.formats._time import parse_ts
 from cacheviz.formats.claude_trace import sse_usage
 from cacheviz.model import Call, Session, SkippedLine
-from cacheviz.segment import BlockStore, RenderError
-from cacheviz.usage import UsageError, normalize_usage
+from cacheviz.reported._usage import UsageError, normalize_usage
+from cacheviz.request._blocks import BlockStore, RenderError
+from cacheviz.request._jsonspan import ObjectScan, json_type
 
 NAME = "cc-viewer"
 DESCRIPTION = "cc-viewer / cx-viewer logs (~/.claude/cc-viewer/<project>/*.jsonl, '---' separated)"

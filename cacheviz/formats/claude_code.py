@@ -13,7 +13,7 @@ inlined) and sub-agent files are separate threads: ``<session>/subagents/agent-*
 (Claude Code 2.1) and ``agent-<id>.jsonl`` files beside the session whose records carry
 its ``sessionId`` (Claude Code 2.0). A forked sub-agent (``agent-acompact-*``,
 ``agent-aside_question-*``) first replays its parent's responses: each response counts
-once (:func:`~cacheviz.formats.replays.flag_replays`, the rule ``scan`` uses), and the
+once (:func:`~cacheviz.formats._replays.flag_replays`, the rule ``scan`` uses), and the
 fork's own calls start from its parent's unlogged prefix and messages. The log holds the
 conversation only: requests are rebuilt with an unlogged prefix (system prompt + tools)
 sized from the first call's reported usage.
@@ -34,22 +34,24 @@ from typing import Any
 
 import polars as pl
 
-from cacheviz._jsonspan import json_type
 from cacheviz.errors import CacheVizWarning, TranscriptError
+from cacheviz.formats import _lines
 from cacheviz.formats._conversation import UNLOGGED_LABEL, Thread
-from cacheviz.formats._lines import LineReader, order_by_time
+from cacheviz.formats._lines import LineReader, order_by_time, short_name
+from cacheviz.formats._replays import REPEAT, REPLAYED, flag_replays
 from cacheviz.formats._time import parse_ts
-from cacheviz.formats.replays import REPEAT, REPLAYED, flag_replays
 from cacheviz.model import Call, Session, Usage
-from cacheviz.segment import BlockStore
-from cacheviz.usage import normalize_usage
-from cacheviz.verdict import verdict_meta
+from cacheviz.reported._usage import normalize_usage
+from cacheviz.reported._verdict import logged_verdict_meta
+from cacheviz.request._blocks import BlockStore
+from cacheviz.request._jsonspan import json_type
 
 NAME = "claude-code"
 DESCRIPTION = (
     "Claude Code session JSONL (~/.claude/projects/*/<session>.jsonl, with its sub-agents)"
 )
 _MESSAGE_TYPES = ("user", "assistant")
+_LINK_STEPS = 100_000  # parentUuid hops looked through for the response a request follows
 _DETECT_LINES = 400  # lines of the head that detection looks at
 _SESSION_TYPES = frozenset(  # records carrying `sessionId` (and, but the last four, `uuid`)
     {"user", "assistant", "system", "attachment", "progress"}
@@ -180,6 +182,9 @@ class _SessionFile:
         self.calls: list[Call] = []
         self.agents: set[str] = set()  # sub-agent ids the session refers to
         self.compactions: dict[str, dict[str, Any]] = {}  # thread -> pending compaction
+        self.tools_events: dict[str, list[str]] = {}  # thread -> tools changes since its call
+        self.parent_of: dict[str, str | None] = {}  # record uuid -> parentUuid
+        self.response_at: dict[str, str] = {}  # assistant record uuid -> its response id
 
     def _note_agent(self, record: dict[str, Any]) -> None:
         """Remember a sub-agent the session names (its file should sit in subagents/).
@@ -211,15 +216,28 @@ class _SessionFile:
             msg = f"the line is {json_type(record)}; expected a Claude Code record object"
             raise ValueError(msg)
         kind = record.get("type")
+        uuid = record.get("uuid")
+        if isinstance(uuid, str) and uuid not in self.parent_of:
+            parent = record.get("parentUuid")
+            self.parent_of[uuid] = parent if isinstance(parent, str) else None
         if kind == "system" and record.get("subtype") == "compact_boundary":
             self._compaction(record)
+        if kind == "system" and record.get("subtype") == "api_error":
+            # the request failed and is retried: it is sent again from this time on
+            at = parse_ts(record.get("timestamp"))
+            if at is not None:
+                self.last_ts[self._thread_key(record)] = at
+        if kind == "attachment":
+            self._attachment(record)
+        if kind not in _MESSAGE_TYPES and isinstance(uuid, str) and uuid not in self.thread_of:
+            # a link in a conversation's chain: what follows it is of the same thread
+            self.thread_of[uuid] = self._thread_key(record)
         if kind not in _MESSAGE_TYPES:
             if kind is None and "sessionId" not in record:
                 _refuse_other_format(lineno, record)
             self.reader.ignore(f"{kind} record" if isinstance(kind, str) else "untyped record")
             return
         self._note_agent(record)
-        uuid = record.get("uuid")
         if isinstance(uuid, str):
             if uuid in self.seen:
                 self.reader.ignore("repeated record")
@@ -238,6 +256,7 @@ class _SessionFile:
             thread = self.threads[key] = Thread(self.store, key)
         if kind == "user":
             self._user(thread, message)
+            self._tool_references(key, message)
         else:
             self._assistant(lineno, thread, key, record, message, ts)
         self.last_ts[key] = ts or self.last_ts.get(key)
@@ -255,6 +274,63 @@ class _SessionFile:
         thread.replace([])
         found = record.get("compactMetadata")
         self.compactions[key] = found if isinstance(found, dict) else {}
+
+    def _attachment(self, record: dict[str, Any]) -> None:
+        """Keep a ``deferred_tools_delta``: the deferred tools changed before the next call.
+
+        Claude Code announces the tools it can load on demand (ToolSearch) in this
+        attachment; a change of that set changes the request's head (the tools, or the
+        system prompt's list of them): evidence beside the provider's verdict.
+        """
+        attachment = record.get("attachment")
+        if not isinstance(attachment, dict) or attachment.get("type") != "deferred_tools_delta":
+            return
+        parts = []
+        for field, sign in (("addedNames", "+"), ("removedNames", "-")):
+            names = attachment.get(field)
+            if isinstance(names, list) and names:
+                shown = ", ".join(str(n) for n in names[:3]) + (", …" if len(names) > 3 else "")
+                parts.append(f"{sign}{len(names)} ({shown})")
+        if parts:
+            event = "deferred_tools_delta " + " ".join(parts)
+            events = self.tools_events.setdefault(self._thread_key(record), [])
+            if event not in events:
+                events.append(event)
+
+    def _tool_references(self, key: str, message: dict[str, Any]) -> None:
+        """Keep the tools a ToolSearch result loads (``tool_reference`` blocks)."""
+        content = message.get("content")
+        if not isinstance(content, list):
+            return
+        for block in content:
+            if not isinstance(block, dict) or block.get("type") != "tool_result":
+                continue
+            inner = block.get("content")
+            names = [
+                str(part.get("tool_name"))
+                for part in (inner if isinstance(inner, list) else ())
+                if isinstance(part, dict) and part.get("type") == "tool_reference"
+            ]
+            if names:
+                more = ", …" if len(names) > 3 else ""
+                event = "tool_reference " + ", ".join(names[:3]) + more
+                self.tools_events.setdefault(key, []).append(event)
+
+    def _linked_response(self, record: dict[str, Any], own: str) -> str | None:
+        """The response this request continues, by the log's ``parentUuid`` links.
+
+        Two Claude Code processes appending to one session file interleave their
+        records; the links tell which earlier response a request follows.
+        """
+        uuid = record.get("parentUuid")
+        for _ in range(_LINK_STEPS):
+            if not isinstance(uuid, str):
+                return None
+            found = self.response_at.get(uuid)
+            if found is not None and found != own:
+                return found
+            uuid = self.parent_of.get(uuid)
+        return None
 
     def _user(self, thread: Thread, message: dict[str, Any]) -> None:
         content = message.get("content")
@@ -282,6 +358,8 @@ class _SessionFile:
             msg = f"field `message.model` is {json_type(model)}; expected the model name"
             raise ValueError(msg)
         response_id = message.get("id") or record.get("requestId") or record.get("uuid")
+        if isinstance(record.get("uuid"), str):
+            self.response_at[record["uuid"]] = str(response_id)
         usage = normalize_usage(message.get("usage"))
         known = self.responses.get(str(response_id))
         if known is not None and known[1] == key:  # another block of the same response
@@ -300,7 +378,16 @@ class _SessionFile:
             meta["response_id"] = str(message["id"])
         if record.get("requestId"):
             meta["request_id"] = str(record["requestId"])
-        meta.update(verdict_meta(record.get("diagnostics") or message.get("diagnostics")))
+        meta.update(logged_verdict_meta(message, record))
+        linked = self._linked_response(record, str(response_id))
+        if linked is not None and linked in self.responses:
+            meta["parent_response"] = linked
+        events = self.tools_events.pop(key, None)
+        if events:
+            meta["tools_delta"] = "; ".join(events)
+        edits = _transformations(message.get("input_transformations"))
+        if edits:
+            meta["rewritten"] = edits
         if ts is not None:
             meta["response_ts"] = ts  # the response's first record: the request ended by then
         compaction = self.compactions.pop(key, None)
@@ -318,6 +405,26 @@ class _SessionFile:
         self.calls.append(call)
         thread.append({"role": "assistant", "content": _blocks_of(message.get("content"))})
         self.responses[str(response_id)] = (call, key, len(thread.messages) - 1)
+
+
+def _transformations(value: Any) -> str | None:
+    """The edits Claude Code says it made to the history before sending (2.1.275+).
+
+    ``message.input_transformations`` lists them (``thinking_dropped`` at a message path,
+    with a reason); none: ``None``.
+    """
+    if not isinstance(value, list) or not value:
+        return None
+    kinds: dict[str, int] = {}
+    for item in value:
+        if isinstance(item, dict):
+            name = (
+                f"{item.get('type')} ({item.get('reason')})"
+                if item.get("reason")
+                else str(item.get("type"))
+            )
+            kinds[name] = kinds.get(name, 0) + 1
+    return ", ".join(f"{name} ×{count}" for name, count in kinds.items()) or None
 
 
 def _same_input(first: Usage | None, later: Usage | None) -> bool:
@@ -340,22 +447,13 @@ def _more_complete(later: Usage | None, first: Usage | None) -> bool:
 
 def _refuse_other_format(lineno: int, record: dict[str, Any]) -> None:
     """Raise for a line of another transcript format: mixed formats are not merged."""
-    from cacheviz.formats import READERS
-
-    line = json.dumps(record).encode()
-    for name, module in READERS.items():
-        if name == NAME:
-            continue
-        try:
-            claimed = module.detect(Path(f"line{lineno}.jsonl"), line)
-        except Exception:
-            claimed = False
-        if claimed:
-            msg = (
-                f"a {name} record in a {NAME} file: formats are mixed in one file; "
-                "split it and load each part on its own"
-            )
-            raise ValueError(msg)
+    name = _lines.claiming_reader(lineno, json.dumps(record).encode(), NAME)
+    if name is not None:
+        msg = (
+            f"a {name} record in a {NAME} file: formats are mixed in one file; "
+            "split it and load each part on its own"
+        )
+        raise ValueError(msg)
 
 
 class _FileReader(LineReader):
@@ -371,18 +469,22 @@ def _read_file(path: Path, store: BlockStore, thread: str | None, errors: str) -
     state = _SessionFile(reader, store, thread)
     reader.each_record(state.add, "expected one Claude Code record per line")
     if state.conflicts:
-        message_id, first, later = state.conflicts[0]
-        more = f" (and {len(state.conflicts) - 1} more)" if len(state.conflicts) > 1 else ""
+        _, first, later = state.conflicts[0]
+        more = f" (+{len(state.conflicts) - 1} more)" if len(state.conflicts) > 1 else ""
         warnings.warn(
-            f"{path}:{later}: message {message_id} repeats the one of line {first} with "
-            f"different input/cache usage{more}; kept line {first}, check the log for a "
-            "replayed or edited record",
+            f"{short_name(path, 24)}:{later}: repeats line {first}'s message with other "
+            f"usage{more}; kept line {first}",
             CacheVizWarning,
             stacklevel=2,
         )
     reader.calls = state.calls
     reader.agents = state.agents
     return reader
+
+
+def _near(agent: Path) -> str:
+    """A sub-agent log named by its last components (``subagents/agent-<id>.jsonl``)."""
+    return f"{agent.parent.name}/{short_name(agent)}" if agent.parent.name else agent.name
 
 
 def _agent_problem(agent: Path) -> str | None:
@@ -444,12 +546,12 @@ def read(path: Path, *, errors: str = "raise") -> Session:
         thread = _agent_thread(agent, agent_id, named)
         problem = _agent_problem(agent)
         if problem is not None:
-            main.fail(None, f"sub-agent log {agent} is {problem}")
+            main.fail(None, f"sub-agent log {_near(agent)} is {problem}")
             continue
         try:
             sub = _read_file(agent, store, thread, errors)
         except OSError as exc:
-            main.fail(None, f"sub-agent log {agent} can't be read ({exc.strerror})")
+            main.fail(None, f"sub-agent log {_near(agent)} can't be read ({exc.strerror})")
             continue
         except TranscriptError as exc:
             if errors == "raise":
@@ -470,12 +572,11 @@ def read(path: Path, *, errors: str = "raise") -> Session:
         main.ignored[REPLAYED] = replayed
     missing = sorted(main.agents - found)
     if missing:
-        shown = ", ".join(missing[:20]) + (
-            f" and {len(missing) - 20} more" if len(missing) > 20 else ""
-        )
+        first = missing[0] if len(missing[0]) <= 13 else f"{missing[0][:12]}…"
+        shown = first + (f", +{len(missing) - 1}" if len(missing) > 1 else "")
         warnings.warn(
-            f"{path}: the session refers to sub-agent(s) {shown} but neither {folder} nor "
-            f"{path.parent} holds an agent-<id>.jsonl for them; their calls are not counted",
+            f"{short_name(path, 24)}: {len(missing)} sub-agent(s) missing from subagents/ "
+            f"({shown}); not counted",
             CacheVizWarning,
             stacklevel=3,
         )

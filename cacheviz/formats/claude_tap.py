@@ -8,10 +8,10 @@ in front of Claude Code, Codex, Gemini CLI, OpenCode, Kimi and more. Three shape
   ``sessions`` (one per claude-tap run: client, proxy mode), ``records`` (``session_id``,
   ``record_index``, ``turn``, ``timestamp``, ``payload_json``), ``record_blobs``
   (content-addressed ``sha256:…`` JSON payloads) and ``proxy_logs``. It is opened
-  read-only through SQLite (``mode=ro``), so records still in the ``-wal`` file are read
-  and nothing beside the store is written; where SQLite could not do so (a ``-wal``
-  without its ``-shm``), the database and its ``-wal``/``-shm`` are copied to a temporary
-  folder first. The folder holding it loads too;
+  read-only and immutable, or, when its ``-wal`` holds records, from a private copy of
+  the store and its ``-wal`` (``formats/_sqlite.py``): records still in the ``-wal`` are
+  read and nothing beside the store is created or changed. The folder holding it loads
+  too;
 * the **compact export** (``claude-tap export``: one JSON document
   ``{"__claude_tap_compact_trace__": {...}, "records": [...], "blobs": {...}}``);
 * **JSONL records**, one per line (the dashboard's ``export/jsonl``, older ``.traces``).
@@ -55,24 +55,23 @@ from __future__ import annotations
 
 import json
 import re
-import shutil
 import sqlite3
-import tempfile
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from datetime import timedelta
 from pathlib import Path
 from typing import Any, TypeGuard
 from urllib.parse import unquote
 
-from cacheviz._jsonspan import ObjectScan, json_type
 from cacheviz.errors import TranscriptError
 from cacheviz.formats._body import call_from_request, first_record, provider_for
 from cacheviz.formats._lines import LineReader, load_json_document
+from cacheviz.formats._sqlite import open_read_only
 from cacheviz.formats._time import parse_ts
 from cacheviz.model import Call, Session
-from cacheviz.segment import BlockStore, RenderError
-from cacheviz.usage import UsageError, normalize_usage
+from cacheviz.reported._usage import UsageError, normalize_usage
+from cacheviz.request._blocks import BlockStore, RenderError
+from cacheviz.request._jsonspan import ObjectScan, json_type
 
 NAME = "claude-tap"
 DESCRIPTION = (
@@ -155,57 +154,22 @@ def _is_trace_db(path: Path) -> bool:
 def open_store(path: Path) -> Iterator[sqlite3.Connection]:
     """Open a claude-tap ``traces.sqlite3`` read-only, with what its ``-wal`` still holds.
 
-    The database is opened with ``mode=ro``: SQLite reads the write-ahead log, and
-    nothing is written (no checkpoint, no recovery). When it cannot be opened so, or when a
-    ``-wal`` lies there without its ``-shm`` (SQLite would create one beside the store, or
-    fail in a read-only folder), the database, ``-wal`` and ``-shm`` are copied to a
-    temporary folder and the copy is opened.
+    Through :func:`cacheviz.formats._sqlite.open_read_only`: immutable when no journal
+    holds data, else a private copy of the store and its ``-wal``; nothing beside the
+    store is created or changed.
 
     Raises
     ------
     TranscriptError
         When the file is not an SQLite database or cannot be read.
     """
-    wal, shm = (path.with_name(path.name + suffix) for suffix in ("-wal", "-shm"))
-    conn = None
-    if shm.is_file() or not wal.is_file():  # else SQLite would create a -shm beside it
+    with ExitStack() as stack:
         try:
-            conn = _connect_read_only(path)
-        except sqlite3.Error:
-            conn = None
-    if conn is not None:
-        try:
-            yield conn
-        finally:
-            conn.close()
-        return
-    with tempfile.TemporaryDirectory(prefix="cacheviz-claude-tap-") as folder:
-        copy = Path(folder) / DB_NAME
-        for source, suffix in ((path, ""), (wal, "-wal"), (shm, "-shm")):
-            if source.is_file():
-                shutil.copyfile(source, Path(folder) / (DB_NAME + suffix))
-        try:
-            conn = sqlite3.connect(copy)
-            conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
-        except sqlite3.Error as exc:
-            if conn is not None:
-                conn.close()
+            conn = stack.enter_context(open_read_only(path))
+        except (sqlite3.Error, OSError) as exc:
             msg = f"not a readable SQLite database ({exc}); expected claude-tap's {DB_NAME}"
             raise TranscriptError(msg, path=path) from None
-        try:
-            yield conn
-        finally:
-            conn.close()
-
-
-def _connect_read_only(path: Path) -> sqlite3.Connection:
-    conn = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)
-    try:
-        conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
-    except sqlite3.Error:
-        conn.close()
-        raise
-    return conn
+        yield conn
 
 
 # -- compact records ----------------------------------------------------------------

@@ -13,7 +13,6 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from cacheviz._jsonspan import ObjectScan
 from cacheviz.formats._body import (
     call_from_body,
     first_record,
@@ -24,9 +23,10 @@ from cacheviz.formats._body import (
 from cacheviz.formats._lines import LineReader
 from cacheviz.formats._time import parse_epoch
 from cacheviz.model import Call, Session
-from cacheviz.segment import BlockStore
-from cacheviz.usage import normalize_usage
-from cacheviz.verdict import response_verdict_meta
+from cacheviz.reported._usage import normalize_usage
+from cacheviz.reported._verdict import response_verdict_meta
+from cacheviz.request._blocks import BlockStore
+from cacheviz.request._jsonspan import ObjectScan
 
 NAME = "claude-trace"
 DESCRIPTION = "claude-trace raw HTTP captures of the Anthropic API (JSONL request/response pairs)"

@@ -40,14 +40,14 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from cacheviz._jsonspan import json_type
 from cacheviz.errors import TranscriptError
 from cacheviz.formats._body import provider_for
 from cacheviz.formats._conversation import Thread
 from cacheviz.formats._lines import LineReader, load_json_document
 from cacheviz.model import Call, Session
-from cacheviz.segment import BlockStore
-from cacheviz.usage import UsageError, normalize_usage
+from cacheviz.reported._usage import UsageError, normalize_usage
+from cacheviz.request._blocks import BlockStore
+from cacheviz.request._jsonspan import json_type
 
 NAME = "cline"
 DESCRIPTION = "Cline task folder (api_conversation_history.json + ui_messages.json)"

@@ -38,13 +38,13 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from cacheviz._jsonspan import json_type
 from cacheviz.formats._conversation import Thread
 from cacheviz.formats._lines import LineReader
 from cacheviz.formats._time import parse_ts
 from cacheviz.model import Call, Session, Usage
-from cacheviz.segment import BlockStore
-from cacheviz.usage import normalize_usage
+from cacheviz.reported._usage import normalize_usage
+from cacheviz.request._blocks import BlockStore
+from cacheviz.request._jsonspan import json_type
 
 NAME = "codex"
 DESCRIPTION = "Codex CLI rollout JSONL (~/.codex/sessions/**/rollout-*.jsonl)"

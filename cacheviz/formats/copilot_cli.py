@@ -9,14 +9,21 @@ reminders), ``assistant.turn_start`` ... ``assistant.message`` (``content``,
 ``compactionTokensUsed``) and ``session.shutdown`` (``modelMetrics``).
 
 Each ``assistant.message`` is one API call (a turn that ended in an error wrote none and
-billed nothing). Copilot logs **no per-call input or cache usage**: its usage is a
+billed nothing). Copilot usually logs **no per-call input or cache usage**: its usage is a
 session figure, per model, in each ``session.shutdown``'s ``modelMetrics`` (a resumed
 session writes one per run; they are added up). It is kept as
 ``Session.reported_totals`` (``inputTokens`` inclusive of ``cacheReadTokens`` and
-``cacheWriteTokens``) and never spread over calls; a message's own ``outputTokens`` is
-in ``meta["output_tokens"]``. The summary request of a compaction is a call of its own
-(thread ``compaction``) with the usage Copilot logged for it, after which the
-conversation restarts from the summary.
+``cacheWriteTokens``) and, per model, as ``Session.session_usage``, which the costs bill
+at the session's scope (the compaction calls' usage is taken as part of it, not added
+on top); it is never spread over calls. A message's own ``outputTokens`` is in
+``meta["output_tokens"]``. Where the log holds per-call ``assistant.usage`` events
+(``model``, ``inputTokens``, ``outputTokens``, ``cacheReadTokens``, ``cacheWriteTokens``;
+a repeated ``apiCallId`` counted once), each gives its usage to the oldest call still
+without one, and the calls, not the session figure, are billed. The summary request of
+a compaction is a call of its own (thread ``compaction``) with the usage Copilot logged
+for it (``compactionTokensUsed``: ``input``, ``cachedInput``, ``output``; newer files
+``inputTokens``, ``cacheReadTokens``, ``cacheWriteTokens``, ``outputTokens``), after
+which the conversation restarts from the summary.
 
 Requests are rebuilt (system prompt and tool schemas are not logged) as one thread of
 user messages, assistant text and tool calls, and tool results.
@@ -28,13 +35,13 @@ import json
 from pathlib import Path
 from typing import Any
 
-from cacheviz._jsonspan import json_type
 from cacheviz.formats._conversation import Thread
 from cacheviz.formats._lines import LineReader
 from cacheviz.formats._time import parse_ts
-from cacheviz.model import Call, Session, Usage
-from cacheviz.segment import BlockStore
-from cacheviz.usage import normalize_usage
+from cacheviz.model import Call, Session, SessionUsage, Usage
+from cacheviz.reported._usage import normalize_usage
+from cacheviz.request._blocks import BlockStore
+from cacheviz.request._jsonspan import json_type
 
 NAME = "copilot-cli"
 DESCRIPTION = "GitHub Copilot CLI events (~/.copilot/session-state/<id>/events.jsonl)"
@@ -93,7 +100,13 @@ class _Events:
         self.last_ts: Any = None
         self.calls: list[Call] = []
         self.metrics: dict[str, int] = {}
+        self.per_model: dict[str, dict[str, int]] = {}
         self.shutdowns = 0
+        self.shutdown_ts: Any = None
+        self.waiting: list[Call] = []  # calls whose assistant.usage has not come yet
+        self.usage_events: set[str] = set()
+        self.per_call = 0  # calls given usage by an assistant.usage event
+        self.event_id: str | None = None  # the `id` of the event being read
 
     def add(self, lineno: int, record: Any) -> None:
         if not isinstance(record, dict):
@@ -107,6 +120,8 @@ class _Events:
             msg = f"field `data` is {json_type(data)}; expected an object"
             raise ValueError(msg)
         ts = parse_ts(record.get("timestamp"), "timestamp")
+        event_id = record.get("id")
+        self.event_id = event_id if isinstance(event_id, str) else None
         handler = _HANDLERS.get(kind)
         if handler is None:
             self.reader.ignore(f"{kind} event")
@@ -152,6 +167,7 @@ class _Events:
         )
         call.line = lineno
         self.calls.append(call)
+        self.waiting.append(call)
         content: list[dict[str, Any]] = []
         text = _text(data.get("content"), "data.content")
         if text:
@@ -185,20 +201,30 @@ class _Events:
             }
         )
 
+    def usage(self, lineno: int, data: dict[str, Any], ts: Any) -> None:
+        """``assistant.usage``: one API call's usage, after its ``assistant.message``."""
+        event = data.get("apiCallId") or self.event_id
+        key = event if isinstance(event, str) and event else None
+        if key is not None and key in self.usage_events:
+            self.reader.ignore("assistant.usage event repeated")
+            return
+        usage = _usage_of(data, "data")
+        if usage is None:
+            self.reader.ignore("assistant.usage event without token counts")
+            return
+        if not self.waiting:
+            self.reader.ignore("assistant.usage event without its assistant.message")
+            return
+        if key is not None:
+            self.usage_events.add(key)
+        call = self.waiting.pop(0)
+        call.usage = usage
+        self.per_call += 1
+
     def compaction(self, lineno: int, data: dict[str, Any], ts: Any) -> None:
         used = data.get("compactionTokensUsed")
         if isinstance(used, dict) and self.model:
-            usage = normalize_usage(
-                {
-                    k: v
-                    for k, v in {
-                        "prompt_tokens": used.get("input"),
-                        "completion_tokens": used.get("output"),
-                        "prompt_tokens_details": {"cached_tokens": used.get("cachedInput")},
-                    }.items()
-                    if v is not None
-                }
-            )
+            usage = _usage_of(used, "data.compactionTokensUsed")
             self._flush_results()
             side = Thread(self.store, "compaction")
             side.messages = list(self.thread.messages)
@@ -230,22 +256,70 @@ class _Events:
             usage = entry.get("usage") if isinstance(entry, dict) else None
             if not isinstance(usage, dict):
                 continue
+            mine = self.per_model.setdefault(str(model), {})
             for key in _USAGE_FIELDS:
                 value = _count(usage.get(key), f"data.modelMetrics.{model}.usage.{key}")
                 if value is not None:
                     self.metrics[key] = self.metrics.get(key, 0) + value
+                    mine[key] = mine.get(key, 0) + value
         self.shutdowns += 1
+        self.shutdown_ts = ts or self.last_ts
         self.reader.ignore("session.shutdown event")
 
     def totals(self) -> Usage | None:
-        if not self.metrics:
+        if not self.metrics or self.per_call:
+            return None  # with per-call usage the calls are billed, not the session
+        return _metric_usage(self.metrics)
+
+    def session_usage(self) -> list[SessionUsage]:
+        """The session's usage per model, billed at its scope (no call reports its own)."""
+        if self.per_call:
+            return []
+        return [
+            SessionUsage(model, _provider(model), _metric_usage(counts), self.shutdown_ts)
+            for model, counts in self.per_model.items()
+            if counts
+        ]
+
+
+def _metric_usage(counts: dict[str, int]) -> Usage:
+    """A ``modelMetrics`` usage: ``inputTokens`` includes the cache reads and writes."""
+    return Usage(
+        input_tokens=counts.get("inputTokens"),
+        cache_read_tokens=counts.get("cacheReadTokens"),
+        cache_write_tokens=counts.get("cacheWriteTokens"),
+        output_tokens=counts.get("outputTokens"),
+    )
+
+
+def _usage_of(used: dict[str, Any], where: str) -> Usage | None:
+    """One call's usage, under either set of names.
+
+    ``assistant.usage`` and newer compactions: ``inputTokens`` (inclusive),
+    ``cacheReadTokens``, ``cacheWriteTokens``, ``outputTokens``; older compactions:
+    ``input``, ``cachedInput``, ``output``.
+    """
+    if any(key in used for key in _USAGE_FIELDS):
+        counts = {key: _count(used.get(key), f"{where}.{key}") for key in _USAGE_FIELDS}
+        if counts["inputTokens"] is None and counts["outputTokens"] is None:
             return None
         return Usage(
-            input_tokens=self.metrics.get("inputTokens"),
-            cache_read_tokens=self.metrics.get("cacheReadTokens"),
-            cache_write_tokens=self.metrics.get("cacheWriteTokens"),
-            output_tokens=self.metrics.get("outputTokens"),
+            input_tokens=counts["inputTokens"],
+            cache_read_tokens=counts["cacheReadTokens"],
+            cache_write_tokens=counts["cacheWriteTokens"],
+            output_tokens=counts["outputTokens"],
         )
+    return normalize_usage(
+        {
+            k: v
+            for k, v in {
+                "prompt_tokens": used.get("input"),
+                "completion_tokens": used.get("output"),
+                "prompt_tokens_details": {"cached_tokens": used.get("cachedInput")},
+            }.items()
+            if v is not None
+        }
+    )
 
 
 _HANDLERS = {
@@ -255,6 +329,7 @@ _HANDLERS = {
     "user.message": _Events.user,
     "assistant.message": _Events.message,
     "tool.execution_complete": _Events.tool_done,
+    "assistant.usage": _Events.usage,
     "session.compaction_complete": _Events.compaction,
     "session.shutdown": _Events.shutdown,
 }
@@ -281,4 +356,5 @@ def read(path: Path, *, errors: str = "raise") -> Session:
     reader.each_record(state.add, "expected one Copilot CLI event per line")
     session = reader.session(NAME, state.calls, store)
     session.reported_totals = state.totals()
+    session.session_usage = state.session_usage()
     return session

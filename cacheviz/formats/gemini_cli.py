@@ -37,13 +37,13 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, NoReturn
 
-from cacheviz._jsonspan import json_type
 from cacheviz.formats._conversation import Thread
 from cacheviz.formats._lines import LineReader
 from cacheviz.formats._time import parse_ts
 from cacheviz.model import Call, Session, Usage
-from cacheviz.segment import BlockStore, compact_json
-from cacheviz.usage import normalize_usage
+from cacheviz.reported._usage import normalize_usage
+from cacheviz.request._blocks import BlockStore, compact_json
+from cacheviz.request._jsonspan import json_type
 
 NAME = "gemini-cli"
 DESCRIPTION = "Gemini CLI session JSONL (~/.gemini/tmp/*/chats/session-*.jsonl)"
@@ -93,7 +93,7 @@ def _output(response: Any) -> str:
 
 
 def _part(part: Any, field: str) -> dict[str, Any]:
-    """One Gemini ``Part`` in a shape :func:`cacheviz.segment.render_text` reads as text."""
+    """One Gemini ``Part`` in a shape :func:`cacheviz.request._blocks.render_text` reads as text."""
     if isinstance(part, str):
         return {"type": "text", "text": part}
     if not isinstance(part, dict):

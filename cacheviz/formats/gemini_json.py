@@ -19,13 +19,13 @@ import re
 from pathlib import Path
 from typing import Any
 
-from cacheviz._jsonspan import json_type
 from cacheviz.errors import TranscriptError
 from cacheviz.formats._conversation import Thread
 from cacheviz.formats._lines import LineReader
 from cacheviz.formats.gemini_cli import ChatReader
 from cacheviz.model import Call, Session
-from cacheviz.segment import BlockStore
+from cacheviz.request._blocks import BlockStore
+from cacheviz.request._jsonspan import json_type
 
 NAME = "gemini-cli-json"
 DESCRIPTION = "Gemini CLI chat JSON, older (~/.gemini/tmp/*/chats/session-*.json)"

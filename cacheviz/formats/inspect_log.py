@@ -14,14 +14,14 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from cacheviz._jsonspan import JSONSyntaxError, ObjectScan, json_type
 from cacheviz.errors import TranscriptError
 from cacheviz.formats._body import call_from_request, provider_for
 from cacheviz.formats._lines import LineReader, load_json_document
 from cacheviz.formats._time import parse_ts
 from cacheviz.model import Call, Session
-from cacheviz.segment import BlockStore, RenderError
-from cacheviz.usage import normalize_usage
+from cacheviz.reported._usage import normalize_usage
+from cacheviz.request._blocks import BlockStore, RenderError
+from cacheviz.request._jsonspan import JSONSyntaxError, ObjectScan, json_type
 
 NAME = "inspect"
 DESCRIPTION = "Inspect AI eval logs (.json; model events with call.request)"

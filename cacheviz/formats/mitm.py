@@ -27,13 +27,13 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from cacheviz._jsonspan import ObjectScan
 from cacheviz.errors import TranscriptError
 from cacheviz.formats import claude_trace, openai_log
 from cacheviz.formats._body import call_of_line
 from cacheviz.formats._lines import LineReader
 from cacheviz.model import Call, Session
-from cacheviz.segment import BlockStore
+from cacheviz.request._blocks import BlockStore
+from cacheviz.request._jsonspan import ObjectScan
 
 NAME = "mitmproxy"
 DESCRIPTION = "mitmproxy flow dumps (.mitm, tnetstring) of agent traffic to Anthropic / OpenAI"

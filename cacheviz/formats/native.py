@@ -10,7 +10,6 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from cacheviz._jsonspan import ObjectScan, json_type
 from cacheviz.formats._body import (
     body_calls,
     call_from_body,
@@ -21,9 +20,10 @@ from cacheviz.formats._body import (
 from cacheviz.formats._lines import LineReader
 from cacheviz.formats._time import parse_ts
 from cacheviz.model import Call, Session
-from cacheviz.segment import BlockStore
-from cacheviz.usage import normalize_usage
-from cacheviz.verdict import response_verdict_meta
+from cacheviz.reported._usage import normalize_usage
+from cacheviz.reported._verdict import response_verdict_meta
+from cacheviz.request._blocks import BlockStore
+from cacheviz.request._jsonspan import ObjectScan, json_type
 
 NAME = "cacheviz"
 DESCRIPTION = "cacheviz request log v1 (JSONL: ts, provider, api, model, request, response, meta)"
@@ -113,7 +113,7 @@ def calls_from_lines(
 ) -> list[Call]:
     """The calls of some lines of a cacheviz request log, as :func:`read` reads them.
 
-    For :class:`cacheviz.incremental.LiveLog`, which reads a growing log's new lines.
+    For :class:`cacheviz.live._incremental.LiveLog`, which reads a growing log's new lines.
 
     Parameters
     ----------

@@ -21,7 +21,6 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from cacheviz._jsonspan import ObjectScan
 from cacheviz.formats._body import (
     call_from_body,
     first_record,
@@ -32,8 +31,9 @@ from cacheviz.formats._body import (
 from cacheviz.formats._lines import LineReader
 from cacheviz.formats._time import parse_epoch, parse_ts
 from cacheviz.model import Call, Session
-from cacheviz.segment import BlockStore
-from cacheviz.usage import normalize_usage
+from cacheviz.reported._usage import normalize_usage
+from cacheviz.request._blocks import BlockStore
+from cacheviz.request._jsonspan import ObjectScan
 
 NAME = "openai-log"
 DESCRIPTION = (

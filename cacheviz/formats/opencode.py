@@ -8,16 +8,23 @@ write}}``) and parts (``text``, ``reasoning``, ``tool``, ``file``, ``step-start`
 
 - ``~/.local/share/opencode/opencode.db``: tables ``session``, ``message``
   (``id, session_id, time_created, data``) and ``part`` (``id, message_id, session_id,
-  time_created, data``), ``data`` a JSON object. Opened read-only; no other table is
-  read.
+  time_created, data``), ``data`` a JSON object. Opened read-only and immutable (a
+  private copy when its ``-wal`` holds data: ``formats/_sqlite.py``), so nothing is
+  written beside it; no other table is read. Kilo's CLI keeps the same tables in
+  ``~/.local/share/kilo/kilo.db``.
 - ``~/.local/share/opencode/storage/`` (also Kilo Code's CLI): ``session/<project>/
   <session>.json``, ``message/<session>/<message>.json``, ``part/<message>/<part>.json``.
   Load the ``storage`` folder (or the ``opencode`` folder holding it).
 
 Each step of an assistant message (``step-start`` ... ``step-finish``) is one API call;
 its usage is the ``step-finish`` part's ``tokens``: ``input`` excludes the cache reads
-and writes (OpenCode subtracts them), ``reasoning`` is output. A step that never
-finished is a call whose usage was not reported. An assistant message without step
+and writes (OpenCode subtracts them), ``reasoning`` is output. A step is a call only if
+it was sent and answered: a ``step-start`` that no ``step-finish`` closes is counted
+apart in ``Session.ignored``, as a *retried* step (another ``step-start`` follows in
+the same message: OpenCode retried the request after an error), an *aborted or failed*
+step (the message carries an ``error``) or an *unfinished* one (cut off, or still
+running); its content, if any, stays in the conversation. (This is the count ccusage
+and OpenCode's own per-message ``tokens`` give.) An assistant message without step
 parts (older OpenCode) is one call with the message's ``tokens`` when any is non-zero.
 
 Requests are rebuilt (the system prompt and tools are not stored): each OpenCode session
@@ -31,18 +38,20 @@ from __future__ import annotations
 import json
 import sqlite3
 from collections.abc import Iterator
+from contextlib import ExitStack
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from cacheviz._jsonspan import json_type
 from cacheviz.errors import TranscriptError
 from cacheviz.formats._conversation import Thread
 from cacheviz.formats._lines import LineReader
+from cacheviz.formats._sqlite import open_read_only
 from cacheviz.model import Call, Session, Usage
-from cacheviz.segment import BlockStore
-from cacheviz.usage import normalize_usage
+from cacheviz.reported._usage import normalize_usage
+from cacheviz.request._blocks import BlockStore
+from cacheviz.request._jsonspan import json_type
 
 NAME = "opencode"
 DESCRIPTION = "OpenCode storage: opencode.db (1.x) or the storage/ JSON folders (also Kilo CLI)"
@@ -62,10 +71,6 @@ def _storage(path: Path) -> Path | None:
     return next((f for f in (path, path / "storage") if is_storage(f)), None)
 
 
-def _connect(path: Path) -> sqlite3.Connection:
-    return sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)
-
-
 def detect(path: Path, head: bytes) -> bool:
     """Whether ``path`` is an OpenCode database or storage folder."""
     if path.is_dir():
@@ -73,13 +78,10 @@ def detect(path: Path, head: bytes) -> bool:
     if not head.startswith(_SQLITE):
         return False
     try:
-        con = _connect(path)
-        try:
+        with open_read_only(path) as con:
             names = {row[0] for row in con.execute("select name from sqlite_master")}
             columns = {row[1] for row in con.execute("pragma table_info(part)")}
-        finally:
-            con.close()
-    except sqlite3.Error:
+    except (sqlite3.Error, OSError):
         return False
     return set(_TABLES) <= names and {"message_id", "data"} <= columns
 
@@ -116,12 +118,17 @@ def _object(text: Any, where: str) -> dict[str, Any]:
 
 
 def _from_db(path: Path, reader: LineReader) -> _Store:
+    with ExitStack() as stack:
+        try:
+            con = stack.enter_context(open_read_only(path))
+        except (sqlite3.Error, OSError) as exc:
+            msg = f"can't open the database ({exc}); expected an OpenCode or Kilo database"
+            raise TranscriptError(msg, path=path) from None
+        return _rows(con, path, reader)
+
+
+def _rows(con: sqlite3.Connection, path: Path, reader: LineReader) -> _Store:
     store = _Store()
-    try:
-        con = _connect(path)
-    except sqlite3.Error as exc:
-        msg = f"can't open the database ({exc})"
-        raise TranscriptError(msg, path=path) from None
     try:
         for sid, parent in con.execute("select id, parent_id from session order by id"):
             store.sessions[str(sid)] = parent
@@ -146,8 +153,6 @@ def _from_db(path: Path, reader: LineReader) -> _Store:
     except sqlite3.Error as exc:
         msg = f"can't read the OpenCode tables ({exc}); is this an opencode.db?"
         raise TranscriptError(msg, path=path) from None
-    finally:
-        con.close()
     return store
 
 
@@ -280,11 +285,19 @@ class _Builder:
                 self._call(thread, model, provider, start, message, usage)
             else:
                 self.reader.ignore("assistant message without a finished step (no API call)")
+        finished = _finished_steps(parts)
         pending: Call | None = None
-        for part in parts:
+        for i, part in enumerate(parts):
             kind = part.data.get("type")
-            if kind == "step-start" or (kind == "step-finish" and pending is None):
+            if kind == "step-start":
                 turn.flush()  # the step before: its turn and tool results are sent back
+                pending = None
+                if i in finished:
+                    pending = self._call(thread, model, provider, start, message, None)
+                else:
+                    self.reader.ignore(_unfinished(message, parts, i))
+            elif kind == "step-finish" and pending is None:  # a finish without its start
+                turn.flush()
                 pending = self._call(thread, model, provider, start, message, None)
             if kind == "step-finish" and pending is not None:  # always, set just above
                 pending.usage = _usage(part.data.get("tokens"), part.where)
@@ -315,6 +328,30 @@ class _Builder:
         call.line = len(self.calls) + 1
         self.calls.append(call)
         return call
+
+
+def _finished_steps(parts: list[_Record]) -> set[int]:
+    """The positions of the ``step-start`` parts that a ``step-finish`` closes."""
+    out: set[int] = set()
+    opened: int | None = None
+    for i, part in enumerate(parts):
+        kind = part.data.get("type")
+        if kind == "step-start":
+            opened = i
+        elif kind == "step-finish" and opened is not None:
+            out.add(opened)
+            opened = None
+    return out
+
+
+def _unfinished(message: _Record, parts: list[_Record], at: int) -> str:
+    """What a step that never finished was, as counted in ``Session.ignored``."""
+    later = any(p.data.get("type") == "step-start" for p in parts[at + 1 :])
+    if later:
+        return "retried step (started, never answered; not a call)"
+    if message.data.get("error") is not None:
+        return "aborted or failed step (no usage reported; not a call)"
+    return "unfinished step (cut off or still running; not a call)"
 
 
 class _Turn:

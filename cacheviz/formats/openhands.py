@@ -53,14 +53,14 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from cacheviz._jsonspan import Element, digest, json_type
 from cacheviz.formats._body import provider_for
 from cacheviz.formats._conversation import unlogged_block
 from cacheviz.formats._lines import LineReader
 from cacheviz.formats._time import parse_ts
 from cacheviz.model import Block, Call, Session, Usage
-from cacheviz.segment import BlockStore, compact_json
-from cacheviz.usage import UsageError, normalize_usage
+from cacheviz.reported._usage import UsageError, normalize_usage
+from cacheviz.request._blocks import BlockStore, compact_json
+from cacheviz.request._jsonspan import Element, digest, json_type
 
 NAME = "openhands"
 DESCRIPTION = "OpenHands evaluation output JSONL (one instance per line: event history + metrics)"

@@ -28,13 +28,13 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from cacheviz._jsonspan import ObjectScan
 from cacheviz.errors import CacheVizWarning
 from cacheviz.formats._body import call_from_request, provider_for
 from cacheviz.formats._lines import LineReader, load_json_document
 from cacheviz.formats._time import parse_ts
 from cacheviz.model import Call, Session, Usage
-from cacheviz.segment import BlockStore
+from cacheviz.request._blocks import BlockStore
+from cacheviz.request._jsonspan import ObjectScan
 
 NAME = "otel"
 DESCRIPTION = "OpenTelemetry GenAI spans (OpenInference / OpenLLMetry / OTel GenAI; OTLP JSON)"

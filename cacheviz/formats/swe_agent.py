@@ -37,14 +37,14 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from cacheviz._jsonspan import ObjectScan, json_type
 from cacheviz.errors import TranscriptError
 from cacheviz.formats._body import call_from_request, provider_for
 from cacheviz.formats._lines import LineReader, load_json_document
 from cacheviz.formats._time import parse_epoch
 from cacheviz.model import Call, Session, Usage
-from cacheviz.segment import BlockStore
-from cacheviz.usage import normalize_usage
+from cacheviz.reported._usage import normalize_usage
+from cacheviz.request._blocks import BlockStore
+from cacheviz.request._jsonspan import ObjectScan, json_type
 
 NAME = "swe-agent"
 DESCRIPTION = "SWE-agent trajectories (.traj, 0.x and 1.x) and mini-swe-agent trajectories"

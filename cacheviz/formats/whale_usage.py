@@ -24,11 +24,11 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from cacheviz._jsonspan import digest, json_type
 from cacheviz.formats._lines import LineReader
 from cacheviz.model import OPAQUE, Block, Call, Content, Session
-from cacheviz.segment import BlockStore
-from cacheviz.usage import normalize_usage
+from cacheviz.reported._usage import normalize_usage
+from cacheviz.request._blocks import BlockStore
+from cacheviz.request._jsonspan import digest, json_type
 
 NAME = "whale-usage"
 DESCRIPTION = "Whale usage ledger (~/.whale/usage.jsonl): usage only, no request bytes"

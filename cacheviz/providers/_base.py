@@ -3,7 +3,7 @@
 A simulator replays a session's calls, in request-time order, against one provider's
 caching rules, and returns per call how many input tokens were read from the cache,
 written to it, and processed uncached. Pricing is applied afterwards
-(:mod:`cacheviz.simulate`), so simulators deal in tokens only.
+(:mod:`cacheviz.money._simulate`), so simulators deal in tokens only.
 """
 
 from __future__ import annotations
@@ -55,7 +55,8 @@ class SimCall:
     clock: float = 0.0  # request start in seconds (ts, or a synthetic clock without one)
     # the local encoding's offsets when ``offsets`` are calibrated provider tokens
     local_offsets: list[int] | None = None
-    # the TTL (seconds) the session's evidence shows for this call's thread (cacheviz.ttl)
+    # the TTL (seconds) of the entries this call writes, from the session's evidence
+    # (cacheviz.prefix._ttl)
     ttl_hint: int | None = None
     # leading tokens already cached before the session (its thread's first reported read,
     # inside the unlogged prefix: the agent's static system prompt other sessions warm)

@@ -16,8 +16,7 @@ from collections.abc import Hashable
 from dataclasses import dataclass
 from itertools import islice
 
-from cacheviz._seq import common_prefix
-from cacheviz.prefix import differing_block_common
+from cacheviz._util.seq import common_prefix, differing_block_common
 from cacheviz.providers._base import SimCall
 
 MAX_SIBLINGS = 32  # earlier variants compared token by token at a branch point

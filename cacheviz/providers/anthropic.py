@@ -13,8 +13,8 @@ the hit whose prefix reaches the model's minimum writes an entry. Billing positi
 5m write ``T(C) - T(B)``, the rest uncached.
 
 Approximations: a breakpoint on a content part inside a message is taken at the end of
-that message (cacheviz's segments are whole messages), and the 20-position lookback
-counts segments (tool definitions, system blocks, messages) [§8 open point 1]. Only the
+that message (cacheviz's blocks are whole messages), and the 20-position lookback
+counts blocks (tool definitions, system blocks, messages) [§8 open point 1]. Only the
 hit entry is refreshed. Requests rebuilt from conversation logs, and requests recorded
 with another provider, have no Anthropic breakpoints: ``recorded`` falls back to
 ``auto`` for them.
@@ -148,7 +148,7 @@ class AnthropicSimulator:
     def stream(self, calls: Iterable[SimCall]) -> Iterator[CallResult]:
         """Replay the calls one by one: each result as soon as its call is taken.
 
-        The live inspector feeds the calls as they are logged (:mod:`cacheviz.incremental`).
+        The live inspector feeds the calls as they are logged (:mod:`cacheviz.live._incremental`).
         """
         store = EntryStore()
         for call in calls:

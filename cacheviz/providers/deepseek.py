@@ -213,7 +213,7 @@ class DeepSeekSimulator:
     def stream(self, calls: Iterable[SimCall]) -> Iterator[CallResult]:
         """Replay the calls one by one: each result as soon as its call is taken.
 
-        The live inspector feeds the calls as they are logged (:mod:`cacheviz.incremental`).
+        The live inspector feeds the calls as they are logged (:mod:`cacheviz.live._incremental`).
         """
         states: dict[str, _State] = {}
         for call in calls:

@@ -54,7 +54,7 @@ Approximations
   hit is undocumented [U]: the latest ones do. Only the hit entry is refreshed. The API
   reference's alternative candidate rule (the latest 80 breakpoints, no lookback limit)
   is not offered [C]. A content-part breakpoint is taken at the end of its message, and
-  a role per block means a message is one segment. Eligible tool responses are blocks
+  a role per block means a message is one block. Eligible tool responses are blocks
   whose role is ``tool``/``function`` or ends in ``_call_output`` (Responses items).
   The initial developer block ends at the last block before the conversation (cacheviz
   renders tools after the instructions, as harmony puts them in the developer message).
@@ -70,8 +70,7 @@ from collections.abc import Hashable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import cast
 
-from cacheviz._seq import common_prefix
-from cacheviz.prefix import differing_block_common
+from cacheviz._util.seq import common_prefix, differing_block_common
 from cacheviz.providers._base import CallResult, SimCall
 from cacheviz.providers._cache import Entry, EntryStore
 from cacheviz.providers._profile import HistoryFix, LongerTTL, ProviderProfile
@@ -271,7 +270,7 @@ class OpenAISimulator:
     def stream(self, calls: Iterable[SimCall]) -> Iterator[CallResult]:
         """Replay the calls one by one: each result as soon as its call is taken.
 
-        The live inspector feeds the calls as they are logged (:mod:`cacheviz.incremental`).
+        The live inspector feeds the calls as they are logged (:mod:`cacheviz.live._incremental`).
         """
         buckets: dict[tuple[bytes, tuple[str, Hashable]], _Bucket] = {}
         store = EntryStore()

@@ -28,7 +28,7 @@ from array import array
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 
-from cacheviz._seq import common_prefix
+from cacheviz._util.seq import common_prefix
 from cacheviz.providers._base import CallResult, SimCall
 from cacheviz.providers._profile import ProviderProfile
 from cacheviz.providers.vllm import prompt_tokens
@@ -162,7 +162,7 @@ class SGLangSimulator:
     def stream(self, calls: Iterable[SimCall]) -> Iterator[CallResult]:
         """Replay the calls one by one: each result as soon as its call is taken.
 
-        The live inspector feeds the calls as they are logged (:mod:`cacheviz.incremental`).
+        The live inspector feeds the calls as they are logged (:mod:`cacheviz.live._incremental`).
         """
         tree = _RadixTree(self.page_size, self.capacity_tokens)
         for tick, call in enumerate(calls, 1):

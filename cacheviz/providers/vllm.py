@@ -34,7 +34,7 @@ from collections import OrderedDict
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 
-from cacheviz._seq import common_prefix
+from cacheviz._util.seq import common_prefix
 from cacheviz.providers._base import CallResult, SimCall
 from cacheviz.providers._profile import ProviderProfile
 
@@ -167,7 +167,7 @@ class VLLMSimulator:
     def stream(self, calls: Iterable[SimCall]) -> Iterator[CallResult]:
         """Replay the calls one by one: each result as soon as its call is taken.
 
-        The live inspector feeds the calls as they are logged (:mod:`cacheviz.incremental`).
+        The live inspector feeds the calls as they are logged (:mod:`cacheviz.live._incremental`).
         """
         pool = _BlockPool(self.capacity_blocks)
         hasher = _Hasher(self.block_size)

@@ -20,7 +20,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from cacheviz.recording.log import Exchange, LogWriter, Redactor, one_line, redact_body
+from cacheviz.recording._log import Exchange, LogWriter, Redactor, one_line, redact_body
 from cacheviz.redact import redact as redact_secrets
 
 _APIS = {"anthropic": "messages"}

@@ -24,7 +24,7 @@ from cacheviz.teach.samples import Prose
 
 if TYPE_CHECKING:
     from cacheviz.model import Session
-    from cacheviz.simulate import Simulation
+    from cacheviz.money._simulate import Simulation
 
 BLOCKS = ("tools", "system", "time", "profile", "history")
 MODEL = "claude-sonnet-4-5"

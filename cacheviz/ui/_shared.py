@@ -1,7 +1,7 @@
 """What the inspector's views share: the Arrow wire format, thread names, shown labels.
 
-Each view module (``timeline``, ``shape``, ``costs``, ``header``, ``providers``,
-``detail``, ``content``) computes one view's data from an analysis, as
+Each view module (``_timeline``, ``_shape``, ``_costs``, ``_header``, ``_providers``,
+``_detail``, ``_content``) computes one view's data from an analysis, as
 ``widgets/src/views/<view>.js`` draws it; ``widgets/src/views/panel.js`` is this
 module's counterpart on the JS side.
 """

@@ -2,8 +2,8 @@
 
 ``rec = cacheviz.record(); rec.inspect()`` (or ``cacheviz.inspect(live="run.jsonl")``)
 shows the inspector and keeps it in step. When a call is written, only the new lines are
-read and only the new calls are analysed (:mod:`cacheviz.incremental`, through
-:class:`cacheviz.ui.live_state.LiveState`): the work per appended call does not grow
+read and only the new calls are analysed (:mod:`cacheviz.live._incremental`, through
+:class:`cacheviz.ui._live_state.LiveState`): the work per appended call does not grow
 with the session. The new rows of the three Arrow tables are sent to the front end in
 one custom ``append`` message with the new ``meta``; the front end appends them to its
 tables and redraws. When earlier rows did change (a call that ended late but was sent
@@ -25,7 +25,7 @@ from typing import Any
 import ipywidgets
 
 from cacheviz.recording import Recorder
-from cacheviz.ui.live_state import LiveState
+from cacheviz.ui._live_state import LiveState
 
 _LOG = logging.getLogger(__name__)
 WAITING = "cacheviz: waiting for the first call…"
@@ -174,7 +174,7 @@ class LiveInspector:
 
 
 def _lines_of(recorder: Recorder) -> Callable[[], list[str]]:
-    """A recorder's lines in memory, as :class:`~cacheviz.incremental.LiveLog` reads them."""
+    """A recorder's lines in memory, as :class:`~cacheviz.live._incremental.LiveLog` reads them."""
 
     def lines() -> list[str]:
         return recorder.lines

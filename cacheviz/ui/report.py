@@ -25,17 +25,18 @@ from typing import TYPE_CHECKING, Any
 
 import polars as pl
 
-from cacheviz._visible import visible, visible_all
+from cacheviz._util.visible import visible, visible_all
 from cacheviz.errors import CacheVizError
 from cacheviz.redact import redact, redact_all
 from cacheviz.static import STATIC, bundle
-from cacheviz.ui import segment_rows, state
+from cacheviz.ui import _segment_rows as segment_rows
+from cacheviz.ui import _state as state
+from cacheviz.ui._content import all_contents
+from cacheviz.ui._detail import drift_detail, miss_of
 from cacheviz.ui._shared import ipc
-from cacheviz.ui.content import all_contents
-from cacheviz.ui.detail import drift_detail, miss_of
 
 if TYPE_CHECKING:
-    from cacheviz._output import Inputs
+    from cacheviz._writing import Inputs
     from cacheviz.analysis import Analysis
 
 _CSP = (
@@ -88,7 +89,7 @@ def report_data(
 ) -> dict[str, Any]:
     """Everything the report shows, redacted, as a JSON-ready dict.
 
-    The numbers are the inspector's (:func:`cacheviz.ui.state.build`): the same target,
+    The numbers are the inspector's (:func:`cacheviz.ui._state.build`): the same target,
     comparison and tables as the notebook shows for the same choices.
     """
     rows = segment_rows.report_rows(analysis)  # the shape and the content browser read them
@@ -207,7 +208,7 @@ def write_report(
     """Write the self-contained HTML report of ``analysis`` to ``path``.
 
     Written whole or not at all, and never over a file being read: ``inputs`` (default:
-    the analysed transcript; see :mod:`cacheviz._output`). ``option`` names the
+    the analysed transcript; see :mod:`cacheviz._writing`). ``option`` names the
     command-line option that chose ``path`` in an error.
 
     Raises
@@ -216,7 +217,7 @@ def write_report(
         When the front end was not built (``static/report.js`` is missing), when ``path``
         would overwrite an input, or when it cannot be written (one line; no partial file).
     """
-    from cacheviz._output import Inputs, guard, write
+    from cacheviz._writing import Inputs, guard, write
 
     if inputs is None and analysis.session.path is not None:
         inputs = Inputs.transcript(analysis.session.path)

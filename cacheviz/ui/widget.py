@@ -5,8 +5,8 @@ Synced state (the front end is ``widgets/src/inspector.js``, built into ``static
 =================  =========  ================  ==========================================
 trait              direction  wire type         contents
 =================  =========  ================  ==========================================
-``_timeline``      Py→JS      bytes (Arrow)     one row per call (:mod:`.timeline`)
-``_shape``         Py→JS      bytes (Arrow)     status runs per call (:mod:`.shape`)
+``_timeline``      Py→JS      bytes (Arrow)     one row per call (:mod:`._timeline`)
+``_shape``         Py→JS      bytes (Arrow)     status runs per call (:mod:`._shape`)
 ``_costs``         Py→JS      bytes (Arrow)     per call: simulated, ideal and billed cost
 ``meta``           Py→JS      dict (JSON)       totals, threads, target, models, comparison
 ``selected_call``  both       int               the call every view highlights (-1: none)
@@ -30,13 +30,13 @@ import traitlets
 
 from cacheviz import providers
 from cacheviz.static import bundle
-from cacheviz.ui import state
+from cacheviz.ui import _state as state
+from cacheviz.ui._detail import drift_detail
 from cacheviz.ui._shared import ipc
-from cacheviz.ui.detail import drift_detail
 
 if TYPE_CHECKING:
     from cacheviz.analysis import Analysis
-    from cacheviz.simulate import Simulation
+    from cacheviz.money._simulate import Simulation
 
 _LOG = logging.getLogger(__name__)
 _MISSING_BUNDLE = """
@@ -55,8 +55,8 @@ def _bundle() -> str:
 class Inspector(anywidget.AnyWidget):
     """Timeline, cache shape map, drift detail and provider costs of one analysis.
 
-    It shows an :class:`~cacheviz.ui.state.InspectorState` (``state``): every number comes
-    from :func:`cacheviz.ui.state.build`, as in the report and the live inspector.
+    It shows an :class:`~cacheviz.ui._state.InspectorState` (``state``): every number comes
+    from :func:`cacheviz.ui._state.build`, as in the report and the live inspector.
     """
 
     _esm = _bundle()
@@ -161,7 +161,7 @@ class Inspector(anywidget.AnyWidget):
         """Show ``new``, a state that followed this one's log (the live inspector).
 
         ``rows`` are the new calls' timeline, shape and cost rows when the earlier rows
-        are unchanged (:class:`cacheviz.ui.live_state.LiveState`): only they are sent,
+        are unchanged (:class:`cacheviz.ui._live_state.LiveState`): only they are sent,
         in one ``append`` message with the new ``meta``. ``None`` sends the whole state.
 
         Returns

@@ -25,10 +25,10 @@ NUMBERS = {
 } | {1024, 2048, 4096}
 # constants that merely share a value with a provider fact, each with its reason
 ALLOWED = {
-    ("_seq.py", "_CHUNK"): "bytes compared per step",
-    ("simulate.py", "MATERIAL_TOKENS"): "cacheviz's own threshold of a material shortfall",
-    ("ui/detail.py", "MAX_SEGMENTS"): "rows of the segment list",
-    ("fleet/walk.py", "claude"): "a folder name (~/.config/claude)",
+    ("_util/seq.py", "_CHUNK"): "bytes compared per step",
+    ("money/_simulate.py", "MATERIAL_TOKENS"): "cacheviz's own threshold of a material shortfall",
+    ("ui/_detail.py", "MAX_SEGMENTS"): "rows of the segment list",
+    ("scanning/_walk.py", "claude"): "a folder name (~/.config/claude)",
     ("redact.py", "openai"): "the name of a detect-secrets plugin",
 }
 

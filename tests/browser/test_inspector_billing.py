@@ -9,7 +9,7 @@ import pytest
 
 import cacheviz
 from cacheviz import cli
-from cacheviz.ui import state
+from cacheviz.ui import _state as state
 
 pytestmark = [pytest.mark.browser, pytest.mark.timeout(120)]
 

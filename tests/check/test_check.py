@@ -503,7 +503,7 @@ def test_deliberately_different_subagent_prompt_is_clean(tmp_path, api):
     assert run(tmp_path, _with_subagent(api, other)).findings == []
 
 
-def _fleet(api, system_of):
+def _sessions(api, system_of):
     log = Log(api)
     conditions = [("linux", "code"), ("macos", "code"), ("linux", "ask"), ("macos", "ask")]
     for n, (os_name, mode) in enumerate(conditions):
@@ -522,7 +522,7 @@ def _fleet(api, system_of):
 @pytest.mark.parametrize("api", APIS)
 def test_prefix_variants_runtime_conditions_before_the_boundary(tmp_path, api):
     # guide: N binary runtime conditions before the boundary give 2^N cache keys
-    log = _fleet(api, lambda o, m: [SOUL, f"OS: {o}", f"Mode: {m}", POLICY])
+    log = _sessions(api, lambda o, m: [SOUL, f"OS: {o}", f"Mode: {m}", POLICY])
     result = run(tmp_path, log)
     assert rules_of(result) == {"prefix_variants"}
     message = result.findings[0].message
@@ -532,7 +532,7 @@ def test_prefix_variants_runtime_conditions_before_the_boundary(tmp_path, api):
 
 @pytest.mark.parametrize("api", APIS)
 def test_conditions_after_the_boundary_are_clean(tmp_path, api):
-    assert run(tmp_path, _fleet(api, lambda o, m: [SOUL, POLICY])).findings == []
+    assert run(tmp_path, _sessions(api, lambda o, m: [SOUL, POLICY])).findings == []
 
 
 # -- TTL -------------------------------------------------------------------------------
@@ -556,6 +556,61 @@ def test_ttl_gaps_long_pauses_between_turns(tmp_path, api):
 def test_short_pauses_are_clean(tmp_path, api):
     log = agent(api, turns=4, gap=lambda turn, step: 200 if step == 0 else 20)
     assert run(tmp_path, log).findings == []
+
+
+@pytest.mark.parametrize("api", APIS)
+def test_a_pause_beyond_every_ttl_is_a_note_not_a_warning(tmp_path, api):
+    # a person's 46-hour pause outlasts any TTL the provider offers (Anthropic 1 h, OpenAI
+    # 30 min): nothing in the layout avoids the re-write, so it is an info note (exit 0)
+    log = agent(api, turns=3, gap=lambda turn, step: 46 * 3600 if turn and step == 0 else 20)
+    result = run(tmp_path, log)
+    assert [(f.rule, f.severity) for f in result.findings] == [("ttl_gaps", "info")]
+    assert not result.failed and result.exit_status == 0
+    note = result.findings[0]
+    assert note.calls == [3, 6] and "46.0 h" in note.message and "A pause" in note.message
+    assert "'1h'" not in note.message and "'24h'" not in note.message
+    assert "Break-even" not in note.message
+
+
+def test_pauses_are_told_apart_from_gaps_a_longer_ttl_bridges(tmp_path):
+    # a 15-minute gap is the layout's (a 1 h TTL bridges it), a 46-hour one is a pause
+    gaps = {1: 900, 2: 46 * 3600}
+    log = agent("anthropic", turns=3, gap=lambda turn, step: gaps.get(turn, 20) if not step else 20)
+    result = run(tmp_path, log)
+    found = {f.severity: f for f in result.findings}
+    assert set(found) == {"warning", "info"} and result.exit_status == 1
+    assert found["warning"].calls == [3] and "cache_control ttl '1h'" in found["warning"].message
+    assert found["info"].calls == [6] and "46.0 h" in found["info"].message
+
+
+def test_ttl_gaps_never_advise_the_ttl_the_thread_already_uses(tmp_path):
+    # the thread's first writes are 1-hour writes (Claude Code's main thread): the 15-minute
+    # gaps after 5-minute writes are still re-writes, but 1 h is not the advice
+    log = agent("anthropic", turns=3, gap=lambda turn, step: 900 if turn and step == 0 else 20)
+    for i, line in enumerate(log.lines):
+        record = json.loads(line)
+        cold = i in (0, 3, 6)
+        written = 1600 if cold else 100
+        record["response"] = {
+            "usage": {
+                "input_tokens": 20,
+                "cache_read_input_tokens": 0 if cold else 1500,
+                "cache_creation_input_tokens": written,
+                "cache_creation": {
+                    "ephemeral_1h_input_tokens": written if i == 0 else 0,
+                    "ephemeral_5m_input_tokens": 0 if i == 0 else written,
+                },
+                "output_tokens": 50,
+            }
+        }
+        log.lines[i] = json.dumps(record)
+    result = run(tmp_path, log)
+    assert rules_of(result) == {"ttl_gaps"}
+    (finding,) = result.findings
+    assert finding.calls == [3, 6]
+    assert "already caches with cache_control ttl '1h'" in finding.message
+    assert "Break-even" not in finding.message and "pays off" not in finding.message
+    assert "keep the cache warm" in finding.message
 
 
 # -- costs, allow, the pytest helper ---------------------------------------------------

@@ -11,7 +11,7 @@ import pytest
 
 from cacheviz import CacheVizWarning, load
 from cacheviz.check import check
-from cacheviz.check.output import to_junit, to_sarif
+from cacheviz.check._output import to_junit, to_sarif
 from cacheviz.cli import main
 from cacheviz.errors import TranscriptError
 from cacheviz.formats.native import record_line

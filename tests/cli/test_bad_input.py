@@ -7,8 +7,8 @@ import sys
 import pytest
 
 from cacheviz import cli
-from cacheviz._visible import visible
-from cacheviz.cli import summary
+from cacheviz._util.visible import visible
+from cacheviz.cli import _summary as summary
 from cacheviz.ui.report import read_details
 
 ESCAPES = "\x1b]0;pwned\x07\x1b[31mred\x9b\u202eevil\u2066"

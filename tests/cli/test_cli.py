@@ -190,11 +190,34 @@ def test_compare_has_default_targets(capsys):
     assert len(providers) == len(set(providers))  # one comparable model per provider
 
 
-def test_report_defaults_to_the_input_name(tmp_path, capsys):
-    source = tmp_path / "session.jsonl"
+def test_report_defaults_to_the_input_name_in_the_working_folder(tmp_path, monkeypatch, capsys):
+    # not beside the input: a Claude Code session's folder belongs to the agent
+    agent, here = tmp_path / "agent", tmp_path / "here"
+    agent.mkdir()
+    here.mkdir()
+    source = agent / "session.jsonl"
     source.write_bytes(SAMPLE.read_bytes())
+    monkeypatch.chdir(here)
     assert cli.main(["report", str(source)]) == 0
-    assert (tmp_path / "session.html").is_file()
+    captured = capsys.readouterr()
+    assert (here / "session.html").is_file()
+    assert list(agent.iterdir()) == [source]
+    assert "report written to session.html in the current folder" in captured.err
+    # a second run never overwrites the first silently: it takes the next free name
+    first = (here / "session.html").read_bytes()
+    assert cli.main(["report", str(source)]) == 0
+    assert "report written to session-2.html" in capsys.readouterr().err
+    assert (here / "session.html").read_bytes() == first
+    assert (here / "session-2.html").is_file()
+
+
+def test_report_never_overwrites_its_input_by_default(tmp_path, monkeypatch, capsys):
+    source = tmp_path / "session.html"  # a transcript with an unlucky name
+    source.write_bytes(SAMPLE.read_bytes())
+    monkeypatch.chdir(tmp_path)
+    assert cli.main(["report", str(source), "--format", "cacheviz"]) == 0
+    assert source.read_bytes() == SAMPLE.read_bytes()
+    assert "report written to session-2.html" in capsys.readouterr().err
 
 
 def test_thread_names_are_never_truncated(write_log, anthropic_body, capsys):
@@ -220,7 +243,7 @@ def test_a_claude_code_project_or_session_folder_is_accepted(tmp_path, capsys):
         (project / session.name).write_bytes(session.read_bytes())
     assert cli.main(["summary", str(project), "--json"]) == 0
     captured = capsys.readouterr()
-    assert f"holds {len(sessions)} sessions; reading the newest" in captured.err
+    assert f"{len(sessions)} sessions here; reading the newest" in captured.err
     assert json.loads(captured.out)["format"] == "claude-code"
     # a session folder (<project>/<session>/subagents/) stands for <session>.jsonl
     newest = max(project.glob("*.jsonl"), key=lambda p: (p.stat().st_mtime, p.name))

@@ -11,8 +11,8 @@ import polars as pl
 import pytest
 
 from cacheviz import _schema
-from cacheviz.cli import app
-from cacheviz.cli.follow import follow
+from cacheviz.cli import _app as app
+from cacheviz.cli._follow import follow
 
 SAMPLES = Path(__file__).resolve().parents[2] / "sample_sessions"
 
@@ -77,7 +77,7 @@ def test_summary_follow_option_reaches_the_follower(tmp_path, monkeypatch):
         seen.update(options, path=path)
         return 0
 
-    monkeypatch.setattr("cacheviz.cli.follow.follow", fake)
+    monkeypatch.setattr("cacheviz.cli._follow.follow", fake)
     target = tmp_path / "x.jsonl"
     assert app.main(["summary", "--follow", str(target), "--thread", "single"]) == 0
     assert seen["path"] == str(target) and seen["thread"] == "single"
@@ -139,6 +139,89 @@ def test_ctrl_c_ends_the_command_cleanly(tmp_path):
     assert process.returncode == 0
     assert "Traceback" not in err
     # the closing line counts exactly the call lines printed, however the Ctrl-C fell
-    printed = [line for line in lines[1:] + rest.splitlines() if line.strip()]
+    printed = [line for line in lines[1:] + rest.splitlines() if line[:4].strip().isdigit()]
     assert f"stopped after {len(printed)} call(s)" in err
     assert [int(line.split()[0]) for line in printed] == list(range(12))
+
+
+def _follow_until_sigint(path: Path, calls: int, columns: str) -> tuple[list[str], str]:
+    """``summary --follow path`` in a subprocess, SIGINT once ``calls`` rows are out."""
+    import os
+    import signal
+    import subprocess
+    import sys
+
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
+    env["COLUMNS"] = columns
+    process = subprocess.Popen(
+        [sys.executable, "-m", "cacheviz", "summary", "--follow", str(path)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    )
+    deadline = time.monotonic() + 120
+    lines = []
+    while len(lines) < calls + 1 and time.monotonic() < deadline:  # header + the calls
+        lines.append(process.stdout.readline())
+    process.send_signal(signal.SIGINT)
+    rest, err = process.communicate(timeout=60)
+    assert process.returncode == 0 and "Traceback" not in err
+    return lines + rest.splitlines(), err
+
+
+def test_ctrl_c_prints_the_running_totals_of_summary(tmp_path, capsys):
+    from cacheviz.cli._shared import usd
+
+    sample = SAMPLES / "reported_usage.jsonl"  # billed from reported usage, cache reads
+    path = tmp_path / "s.jsonl"
+    path.write_text(sample.read_text())
+    out, _ = _follow_until_sigint(path, 15, "1000")
+    (totals,) = [line for line in out if line.startswith("totals")]
+    assert out[-1] == totals  # after the rows
+    # the same figures, one definition each, as the summary of the whole file
+    assert app.main(["summary", str(sample), "--json"]) == 0
+    doc = __import__("json").loads(capsys.readouterr().out)
+    assert doc["billed_usd"] and doc["waste_usd"] is not None
+    assert totals.startswith(f"totals of the 15 call(s) read: billed {usd(doc['billed_usd'])}")
+    assert f"waste {usd(doc['waste_usd'])} = billed" in totals
+    assert "hit ratio " in totals and "hit ratio n/a" not in totals
+    capsys.readouterr()
+    assert app.main(["summary", str(sample)]) == 0
+    last = capsys.readouterr().out.splitlines()[-1]
+    headline = totals[totals.index("; waste") :]
+    assert last.endswith(headline)  # waste and hit ratio exactly as summary prints them
+
+
+def test_ctrl_c_totals_fit_80_columns(tmp_path):
+    path = tmp_path / "s.jsonl"
+    path.write_text((SAMPLES / "environment_details.jsonl").read_text())
+    out, err = _follow_until_sigint(path, 10, "80")
+    start = next(i for i, line in enumerate(out) if line.startswith("totals"))
+    assert "billed n/a (no reported usage); waste $" in " ".join(" ".join(out[start:]).split())
+    assert all(len(line) <= 80 for line in out[start:])
+    assert all(len(line) <= 120 for line in err.splitlines())
+
+
+def test_follow_prints_totals_when_stop_ends_it(tmp_path):
+    path = tmp_path / "s.jsonl"
+    path.write_text((SAMPLES / "append_only.jsonl").read_text())
+    out = io.StringIO()
+    checks = iter([False, True])
+    seen = []
+
+    def totals_of(doc):
+        seen.append(len(doc["calls"]))
+        return "totals: seen"
+
+    follow(
+        path,
+        out,
+        columns=app.SUMMARY_COLUMNS,
+        row_of=app.call_row,
+        poll=0.01,
+        stop=lambda: next(checks),
+        totals_of=totals_of,
+    )
+    assert seen == [12] and out.getvalue().splitlines()[-1] == "totals: seen"

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from cacheviz.cli import app
+from cacheviz.cli import _app as app
 from cacheviz.formats import READERS
+from cacheviz.prefix._thread import THREAD_MODES
 from cacheviz.providers.anthropic import STRATEGIES
-from cacheviz.thread import THREAD_MODES
 
 COMMANDS = ["summary", "simulate", "compare", "report", "check", "scan", "proxy"]
 

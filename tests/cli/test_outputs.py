@@ -1,9 +1,8 @@
 """Every output file: never over an input, whole or not at all, CSV safe in a spreadsheet.
 
-Issue 29, items 2 and 3. Each writer (``summary --csv`` / ``--parquet``, ``report -o``
-and its default output, ``check --sarif`` / ``--junit``, ``scan --report`` with the
-fleet's per-session pages, ``scan --parquet``) is run with its output naming an input
-file as written, through ``..``, through a symlink and through a hard link: each is
+Issue 29, items 2 and 3. Each writer (``summary --csv`` / ``--parquet``, ``report -o``,
+``check --sarif`` / ``--junit``, ``scan --report`` with the scan's per-session pages,
+``scan --parquet``) is run with its output naming an input file as written, through ``..``, through a symlink and through a hard link: each is
 refused in one line (exit 2) and the input is left as it was.
 
 Failures while writing: a file-size limit is real (``RLIMIT_FSIZE`` in a child process:
@@ -27,8 +26,8 @@ import polars as pl
 import pytest
 
 import cacheviz
-from cacheviz import _output
-from cacheviz.cli import app
+from cacheviz import _writing
+from cacheviz.cli import _app as app
 
 ROOT = Path(__file__).resolve().parents[2]
 SAMPLE = ROOT / "sample_sessions" / "append_only.jsonl"
@@ -111,16 +110,6 @@ def test_a_check_that_cannot_run_does_not_write_its_sarif_over_the_input(tmp_pat
     assert "results" in sarif.read_text()
 
 
-def test_the_default_report_path_is_guarded_too(tmp_path, capsys):
-    """``report`` without ``-o`` writes ``<input>.html``: not over an input so named."""
-    source = tmp_path / "session.html"  # a transcript that happens to end in .html
-    source.write_bytes(SAMPLE.read_bytes())
-    status, err = _run(["report", str(source)], capsys)
-    assert status == 2
-    assert err.startswith(f"cacheviz: error: {source}: the output would overwrite")
-    assert source.read_bytes() == SAMPLE.read_bytes()
-
-
 def test_a_claude_code_sub_agent_log_is_an_input(tmp_path, capsys):
     session = tmp_path / "abc.jsonl"
     session.write_bytes(SAMPLE.read_bytes())
@@ -147,18 +136,18 @@ def test_scan_parquet_refuses_a_table_over_a_scanned_file(session, tmp_path, cap
     assert sorted(p.name for p in folder.iterdir()) == ["calls.parquet"]  # none written
 
 
-def test_a_fleet_session_page_never_overwrites_a_scanned_file(tmp_path, capsys):
-    """The fleet's per-session pages go in ``<report>_sessions/``: where page 1 goes, a
+def test_a_scan_session_page_never_overwrites_a_scanned_file(tmp_path, capsys):
+    """The scan's per-session pages go in ``<report>_sessions/``: where page 1 goes, a
     symlink to a transcript the scan reads."""
-    folder = tmp_path / "fleet"
-    pages = folder / "fleet_sessions"
+    folder = tmp_path / "scan"
+    pages = folder / "scan_sessions"
     pages.mkdir(parents=True)
     transcript = folder / "a.jsonl"
     transcript.write_bytes(SAMPLE.read_bytes())
     page = pages / "001.html"
     page.symlink_to(transcript)
     before = transcript.read_bytes()
-    report = folder / "fleet.html"
+    report = folder / "scan.html"
     args = ["scan", str(folder), "--report", str(report), "--no-cache", "--jobs", "1"]
     status, err = _run(args, capsys)
     assert status == 2
@@ -169,13 +158,13 @@ def test_a_fleet_session_page_never_overwrites_a_scanned_file(tmp_path, capsys):
 
 def test_a_report_written_into_the_scanned_folder_is_no_input_next_time(session, capsys):
     """A page of an earlier scan in the scanned folder is of no format: it may be replaced."""
-    report = session.parent / "fleet.html"
+    report = session.parent / "scan.html"
     args = ["scan", str(session.parent), "--report", str(report), "--no-cache", "--jobs", "1"]
     assert _run(args, capsys)[0] == 0
     first = report.read_text()
     assert _run(args, capsys)[0] == 0
     assert report.read_text() == first
-    assert (session.parent / "fleet_sessions" / "001.html").is_file()
+    assert (session.parent / "scan_sessions" / "001.html").is_file()
 
 
 def test_an_output_through_a_symlink_replaces_the_file_it_points_to(session, tmp_path, capsys):
@@ -216,7 +205,7 @@ def _limited(args: list[str], limit: int) -> subprocess.CompletedProcess:
     code = (
         "import resource, sys\n"
         f"resource.setrlimit(resource.RLIMIT_FSIZE, ({limit}, {limit}))\n"
-        "from cacheviz.cli.app import main\n"
+        "from cacheviz.cli import main\n"
         f"sys.exit(main({args!r}))\n"
     )
     env = {**os.environ, "PYTHONPATH": str(ROOT), "COLUMNS": "100"}
@@ -295,7 +284,7 @@ def test_a_failed_write_is_one_line_and_leaves_no_partial_file(
 @pytest.mark.skipif(not Path("/proc/self/fd").is_dir(), reason="names a descriptor's file")
 def test_a_write_failing_midway_leaves_no_partial_file(session, monkeypatch, capsys):
     """Simulated: the file's bytes stop halfway on a full disk (a short write, then
-    ``ENOSPC``), for a Parquet file and the fleet's pages."""
+    ``ENOSPC``), for a Parquet file and the scan's pages."""
     real = os.fdopen
 
     class HalfThenFull:
@@ -332,18 +321,18 @@ def test_a_write_failing_midway_leaves_no_partial_file(session, monkeypatch, cap
 
 def test_a_new_file_gets_the_usual_permissions_and_a_replaced_one_keeps_its_own(tmp_path):
     umask = os.umask(0o022)
-    _output._umask.cache_clear()
+    _writing._umask.cache_clear()
     try:
-        new = _output.write(tmp_path / "new.txt", "x", what="file")
+        new = _writing.write(tmp_path / "new.txt", "x", what="file")
         assert new.stat().st_mode & 0o777 == 0o644
         old = tmp_path / "old.txt"
         old.write_text("y")
         old.chmod(0o600)
-        _output.write(old, "z", what="file")
+        _writing.write(old, "z", what="file")
         assert old.stat().st_mode & 0o777 == 0o600 and old.read_text() == "z"
     finally:
         os.umask(umask)
-        _output._umask.cache_clear()
+        _writing._umask.cache_clear()
 
 
 # -- CSV a spreadsheet does not evaluate ---------------------------------------------------
@@ -376,7 +365,7 @@ def test_summary_csv_text_cells_that_look_like_formulas_start_with_a_quote(
     assert sorted(row["thread"] for row in rows) == sorted(f"'{name}" for name in HOSTILE)
     for row in rows:
         for cell in row.values():
-            assert not cell.startswith(_output.FORMULA_STARTS), cell
+            assert not cell.startswith(_writing.FORMULA_STARTS), cell
         assert int(row["call"]) >= 0 and int(row["input_tokens"]) > 0  # numbers stay numbers
 
 
@@ -384,8 +373,8 @@ def test_only_text_cells_are_quoted_a_negative_number_stays_a_number():
     frame = pl.DataFrame(
         {"text": ["-5", "=1", "ok", None, "a=b"], "n": [-5, 1, 2, 3, 4], "x": [-0.5] * 5}
     )
-    safe = _output.spreadsheet_safe(frame)
+    safe = _writing.spreadsheet_safe(frame)
     assert safe["text"].to_list() == ["'-5", "'=1", "ok", None, "a=b"]
     assert safe["n"].to_list() == [-5, 1, 2, 3, 4] and safe["x"].to_list() == [-0.5] * 5
     assert safe.schema == frame.schema
-    assert _output.write_csv(frame, "/dev/null") == Path("/dev/null")
+    assert _writing.write_csv(frame, "/dev/null") == Path("/dev/null")

@@ -14,7 +14,8 @@ from pathlib import Path
 import pytest
 
 import cacheviz
-from cacheviz.cli import app, scan
+from cacheviz.cli import _app as app
+from cacheviz.cli import _scan as scan
 
 ROOT = Path(__file__).resolve().parents[2]
 HEAVY = (
@@ -29,9 +30,9 @@ HEAVY = (
 
 def test_parser_names_are_the_registries() -> None:
     from cacheviz import providers
-    from cacheviz.fleet.rollup import BY
     from cacheviz.formats import READERS
-    from cacheviz.thread import THREAD_MODES
+    from cacheviz.prefix._thread import THREAD_MODES
+    from cacheviz.scanning._rollup import BY
 
     assert list(app.FORMATS) == sorted(READERS)
     assert "claude-code" in app.FORMATS
@@ -56,12 +57,12 @@ def _modules_after(code: str) -> set[str]:
 
 def test_version_and_parsing_import_nothing_heavy() -> None:
     code = (
-        "from cacheviz.cli.app import _parser\n"
+        "from cacheviz.cli._app import _parser\n"
         "_parser().parse_args(['summary', 'x.jsonl', '--thread', 'model'])\n"
         "import cacheviz"
     )
     loaded = _modules_after(code)
-    assert "cacheviz.cli.app" in loaded
+    assert "cacheviz.cli._app" in loaded
     heavy = sorted(m for m in loaded if m.startswith(HEAVY))
     assert heavy == []
 
@@ -80,16 +81,16 @@ def test_version_prints() -> None:
 
 def test_public_names_load_on_first_use() -> None:
     from cacheviz.analysis import Analysis, analyze
-    from cacheviz.fleet import ScanResult
-    from cacheviz.fleet import scan as scan_fleet
     from cacheviz.formats import load
     from cacheviz.model import Session
     from cacheviz.recording import Recorder, record
+    from cacheviz.scanning import ScanResult
+    from cacheviz.scanning import scan as scanning_scan
 
     assert cacheviz.Analysis is Analysis
     assert cacheviz.analyze is analyze
     assert cacheviz.ScanResult is ScanResult
-    assert cacheviz.scan is scan_fleet
+    assert cacheviz.scan is scanning_scan
     assert cacheviz.load is load
     assert cacheviz.Session is Session
     assert cacheviz.Recorder is Recorder

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from cacheviz.cli import app
-from cacheviz.cli.table import Column, render
+from cacheviz.cli import _app as app
+from cacheviz.cli._table import Column, render
 from cacheviz.formats.native import record_line
 
 SAMPLES = Path(__file__).resolve().parents[2] / "sample_sessions"
@@ -95,7 +95,7 @@ def test_unlimited_without_a_terminal_or_columns(capsys, monkeypatch):
 
 
 def _long_names(tmp_path: Path) -> Path:
-    folder = tmp_path / "fleet"
+    folder = tmp_path / "logs"
     folder.mkdir()
     for i, name in enumerate(("append_only", "compaction")):
         target = folder / f"7ef4b236-d946-48a6-a856-e45b02af7be{i}-{name}-session.jsonl"
@@ -168,3 +168,58 @@ def test_simulate_shows_the_billed_cost_beside_the_simulated_one(capsys, monkeyp
     billed = [f"${c['billed_usd']:,.4f}" for c in doc["calls"]]
     cells = [line.split()[header.index("billed")] for line in out[2 : 2 + len(billed)]]
     assert cells == billed
+
+
+def _claude_code_session(folder: Path, agents: list[str]) -> Path:
+    """A Claude Code session in ``~/.claude/projects/<project>/`` naming ``agents``' results."""
+    session = folder / "7ef4b236-d946-48a6-a856-e45b02af7be7.jsonl"
+    records, parent = [], None
+    for i in range(3):
+        ts = f"2026-01-01T10:00:{2 * i:02d}Z"
+        user: dict = {"type": "user", "uuid": f"u{i}", "parentUuid": parent, "timestamp": ts}
+        user["message"] = {"role": "user", "content": f"step {i}"}
+        if i and agents:
+            user["toolUseResult"] = {"agentId": agents[i - 1], "status": "completed"}
+        usage = {"input_tokens": 3, "cache_read_input_tokens": 15000 * bool(i)}
+        usage |= {"cache_creation_input_tokens": 20 if i else 15000, "output_tokens": 7}
+        reply = {"id": f"msg_{i}", "role": "assistant", "model": "claude-sonnet-4-5"}
+        reply |= {"content": [{"type": "text", "text": f"done {i}"}], "usage": usage}
+        ts = f"2026-01-01T10:00:{2 * i + 1:02d}Z"
+        records += [user, {"type": "assistant", "uuid": f"a{i}", "parentUuid": f"u{i}"}]
+        records[-1] |= {"timestamp": ts, "message": reply}
+        parent = f"a{i}"
+    for record in records:
+        record |= {"sessionId": "s1", "isSidechain": False}
+    session.write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
+    return session
+
+
+def test_warnings_on_stderr_are_one_short_line_at_80_columns(tmp_path, monkeypatch, capsys):
+    # a missing sub-agent folder's warning named two absolute paths: 182-368 characters
+    monkeypatch.setenv("COLUMNS", "80")
+    project = tmp_path / ".claude" / "projects" / ("-home-someone-src-" + "deep-" * 12 + "project")
+    project.mkdir(parents=True)
+    agents = ["a957850183dbc96f4", "aside_question-fcbf929fc3d4fdc0"]
+    session = _claude_code_session(project, agents)
+    assert app.main(["summary", str(session)]) == 0
+    (warning,) = capsys.readouterr().err.splitlines()
+    assert len(warning) < 120 and str(tmp_path) not in warning
+    assert warning.startswith("cacheviz: warning: 7ef4b236")
+    assert "2 sub-agent(s) missing from subagents/ (a957850183db…, +1); not counted" in warning
+    # a project folder of several sessions: which one is read, on one line
+    shutil.copy(session, project / "0000-older.jsonl")
+    assert app.main(["summary", str(project)]) == 0
+    lines = capsys.readouterr().err.splitlines()
+    assert any("2 sessions here; reading the newest" in line for line in lines)
+    assert all(len(line) < 120 and str(tmp_path) not in line for line in lines)
+    # a message logged twice with other usage: which lines, on one line
+    (project / "0000-older.jsonl").unlink()
+    records = session.read_text().splitlines()
+    again = json.loads(records[3])  # the second reply, msg_1, with other usage
+    again["uuid"] = "a1-again"
+    again["message"]["usage"]["input_tokens"] = 999
+    session.write_text("\n".join([*records, json.dumps(again)]) + "\n")
+    assert app.main(["summary", str(session)]) == 0
+    lines = capsys.readouterr().err.splitlines()
+    assert any(":7: repeats line 4's message with other usage" in line for line in lines)
+    assert all(len(line) < 120 and str(tmp_path) not in line for line in lines)

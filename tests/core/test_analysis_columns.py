@@ -12,14 +12,15 @@ import warnings
 from pathlib import Path
 
 import pytest
+from cost_frames import diagnose_costs
 from polars.testing import assert_frame_equal
 
 import cacheviz
-from cacheviz import _schema, costs
-from cacheviz.analysis import analyze, analyze_columns, shape
+from cacheviz import _schema
+from cacheviz.analysis import analyze, analyze_columns, prefix_lists
 from cacheviz.errors import CacheVizWarning
-from cacheviz.pricing import PriceBook
-from cacheviz.simulate import sim_calls, sim_calls_of, simulate
+from cacheviz.money._simulate import sim_calls, sim_calls_of, simulate
+from cacheviz.money.pricing import PriceBook
 
 SAMPLES = Path(__file__).resolve().parents[2] / "sample_sessions"
 SAMPLE_NAMES = sorted(p.name for p in SAMPLES.glob("*.jsonl"))
@@ -70,13 +71,13 @@ def test_the_lists_hold_what_the_frames_hold(name):
 def test_the_replay_inputs_are_simulate_sim_calls(name):
     session = _load(SAMPLES / name)
     analysis = analyze(session)
-    shaped = shape(session)  # the lists cost_lists builds its replay input from
+    lists = prefix_lists(session)  # the lists cost_lists builds its replay input from
     ours = sim_calls_of(
         session.calls,
-        shaped.call_cols,
-        shaped.token_caches,
-        shaped.offsets,
-        shaped.local_offsets,
+        lists.call_cols,
+        lists.token_caches,
+        lists.offsets,
+        lists.local_offsets,
     )
     theirs = sim_calls(analysis)
     assert len(ours) == len(theirs)
@@ -111,7 +112,7 @@ def test_the_own_simulation_is_simulate(name):
 def test_diagnose_costs_on_frames_is_the_list_path():
     session = _load(SAMPLES / "reported_usage.jsonl")
     analysis = analyze(session)
-    got = costs.diagnose_costs(analysis)
+    got = diagnose_costs(analysis)
     assert_frame_equal(got.calls, analysis.calls, check_exact=True)
     assert_frame_equal(got.drifts, analysis.drifts, check_exact=True)
     assert_frame_equal(got.misses, analysis.misses, check_exact=True)

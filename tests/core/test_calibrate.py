@@ -15,7 +15,8 @@ from itertools import accumulate
 
 import pytest
 
-from cacheviz.calibrate import (
+from cacheviz.money._simulate import material_shortfall
+from cacheviz.prefix._calibrate import (
     CALIBRATED,
     ESTIMATED,
     EXACT,
@@ -24,7 +25,6 @@ from cacheviz.calibrate import (
     map_position,
     unlogged_versions,
 )
-from cacheviz.simulate import material_shortfall
 
 
 def _thread(seed: int, n: int = 12):

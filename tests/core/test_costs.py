@@ -1,13 +1,14 @@
-"""Costs (cacheviz.costs): billed from reported usage, and the costs an analysis holds."""
+"""Costs (cacheviz.money._costs): billed from reported usage, and the costs an analysis holds."""
 
 from __future__ import annotations
 
 import pytest
+from cost_frames import CostColumns, diagnose_costs
 
 import cacheviz
-from cacheviz.costs import CostColumns, billed_cost, diagnose_costs
 from cacheviz.model import Call, Usage
-from cacheviz.pricing import Rates
+from cacheviz.money._costs import billed_cost
+from cacheviz.money.pricing import Rates
 
 RATES = Rates(input=3e-6, cache_read=0.3e-6, cache_write=3.75e-6, cache_write_1h=6e-6, output=15e-6)
 

@@ -16,7 +16,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import cacheviz
-from cacheviz.diagnose import _VOLATILE, _volatile
+from cacheviz.prefix._diagnose import _VOLATILE, _volatile
 
 MODEL = "claude-sonnet-4-5"
 NAMES = ["Task", "Bash", "Glob", "Grep", "Read", "Edit", "Write", "WebFetch"]

@@ -1,4 +1,4 @@
-"""cacheviz.incremental: a log followed as it grows gives, after every append, the same
+"""cacheviz.live._incremental: a log followed as it grows gives, after every append, the same
 analysis as a full load and analysis of the same lines."""
 
 from __future__ import annotations
@@ -12,14 +12,15 @@ import polars as pl
 import pytest
 from polars.testing import assert_frame_equal
 
-from cacheviz import providers, sim_stream
+from cacheviz import providers
 from cacheviz.errors import CacheVizWarning
 from cacheviz.formats import native
-from cacheviz.incremental import LiveLog
-from cacheviz.pricing import PriceBook
-from cacheviz.sim_stream import SimulationStream
-from cacheviz.simulate import sim_calls, simulate
-from cacheviz.thread import name_from_totals, name_threads
+from cacheviz.live import _sim_stream as sim_stream
+from cacheviz.live._incremental import LiveLog
+from cacheviz.live._sim_stream import SimulationStream
+from cacheviz.money._simulate import sim_calls, simulate
+from cacheviz.money.pricing import PriceBook
+from cacheviz.prefix._thread import name_from_totals, name_threads
 
 sys.path.insert(0, str(Path(__file__).parents[1]))  # live_sessions
 from live_sessions import session_lines
@@ -284,3 +285,45 @@ def test_whitespace_lines_are_read_as_the_loader_reads_them(tmp_path):
         if live.calls:
             assert_same_analysis(live, log)
     assert [s.line for s in live.analysis.session.skipped] == [1, 7]
+
+
+def test_a_model_that_starts_caching_recomputes_its_earlier_misses(tmp_path):
+    """No miss while a model shows no caching; its first read makes the earlier ones
+    misses again, live as in a full analysis."""
+    model = "some-lab/some-model"
+    text = " ".join(f"word{i % 97}" for i in range(2_000))
+    lines, messages = [], []
+    for i, read in enumerate([0, 0, 0, 2_500]):
+        messages = [*messages, {"role": "user", "content": f"q{i} " + text}]
+        total = 3_000 + 1_000 * i
+        usage = {
+            "input_tokens": total - read,
+            "cache_read_input_tokens": read,
+            "cache_creation_input_tokens": 0,
+            "output_tokens": 5,
+        }
+        body = {"model": model, "max_tokens": 10, "messages": messages}
+        lines.append(
+            native.record_line(
+                body,
+                provider="openrouter",
+                model=model,
+                api="messages",
+                ts=f"2026-01-01T00:00:0{i}Z",
+                usage=usage,
+            )
+            + "\n"
+        )
+        messages = [*messages, {"role": "assistant", "content": "ok"}]
+    log = tmp_path / "run.jsonl"
+    log.write_text("", encoding="utf-8")
+    live = LiveLog(log)
+    for k, line in enumerate(lines):
+        with log.open("a", encoding="utf-8") as handle:
+            handle.write(line)
+        live.update()
+        assert_same_analysis(live, log)
+        if k == 2:
+            assert live.analysis.misses.is_empty()
+    assert live.rebuilds >= 1
+    assert not live.analysis.misses.is_empty()

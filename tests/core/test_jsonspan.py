@@ -4,8 +4,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from cacheviz._jsonspan import JSONSyntaxError, digest, scan_object
-from cacheviz._seq import common_prefix
+from cacheviz._util.seq import common_prefix
+from cacheviz.request._jsonspan import JSONSyntaxError, digest, scan_object
 
 KEYS = frozenset({"tools", "system", "messages"})
 

@@ -1,11 +1,11 @@
-"""Cache namespaces (cacheviz.namespace): what a provider keys its cache on."""
+"""Cache namespaces (cacheviz.prefix._namespace): what a provider keys its cache on."""
 
 from __future__ import annotations
 
 import cacheviz
 from cacheviz import providers
 from cacheviz.model import Call
-from cacheviz.namespace import keyed_params, namespace_of
+from cacheviz.prefix._namespace import keyed_params, namespace_of
 
 SYSTEM = [{"type": "text", "text": "You are a careful engineer. " * 200}]
 

@@ -5,8 +5,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from cacheviz._seq import common_prefix
-from cacheviz.prefix import PrefixIndex, differing_block_common, match_pair
+from cacheviz._util.seq import common_prefix, differing_block_common
+from cacheviz.prefix._index import PrefixIndex, match_pair
 
 # a small alphabet of blocks; each block's tokens share leading tokens with its neighbours
 TOKENS = {f"h{i}": array("i", [1, 2, i % 3, i, i + 100, *range(i % 4)]) for i in range(8)}

@@ -1,4 +1,4 @@
-"""The binary copy of tiktoken's ranks (cacheviz._encodings): same ids, or tiktoken's loading.
+"""The binary copy of tiktoken's ranks (cacheviz.request._encodings): same ids, or tiktoken's loading.
 
 Each test has a private cacheviz cache folder, so that corrupting or locking it affects
 nothing else. A test that needs a good copy to start from gets a file copy of the one
@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from cacheviz import _encodings
+from cacheviz.request import _encodings
 
 TEXTS = [
     "hello world",
@@ -303,7 +303,7 @@ def test_an_unknown_encoding_raises_as_tiktoken_does(folders):
 
 def test_get_encoding_explains_an_unknown_encoding():
     from cacheviz.errors import EncodingUnavailableError
-    from cacheviz.tokens import get_encoding
+    from cacheviz.request._tokens import get_encoding
 
     with pytest.raises(EncodingUnavailableError, match="unknown tiktoken encoding"):
         get_encoding("no_such_encoding")
@@ -331,7 +331,7 @@ def test_an_encoding_of_the_ranks_in_the_texts_gives_the_same_ids(
 
 def test_realdata_texts_give_the_same_ids(copied, built, realdata):
     import cacheviz
-    from cacheviz.segment import render_text
+    from cacheviz.request._blocks import render_text
 
     copied("o200k_base")
     reference = _reference("o200k_base")
@@ -352,7 +352,7 @@ def test_realdata_texts_give_the_same_ids(copied, built, realdata):
 
 
 def test_short_texts_use_the_small_encoding_until_the_limit(copied, monkeypatch):
-    from cacheviz import tokens
+    from cacheviz.request import _tokens as tokens
 
     copied("o200k_base")
     tokens.get_encoding.cache_clear()  # as a new process starts: nothing loaded yet

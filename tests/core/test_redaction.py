@@ -17,10 +17,10 @@ from cacheviz.redact import (
     redaction,
     secret_spans,
 )
-from cacheviz.ui import header
-from cacheviz.ui.detail import drift_detail
+from cacheviz.ui import _header as header
+from cacheviz.ui._detail import drift_detail
+from cacheviz.ui._timeline import timeline
 from cacheviz.ui.report import content_security_policy, read_details, report_data, write_report
-from cacheviz.ui.timeline import timeline
 
 # Made-up credentials of each kind (none is real), as they appear in transcripts.
 PEM = (

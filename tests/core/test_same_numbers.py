@@ -21,7 +21,7 @@ book fails.
 computed, ``tests/golden/prices.json`` answers in its place (genai-prices is not even
 importable then). The book is genai-prices 0.2.3's data (the goldens were recorded with
 it) for every model name the inputs look up, in the form cacheviz keeps its copy of
-genai-prices' records (:mod:`cacheviz._price_copy`): each model's id (named in the
+genai-prices' records (:mod:`cacheviz.money._price_copy`): each model's id (named in the
 report's price source), its prices by start date and time of day, with their prompt-size
 tiers; and each provider's model list with its retired models (the report's model
 picker). cacheviz's own overlay (``cacheviz/data/prices_overlay.json``) applies on top
@@ -100,8 +100,8 @@ class FrozenPrices:
         self._saved: tuple[Any, ...] = ()
 
     def lookup(self, provider: str, model: str) -> Any:
-        """:func:`cacheviz._price_copy.lookup`, from the book."""
-        from cacheviz import _price_copy
+        """:func:`cacheviz.money._price_copy.lookup`, from the book."""
+        from cacheviz.money import _price_copy
 
         key = (provider, model)
         if key not in self._found:
@@ -114,7 +114,7 @@ class FrozenPrices:
         return self._found[key]
 
     def models(self, provider: str) -> list[tuple[str, bool]]:
-        """:func:`cacheviz._price_copy.models`, from the book."""
+        """:func:`cacheviz.money._price_copy.models`, from the book."""
         listed = self.book["catalog"].get(provider)
         if listed is None:
             self.missing.append(f"the model list of {provider}")
@@ -122,7 +122,7 @@ class FrozenPrices:
         return [(model, bool(deprecated)) for model, deprecated in listed]
 
     def __enter__(self) -> FrozenPrices:
-        from cacheviz import _price_copy
+        from cacheviz.money import _price_copy
 
         module = sys.modules.get("genai_prices", _ABSENT)
         self._saved = (_price_copy.lookup, _price_copy.models, module)
@@ -131,7 +131,7 @@ class FrozenPrices:
         return self
 
     def __exit__(self, *exc: object) -> None:
-        from cacheviz import _price_copy
+        from cacheviz.money import _price_copy
 
         _price_copy.lookup, _price_copy.models, module = self._saved
         if module is _ABSENT:
@@ -524,9 +524,9 @@ def test_the_goldens_were_recorded_with_this_price_book() -> None:
 def test_the_frozen_book_answers_for_genai_prices() -> None:
     from datetime import UTC, datetime
 
-    from cacheviz import _price_copy
     from cacheviz.errors import UnknownModelError
-    from cacheviz.pricing import PriceBook, known_models
+    from cacheviz.money import _price_copy
+    from cacheviz.money.pricing import PriceBook, known_models
 
     book = json.loads(BOOK.read_text())
     provider, model, record = next(

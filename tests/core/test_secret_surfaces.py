@@ -11,8 +11,8 @@ The changing line puts the secret across ``check``'s 80-character cut: a surface
 cuts before it redacts shows a piece of it.
 
 Surfaces: the three recorders' logs, the widget's synced state and its drift detail,
-``check`` (text, ``--json``, SARIF, JUnit), the report's data, the fleet page and the
-fleet's per-session inspector pages.
+``check`` (text, ``--json``, SARIF, JUnit), the report's data, the scan page and the
+scan's per-session inspector pages.
 """
 
 from __future__ import annotations
@@ -31,11 +31,11 @@ import pytest
 
 import cacheviz
 from cacheviz.check import check
-from cacheviz.check.output import to_junit, to_sarif
+from cacheviz.check._output import to_junit, to_sarif
 from cacheviz.cli import main
 from cacheviz.formats.native import record_line
 from cacheviz.redact import REDACTED, redact
-from cacheviz.ui.detail import drift_detail
+from cacheviz.ui._detail import drift_detail
 from cacheviz.ui.report import read_details, report_data
 
 sys.path.insert(0, str(Path(__file__).parents[1]))  # fake_provider, secret_corpus
@@ -54,8 +54,8 @@ SURFACES = (
     "check-sarif",
     "check-junit",
     "report",
-    "fleet-html",
-    "fleet-session-pages",
+    "scan-html",
+    "scan-session-pages",
 )
 CUT = 80  # check's quoted line is cut here
 NAMES = list(FORMS)
@@ -100,7 +100,7 @@ def _usage() -> dict:
     }
 
 
-GROUP = 40  # sessions per scanned folder (the fleet page lists 50: each gets its page)
+GROUP = 40  # sessions per scanned folder (the scan page lists 50: each gets its page)
 
 
 def _write_session(folder: Path, form: Form) -> Path:
@@ -210,6 +210,10 @@ def litellm_log(tmp_path_factory) -> dict[str, str]:
             lines = _wait_lines(log, len(FORMS))
     finally:
         litellm.callbacks = callbacks
+        for name in dir(litellm):  # litellm copies a callback into its own lists: out of all
+            found = getattr(litellm, name, None)
+            if isinstance(found, list) and any(entry is logger for entry in found):
+                found[:] = [entry for entry in found if entry is not logger]
         logger.close()
     return _by_case(lines)
 
@@ -223,20 +227,20 @@ def _page_data(html: str) -> str:
 
 
 @pytest.fixture(scope="module")
-def fleet(sessions, tmp_path_factory) -> dict[str, str]:
-    """The fleet pages of scans of every form's session, and their per-session pages."""
-    from cacheviz.ui.fleet import write_fleet_report
+def scan_pages(sessions, tmp_path_factory) -> dict[str, str]:
+    """The scan pages of scans of every form's session, and their per-session pages."""
+    from cacheviz.ui._scan import write_scan_report
 
-    shown = {"fleet-html": "", "fleet-session-pages": ""}
+    shown = {"scan-html": "", "scan-session-pages": ""}
     for group in sorted({path.parents[1] for path in sessions.values()}):
         result = cacheviz.scan([group], cache=False, jobs=1, progress=False)
-        target = tmp_path_factory.mktemp("fleet") / "fleet.html"
-        write_fleet_report(result, target, inspectors=GROUP)
-        pages = sorted((target.parent / "fleet_sessions").glob("*.html"))
+        target = tmp_path_factory.mktemp("scan") / "scan.html"
+        write_scan_report(result, target, inspectors=GROUP)
+        pages = sorted((target.parent / "scan_sessions").glob("*.html"))
         assert len(pages) == len(list(group.iterdir())), "a session got no inspector page"
-        shown["fleet-html"] += target.read_text(encoding="utf-8")
+        shown["scan-html"] += target.read_text(encoding="utf-8")
         for page in pages:
-            shown["fleet-session-pages"] += _page_data(page.read_text(encoding="utf-8"))
+            shown["scan-session-pages"] += _page_data(page.read_text(encoding="utf-8"))
     return shown
 
 
@@ -284,8 +288,8 @@ def surface(name: str, form: str, path: Path, request: pytest.FixtureRequest) ->
     if name == "report":
         data = report_data(_analysis(path))
         return json.dumps(data) + json.dumps(read_details(data))
-    if name in ("fleet-html", "fleet-session-pages"):
-        return request.getfixturevalue("fleet")[name]
+    if name in ("scan-html", "scan-session-pages"):
+        return request.getfixturevalue("scan_pages")[name]
     raise AssertionError(name)
 
 
@@ -297,7 +301,7 @@ def surface(name: str, form: str, path: Path, request: pytest.FixtureRequest) ->
 def test_no_piece_of_a_secret_reaches_a_surface(form, name, sessions, request):
     shown = surface(name, form, sessions[form], request)
     assert FORMS[form].leaks(shown) == [], f"{form} on {name}"
-    if name != "fleet-html":  # the text around the secret does reach the surface
+    if name != "scan-html":  # the text around the secret does reach the surface
         assert "at 00:00:0" in shown, f"{name} shows no line of the transcript"
 
 

@@ -1,4 +1,4 @@
-"""Threads (cacheviz.thread): which calls are one conversation, and who branched from whom."""
+"""Threads (cacheviz.prefix._thread): which calls are one conversation, and who branched from whom."""
 
 from __future__ import annotations
 

@@ -4,7 +4,7 @@ import math
 import pytest
 
 from cacheviz.model import Usage
-from cacheviz.usage import UsageError, lenient_usage, normalize_usage
+from cacheviz.reported._usage import UsageError, lenient_usage, normalize_usage
 
 
 @pytest.mark.parametrize(

@@ -2,9 +2,9 @@
 
 Shapes are the documented ones: Anthropic ``diagnostics.cache_miss_reason`` (top level of
 a response, ``message_start.message`` of a stream, ``message`` of a Claude Code line) and
-OpenAI Responses ``prompt_cache_diagnostics``. Four states stay apart: not requested
-(no field), inconclusive (``null``), could not compare (not found / unavailable), a reason
-(with the missed tokens).
+OpenAI Responses ``prompt_cache_diagnostics``. The states stay apart: not requested
+(no field), checked (``null``), not found, unavailable, a reason (with the missed
+tokens); every comparable verdict is compared with cacheviz's own reading.
 """
 
 from __future__ import annotations
@@ -16,8 +16,9 @@ import pytest
 
 import cacheviz
 from cacheviz.formats.native import record_line
-from cacheviz.verdict import (
-    agrees,
+from cacheviz.reported._verdict import (
+    Evidence,
+    compare_verdict,
     openai_verdict_meta,
     response_verdict_meta,
     verdict_meta,
@@ -32,14 +33,14 @@ SONNET = "claude-sonnet-4-5-20250929"
     [
         (None, None, None, "not_requested"),
         ({}, None, None, "not_requested"),
-        ({"cache_miss_reason": None}, "inconclusive", None, "inconclusive"),
+        ({"cache_miss_reason": None}, "checked", None, "checked"),
         (
             {"cache_miss_reason": {"type": "previous_message_not_found"}},
             "previous_message_not_found",
             None,
-            "not_compared",
+            "not_found",
         ),
-        ({"cache_miss_reason": {"type": "unavailable"}}, "unavailable", None, "not_compared"),
+        ({"cache_miss_reason": {"type": "unavailable"}}, "unavailable", None, "unavailable"),
         *(
             (
                 {"cache_miss_reason": {"type": reason, "cache_missed_input_tokens": 4_096}},
@@ -66,9 +67,9 @@ def test_anthropic_diagnostics_states(diagnostics, verdict, missed, state):
             {"type": "comparison_response_not_found"},
             "comparison_response_not_found",
             None,
-            "not_compared",
+            "not_found",
         ),
-        ({"type": "unavailable"}, "unavailable", None, "not_compared"),
+        ({"type": "unavailable"}, "unavailable", None, "unavailable"),
         (
             {
                 "type": "cache_miss",
@@ -113,14 +114,101 @@ def test_a_streamed_message_start_carries_the_verdict():
     }
 
 
-def test_agreement_with_cacheviz_own_reading():
-    assert agrees("model_changed", "messages", "model_switch", None) is True
-    assert agrees("tools_changed", "tools", "block_removed", None) is True
-    assert agrees("tools_changed", None, None, "unlogged_prefix_changed") is True
-    assert agrees("messages_changed", "system", "volatile_value", None) is False
-    assert agrees("system_changed", None, None, None) is False  # byte-identical: news
-    assert agrees("unavailable", None, None, None) is None
-    assert agrees(None, "system", "volatile_value", None) is None
+# a Claude Code request rebuilt from its log: a 30k unlogged prefix (tools + system, the
+# first 12k the static head other sessions keep warm), then 20k of messages; the thread's
+# previous call (3) left 50k in the cache a minute ago, under a 1-hour TTL
+_REBUILT = Evidence(
+    offered=50_000,
+    read=12_000,
+    total=52_000,
+    source=3,
+    source_cached=50_000,
+    gap=60.0,
+    ttl=3600.0,
+    reconstructed=True,
+    spans={"tools": [(0, 12_000)], "system": [(0, 30_000)], "messages": [(30_000, 52_000)]},
+    head=12_000,
+)
+# the same request logged byte for byte: tools, system and messages apart
+_EXACT = Evidence(
+    offered=50_000,
+    read=0,
+    total=52_000,
+    source=3,
+    source_cached=50_000,
+    gap=60.0,
+    ttl=3600.0,
+    spans={"tools": [(0, 5_000)], "system": [(5_000, 30_000)], "messages": [(30_000, 52_000)]},
+)
+
+
+def _with(base: Evidence, **changes) -> Evidence:
+    import dataclasses
+
+    return dataclasses.replace(base, **changes)
+
+
+@pytest.mark.parametrize(
+    ("verdict", "evidence", "agrees"),
+    [
+        # model_changed <-> the model differs from the previous request's
+        ("model_changed", _with(_EXACT, model_switched=True), True),
+        ("model_changed", _EXACT, False),
+        # a drift in the part the provider names (the bytes show it)
+        ("tools_changed", _with(_EXACT, drift_part="tools", drift_cause="block_added"), True),
+        ("system_changed", _with(_EXACT, drift_part="system", drift_cause="volatile_value"), True),
+        (
+            "messages_changed",
+            _with(_EXACT, drift_part="system", drift_cause="volatile_value"),
+            False,
+        ),
+        ("system_changed", _EXACT, False),  # byte-identical in a byte-exact log: news
+        # a deferred tool loaded or dropped (ToolSearch tool_reference, deferred_tools_delta)
+        ("tools_changed", _with(_EXACT, tools_delta="tool_reference deploy"), True),
+        ("system_changed", _with(_REBUILT, read=0, tools_delta="deferred_tools_delta -7"), True),
+        # messages_changed <-> a history edit or a compaction the log announces
+        ("messages_changed", _with(_EXACT, rebuild="compaction"), True),
+        ("messages_changed", _with(_EXACT, rewritten="thinking_dropped ×1"), True),
+        # a rebuilt request: the read places the change; the part named must lie there
+        ("messages_changed", _REBUILT, True),  # after the 12k head: system tail or messages
+        ("system_changed", _REBUILT, True),
+        ("tools_changed", _REBUILT, False),  # the head was read: the tools did not change
+        ("tools_changed", _with(_REBUILT, read=0), True),  # not even the head: tools/system
+        ("messages_changed", _with(_REBUILT, read=0), False),
+        ("system_changed", _with(_REBUILT, read=50_000), False),  # read all it offered
+        # previous_message_not_found <-> expiry or eviction, by the idle time and the read
+        ("previous_message_not_found", _with(_REBUILT, gap=4_000.0, read=0), True),
+        ("previous_message_not_found", _with(_REBUILT, read=48_000), True),  # evicted
+        ("previous_message_not_found", _with(_REBUILT, read=50_000), False),
+        ("previous_message_not_found", _with(_REBUILT, source=None), False),
+        # OpenAI: a parameter reason <-> a params_changed drift of that parameter
+        (
+            "prompt_cache_key_changed",
+            _with(
+                _EXACT,
+                drift_cause="params_changed",
+                drift_detail="cache-keyed request parameters changed (system on): "
+                "prompt_cache_key 'a' → 'b'",
+            ),
+            True,
+        ),
+        (
+            "reasoning_effort_changed",
+            _with(_EXACT, drift_cause="params_changed", drift_detail="prompt_cache_key 'a' → 'b'"),
+            False,
+        ),
+        ("cache_hit", _with(_EXACT, read=50_000), True),
+        ("cache_hit", _with(_EXACT, missed=True), False),
+        # not comparable: not requested, checked, unavailable
+        (None, _EXACT, None),
+        ("checked", _EXACT, None),
+        ("unavailable", _EXACT, None),
+    ],
+)
+def test_agreement_with_cacheviz_own_reading(verdict, evidence, agrees):
+    found, detail = compare_verdict(verdict, evidence)
+    assert found is agrees
+    assert bool(detail) is (agrees is not None)
 
 
 def _text(n: int) -> str:
@@ -162,7 +250,7 @@ def _usage(total, read, write, out=10):
     }
 
 
-def test_a_native_log_reads_the_response_verdict_and_the_miss_takes_its_reason(tmp_path):
+def test_a_native_log_reads_the_response_verdict_and_the_bytes_can_prove_it_wrong(tmp_path):
     diagnosed = {
         "diagnostics": {
             "cache_miss_reason": {"type": "system_changed", "cache_missed_input_tokens": 3_000}
@@ -178,14 +266,19 @@ def test_a_native_log_reads_the_response_verdict_and_the_miss_takes_its_reason(t
     )
     analysis = cacheviz.load(path).analyze()
     calls = analysis.calls
-    assert calls["provider_verdict"].to_list() == ["inconclusive", None, "system_changed"]
+    assert calls["provider_verdict"].to_list() == ["checked", None, "system_changed"]
     assert calls["provider_missed_tokens"].to_list() == [None, None, 3_000]
     miss = analysis.misses.row(0, named=True)
-    assert miss["call"] == 2 and miss["cause"] == "system_changed"
-    assert "cacheviz's own reading" in miss["detail"]
-    # the bytes kept the system prompt: cacheviz disagrees, and counts it
+    # the request bodies are logged byte for byte and keep the system prompt: the bytes
+    # prove the provider's reason wrong, so cacheviz's own cause stays, the reason beside
+    assert miss["call"] == 2 and miss["cause"] == miss["own_cause"] != "system_changed"
+    assert miss["provider_verdict"] == "system_changed"
+    assert "the provider says system_changed (3,000 tokens missed), but" in miss["detail"]
     assert calls["verdict_agrees"].to_list() == [None, None, False]
-    assert analysis.summary()["provider_verdicts"]["disagree"] == 1
+    assert "system did not change since call 1" in calls["verdict_detail"][2]
+    headline = analysis.summary()["provider_verdicts"]
+    assert headline["disagree"] == 1 and headline["compared"] == 1
+    assert headline["states"] == {"checked": 1, "not_requested": 1, "reason": 1}
 
 
 def test_the_cli_shows_the_provider_reason_beside_its_own(tmp_path, capsys):
@@ -206,9 +299,11 @@ def test_the_cli_shows_the_provider_reason_beside_its_own(tmp_path, capsys):
     )
     assert cli.main(["summary", str(path)]) == 0
     out = capsys.readouterr().out
-    assert "◌ miss: tools_changed" in out
-    assert "⚑ provider: tools_changed (cacheviz disagrees)" in out
-    assert "provider verdicts: cacheviz agrees on 0, disagrees on 1" in out
+    # the logged request bodies have the same (no) tools: the bytes prove the reason
+    # wrong, so the miss keeps cacheviz's own cause and the disagreement says why
+    assert "◌ miss: provider_side" in out
+    assert "⚑ provider: tools_changed (cacheviz disagrees: the bytes sent are logged" in out
+    assert "provider verdicts: cacheviz agrees on 0 of the 1 compared (0%)" in out
     # 3,400 read of 11,400 input tokens; one call of three read anything
     assert "hit ratio 30% of the reported input, 33% of calls" in out
 
@@ -230,6 +325,38 @@ def test_a_miss_without_caching_rules_is_still_a_miss(tmp_path):
     assert misses["call"].to_list() == [1]
     assert misses["cause"].to_list() == ["unknown"]
     assert misses["expected_read_tokens"][0] <= 3_800
+
+
+def test_a_model_that_never_caches_has_no_expected_read(tmp_path):
+    # a free model that reports a cache read and write of 0 on every call does not
+    # cache: the line offers nothing to read, so there is no miss (and no "unknown")
+    path = _anthropic_log(
+        tmp_path,
+        [(_usage(3_400, 0, 0), {}), (_usage(3_800, 0, 0), {}), (_usage(4_200, 0, 0), {})],
+        provider="openrouter",
+        model="some-lab/some-model:free",
+    )
+    analysis = cacheviz.load(path).analyze()
+    assert analysis.misses.is_empty()
+    assert analysis.calls["expected_read_tokens"].to_list() == [0, 0, 0]
+    assert analysis.calls["prefix_tokens"][2] > 3_000  # the bytes were re-sent all the same
+
+
+def test_no_caching_is_decided_per_model(tmp_path):
+    # the same log with a provider that has rules: one call reads, so the model caches
+    # and its all-zero calls are misses; a second model of the session never caches
+    cached = _anthropic_log(
+        tmp_path,
+        [(_usage(3_400, 0, 3_400), {}), (_usage(3_800, 0, 3_800), {}), (_usage(4_200, 0, 0), {})],
+    )
+    analysis = cacheviz.load(cached).analyze()
+    assert analysis.misses["call"].to_list() == [1, 2]
+    (tmp_path / "other").mkdir()
+    never = _anthropic_log(
+        tmp_path / "other",
+        [(_usage(3_400, 0, 0), {}), (_usage(3_800, 0, 0), {}), (_usage(4_200, 0, 0), {})],
+    )
+    assert cacheviz.load(never).analyze().misses.is_empty()
 
 
 def test_hit_ratio_is_not_reported_as_zero(tmp_path):
@@ -307,9 +434,10 @@ def _cc_session(tmp_path, reads, *, compaction_after=None):
     return path
 
 
-def test_unlogged_prefix_changed_when_the_read_stops_inside_it(tmp_path):
+def test_a_read_stopping_inside_the_unlogged_prefix_names_only_what_it_proves(tmp_path):
     # call 0 reads the 12k static head other sessions warmed and writes the rest;
-    # call 2 reads the static head only again, one minute later: the unlogged tail changed
+    # call 2 reads the static head only again, one minute later: something after the head
+    # changed (the system prompt's dynamic tail or the messages), nothing says which
     reads = [
         (20_000, 12_000, 8_000, True),
         (20_700, 20_000, 700, True),
@@ -323,14 +451,33 @@ def test_unlogged_prefix_changed_when_the_read_stops_inside_it(tmp_path):
     misses = analysis.misses
     assert misses["call"].to_list() == [2]
     row = misses.row(0, named=True)
-    assert row["cause"] == "unlogged_prefix_changed"
-    assert "dynamic tail" in row["detail"]
+    assert row["cause"] == "unknown"
+    assert "the change lies after token 12,000, past the 12,000-token static head" in row["detail"]
+    assert "dynamic tail or the messages" in row["detail"]
     assert row["expected_read_tokens"] <= 21_400
-    # the simulator agrees: it replays a new version of the unlogged prefix from call 2
+    # the simulator replays a new version of the unlogged prefix from call 2
     sim = analysis.own_simulation.calls
     assert sim["cache_read_tokens"].to_list()[:3] == [12_000, 20_000, 12_000]
     billed, simulated = analysis.billed_usd, analysis.own_simulation.total_cost_usd
     assert simulated == pytest.approx(billed, rel=0.05)
+
+
+def test_a_partial_read_after_a_compaction_is_the_expected_rebuild(tmp_path):
+    # the first request after a compact_boundary reads the static head only: a rebuild
+    # the log announces, not a miss
+    reads = [
+        (30_000, 12_000, 18_000, True),
+        (30_700, 30_000, 700, True),
+        (31_000, 12_000, 19_000, True),  # after the boundary: the summary, head read only
+        (31_700, 31_000, 700, True),
+    ]
+    path = _cc_session(tmp_path, reads, compaction_after=1)
+    analysis = cacheviz.load(path, format="claude-code").analyze()
+    calls = analysis.calls
+    assert calls["rebuild"][2] == "compaction"
+    assert calls["expected_read_tokens"][2] > 25_000  # the unlogged prefix, re-sent
+    assert calls["own_cause"][2] == "unknown" and calls["miss_cause"][2] is None
+    assert analysis.misses.is_empty()
 
 
 def test_a_compaction_is_an_expected_rebuild_not_a_drift(tmp_path):
@@ -426,11 +573,14 @@ def test_check_never_recommends_the_ttl_the_thread_already_uses(tmp_path):
     )
     found = [f for f in check(short).findings if f.rule == "ttl_gaps"]
     assert found and "ttl '1h'" in found[0].message
-    # gaps beyond the hour with 1-hour writes: a finding, but no advice to use 1 hour
+    # gaps beyond the hour with 1-hour writes: beyond every TTL Anthropic offers, a pause
+    # (an info note, exit 0), and no advice to use 1 hour
     (tmp_path / "long").mkdir()
     late = _cc_gaps(tmp_path / "long", 70, long=True)
     found = [f for f in check(late).findings if f.rule == "ttl_gaps"]
-    assert found and "already caches with a 60-minute TTL" in found[0].message
+    # (issue 33: a pause beyond every TTL the provider offers is an info note)
+    assert found and found[0].severity == "info"
+    assert "no TTL outlasts it" in found[0].message
     assert "With cache_control ttl" not in found[0].message
 
 

@@ -332,7 +332,7 @@ def test_a_missing_subagent_file_the_session_names_is_reported(tmp_path):
     path = _write(tmp_path, lines)
     with pytest.warns(
         CacheVizWarning,
-        match=r"sub-agent\(s\) f00d but neither .*subagents nor .* holds an agent-<id>",
+        match=r"1 sub-agent\(s\) missing from subagents/ \(f00d\); not counted",
     ):
         cacheviz.load(path)
 

@@ -7,9 +7,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import cacheviz
-from cacheviz._jsonspan import scan_object
 from cacheviz.errors import CacheVizWarning
-from cacheviz.segment import BLOCK_KEYS, BlockStore, blocks_from_scan
+from cacheviz.request._blocks import BLOCK_KEYS, BlockStore, blocks_from_scan
+from cacheviz.request._jsonspan import scan_object
 
 ALL = frozenset().union(*BLOCK_KEYS.values())
 text = st.text(alphabet='ab é\n"\\', max_size=6)
@@ -98,7 +98,7 @@ def test_a_bad_block_is_refused_again_when_the_line_before_failed(tmp_path):
 
 
 def test_same_leading_counts_identical_objects_up_to_the_first_difference():
-    from cacheviz.segment import _same_leading
+    from cacheviz.request._blocks import _same_leading
 
     a, b, c, x, y = (object() for _ in range(5))
     assert _same_leading([a, b, c], [a, b, c]) == 3

@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 import cacheviz
 from cacheviz.errors import CacheVizWarning, TranscriptError
 from cacheviz.formats import cc_viewer, detect
-from cacheviz.segment import compact_json
+from cacheviz.request._blocks import compact_json
 
 sys.path.insert(0, str(Path(__file__).parents[1]))
 from fake_provider import ANTHROPIC_USAGE, FakeProvider
@@ -350,7 +350,7 @@ def test_a_bad_entry_names_its_line_and_skip_names_the_rebuilt_calls(tmp_path):
 
 
 def test_scan_finds_cc_viewer_and_claude_tap_in_their_default_places(tmp_path, monkeypatch):
-    from cacheviz.fleet.walk import default_locations, find_units
+    from cacheviz.scanning._walk import default_locations, find_units
 
     home = tmp_path / "home"
     for name in ("CLAUDE_CONFIG_DIR", "CCV_LOG_DIR", "CLOUDTAP_DB", "XDG_DATA_HOME"):

@@ -137,6 +137,7 @@ def test_one_call_per_response_with_its_final_usage(session_file):
         "response_id": "msg_2",
         "request_id": "req_msg_2",
         "response_ts": datetime(2026, 1, 1, 10, 0, 9, tzinfo=UTC),  # the response's record
+        "parent_response": "msg_1",  # the response it follows, by the parentUuid links
     }
     assert all(c.reconstructed for c in session.calls)
     assert [b.label for b in second.blocks] == [

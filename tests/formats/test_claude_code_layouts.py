@@ -178,7 +178,7 @@ def test_a_project_folder_of_several_sessions_warns_which_one_is_read(xu_session
     other = xu_session.with_name("0000-older.jsonl")
     shutil.copy(xu_session, other)
     os.utime(other, (1, 1))
-    with pytest.warns(CacheVizWarning, match="holds 2 sessions; reading the newest"):
+    with pytest.warns(CacheVizWarning, match="2 sessions here; reading the newest"):
         session = cacheviz.load(xu_session.parent)
     assert session.path == xu_session
 

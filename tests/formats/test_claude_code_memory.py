@@ -13,7 +13,7 @@ import pytest
 
 import cacheviz
 from cacheviz.model import Content
-from cacheviz.segment import compact_json
+from cacheviz.request._blocks import compact_json
 
 MARKER = "zq-marker-7d1f"
 

@@ -21,8 +21,8 @@ from hypothesis import strategies as st
 import cacheviz
 from cacheviz.errors import CacheVizWarning, TranscriptError
 from cacheviz.formats import claude_tap, detect
-from cacheviz.segment import BLOCK_KEYS, compact_json
-from cacheviz.usage import normalize_usage
+from cacheviz.reported._usage import normalize_usage
+from cacheviz.request._blocks import BLOCK_KEYS, compact_json
 
 sys.path.insert(0, str(Path(__file__).parents[1]))
 from fake_provider import (

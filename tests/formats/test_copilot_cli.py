@@ -332,3 +332,102 @@ def test_scan_without_paths_looks_in_the_default_folder(events, monkeypatch):
     found = {(loc.agent, loc.found) for loc in result.locations}
     assert ("copilot", True) in found
     assert result.calls.height == 2
+
+
+# -- billing: the session's figure, or per-call usage where the log has it -----------------
+
+
+def _rates(provider, model, ts, inp):
+    from cacheviz.money._costs import provider_key
+    from cacheviz.money.pricing import PriceBook, RateCache
+
+    return RateCache(PriceBook(), provider_key(provider))(model, ts, inp)
+
+
+def test_session_usage_is_billed_with_its_hit_ratio_and_no_simulated_cost(tmp_path, capsys):
+    path = tmp_path / "s2" / "events.jsonl"
+    path.parent.mkdir()
+    path.write_text("".join(json.dumps(e) + "\n" for e in _long_session()))
+    session = cacheviz.load(path)
+    # by hand, per model over both runs: (input incl. cache, cache read, output)
+    per_model = {SONNET: (412000 + 250000, 380000 + 231000, 2300 + 1900), MINI: (9000, 0, 150)}
+    got = {u.model: u.usage for u in session.session_usage}
+    assert {m: (u.input_tokens, u.cache_read_tokens, u.output_tokens) for m, u in got.items()} == (
+        per_model
+    )
+    end = session.session_usage[0].ts
+    providers = {u.model: u.provider for u in session.session_usage}
+    assert providers == {SONNET: "anthropic", MINI: "openai"}
+    expected = sum(
+        _rates(providers[model], model, end, inp).cost(
+            uncached=inp - read, cache_read=read, output=out
+        )
+        for model, (inp, read, out) in per_model.items()
+    )
+    analysis = session.analyze()
+    assert analysis.billed_usd == pytest.approx(expected)
+    # the compactions' own usage is in the session's figure: not added on top
+    assert analysis.calls["billed_usd"].drop_nulls().len() == 2
+    doc = analysis.summary()
+    assert doc["billed_scope"] == "session"
+    assert doc["hit_ratio"] == {
+        "tokens": pytest.approx((380000 + 231000) / (412000 + 9000 + 250000)),
+        "requests": None,
+        "calls": 0,
+        "scope": "session",
+    }
+    # the requests lack the system prompt and tools, of unknown size: no simulated figure
+    assert doc["simulated_usd"] is None and doc["ideal_usd"] is None and doc["waste_usd"] is None
+    assert "unknown size" in doc["simulation_withheld"]
+    assert cli.main(["summary", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert "(the session's reported usage per model at dated prices" in out
+    assert "hit ratio 91% of the session's reported input" in out
+    assert "simulated cost withheld" in out
+
+
+def test_per_call_usage_events_and_new_compaction_names_are_read(tmp_path):
+    items = _events()
+    shutdown = items.pop()
+    usage = {"model": "claude-haiku-4.5", "cost": 1, "duration": 900, "initiator": "agent"}
+    first = {**usage, "inputTokens": 5000, "outputTokens": 50, "cacheReadTokens": 0}
+    second = {**usage, "inputTokens": 4000, "outputTokens": 20, "cacheReadTokens": 4000}
+    items.insert(4, _event("assistant.usage", {**first, "cacheWriteTokens": 4900}, 4))
+    items.append(_event("assistant.usage", {**second, "cacheWriteTokens": 0}, 9))
+    items.append({**items[-1]})  # the same event twice (same id): counted once
+    compaction = {
+        "summaryContent": "<overview>fix</overview>",
+        "compactionTokensUsed": {
+            "inputTokens": 9000,
+            "outputTokens": 300,
+            "cacheReadTokens": 8000,
+            "cacheWriteTokens": 100,
+        },
+    }
+    items.append(_event("session.compaction_complete", compaction, 10))
+    items.append(shutdown)
+    path = tmp_path / "events.jsonl"
+    path.write_text("".join(json.dumps(e) + "\n" for e in items))
+    session = cacheviz.load(path)
+    reported = [
+        (u.input_tokens, u.cache_read_tokens, u.cache_write_tokens, u.output_tokens)
+        for u in (c.usage for c in session.calls)
+    ]
+    assert reported == [(5000, 0, 4900, 50), (4000, 4000, 0, 20), (9000, 8000, 100, 300)]
+    assert session.ignored["assistant.usage event repeated"] == 1
+    assert session.session_usage == [] and session.reported_totals is None  # calls billed
+    doc = session.analyze().summary()
+    assert doc["reported_totals"]["scope"] == "calls"
+    assert doc["reported_totals"]["input_tokens"] == 18000
+    assert "billed_scope" not in doc and doc["hit_ratio"]["calls"] == 3
+
+
+def test_scan_bills_the_session_figure(tmp_path):
+    path = tmp_path / "session-state" / "s2" / "events.jsonl"
+    path.parent.mkdir(parents=True)
+    path.write_text("".join(json.dumps(e) + "\n" for e in _long_session()))
+    billed = cacheviz.load(path).analyze().billed_usd
+    result = cacheviz.scan([tmp_path / "session-state"], cache=False)
+    assert result.calls["billed_usd"].sum() == pytest.approx(billed)
+    assert result.sessions["billed_usd"].to_list() == [pytest.approx(billed)]
+    assert result.sessions["unpriced_calls"].to_list() == [0]

@@ -226,7 +226,7 @@ def test_any_otel_value_depth_is_a_clean_answer(tmp_path_factory, depth, kind):
 )
 def test_any_sse_framing_gives_the_same_usage(end, cuts, ping):
     """Oracle: the usage the events carry, however the stream is framed and cut."""
-    from cacheviz.recording.log import _UsageParser
+    from cacheviz.recording._log import _UsageParser
 
     usage = {"input_tokens": 12, "cache_read_input_tokens": 5000, "output_tokens": 1}
     events = [

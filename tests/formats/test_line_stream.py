@@ -14,10 +14,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import cacheviz
-from cacheviz._jsonspan import digest
 from cacheviz.errors import CacheVizWarning, TranscriptError
 from cacheviz.formats import _lines
 from cacheviz.formats._lines import LineReader
+from cacheviz.request._jsonspan import digest
 
 
 def split_lines(data: bytes) -> tuple[list[tuple[int, str]], list[int]] | None:

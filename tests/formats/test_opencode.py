@@ -174,11 +174,12 @@ def test_the_opencode_folder_holding_storage_loads_too(tmp_path):
     assert cli.main(["summary", str(storage.parent), "--json"]) == 0
 
 
-def test_an_unfinished_step_is_a_call_without_usage(tmp_path):
+def test_an_unfinished_step_is_not_a_call_and_is_counted_apart(tmp_path):
     sessions, messages, parts = _records()
     parts = [p for p in parts if p[0] != "prt_11"]  # the sub-agent's step never finished
     session = cacheviz.load(_write_db(tmp_path / "opencode.db", sessions, messages, parts))
-    assert len(session.calls) == 3 and session.calls[2].usage is None
+    assert len(session.calls) == 2 and all(c.usage is not None for c in session.calls)
+    assert session.ignored["unfinished step (cut off or still running; not a call)"] == 1
 
 
 def test_scan_reads_a_store_as_one_unit(tmp_path):
@@ -477,12 +478,15 @@ def test_a_database_in_opencode_1x_schema(tmp_path, capsys):
     assert detect(path) == "opencode"
     session = cacheviz.load(path)
     assert session.format == "opencode"
-    assert [c.thread_hint for c in session.calls] == [MAIN] * 4 + [SUB] * 3 + [MAIN] * 3
+    # a step is a call only if it was answered: the aborted step and the one cut off are not
+    assert [c.thread_hint for c in session.calls] == [MAIN] * 4 + [SUB] * 3 + [MAIN]
     assert {c.parent_hint for c in session.calls if c.thread_hint == SUB} == {MAIN}
-    assert [c.usage is None for c in session.calls].count(True) == starts - finishes
-    assert [c.model for c in session.calls][-3:] == ["claude-sonnet-4-5", "gpt-5", "gpt-5"]
+    assert all(c.usage is not None for c in session.calls)
+    assert [c.model for c in session.calls][-2:] == ["claude-haiku-4-5", "gpt-5"]
+    assert session.ignored["aborted or failed step (no usage reported; not a call)"] == 1
+    assert session.ignored["unfinished step (cut off or still running; not a call)"] == 1
     calls = session.analyze().calls
-    assert calls.height == starts
+    assert calls.height == finishes == starts - 2
     assert calls["reported_input_tokens"].sum() == sums["input"]
     assert calls["reported_cache_read_tokens"].sum() == sums["read"]
     assert calls["reported_cache_write_tokens"].sum() == sums["write"]
@@ -503,3 +507,113 @@ def test_scan_without_paths_looks_in_the_default_locations(tmp_path, monkeypatch
     found = {str(loc.path) for loc in result.locations if loc.agent == "opencode" and loc.found}
     assert found == {str(share / "opencode.db"), str(share / "storage")}
     assert result.calls.height == 6
+
+
+def _kilo(path: Path) -> tuple[Path, int]:
+    """A Kilo CLI database (OpenCode's tables, ``kilo.db``): one step per assistant message,
+    as Kilo writes them, with requests retried after provider errors and an aborted one.
+
+    Returns the path and how many steps were started.
+    """
+    con = sqlite3.connect(path)
+    con.executescript(_SCHEMA_1X)
+    con.execute(
+        "insert into project values ('prj_k', '/w', 'git', null, null, null, ?, ?, null, '[]')",
+        (T0, T0),
+    )
+    con.execute(
+        "insert into session (id, project_id, slug, directory, title, version, time_created,"
+        " time_updated) values (?, 'prj_k', 'k', '/w', 'Kilo', '7.0.0', ?, ?)",
+        (MAIN, T0, T0),
+    )
+    started = 0
+    rows: list[tuple[str, int, dict, list[dict]]] = []
+    for n in range(12):
+        created = T0 + 1000 * n
+        if n % 3 == 0:
+            _, _, data, parts = _user(f"task {n}", created)
+            rows.append(("user", created, data, parts))
+            continue
+        parts: list[dict] = []
+        extra: dict = {}
+        if n in (2, 7):  # a 529 and a dropped stream: retried, then answered
+            parts.append({"type": "step-start"})
+        if n == 10:  # the user pressed Esc: aborted, no answer
+            parts.append({"type": "step-start"})
+            extra["error"] = {"name": "MessageAbortedError", "data": {"message": "Aborted"}}
+        else:
+            parts += [
+                {"type": "step-start"},
+                {"type": "text", "text": f"done {n}"},
+                _finish(3 + n, 20 + n, 1000 * n, 50, reason="stop"),
+            ]
+        started += sum(p["type"] == "step-start" for p in parts)
+        tokens = next((p["tokens"] for p in parts if p["type"] == "step-finish"), _tokens(0, 0))
+        data = _assistant("kilo/anthropic/claude-sonnet-4.5", "kilo", created, tokens=tokens)
+        rows.append(("assistant", created, {**data, **extra}, parts))
+    for n, (_, created, data, parts) in enumerate(rows):
+        mid = f"msg_{n:04d}"
+        con.execute(
+            "insert into message values (?, ?, ?, ?, ?)",
+            (mid, MAIN, created, created, json.dumps(data)),
+        )
+        for i, part in enumerate(parts):
+            con.execute(
+                "insert into part values (?, ?, ?, ?, ?, ?)",
+                (f"prt_{n:04d}{i:03d}", mid, MAIN, created + i, created + i, json.dumps(part)),
+            )
+    con.commit()
+    con.close()
+    return path, started
+
+
+def test_kilo_retried_and_aborted_steps_are_not_calls(tmp_path):
+    path, started = _kilo(tmp_path / "kilo.db")
+    # independently of the reader: ccusage's reading (assistant messages whose tokens are not
+    # all zero) and the parts' (steps a step-finish closes)
+    con = sqlite3.connect(path)
+    answered = 0
+    sums = {"input": 0, "read": 0, "write": 0, "output": 0}
+    for (text,) in con.execute("select data from message"):
+        data = json.loads(text)
+        t = data.get("tokens")
+        if data["role"] != "assistant" or not any(
+            [t["input"], t["output"], t["cache"]["read"], t["cache"]["write"]]
+        ):
+            continue
+        answered += 1
+        sums["input"] += t["input"] + t["cache"]["read"] + t["cache"]["write"]
+        sums["read"] += t["cache"]["read"]
+        sums["write"] += t["cache"]["write"]
+        sums["output"] += t["output"] + t["reasoning"]
+    finishes = sum(
+        json.loads(text)["type"] == "step-finish"
+        for (text,) in con.execute("select data from part")
+    )
+    con.close()
+    # by hand: 8 assistant messages, 7 answered (2, 7 after a retry; 10 aborted)
+    assert (started, finishes, answered) == (10, 7, 7)
+    assert sums["read"] == 1000 * (1 + 2 + 4 + 5 + 7 + 8 + 11)
+    session = cacheviz.load(path)
+    assert session.format == "opencode"
+    assert len(session.calls) == answered
+    assert session.ignored["retried step (started, never answered; not a call)"] == 2
+    assert session.ignored["aborted or failed step (no usage reported; not a call)"] == 1
+    calls = session.analyze().calls
+    assert calls["reported_input_tokens"].sum() == sums["input"]
+    assert calls["reported_cache_read_tokens"].sum() == sums["read"]
+    assert calls["reported_cache_write_tokens"].sum() == sums["write"]
+    assert calls["reported_output_tokens"].sum() == sums["output"]
+    assert calls["usage_provenance"].null_count() == 0
+
+
+def test_scan_finds_kilo_in_its_default_folder(tmp_path, monkeypatch):
+    share = tmp_path / "home" / ".local" / "share" / "kilo"
+    share.mkdir(parents=True)
+    _kilo(share / "kilo.db")
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    monkeypatch.delenv("KILO_DATA_DIR", raising=False)
+    result = cacheviz.scan(cache=False)
+    found = {str(loc.path) for loc in result.locations if loc.agent == "kilo" and loc.found}
+    assert found == {str(share / "kilo.db")}
+    assert result.calls.height == 7

@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 from cacheviz import formats
+from cacheviz.formats import _registry
 
 ROOT = Path(__file__).resolve().parents[2]
 FOLDER = ROOT / "cacheviz" / "formats"
@@ -32,7 +33,7 @@ def _reader_modules() -> set[str]:
 
 
 def test_every_reader_is_registered_under_its_name():
-    assert set(formats._MODULES.values()) == _reader_modules()
+    assert set(_registry._MODULES.values()) == _reader_modules()
     for name in formats.READERS:
         assert name == formats.READERS[name].NAME
     assert len(formats.READERS) == len(_reader_modules())
@@ -58,7 +59,7 @@ def test_detection_imports_only_the_readers_it_tries():
         env={"PYTHONPATH": str(ROOT), "PATH": ""},
     ).stdout.split("\n")
     assert out[0] == "cacheviz"
-    order = list(formats._MODULES.values())
+    order = list(_registry._MODULES.values())
     tried = order[: order.index("native") + 1]  # the readers before the one that claimed it
     assert sorted(out[1].split()) == sorted(f"cacheviz.formats.{m}" for m in tried)
 
@@ -69,7 +70,7 @@ def test_the_typed_list_mypy_checks_is_the_registry():
     from cacheviz.formats import _registered
 
     listed = [module.__name__ for module in _registered.MODULES]
-    assert listed == [f"cacheviz.formats.{m}" for m in formats._MODULES.values()]
+    assert listed == [f"cacheviz.formats.{m}" for m in _registry._MODULES.values()]
 
 
 def test_every_reader_has_the_members_of_the_protocol():

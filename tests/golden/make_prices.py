@@ -3,7 +3,7 @@
 It runs the goldens' inputs (the samples and every file of ../shared/realdata) through the
 summary and the report with the installed genai-prices, notes every model name cacheviz
 looks up and every provider whose model list it reads, and writes genai-prices' records
-of them in the form :mod:`cacheviz._price_copy` keeps (the model id, its prices by start
+of them in the form :mod:`cacheviz.money._price_copy` keeps (the model id, its prices by start
 date and time of day, with their prompt-size tiers; ``null`` for a name genai-prices does
 not price) and each of those providers' model lists with their retired flags.
 
@@ -28,7 +28,7 @@ BOOK = ROOT / "tests" / "golden" / "prices.json"
 ABOUT = (
     "genai-prices' data, frozen for tests/core/test_same_numbers.py (which serves it in "
     "place of the installed genai-prices): models[provider][name] is the record "
-    "cacheviz._price_copy keeps for a looked-up name (null: not priced), catalog[provider] "
+    "cacheviz.money._price_copy keeps for a looked-up name (null: not priced), catalog[provider] "
     "the [model id, deprecated] list. Written by tests/golden/make_prices.py; do not edit."
 )
 
@@ -45,7 +45,7 @@ def _goldens() -> Any:
 
 def looked_up() -> tuple[set[tuple[str, str]], set[str]]:
     """Every (provider, model name) priced and every provider listed, over the inputs."""
-    from cacheviz import _price_copy
+    from cacheviz.money import _price_copy
 
     goldens = _goldens()
     if not goldens.REALDATA.is_dir():
@@ -76,7 +76,7 @@ def book(names: set[tuple[str, str]], listed: set[str]) -> dict[str, Any]:
     """genai-prices' records of ``names`` and model lists of ``listed``."""
     from genai_prices import __version__, data_snapshot
 
-    from cacheviz import _price_copy
+    from cacheviz.money import _price_copy
 
     snapshot = data_snapshot.get_snapshot()
     if snapshot.from_auto_update or data_snapshot._custom_snapshot is not None:

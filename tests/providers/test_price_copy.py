@@ -1,4 +1,4 @@
-"""The copy of genai-prices' records (cacheviz._price_copy): the same prices, or genai-prices'.
+"""The copy of genai-prices' records (cacheviz.money._price_copy): the same prices, or genai-prices'.
 
 Each test uses a private cache folder and forgets the copy the process holds, so that
 both the first look-up (from genai-prices) and the next (from the file) are exercised.
@@ -12,9 +12,9 @@ from decimal import Decimal
 
 import pytest
 
-from cacheviz import _price_copy
 from cacheviz.errors import UnknownModelError
-from cacheviz.pricing import PriceBook, RateCache, tier_starts
+from cacheviz.money import _price_copy
+from cacheviz.money.pricing import PriceBook, RateCache, tier_starts
 
 
 @pytest.fixture
@@ -205,7 +205,7 @@ def _imports_genai_prices(cache, code: str) -> list[str]:
 
 
 def test_a_warm_summary_does_not_import_genai_prices(fresh):
-    code = "from cacheviz.pricing import PriceBook\nPriceBook().rates('anthropic', 'claude-sonnet-4-5')"
+    code = "from cacheviz.money.pricing import PriceBook\nPriceBook().rates('anthropic', 'claude-sonnet-4-5')"
     assert _imports_genai_prices(fresh, code) == ["True", "False"]
 
 
@@ -237,7 +237,7 @@ def _no_snapshot():
 
 def test_a_warm_report_lists_priced_models_without_genai_prices(fresh):
     code = (
-        "from cacheviz.pricing import known_models, retired_models\n"
+        "from cacheviz.money.pricing import known_models, retired_models\n"
         "assert known_models('google') and retired_models('google')"
     )
     assert _imports_genai_prices(fresh, code) == ["True", "False"]

@@ -4,7 +4,7 @@ from datetime import UTC, datetime
 import pytest
 
 from cacheviz.errors import TranscriptError, UnknownModelError
-from cacheviz.pricing import PriceBook, Rates
+from cacheviz.money.pricing import PriceBook, Rates
 
 M = 1e-6
 
@@ -142,7 +142,7 @@ def test_the_rate_cache_prices_every_minute_as_the_book(model, day, offset, back
     # 04:00: the cache may not reuse one call's rates for another across any of them
     from datetime import timedelta, timezone
 
-    from cacheviz.pricing import RateCache
+    from cacheviz.money.pricing import RateCache
 
     book = PriceBook()
     cache = RateCache(book, "deepseek")
@@ -153,7 +153,7 @@ def test_the_rate_cache_prices_every_minute_as_the_book(model, day, offset, back
 
 
 def test_day_changes_come_from_the_data():
-    from cacheviz.pricing import day_changes
+    from cacheviz.money.pricing import day_changes
 
     assert day_changes("deepseek", "deepseek-chat") == (30.0, 990.0)  # genai-prices' 00:30-16:30
     assert day_changes("deepseek", "deepseek-flash") == ()  # its peak windows start on the hour

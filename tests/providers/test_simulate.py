@@ -5,7 +5,7 @@ import pytest
 
 import cacheviz
 from cacheviz import _schema, cli
-from cacheviz.simulate import SimulationError
+from cacheviz.money._simulate import SimulationError
 
 SYSTEM = [
     {
@@ -101,6 +101,92 @@ def test_compare_rows(session):
     assert frame.schema == pl.Schema(_schema.COMPARE)
     assert frame["target"].to_list() == ["anthropic:claude-sonnet-4-5", "anthropic:claude-opus-4-1"]
     assert frame["cost_usd"][1] == pytest.approx(5 * frame["cost_usd"][0])  # Opus 4.1 is 5x Sonnet
+
+
+def _fail_deepseek(monkeypatch):
+    """DeepSeek's replay raises a non-cacheviz exception (a fault, as the KeyError was)."""
+    from cacheviz.providers.deepseek import DeepSeekSimulator
+
+    def broken(self, calls):
+        raise KeyError("6af60b8bfeb90301@v1")
+
+    monkeypatch.setattr(DeepSeekSimulator, "run", broken)
+
+
+TARGETS = ["anthropic:claude-sonnet-4-5", "deepseek:deepseek-chat", "openai:gpt-5"]
+
+
+def test_a_failed_target_is_its_rows_error_and_the_others_are_computed(session, monkeypatch):
+    whole = session.compare(TARGETS)
+    _fail_deepseek(monkeypatch)
+    frame = session.compare(TARGETS)
+    assert frame.schema == pl.Schema(_schema.COMPARE)
+    assert frame["target"].to_list() == TARGETS
+    failed = frame.row(1, named=True)
+    assert failed["error"] == (
+        "replay failed: internal error KeyError: '6af60b8bfeb90301@v1' "
+        "(a cacheviz bug: please report it with the transcript's format)"
+    )
+    assert (failed["provider"], failed["model"]) == ("deepseek", "deepseek-chat")
+    numbers = ("input_tokens", "cache_read_tokens", "cost_usd", "ideal_usd", "price_source")
+    assert all(failed[k] is None for k in numbers)
+    # the other rows are the ones computed without the failure
+    assert frame.filter(pl.col("target") != TARGETS[1]).equals(
+        whole.filter(pl.col("target") != TARGETS[1])
+    )
+    assert whole["error"].null_count() == whole.height
+    with pytest.raises(KeyError):
+        session.compare(TARGETS, errors="raise")
+
+
+def test_a_model_without_a_price_is_a_no_price_row(session):
+    frame = session.compare(["anthropic:MiniMax-M2.1", "openai:gpt-5"])
+    row = frame.row(0, named=True)
+    assert row["cost_usd"] is None and row["ideal_usd"] is None  # null, not 0
+    assert row["error"] == (
+        "no price for 'MiniMax-M2.1' on anthropic: "
+        "pass a price file (--prices FILE, prices= in Python)"
+    )
+    # its tokens are the replay's (pricing does not change them)
+    priced = session.compare(["anthropic:claude-sonnet-4-5"]).row(0, named=True)
+    for key in ("input_tokens", "cache_read_tokens", "cache_write_tokens", "uncached_tokens"):
+        assert row[key] == priced[key]
+    assert frame["error"][1] is None and frame["cost_usd"][1] > 0
+    # another vendor without a model: name one
+    other = session.compare(["openai"]).row(0, named=True)
+    assert other["cost_usd"] is None
+    assert other["error"].startswith("no price for 'claude-sonnet-4-5' on openai: name a model")
+    with pytest.raises(cacheviz.errors.UnknownModelError):
+        session.compare(["anthropic:MiniMax-M2.1"], errors="raise")
+
+
+def test_a_misspelt_provider_fails_the_comparison(session):
+    with pytest.raises(SimulationError, match="unknown provider 'antropic'"):
+        session.compare(["antropic:claude-sonnet-4-5", "openai:gpt-5"])
+    with pytest.raises(SimulationError, match="errors='rows'"):
+        session.compare(["openai:gpt-5"], errors="rows")
+
+
+def test_cli_compare_marks_the_failed_and_unpriced_rows(session, monkeypatch, capsys):
+    path = str(session.session.path)
+    targets = "anthropic:MiniMax-M2.1,openai:gpt-5"
+    assert cli.main(["compare", path, "--targets", targets]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[1].endswith("   no price           -")
+    assert out[2].split()[-1].startswith("$")
+    assert out[3] == (
+        "anthropic:MiniMax-M2.1: no price for 'MiniMax-M2.1' on "
+        "anthropic: pass a price file (--prices FILE, prices= in Python)"
+    )
+    assert cli.main(["compare", path, "--targets", targets, "--json"]) == 0
+    rows = json.loads(capsys.readouterr().out)["targets"]
+    assert [r["cost_usd"] is None for r in rows] == [True, False]
+    _fail_deepseek(monkeypatch)
+    assert cli.main(["compare", path, "--targets", ",".join(TARGETS)]) == 1  # a row failed
+    out = capsys.readouterr().out.splitlines()
+    assert out[2].split() == ["deepseek:deepseek-chat", "-", "-", "-", "failed", "-"]
+    assert out[4].startswith("deepseek:deepseek-chat: replay failed: internal error KeyError")
+    assert cli.main(["compare", path, "--targets", "antropic:x"]) == 2
 
 
 def test_cli_simulate_json_contract(session, capsys):

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from cacheviz.prefix import differing_block_common
+from cacheviz._util.seq import differing_block_common
 from cacheviz.providers._base import HandBuilt
 from cacheviz.providers._cache import MAX_SIBLINGS, LivePrompts
 from cacheviz.providers.deepseek import DeepSeekSimulator, PrefixDigests, token_digest
@@ -175,8 +175,8 @@ def _growing(n):
 
 @pytest.mark.parametrize("provider", ["gemini", "deepseek"])
 def test_a_growing_thread_costs_work_in_proportion_to_new_blocks(provider, monkeypatch):
+    from cacheviz.money._simulate import make_simulator
     from cacheviz.providers import _cache
-    from cacheviz.simulate import make_simulator
 
     steps = []
     touch, put = _cache.EntryStore.touch, _cache.EntryStore.put
@@ -194,7 +194,7 @@ def test_a_growing_thread_costs_work_in_proportion_to_new_blocks(provider, monke
 
 def test_sim_calls_reads_each_new_block_once(write_log, monkeypatch):
     import cacheviz
-    from cacheviz import simulate
+    from cacheviz.money import _simulate as simulate
 
     seen = []
     real = simulate._role

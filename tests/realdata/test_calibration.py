@@ -159,18 +159,28 @@ def test_claude_code_threads_take_their_ttl_from_their_writes(realdata):
             assert row["gap_seconds"] > 3600
 
 
-def test_a_read_stopping_inside_the_unlogged_prefix_names_what_it_holds(realdata):
+def test_a_read_stopping_inside_the_unlogged_prefix_names_only_what_it_proves(realdata):
+    # Anthropic reads up to the longest unchanged breakpoint, and Claude Code puts one
+    # after the static part of its system prompt: such a read says the change lies after
+    # it, not that the unlogged prefix changed. In this session the log says which block:
+    # MCP tools went (deferred_tools_delta -24) and came back (+24)
     analysis = _analysis(realdata / CLAUDE / XU, "claude-code")
-    found = analysis.misses.filter(pl.col("cause") == "unlogged_prefix_changed")
-    assert found.height >= 1
     calls = analysis.calls
+    found = analysis.misses.filter(pl.col("reported_cache_read_tokens") > 0).filter(
+        pl.col("cause") != "ttl_expired"
+    )
+    assert found.height == 2
+    assert found["cause"].to_list() == ["deferred_tools_changed"] * 2
     first_read = calls["reported_cache_read_tokens"][0]
     for row in found.iter_rows(named=True):
         hidden = calls["unlogged_tokens"][row["call"]]
         assert 0 < row["reported_cache_read_tokens"] <= hidden < row["expected_read_tokens"]
-        assert "dynamic tail" in row["detail"] and "tools" in row["detail"]
+        assert f"the change lies after token {row['reported_cache_read_tokens']:,}" in row["detail"]
+        assert "deferred_tools_delta" in row["detail"]
+    assert [d.split("deferred_tools_delta ")[1][:3] for d in found["detail"]] == ["-24", "+24"]
     # the read is the static part every session shares: about the session's first read
     assert (found["reported_cache_read_tokens"] - first_read).abs().max() < 100
+    assert "unlogged_prefix_changed" not in analysis.misses["cause"].to_list()
 
 
 def _plant(tmp_path: Path, reasons: dict[int, object]) -> Path:
@@ -205,14 +215,14 @@ def _plant(tmp_path: Path, reasons: dict[int, object]) -> Path:
 
 def test_a_planted_cache_miss_reason_is_read_back_structured(realdata, tmp_path):
     base = _analysis(realdata / CLAUDE / XU, "claude-code")
-    miss = base.misses.filter(pl.col("cause") == "unlogged_prefix_changed")["call"][0]
+    miss = base.misses.filter(pl.col("cause") == "deferred_tools_changed")["call"][0]
     clean = 20  # a call that read everything
     planted = _plant(
         tmp_path,
         {
             miss: {"type": "system_changed", "cache_missed_input_tokens": 45_219},
             clean: {"type": "messages_changed", "cache_missed_input_tokens": 1_200},
-            clean + 1: None,  # inconclusive
+            clean + 1: None,  # checked: no reason named
             clean + 2: {"type": "previous_message_not_found"},
         },
     )
@@ -225,19 +235,23 @@ def test_a_planted_cache_miss_reason_is_read_back_structured(realdata, tmp_path)
     at = {k: index[k] for k in (miss, clean, clean + 1, clean + 2)}
     assert verdicts[at[miss]] == "system_changed" and missed[at[miss]] == 45_219
     assert verdicts[at[clean]] == "messages_changed" and missed[at[clean]] == 1_200
-    assert verdicts[at[clean + 1]] == "inconclusive" and missed[at[clean + 1]] is None
+    assert verdicts[at[clean + 1]] == "checked" and missed[at[clean + 1]] is None
     assert verdicts[at[clean + 2]] == "previous_message_not_found"
     # the miss takes the provider's reason, and keeps cacheviz's own reading beside it
     row = analysis.misses.filter(pl.col("call") == at[miss]).row(0, named=True)
     assert row["cause"] == "system_changed"
-    assert "unlogged_prefix_changed" in row["detail"] and "45,219" in row["detail"]
+    assert "deferred_tools_changed" in row["detail"] and "45,219" in row["detail"]
+    assert row["own_cause"] == "deferred_tools_changed"
     agrees = dict(zip(calls["call"], calls["verdict_agrees"], strict=True))
-    assert agrees[at[miss]] is True  # the system prompt's unlogged tail changed: agreed
-    assert agrees[at[clean]] is False  # byte-identical, the provider says messages changed
-    assert agrees[at[clean + 1]] is None and agrees[at[clean + 2]] is None
+    assert agrees[at[miss]] is True  # the deferred tools changed (the log says so): agreed
+    # the provider read all the call offered: nothing it sent before changed
+    assert agrees[at[clean]] is False
+    assert agrees[at[clean + 1]] is None  # checked: nothing to compare
+    # not found, but the previous call's entry was there and read: compared, disagrees
+    assert agrees[at[clean + 2]] is False
     headline = analysis.summary()["provider_verdicts"]
-    assert headline["agree"] == 1 and headline["disagree"] == 1
-    assert headline["states"]["inconclusive"] == 1 and headline["states"]["not_compared"] == 1
+    assert headline["agree"] == 1 and headline["disagree"] == 2 and headline["compared"] == 3
+    assert headline["states"]["checked"] == 1 and headline["states"]["not_found"] == 1
 
 
 def test_segments_are_on_the_calls_axis(realdata):

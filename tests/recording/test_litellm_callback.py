@@ -11,8 +11,6 @@ import time
 import pytest
 from fake_provider import ANTHROPIC_USAGE, OPENAI_CHAT_USAGE, TEXT, FakeProvider
 
-from cacheviz.recording.litellm_callback import CacheVizLogger
-
 
 def run_async(coro):
     """``asyncio.run`` in a thread of its own: another test (Playwright's sync API) may
@@ -50,6 +48,8 @@ def litellm():
 
 @pytest.fixture(scope="module")
 def recorded(tmp_path_factory, litellm):
+    from cacheviz.recording.litellm_callback import CacheVizLogger  # needs litellm
+
     # one logger for the module: litellm keeps the callbacks it has seen in its own lists
     with FakeProvider() as fake:
         logger = CacheVizLogger(tmp_path_factory.mktemp("litellm") / "run.jsonl", thread="main")

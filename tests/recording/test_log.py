@@ -8,7 +8,7 @@ from fake_provider import ANTHROPIC_FINAL_OUTPUT, ANTHROPIC_USAGE, anthropic_eve
 
 from cacheviz import CacheVizWarning
 from cacheviz.formats import native
-from cacheviz.recording.log import Exchange, LogWriter, redact_body
+from cacheviz.recording._log import Exchange, LogWriter, redact_body
 
 SECRET = "sk-ant-api03-AbCdEfGhIjKlMnOpQrSt"
 

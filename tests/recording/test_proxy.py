@@ -19,7 +19,7 @@ openai = pytest.importorskip("openai", reason="the record extra is not installed
 httpx2 = pytest.importorskip("httpx2", reason="the record extra is not installed")
 
 from cacheviz.cli import main  # noqa: E402
-from cacheviz.recording.proxy import serve  # noqa: E402
+from cacheviz.recording._proxy import serve  # noqa: E402
 
 KEY = "sk-ant-api03-PROXYKEYdoNotLogMe0123456789"
 

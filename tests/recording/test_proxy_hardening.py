@@ -20,7 +20,7 @@ httpx2 = pytest.importorskip("httpx2", reason="the record extra is not installed
 
 from cacheviz.cli import main  # noqa: E402
 from cacheviz.errors import CacheVizWarning  # noqa: E402
-from cacheviz.recording.proxy import serve, upstream_path  # noqa: E402
+from cacheviz.recording._proxy import serve, upstream_path  # noqa: E402
 
 USAGE = {
     "input_tokens": 12,
@@ -216,7 +216,7 @@ def test_sse_with_cr_line_endings_gives_usage(upstream, tmp_path):
 
 
 def test_sse_cr_lf_split_across_chunks_is_one_boundary():
-    from cacheviz.recording.log import _UsageParser
+    from cacheviz.recording._log import _UsageParser
 
     parser = _UsageParser("text/event-stream", "")
     event = f"event: message_start\r\ndata: {json.dumps({'message': MESSAGE})}\r\n\r\n"
@@ -326,7 +326,7 @@ def test_an_unwritable_output_is_one_error_before_starting(tmp_path, capsys, whe
 
 
 def test_a_public_host_warns(monkeypatch, tmp_path, capsys):
-    import cacheviz.recording.proxy as proxy_module
+    import cacheviz.recording._proxy as proxy_module
 
     def stop_at_once(*args: object, sock: socket.socket, **kwargs: object) -> None:
         sock.close()
@@ -375,7 +375,7 @@ def test_record_refuses_a_folder_or_a_device_up_front(tmp_path, target):
 def test_a_full_disk_warns_once_and_the_recorder_says_so(monkeypatch, upstream, tmp_path):
     import errno
 
-    from cacheviz.recording import log as log_module
+    from cacheviz.recording import _log as log_module
     from cacheviz.recording import record
 
     log = tmp_path / "run.jsonl"

@@ -384,7 +384,7 @@ def test_the_core_imports_without_the_record_extra():
     blocked = "import sys\nfor m in ('anthropic', 'openai', 'httpx', 'httpx2', 'aiohttp'): sys.modules[m] = None\n"
     code = (
         blocked
-        + "import cacheviz, cacheviz.recording, cacheviz.recording.proxy, cacheviz.formats.otel\nprint('ok')"
+        + "import cacheviz, cacheviz.recording, cacheviz.recording._proxy, cacheviz.formats.otel\nprint('ok')"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
     assert out.stdout.strip() == "ok", out.stderr

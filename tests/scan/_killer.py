@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import os
 
-from cacheviz.fleet.worker import run_batch as real_run_batch
+from cacheviz.scanning._worker import run_batch as real_run_batch
 
 
 def run_batch(units, known, prices=None):

@@ -8,7 +8,7 @@ import sys
 
 def probe() -> tuple[str | None, bool, bool, int]:
     """(POLARS_MAX_THREADS, tiktoken's table loaded, genai-prices loaded, pid)."""
-    from cacheviz import tokens
+    from cacheviz.request import _tokens as tokens
 
     loaded = tokens.DEFAULT_ENCODING in tokens._loaded  # built by get_encoding
     return (

@@ -14,7 +14,7 @@ import pytest
 import cacheviz
 from cacheviz.cli import main
 from cacheviz.errors import CacheVizWarning
-from cacheviz.fleet import pool as pool_module
+from cacheviz.scanning import _pool as pool_module
 
 SONNET = "claude-sonnet-4-5-20250929"
 # Anthropic's published Claude Sonnet 4.5 prices, USD per million tokens (providers.md §1):
@@ -139,7 +139,9 @@ def test_a_conflicting_repeat_of_a_message_id_keeps_the_first_and_names_both_lin
     records = _parent_records()
     records.append(_assistant("a9", "msg_2", "Sure", _usage(999, 0, 0, 5), "2026-03-01T10:01:09Z"))
     path = _write(tmp_path / "s.jsonl", records)
-    with pytest.warns(CacheVizWarning, match=r"s\.jsonl:7: message msg_2 .* line 6"):
+    with pytest.warns(
+        CacheVizWarning, match=r"s\.jsonl:7: repeats line 6.s message with other usage; kept line 6"
+    ):
         session = cacheviz.load(path)
     second = [c for c in session.calls if c.meta.get("response_id") == "msg_2"]
     assert len(second) == 1
@@ -341,8 +343,8 @@ def _renamed(records, tag):
     ]
 
 
-def _fleet(tmp_path, n=6):
-    root = tmp_path / "fleet"
+def _projects(tmp_path, n=6):
+    root = tmp_path / "projects"
     for i in range(n):
         _write(root / f"proj{i % 2}" / f"s{i}.jsonl", _renamed(_parent_records(), f"s{i}"))
     return root
@@ -354,7 +356,7 @@ def _sorted(frame):
 
 @pytest.mark.slow
 def test_the_process_pool_gives_the_same_rows_as_one_process(tmp_path, monkeypatch):
-    root = _fleet(tmp_path)
+    root = _projects(tmp_path)
     local = cacheviz.scan([root], cache=False, jobs=1)
     monkeypatch.setattr(pool_module, "POOL_BYTES", 0)  # a pool even for this little work
     pooled = cacheviz.scan([root], cache=False, jobs=2)
@@ -364,7 +366,7 @@ def test_the_process_pool_gives_the_same_rows_as_one_process(tmp_path, monkeypat
 
 
 def test_any_executor_runs_the_per_file_work(tmp_path):
-    root = _fleet(tmp_path)
+    root = _projects(tmp_path)
     local = cacheviz.scan([root], cache=False, jobs=1)
     with ThreadPoolExecutor(2) as pool:
         threaded = cacheviz.scan([root], cache=False, executor=pool)
@@ -374,7 +376,7 @@ def test_any_executor_runs_the_per_file_work(tmp_path):
 @pytest.mark.slow
 def test_a_dask_local_cluster_gives_the_same_rows_as_a_local_run(tmp_path):
     distributed = pytest.importorskip("distributed")
-    root = _fleet(tmp_path)
+    root = _projects(tmp_path)
     local = cacheviz.scan([root], cache=False, jobs=1)
     with (
         warnings.catch_warnings(),
@@ -547,11 +549,11 @@ def test_no_path_scans_the_default_locations_and_says_which_were_found(
     assert "1 files, 1 sessions, 2 calls" in out
 
 
-def test_the_fleet_report_is_self_contained_escaped_and_redacted(tmp_path, cache_dir):
+def test_the_scan_report_is_self_contained_escaped_and_redacted(tmp_path, cache_dir):
     secret = "sk-ant-api03-abcdefghijklmnopqrstuvwxyz"
     folder = tmp_path / secret
     _write(folder / "<img src=x onerror=alert(1)>.jsonl", _parent_records())
-    out = tmp_path / "fleet.html"
+    out = tmp_path / "scan.html"
     os.environ["CACHEVIZ_CACHE_DIR"] = str(cache_dir)
     try:
         assert main(["scan", str(tmp_path), "--report", str(out)]) == 0
@@ -564,17 +566,17 @@ def test_the_fleet_report_is_self_contained_escaped_and_redacted(tmp_path, cache
     assert "Content-Security-Policy" in page
     assert page.count("<rect class='billed' x=") == 2  # one day billed, and the legend
     # the session links to its own inspector report, written beside the page
-    assert "<a href='fleet_sessions/001.html'>" in page
-    assert "cacheviz-root" in (tmp_path / "fleet_sessions" / "001.html").read_text()
+    assert "<a href='scan_sessions/001.html'>" in page
+    assert "cacheviz-root" in (tmp_path / "scan_sessions" / "001.html").read_text()
 
 
-def test_picking_a_session_in_the_fleet_widget_opens_its_inspector(claude_home, cache_dir):
+def test_picking_a_session_in_the_scan_widget_opens_its_inspector(claude_home, cache_dir):
     pytest.importorskip("ipywidgets")
-    from cacheviz.ui.fleet import FleetView
+    from cacheviz.ui._scan import ScanView
 
     result = cacheviz.scan([claude_home], cache=cache_dir)
     assert "application/vnd.jupyter.widget-view+json" in result._repr_mimebundle_()
-    view = FleetView(result)
+    view = ScanView(result)
     (option,) = view.sessions.options
     assert "s1.jsonl" in option[0]
     assert view.inspector.children == ()
@@ -646,7 +648,7 @@ def test_reader_warnings_reach_the_scan_output(tmp_path, capsys):
     finally:
         del os.environ["CACHEVIZ_CACHE_DIR"]
     err = capsys.readouterr().err
-    assert f"cacheviz: warning: {path}:7: message msg_2 repeats the one of line 6" in err
+    assert f"cacheviz: warning: {path.name}:7: repeats line 6's message with other usage" in err
 
 
 def test_a_user_price_file_is_not_served_costs_cached_under_other_prices(claude_home, tmp_path):
@@ -677,7 +679,7 @@ def test_an_unwritable_cache_is_a_one_line_warning_not_a_failure(claude_home, tm
 
 
 def test_an_internal_error_on_one_file_is_listed_and_the_scan_goes_on(tmp_path, monkeypatch):
-    from cacheviz.fleet import worker
+    from cacheviz.scanning import _worker as worker
 
     _write(tmp_path / "p" / "a.jsonl", _parent_records())
     _write(tmp_path / "p" / "b.jsonl", _renamed(_parent_records(), "b"))
@@ -711,11 +713,11 @@ def test_an_empty_folder_scans_to_zero_sessions_twice(tmp_path, capsys):
 
 @pytest.mark.slow
 def test_a_script_without_a_main_guard_still_scans_in_one_process(tmp_path):
-    root = _fleet(tmp_path, n=2)
+    root = _projects(tmp_path, n=2)
     script = tmp_path / "unguarded.py"
     script.write_text(
         "import cacheviz\n"
-        "from cacheviz.fleet import pool\n"
+        "from cacheviz.scanning import _pool as pool\n"
         "pool.POOL_BYTES = 0\n"
         f"result = cacheviz.scan([{str(root)!r}], cache=False, jobs=2)\n"
         "print('calls', result.calls.height)\n"

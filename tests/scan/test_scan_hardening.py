@@ -72,19 +72,19 @@ def _status(result):
 
 
 def test_the_same_folder_by_two_paths_counts_once(tmp_path, monkeypatch):
-    _write(tmp_path / "fleet" / "s.jsonl")
+    _write(tmp_path / "logs" / "s.jsonl")
     monkeypatch.chdir(tmp_path)
-    once = _scan("fleet")
-    twice = _scan("fleet", tmp_path / "fleet")
+    once = _scan("logs")
+    twice = _scan("logs", tmp_path / "logs")
     assert twice.calls.height == once.calls.height == 3
     assert twice.to_dict()["totals"]["billed_usd"] == once.to_dict()["totals"]["billed_usd"]
 
 
 def test_a_symlinked_file_and_a_copy_count_once(tmp_path):
-    session = _write(tmp_path / "fleet" / "s.jsonl")
-    (tmp_path / "fleet" / "link.jsonl").symlink_to(session)
-    (tmp_path / "fleet" / "copy.jsonl").write_bytes(session.read_bytes())
-    result = _scan(tmp_path / "fleet")
+    session = _write(tmp_path / "logs" / "s.jsonl")
+    (tmp_path / "logs" / "link.jsonl").symlink_to(session)
+    (tmp_path / "logs" / "copy.jsonl").write_bytes(session.read_bytes())
+    result = _scan(tmp_path / "logs")
     assert result.calls.height == 3
     statuses = _status(result)
     assert sorted(statuses.values()).count("duplicate") == 2, statuses
@@ -95,9 +95,9 @@ def test_a_symlinked_file_and_a_copy_count_once(tmp_path):
 
 @pytest.mark.parametrize("damage", ["truncate", "drop_column", "drop_rows"])
 def test_a_damaged_cache_table_is_rebuilt(tmp_path, damage):
-    _write(tmp_path / "fleet" / "s.jsonl")
+    _write(tmp_path / "logs" / "s.jsonl")
     cache = tmp_path / "cache"
-    first = _scan(tmp_path / "fleet", cache=cache)
+    first = _scan(tmp_path / "logs", cache=cache)
     assert first.calls.height == 3
     table = next(cache.rglob("calls.parquet"))
     if damage == "truncate":
@@ -108,17 +108,17 @@ def test_a_damaged_cache_table_is_rebuilt(tmp_path, damage):
     else:
         pl.read_parquet(table).head(1).write_parquet(table)
     with pytest.warns(cacheviz.CacheVizWarning, match="damaged"):
-        rebuilt = _scan(tmp_path / "fleet", cache=cache)
-    cached = _scan(tmp_path / "fleet", cache=cache)  # and right on the next run, from the cache
+        rebuilt = _scan(tmp_path / "logs", cache=cache)
+    cached = _scan(tmp_path / "logs", cache=cache)  # and right on the next run, from the cache
     for again in (rebuilt, cached):
         assert again.calls.height == 3
         assert again.to_dict()["totals"]["billed_usd"] == first.to_dict()["totals"]["billed_usd"]
 
 
 def test_the_cache_is_written_through_a_temporary_file(tmp_path):
-    _write(tmp_path / "fleet" / "s.jsonl")
+    _write(tmp_path / "logs" / "s.jsonl")
     cache = tmp_path / "cache"
-    _scan(tmp_path / "fleet", cache=cache)
+    _scan(tmp_path / "logs", cache=cache)
     leftovers = [p for p in cache.rglob("*") if ".tmp" in p.name]
     assert leftovers == []
 
@@ -141,11 +141,11 @@ def test_a_symlinked_project_folder_is_followed_and_a_loop_is_not(tmp_path):
 
 
 def test_a_session_being_written_counts_its_complete_lines(tmp_path):
-    path = tmp_path / "fleet" / "s.jsonl"
+    path = tmp_path / "logs" / "s.jsonl"
     lines = _lines(3)
     path.parent.mkdir()
     path.write_text("\n".join(lines[:2]) + "\n" + lines[2][: len(lines[2]) // 2], "utf-8")
-    result = _scan(tmp_path / "fleet")
+    result = _scan(tmp_path / "logs")
     assert result.calls.height == 2
     [row] = result.files.iter_rows(named=True)
     assert row["status"] == "ok"
@@ -176,7 +176,7 @@ def test_a_bad_line_in_the_middle_still_fails(tmp_path):
 @pytest.mark.skipif(sys.platform == "darwin", reason="APFS refuses non-UTF-8 names")
 @pytest.mark.parametrize("cache", [True, False])
 def test_a_non_utf8_file_name_is_shown_escaped(tmp_path, capsys, cache):
-    folder = tmp_path / "fleet"
+    folder = tmp_path / "logs"
     _write(folder / "good.jsonl")
     name = os.fsdecode(b"bad-\xff\xfe.jsonl")
     _write(folder / name, tag="b")
@@ -209,7 +209,7 @@ def test_jobs_below_one_is_a_usage_error(tmp_path, capsys, jobs):
 
 
 def test_a_fifo_and_a_link_to_a_device_are_skipped_with_a_reason(tmp_path):
-    folder = tmp_path / "fleet"
+    folder = tmp_path / "logs"
     _write(folder / "good.jsonl")
     os.mkfifo(folder / "pipe.jsonl")
     (folder / "zero.jsonl").symlink_to("/dev/zero")
@@ -221,15 +221,15 @@ def test_a_fifo_and_a_link_to_a_device_are_skipped_with_a_reason(tmp_path):
     assert rows["zero.jsonl"]["status"] == "skipped"
 
 
-# -- item 22: fleet.html escapes control and bidi characters ------------------------------------
+# -- item 22: the scan page escapes control and bidi characters ---------------------------------
 
 
-def test_the_fleet_page_shows_control_and_bidi_characters_escaped(tmp_path):
-    from cacheviz.ui.fleet import fleet_data, fleet_html
+def test_the_scan_page_shows_control_and_bidi_characters_escaped(tmp_path):
+    from cacheviz.ui._scan import scan_data, scan_html
 
     name = "evil\x1b[31m\x07\u202eld.jsonl"
-    _write(tmp_path / "fleet" / name)
-    page = fleet_html(fleet_data(_scan(tmp_path / "fleet")))
+    _write(tmp_path / "logs" / name)
+    page = scan_html(scan_data(_scan(tmp_path / "logs")))
     for raw in ("\x1b", "\x07", "\u202e"):
         assert raw not in page
 
@@ -266,9 +266,9 @@ def test_a_killed_worker_fails_its_file_only(tmp_path, monkeypatch):
     monkeypatch.syspath_prepend(os.path.dirname(__file__))  # the workers import it too
     import _killer
 
-    from cacheviz.fleet import pool
+    from cacheviz.scanning import _pool as pool
 
-    folder = tmp_path / "fleet"
+    folder = tmp_path / "logs"
     for i in range(4):
         _write(folder / f"s{i}.jsonl", tag=f"t{i}")
     _write(folder / "kill-me.jsonl", tag="k")

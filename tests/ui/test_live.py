@@ -10,10 +10,10 @@ import polars as pl
 import pytest
 
 import cacheviz
-from cacheviz.ui import timeline as timeline_view
-from cacheviz.ui.detail import drift_detail
+from cacheviz.ui import _timeline as timeline_view
+from cacheviz.ui._detail import drift_detail
+from cacheviz.ui._shape import shape_runs
 from cacheviz.ui.live import WAITING, LiveInspector
-from cacheviz.ui.shape import shape_runs
 
 SAMPLES = Path(__file__).resolve().parents[2] / "sample_sessions"
 

@@ -14,9 +14,9 @@ from polars.testing import assert_frame_equal
 
 from cacheviz.errors import CacheVizWarning
 from cacheviz.formats import native
-from cacheviz.ui import state
+from cacheviz.ui import _state as state
+from cacheviz.ui._live_state import LiveState
 from cacheviz.ui.live import LiveInspector
-from cacheviz.ui.live_state import LiveState
 
 SAMPLES = Path(__file__).resolve().parents[2] / "sample_sessions"
 

@@ -16,12 +16,12 @@ import pytest
 
 import cacheviz
 from cacheviz._schema import clean
-from cacheviz._visible import visible, visible_all
+from cacheviz._util.visible import visible, visible_all
 from cacheviz.redact import redact, redact_all
-from cacheviz.ui import content
+from cacheviz.ui import _content as content
+from cacheviz.ui._segment_rows import STATUS, UNLOGGED_STATUS
+from cacheviz.ui._shape import shape_runs
 from cacheviz.ui.report import TEXT_CHARS
-from cacheviz.ui.segment_rows import STATUS, UNLOGGED_STATUS
-from cacheviz.ui.shape import shape_runs
 
 SAMPLES = sorted((Path(__file__).resolve().parents[2] / "sample_sessions").glob("*.jsonl"))
 SECRET = "sk-ant-api03-ThisIsNotARealKey0123456789"
@@ -136,7 +136,7 @@ def test_redact_all_once_per_distinct_string_is_redact_of_each() -> None:
 
 def test_tokens_in_small_batches_are_the_tokens_of_one_batch(monkeypatch) -> None:
     """Tokenizing in bounded batches (for memory) gives every block the same tokens."""
-    from cacheviz import tokens
+    from cacheviz.request import _tokens as tokens
 
     path = SAMPLES[0]
     whole = cacheviz.load(path).analyze()
@@ -208,7 +208,7 @@ def test_previous_codes_bisected_are_the_join() -> None:
     """The (call, slot) lookup: a bisection of sorted keys gives what a join gives."""
     import random
 
-    from cacheviz.shape import previous_codes
+    from cacheviz.prefix._segments import previous_codes
 
     rng = random.Random(19)
     keys = sorted(rng.sample(range(10_000), 500))
@@ -227,7 +227,7 @@ def test_previous_codes_bisected_are_the_join() -> None:
 
 def test_compare_on_one_sim_calls_is_each_target_alone() -> None:
     """The comparison replays copies of one ``sim_calls``: each row as its own replay."""
-    from cacheviz.simulate import sim_calls, simulate
+    from cacheviz.money._simulate import sim_calls, simulate
 
     analysis = cacheviz.load(SAMPLES[0]).analyze()
     targets = ["anthropic:claude-sonnet-4-5", "openai:gpt-5", "deepseek:deepseek-chat"]
@@ -267,7 +267,7 @@ def test_shape_runs_are_the_row_walk_on_samples(path: Path) -> None:
 
 def _replayed(analysis: Any, targets: list[str], **kwargs: Any) -> pl.DataFrame:
     """The comparison with every target replayed (no reuse of the analysis's own)."""
-    from cacheviz import simulate
+    from cacheviz.money import _simulate as simulate
 
     saved = simulate.own_replay
     simulate.own_replay = lambda *args, **kw: None
@@ -280,7 +280,7 @@ def _replayed(analysis: Any, targets: list[str], **kwargs: Any) -> pl.DataFrame:
 @pytest.mark.parametrize("path", SAMPLES, ids=[p.stem for p in SAMPLES])
 def test_compare_reusing_the_own_replay_is_the_replay(path: Path) -> None:
     """A target that is the analysis's own replay takes it: the same row as replaying it."""
-    from cacheviz.ui import state
+    from cacheviz.ui import _state as state
 
     analysis = cacheviz.load(path).analyze()
     targets = state.comparison_targets(analysis)
@@ -291,8 +291,8 @@ def test_compare_reusing_the_own_replay_is_the_replay(path: Path) -> None:
 def test_the_own_replay_is_taken_only_when_it_is_the_same_replay(tmp_path: Path) -> None:
     import json
 
-    from cacheviz.pricing import PriceBook
-    from cacheviz.simulate import own_replay
+    from cacheviz.money._simulate import own_replay
+    from cacheviz.money.pricing import PriceBook
 
     path = SAMPLES[0]  # one model, priced: its first target is its own replay
     analysis = cacheviz.load(path).analyze()

@@ -1,8 +1,8 @@
 """The shape runs and content rows read per call (ui/segment_rows.py) are the frame's.
 
-:func:`cacheviz.ui.segment_rows.segment_rows` replaces, for the inspector and the report,
+:func:`cacheviz.ui._segment_rows.segment_rows` replaces, for the inspector and the report,
 the segments frame (one row per call and segment) by a walk of each call's blocks past
-what it shares with the thread's previous call, and :func:`~cacheviz.ui.segment_rows.
+what it shares with the thread's previous call, and :func:`~cacheviz.ui._segment_rows.
 call_rows` does the same for the one call whose detail is shown. Here both are compared
 with what the segments frame gives (the rows of every call, and the detail documents),
 on the samples, on every file of ../shared/realdata, and on generated sessions (threads,
@@ -22,11 +22,11 @@ from polars.testing import assert_frame_equal
 
 import cacheviz
 from cacheviz.errors import CacheVizError, CacheVizWarning
-from cacheviz.ui import content
-from cacheviz.ui.detail import drift_detail
+from cacheviz.ui import _content as content
+from cacheviz.ui._detail import drift_detail
+from cacheviz.ui._segment_rows import call_rows, report_rows, segment_rows
+from cacheviz.ui._shape import shape_runs
 from cacheviz.ui.report import TEXT_CHARS
-from cacheviz.ui.segment_rows import call_rows, report_rows, segment_rows
-from cacheviz.ui.shape import shape_runs
 
 ROOT = Path(__file__).resolve().parents[2]
 SAMPLES = sorted((ROOT / "sample_sessions").glob("*.jsonl"))
@@ -112,7 +112,7 @@ def test_the_report_does_not_build_the_segments_frame(monkeypatch) -> None:
     analysis = cacheviz.load(SAMPLES[0]).analyze()
     data = report_data(analysis)
     assert analysis._segments is None
-    monkeypatch.setattr("cacheviz.ui.segment_rows.report_rows", lambda analysis: None)
+    monkeypatch.setattr("cacheviz.ui._segment_rows.report_rows", lambda analysis: None)
     framed = cacheviz.load(SAMPLES[0]).analyze()
     from_frame = report_data(framed)
     assert framed._segments is not None

@@ -10,7 +10,7 @@ import pytest
 
 import cacheviz
 from cacheviz import providers
-from cacheviz.ui import state
+from cacheviz.ui import _state as state
 from cacheviz.ui.report import report_data
 
 SYSTEM = [{"type": "text", "text": "You are a careful engineer. " * 200}]
@@ -118,3 +118,68 @@ def test_the_target_says_whether_it_is_self_hosted(write_log, anthropic_body):
         meta = state.build(analysis, state.Target(engine), with_compare=False).meta
         assert meta["target"]["provider"] == engine
         assert meta["target"]["self_hosted"] is True
+
+
+def _fail_replays_of(monkeypatch, simulator):
+    """``simulator``'s replays raise a non-cacheviz exception (a fault in cacheviz)."""
+
+    def broken(self, calls):
+        raise KeyError("6af60b8bfeb90301@v1")
+        yield  # a generator, as stream() is: it raises when the first call is taken
+
+    monkeypatch.setattr(simulator, "stream", broken)
+
+
+def test_a_failed_comparison_row_is_that_rows_error(write_log, anthropic_body, monkeypatch):
+    from cacheviz.providers.deepseek import DeepSeekSimulator
+
+    analysis = _session(write_log, anthropic_body)
+    whole = state.build(analysis)
+    _fail_replays_of(monkeypatch, DeepSeekSimulator)
+    shown = state.build(analysis)
+    assert shown.status == "" and shown.simulation is not None
+    rows = {row["target"]: row for row in shown.meta["compare"]}
+    assert set(rows) == set(whole.compare["target"])
+    failed = rows.pop("deepseek:deepseek-chat")
+    assert failed["error"].startswith("replay failed: internal error KeyError: ")
+    assert failed["cost_usd"] is None and failed["cache_read_tokens"] is None
+    others = {row["target"]: row for row in whole.meta["compare"]}
+    for target, row in rows.items():
+        assert row == others[target]  # computed as without the failure
+        assert row["error"] is None
+    # the report and the widget show the same rows
+    assert report_data(analysis)["meta"]["compare"] == shown.meta["compare"]
+    pytest.importorskip("anywidget")
+    from cacheviz.ui.widget import Inspector
+
+    assert Inspector(analysis).meta["compare"] == shown.meta["compare"]
+
+
+def test_the_live_state_shows_a_failed_row_as_the_full_build(
+    write_log, anthropic_body, monkeypatch
+):
+    from cacheviz.providers.deepseek import DeepSeekSimulator
+    from cacheviz.ui._live_state import LiveState
+
+    analysis = _session(write_log, anthropic_body)
+    _fail_replays_of(monkeypatch, DeepSeekSimulator)
+    live, _ = LiveState(analysis.session.path).update()
+    full = state.build(analysis)
+    assert live.meta["compare"] == full.meta["compare"]
+    assert [r["error"] is not None for r in live.meta["compare"]].count(True) == 1
+    assert live.status == full.status == ""
+
+
+def test_a_failed_target_simulation_is_the_status_not_a_traceback(
+    write_log, anthropic_body, monkeypatch
+):
+    from cacheviz.providers.anthropic import AnthropicSimulator
+
+    analysis = _session(write_log, anthropic_body)
+    monkeypatch.setattr(analysis, "own_simulation", None)  # replayed, not the analysis's own
+    _fail_replays_of(monkeypatch, AnthropicSimulator)
+    shown = state.build(analysis, targets=("openai:gpt-5",))
+    assert shown.simulation is None
+    assert shown.status.startswith("anthropic: internal error KeyError: ")
+    assert "\n" not in shown.status
+    assert shown.compare["error"].to_list() == [None]  # the comparison is still computed

@@ -97,6 +97,8 @@ import { isNumber } from "./format.js";
  * @property {number | null} [cache_read_tokens]
  * @property {number | null} [cache_write_tokens]
  * @property {number | null} [uncached_tokens]
+ * @property {string | null} [error] null, or one line: why the row has no cost ("no price …")
+ *   or, with null tokens too, why its replay failed
  */
 
 /**

@@ -50,7 +50,9 @@ export function targetFacts(doc, meta, shown = null) {
 }
 
 /**
- * `meta.compare` as a table; the row of the current target is highlighted.
+ * `meta.compare` as a table; the row of the current target is highlighted. A row with an
+ * `error` shows it as that row's own: a failed replay fills the row with its error; a model
+ * without a price shows "no price" for the cost and its reason below the table.
  *
  * @param {Document} doc
  * @param {Meta} meta
@@ -63,33 +65,44 @@ export function compareTable(doc, meta) {
   }
   const current = meta.target ? targetKey(meta.target.provider, meta.target.model) : null;
   const head = ["provider:model (whole session)", "cost", "ideal", "cost / ideal", "cache read", "cache write", "uncached"];
+  /** @type {HTMLElement[]} */
+  const notes = [];
   const body = rows.map((row) => {
+    const target = String(row.target ?? "");
+    const isCurrent = current !== null && target === current;
+    const attrs = { className: isCurrent ? "cacheviz-providers__row--current" : "" };
+    const error = row.error ? String(row.error) : null;
+    if (error !== null && !isNumber(row.cache_read_tokens)) {
+      // the replay failed: no numbers, its error in their place
+      return h(doc, "tr", { ...attrs, className: `${attrs.className} cacheviz-providers__row--failed`.trim() }, [
+        h(doc, "td", { text: target }),
+        h(doc, "td", { className: "cacheviz-providers__row-error", text: error, attrs: { colspan: "6", role: "note" } }),
+      ]);
+    }
+    if (error !== null) {
+      notes.push(h(doc, "p", { className: "cacheviz-providers__row-error", attrs: { role: "note" }, text: `${target}: ${error}` }));
+    }
     const ratio =
       isNumber(row.cost_usd) && isNumber(row.ideal_usd) && row.ideal_usd > 0
         ? `${formatNumber(row.cost_usd / row.ideal_usd, 2)}×`
         : "—";
     const cells = [
-      String(row.target ?? ""),
-      formatUsd(row.cost_usd),
+      target,
+      error !== null && !isNumber(row.cost_usd) ? "no price" : formatUsd(row.cost_usd),
       formatUsd(row.ideal_usd),
       ratio,
       formatTokens(row.cache_read_tokens),
       formatTokens(row.cache_write_tokens),
       formatTokens(row.uncached_tokens),
     ];
-    const isCurrent = current !== null && String(row.target) === current;
-    return h(
-      doc,
-      "tr",
-      { className: isCurrent ? "cacheviz-providers__row--current" : "" },
-      cells.map((text) => h(doc, "td", { text })),
-    );
+    return h(doc, "tr", attrs, cells.map((text) => h(doc, "td", { text })));
   });
   return h(doc, "div", { className: "cacheviz-providers__wrap" }, [
     h(doc, "table", { className: "cacheviz-providers__table" }, [
       h(doc, "thead", {}, [h(doc, "tr", {}, head.map((text) => h(doc, "th", { text, attrs: { scope: "col" } })))]),
       h(doc, "tbody", {}, body),
     ]),
+    ...notes,
   ]);
 }
 

@@ -139,6 +139,9 @@ export const CSS = `
 .cacheviz-inspector .cacheviz-providers__table td { font-variant-numeric: tabular-nums; }
 .cacheviz-inspector .cacheviz-providers__row--current td { font-weight: 600; background: rgba(240, 200, 0, 0.14); }
 .cacheviz-inspector .cacheviz-providers__wrap { overflow-x: auto; }
+.cacheviz-inspector .cacheviz-providers__table td.cacheviz-providers__row-error { text-align: left; white-space: normal; }
+.cacheviz-inspector .cacheviz-providers__row-error { color: #a40000; overflow-wrap: anywhere; }
+.cacheviz-inspector p.cacheviz-providers__row-error { margin: 4px 0; font-size: 12px; }
 
 .cacheviz-inspector .cacheviz-detail__segments { margin-top: 8px; font-size: 12px; }
 .cacheviz-inspector .cacheviz-detail__segments summary { cursor: pointer; color: #555; }

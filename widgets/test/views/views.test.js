@@ -163,6 +163,37 @@ describe("views/costs.js", () => {
       "No openai price for gpt-x, so no cost to chart. Pick a priced openai model (e.g. gpt-5, gpt-4o).",
     );
   });
+
+  it("shows a failed comparison row's error in that row, and the other rows' numbers", () => {
+    const numbers = { cache_read_tokens: 900, cache_write_tokens: 100, uncached_tokens: 5, error: null };
+    const failed = "replay failed: internal error KeyError: 'ab12@v1' (a cacheviz bug: please report it)";
+    const unpriced = "no price for 'glm-5.1' on anthropic: pass a price file (--prices FILE, prices= in Python)";
+    const compare = [
+      { target: "anthropic:glm-5.1", cost_usd: null, ideal_usd: null, ...numbers, error: unpriced },
+      { target: "openai:gpt-5", cost_usd: 0.5, ideal_usd: 0.25, ...numbers },
+      { target: "deepseek:deepseek-chat", cost_usd: null, ideal_usd: null, cache_read_tokens: null, cache_write_tokens: null, uncached_tokens: null, error: failed },
+      { target: "google:gemini-2.5-pro", cost_usd: 0.75, ideal_usd: 0.5, ...numbers },
+    ];
+    const { ctx } = viewContext({ calls: 10, meta: { compare } });
+    const view = createCosts(ctx);
+    view.draw();
+    const section = view.panel.section;
+    const rows = [...section.querySelectorAll(".cacheviz-providers__table tbody tr")];
+    expect(rows).toHaveLength(4);
+    const cells = rows.map((tr) => [...tr.children].map((td) => td.textContent));
+    // the failed target: its error in place of its numbers, on one row
+    expect(cells[2]).toEqual(["deepseek:deepseek-chat", failed]);
+    expect(rows[2].children[1].getAttribute("colspan")).toBe("6");
+    expect(rows[2].classList.contains("cacheviz-providers__row--failed")).toBe(true);
+    // the unpriced one: its tokens, "no price" (not $0), and why below the table
+    expect(cells[0].slice(0, 3)).toEqual(["anthropic:glm-5.1", "no price", "—"]);
+    expect(cells[0][4]).toBe(rows[1].children[4].textContent);
+    const notes = [...section.querySelectorAll("p.cacheviz-providers__row-error")].map((p) => p.textContent);
+    expect(notes).toEqual([`anthropic:glm-5.1: ${unpriced}`]);
+    // the other rows are drawn as usual
+    expect(cells[1].slice(0, 4)).toEqual(["openai:gpt-5", "$0.5", "$0.25", "2×"]);
+    expect(cells[3].slice(0, 4)).toEqual(["google:gemini-2.5-pro", "$0.75", "$0.5", "1.5×"]);
+  });
 });
 
 describe("views/detail.js", () => {

@@ -1,0 +1,1 @@
+"""Helpers that know nothing of cacheviz: sequence prefixes, visible text, the cache folder."""

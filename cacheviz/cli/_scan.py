@@ -1,0 +1,294 @@
+"""``cacheviz scan``: the command-line face of :func:`cacheviz.scanning.scan`."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import warnings
+from pathlib import Path
+
+from cacheviz.cli._table import Column, ratio, render, width_of, wrap_line
+from cacheviz.errors import CacheVizError, CacheVizWarning
+
+TYPE_CHECKING = False  # not typing's: importing typing costs start-up (cacheviz --version)
+if TYPE_CHECKING:
+    from typing import Any, TextIO
+
+    from cacheviz.scanning._result import ScanResult
+    from cacheviz.scanning._walk import Location
+
+_TOP = 10
+BY = ("day", "week", "month", "session", "project", "model")
+"""``cacheviz.scanning._rollup.BY``, spelled here so that parsing arguments imports no polars."""
+_LONG_KEYS = ("session", "project")  # shown last and wrapped, never cut
+
+
+def add_parser(commands: Any) -> None:
+    """Add the ``scan`` subcommand to the ``cacheviz`` parser."""
+    parser = commands.add_parser(
+        "scan",
+        help="every session in folders: billed cost, waste, cache busters",
+        formatter_class=lambda prog: argparse.HelpFormatter(prog, max_help_position=30),
+        description="With no PATH, scans the default locations of the agents cacheviz reads.",
+    )
+    parser.add_argument("paths", nargs="*", metavar="PATH", help="folders or files to scan")
+    parser.add_argument(
+        "--by", choices=BY, default="day", metavar="KEY", help=f"rollup by {', '.join(BY)} (day)"
+    )
+    parser.add_argument("--since", help="first day YYYY-MM-DD, or time YYYY-MM-DDTHH:MM (in --tz)")
+    parser.add_argument("--until", help="last day YYYY-MM-DD, or time YYYY-MM-DDTHH:MM (in --tz)")
+    parser.add_argument("--tz", default="UTC", help="time zone of days (IANA name; default UTC)")
+    parser.add_argument("--json", action="store_true", help="print the JSON document")
+    parser.add_argument("--parquet", metavar="DIR", help="also write the tables as Parquet")
+    parser.add_argument("--report", metavar="HTML", help="also write the scan view as HTML")
+    parser.add_argument("--prices", help="a price file (cacheviz JSON or LiteLLM's)")
+    parser.add_argument("--jobs", type=_positive, help="worker processes, 1 or more (every core)")
+    parser.add_argument("--no-cache", action="store_true", help="don't read or write the cache")
+    parser.add_argument("--strict", action="store_true", help="exit 2 when any file fails")
+
+
+def _positive(text: str) -> int:
+    """``--jobs``: a whole number of 1 or more (argparse turns the error into exit 2)."""
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        msg = f"{text!r}: expected a whole number of worker processes, 1 or more"
+        raise argparse.ArgumentTypeError(msg)
+    return value
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run ``cacheviz scan``; return the exit status."""
+    paths = [Path(p) for p in args.paths] or None
+    for path in paths or []:
+        if not path.exists():
+            print(
+                f"cacheviz: error: {path}: no such file or folder; check the path", file=sys.stderr
+            )
+            return 2
+    from cacheviz.scanning import _answers as answers
+
+    kept = _kept(args, paths)
+    if kept is not None:
+        answer = answers.load(*kept)
+        if answer is not None:  # nothing changed since this question was last answered
+            return _answer(answer, args, _locations(paths), [])
+    from cacheviz.scanning._scanner import scan
+    from cacheviz.scanning._walk import Tree
+
+    tree = Tree() if kept is not None else None
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", CacheVizWarning)
+        try:
+            result = scan(
+                paths, jobs=args.jobs, cache=not args.no_cache, prices=args.prices, tree=tree
+            )
+        except CacheVizError as exc:
+            print(f"cacheviz: error: {exc}", file=sys.stderr)
+            return 2
+    notes = [f"cacheviz: warning: {warning.message}" for warning in caught]
+    try:
+        result = result.between(args.since, args.until, tz=args.tz)
+        doc = result.to_dict(by=args.by, tz=args.tz)
+    except ValueError as exc:
+        for note in notes:
+            print(note, file=sys.stderr)
+        print(f"cacheviz: error: {exc}", file=sys.stderr)
+        return 2
+    try:  # whole or not at all, never over a file the scan read (cacheviz._writing)
+        if args.parquet:
+            result.write_parquet(args.parquet, option="--parquet")
+        if args.report:
+            from cacheviz.ui._scan import write_scan_report
+
+            write_scan_report(result, args.report, tz=args.tz, option="--report")
+    except CacheVizError as exc:
+        for note in notes:
+            print(note, file=sys.stderr)
+        print(f"cacheviz: error: {exc}", file=sys.stderr)
+        return 2
+    answer = {"doc": doc, "stderr": _messages(result), "failed": result.failed.height}
+    if kept is not None and tree is not None and not caught:
+        answers.store(*kept, tree, answer)
+    return _answer(answer, args, result.locations, notes)
+
+
+def _answer(
+    answer: dict[str, Any],
+    args: argparse.Namespace,
+    locations: list[Location] | None,
+    notes: list[str],
+) -> int:
+    """Print a scan's answer (fresh, or the one kept from an unchanged tree)."""
+    for note in notes:
+        print(note, file=sys.stderr)
+    doc = answer["doc"]
+    if args.json:
+        # one write: the stream shows control characters escaped, chunk by chunk
+        sys.stdout.write(json.dumps(doc, ensure_ascii=False, indent=1, default=str) + "\n")
+    else:
+        _print(locations, doc, sys.stdout)
+    for line in answer["stderr"]:
+        print(line, file=sys.stderr)
+    return 2 if args.strict and answer["failed"] else 0
+
+
+def _messages(result: ScanResult) -> list[str]:
+    """The lines printed to stderr after the answer: failed, skipped files, warnings."""
+    import polars as pl
+
+    lines = [f"cacheviz: failed: {row['error']}" for row in result.failed.iter_rows(named=True)]
+    passed = result.files.filter(pl.col("status").is_in(["skipped", "duplicate"]))
+    for row in passed.head(_TOP).iter_rows(named=True):
+        lines.append(f"cacheviz: {row['status']}: {row['path']}: {row['error']}")
+    if passed.height > _TOP:
+        lines.append(f"cacheviz: and {passed.height - _TOP} more skipped")
+    notes = [w for ws in result.files["warnings"].to_list() for w in ws or []]
+    lines += [f"cacheviz: warning: {note}" for note in notes[:_TOP]]
+    if len(notes) > _TOP:
+        lines.append(f"cacheviz: warning: and {len(notes) - _TOP} more")
+    return lines
+
+
+def _locations(paths: list[Path] | None) -> list[Location] | None:
+    if paths is not None:
+        return None
+    from cacheviz.scanning._walk import default_locations
+
+    return default_locations()
+
+
+def _kept(args: argparse.Namespace, paths: list[Path] | None) -> tuple[Path, str] | None:
+    """Where the answer to this question is kept (None: not kept, e.g. ``--no-cache``).
+
+    A question is the paths (or the default locations found), the rollup options and
+    the price file; ``--parquet`` and ``--report`` need the tables, so they always scan.
+    """
+    if args.no_cache or args.parquet or args.report:
+        return None
+    from cacheviz.scanning import _answers as answers
+    from cacheviz.scanning._cachedir import default_dir, versioned
+
+    found = None
+    if paths is None:
+        found = [[loc.agent, str(loc.path), loc.found] for loc in _locations(None) or []]
+    question = {
+        "paths": None if paths is None else [str(p) for p in paths],
+        "locations": found,
+        "by": args.by,
+        "tz": args.tz,
+        "since": args.since,
+        "until": args.until,
+        "prices": args.prices,
+    }
+    try:
+        folder = versioned(default_dir(), None if args.prices is None else Path(args.prices))
+    except OSError:
+        return None  # the price file can't be read: the scan says so
+    return folder, answers.key(question)
+
+
+def _money(value: float | None) -> str:
+    return "-" if value is None else f"${value:,.2f}"
+
+
+def _count(value: int | None) -> str:
+    return "-" if value is None else f"{value:,}"
+
+
+def session_name(session: str) -> str:
+    """A session as the table shows it: its file name (and ``#id``), never cut."""
+    path, sep, ident = session.partition("#")
+    return Path(path).name + sep + ident
+
+
+def _key(value: str | None, by: str) -> str:
+    """A rollup key: '(no time)' for a missing day, a session by its file name."""
+    if value is None:
+        return "(no time)" if by in ("day", "week", "month") else "(none)"
+    return session_name(value) if by == "session" else str(value)
+
+
+def _rollup_columns(by: str) -> tuple[Column, ...]:
+    """Periods and models first; long keys (sessions, projects) last, wrapped, never cut."""
+    return (
+        *((Column(by, "<"),) if by not in _LONG_KEYS else ()),
+        Column("sessions", drop=5),
+        Column("calls", drop=2),
+        Column("hit", drop=3),
+        Column("input", drop=6),
+        Column("cache read", drop=8),
+        Column("cache write", drop=9),
+        Column("output", drop=7),
+        Column("billed"),
+        Column("ideal", drop=4),
+        *((Column(by, "<"),) if by in _LONG_KEYS else ()),
+    )
+
+
+def _rollup_row(key: str, row: dict[str, Any], by: str) -> list[str]:
+    cells = [
+        str(row["sessions"]),
+        f"{row['calls']:,}",
+        ratio(row.get("hit_ratio")),
+        _count(row["input_tokens"]),
+        _count(row["cache_read_tokens"]),
+        _count(row["cache_write_tokens"]),
+        _count(row["output_tokens"]),
+        _money(row["billed_usd"]),
+        _money(row["ideal_usd"]),
+    ]
+    return [*cells, key] if by in _LONG_KEYS else [key, *cells]
+
+
+_BUSTER_COLUMNS = (
+    Column("kind", "<"),
+    Column("cause", "<"),
+    Column("count (material)", drop=3),
+    Column("sessions", drop=2),
+    Column("tokens lost", drop=1),
+    Column("cost"),
+    Column("where", "<"),
+)
+
+
+def _print(locations: list[Location] | None, doc: dict[str, Any], out: TextIO) -> None:
+    width = width_of(out)
+    if locations is not None:
+        for loc in locations:
+            # a path is for copying: never wrapped
+            out.write(f"{'found' if loc.found else 'absent':<7} {loc.agent:<12} {loc.path}\n")
+    totals = doc["totals"]
+    summary = (
+        f"{totals['files']} files, {totals['sessions']} sessions, {totals['calls']:,} calls "
+        f"({doc['duplicates_dropped']} duplicates dropped); {totals['unknown_files']} unknown "
+        f"files skipped, {totals['failed_files']} failed"
+    )
+    out.write(wrap_line(summary, width) + "\n\n")
+    by = doc["by"]
+    rows = [_rollup_row(_key(row[by], by), row, by) for row in doc["rollup"]]
+    rows.append(_rollup_row("total", totals, by))
+    for text in render(_rollup_columns(by), rows, width, wrap=by in _LONG_KEYS):
+        out.write(text + "\n")
+    if totals["unpriced_calls"]:
+        note = f"({totals['unpriced_calls']} calls with usage but no price: not in billed)"
+        out.write(wrap_line(note, width) + "\n")
+    if doc["busters"]:
+        out.write("\ncache busters (drifts and misses by cause and place, costliest first)\n")
+        busters = [
+            [
+                row["kind"],
+                row["cause"],
+                f"{row['drifts']} ({row['material']})",
+                str(row["sessions"]),
+                _count(row["tokens"]),
+                _money(row["cost_usd"]),
+                "/".join(x for x in (row["part"], row["label"]) if x) or "-",
+            ]
+            for row in doc["busters"][:_TOP]
+        ]
+        for text in render(_BUSTER_COLUMNS, busters, width):
+            out.write(text + "\n")

@@ -1,0 +1,163 @@
+"""``cacheviz simulate``: replay the session under a provider's caching rules."""
+
+from __future__ import annotations
+
+import sys
+
+from cacheviz.cli._shared import (
+    BREAKPOINT_STRATEGIES,
+    TTL_CHOICES,
+    dump,
+    formatter,
+    input_options,
+    load_analysis,
+    number,
+    usd,
+)
+from cacheviz.cli._table import Column, render, width_of, wrap_line
+from cacheviz.errors import SimulationError
+
+TYPE_CHECKING = False  # not typing's: importing typing costs start-up (cacheviz --version)
+if TYPE_CHECKING:
+    import argparse
+    from typing import Any, TextIO
+
+    from cacheviz.analysis import Analysis
+
+
+def add_parser(commands: Any) -> None:
+    """Add the ``simulate`` command to the ``cacheviz`` parser."""
+    simulate = commands.add_parser(
+        "simulate",
+        parents=[input_options()],
+        formatter_class=formatter,
+        help="replay the session under a provider's caching rules",
+    )
+    simulate.add_argument("--json", action="store_true", help="print the simulation as JSON")
+    simulate.add_argument("--provider", help="whose rules to replay (default: the recorded one)")
+    simulate.add_argument("--model", help="price and simulate every call as this model")
+    simulate.add_argument("--ttl", choices=TTL_CHOICES, help="override the breakpoints' TTL")
+    simulate.add_argument(
+        "--breakpoints",
+        choices=tuple(BREAKPOINT_STRATEGIES),
+        metavar="HOW",
+        help="Anthropic what-if: recorded, auto, kilocode, none",
+    )
+    simulate.add_argument("--prices", help="a price file (cacheviz JSON or LiteLLM's)")
+    simulate.add_argument(
+        "--rule",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="another simulator rule, e.g. retention=24h (repeat)",
+    )
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run ``cacheviz simulate``; return the exit status."""
+    analysis = load_analysis(args)
+    provider = args.provider or _recorded_provider(analysis)
+    result = analysis.simulate(provider, args.model, prices=args.prices, **_rules(args))
+    if args.json:
+        dump(result.to_dict())
+    else:
+        _print_simulation(result.to_dict(), sys.stdout, analysis.calls["billed_usd"].to_list())
+    return 0
+
+
+def _rules(args: argparse.Namespace) -> dict[str, Any]:
+    rules: dict[str, Any] = {}
+    for item in args.rule:
+        name, sep, value = item.partition("=")
+        if not sep or not name:
+            msg = f"--rule {item!r}: expected NAME=VALUE"
+            raise SimulationError(msg)
+        rules[name.strip()] = _value(value.strip())
+    for name in ("ttl", "breakpoints"):
+        if getattr(args, name) is not None:
+            rules[name] = getattr(args, name)
+    return rules
+
+
+def _value(text: str) -> Any:
+    """A rule value: a number, true/false/none, or the text itself."""
+    lowered = text.lower()
+    if lowered in ("true", "false"):
+        return lowered == "true"
+    if lowered in ("none", "null"):
+        return None
+    for kind in (int, float):
+        try:
+            return kind(text)
+        except ValueError:
+            continue
+    return text
+
+
+def _recorded_provider(analysis: Analysis) -> str:
+    """The provider the session was recorded with, when one simulator covers it."""
+    from cacheviz import providers
+
+    recorded = analysis.calls["provider"].unique().to_list()
+    if len(recorded) == 1 and providers.known(recorded[0]) is not None:
+        return str(providers.known(recorded[0]))
+    msg = (
+        f"--provider: the session was recorded with {', '.join(sorted(map(str, recorded)))}; "
+        f"choose one of {', '.join(providers.ids())}"
+    )
+    raise SimulationError(msg)
+
+
+SIMULATION_COLUMNS = (
+    Column("#"),
+    Column("model", "<", shrink=14),
+    Column("input"),
+    Column("read", drop=4),
+    Column("write", drop=5),
+    Column("uncached", drop=7),
+    Column("output", drop=8),
+    Column("cost"),
+    Column("billed", drop=2),
+    Column("rep.read", drop=3),
+    Column("rep.write", drop=6),
+    Column("verdict", "<"),
+)
+
+
+def _print_simulation(
+    doc: dict[str, Any], out: TextIO, billed: list[float | None] | None = None
+) -> None:
+    """The simulated calls, each with what the provider billed for it beside its cost."""
+    width = width_of(out)
+    out.write(f"{doc['provider']} ({doc['model'] or 'recorded models'})\n")
+    rows = []
+    billed = billed or [None] * len(doc["calls"])
+    for call in doc["calls"]:
+        reported = call["reported"] or {}
+        rows.append(
+            [
+                str(call["call"]),
+                call["model"],
+                f"{call['input_tokens']:,}",
+                f"{call['cache_read_tokens']:,}",
+                f"{call['cache_write_tokens']:,}",
+                f"{call['uncached_tokens']:,}",
+                number(call["output_tokens"]),
+                usd(call["cost_usd"]),
+                usd(billed[call["call"]]),
+                number(reported.get("cache_read_tokens")),
+                number(reported.get("cache_write_tokens")),
+                call["verdict"],
+            ]
+        )
+    for text in render(SIMULATION_COLUMNS, rows, width):
+        out.write(text + "\n")
+    total = f"total: {usd(doc['total_cost_usd'])}; ideal (new tokens only): "
+    total += f"{usd(doc['ideal_usd'])}"
+    if doc["score"] is not None:
+        total += f"; matches the reported hits on {doc['score']:.0%} of calls"
+    if doc["token_scale"] is not None:
+        total += f"; provider tokens / cacheviz tokens = {doc['token_scale']:.3f}"
+    out.write(wrap_line(total, width) + "\n")
+    if doc["price_source"]:
+        out.write(wrap_line(f"prices: {doc['price_source']}", width) + "\n")

@@ -1,0 +1,194 @@
+"""Qwen Code chat records: ``~/.qwen/projects/<project>/chats/<session>.jsonl``.
+
+Qwen Code (QwenLM/qwen-code, a Gemini CLI fork; read from its
+``services/chatRecordingService.ts``) appends one ``ChatRecord`` per line:
+``{uuid, parentUuid, sessionId, timestamp, type, subtype?, cwd, version, gitBranch?,
+message?, usageMetadata?, model?, systemPayload?, agentId?, isSidechain?}``. Its top-level
+keys are Claude Code's, so it is told apart by content: its ``message`` is a Gemini
+``Content`` (``{role: "user" | "model", parts: [...]}``), not Claude's ``{role,
+content}``, and only it writes ``usageMetadata`` and ``systemPayload``.
+
+* ``type: "user"`` (the prompt) and ``"tool_result"`` (``functionResponse`` parts) are
+  sent with the next request; ``"assistant"`` is the model's answer: **one call per
+  assistant record**, its usage Gemini's ``usageMetadata`` (``promptTokenCount``
+  includes ``cachedContentTokenCount``; ``thoughtsTokenCount`` is output, added to
+  ``candidatesTokenCount``; no cache writes are reported). An assistant record without
+  ``usageMetadata`` is a call whose usage was not reported. Thought parts are not sent
+  back.
+* ``type: "system"``: ``subtype: "chat_compression"`` replaces the conversation by its
+  ``systemPayload.compressedHistory``; the others (UI telemetry, slash commands, titles,
+  model bindings, ...) are not calls. Calls made by Qwen's own sub-agents appear only in
+  its telemetry records (``ui_telemetry`` ``api_response`` events), which also repeat
+  the main agent's calls without telling them apart: they are counted in
+  ``Session.ignored``, not read as calls.
+* Records of a sub-agent (``isSidechain``, ``agentId``) form a thread of their own,
+  whose parent is the main thread.
+
+The model is the record's ``model`` (else the last ``session_model`` binding, else
+``unknown``). Requests are rebuilt (the system prompt and tools are not logged) in
+Gemini's ``contents`` shape.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from cacheviz.formats._conversation import Thread
+from cacheviz.formats._lines import LineReader
+from cacheviz.formats._time import parse_ts
+from cacheviz.model import Call, Session
+from cacheviz.reported._usage import normalize_usage
+from cacheviz.request._blocks import BlockStore
+from cacheviz.request._jsonspan import json_type
+
+NAME = "qwen-code"
+DESCRIPTION = "Qwen Code chat records (~/.qwen/projects/<project>/chats/<session>.jsonl)"
+_DETECT_LINES = 20
+_TYPES = ("user", "assistant", "tool_result", "system")
+_EXPECTED = "expected a Qwen Code chat record {uuid, sessionId, timestamp, type, message}"
+
+
+def is_record(record: Any) -> bool:
+    """Whether ``record`` is a Qwen Code chat record (not a Claude Code one)."""
+    if not isinstance(record, dict) or record.get("type") not in _TYPES:
+        return False
+    if not isinstance(record.get("uuid"), str) or not isinstance(record.get("sessionId"), str):
+        return False
+    message = record.get("message")
+    gemini = isinstance(message, dict) and isinstance(message.get("parts"), list)
+    return gemini or "usageMetadata" in record or isinstance(record.get("systemPayload"), dict)
+
+
+def detect(path: Path, head: bytes) -> bool:
+    """Whether a Qwen Code chat record is among the first lines of ``head``."""
+    for line in head.splitlines()[:_DETECT_LINES]:
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line)
+        except (ValueError, RecursionError):
+            continue
+        if is_record(record):
+            return True
+    return False
+
+
+def _provider(model: str) -> str:
+    """The vendor whose cache rules apply (Qwen Code reaches models through their APIs)."""
+    name = model.lower()
+    if name.startswith("claude"):
+        return "anthropic"
+    if name.startswith(("gpt", "o1", "o3", "o4")):
+        return "openai"
+    if name.startswith("gemini"):
+        return "google"
+    return "qwen"
+
+
+def _content(message: Any, where: str) -> dict[str, Any]:
+    """A Gemini ``Content`` as it is sent back: thought parts dropped."""
+    if not isinstance(message, dict) or not isinstance(message.get("parts"), list):
+        msg = f"field `{where}` is {json_type(message)}; expected a Gemini Content {{role, parts}}"
+        raise ValueError(msg)
+    parts = [p for p in message["parts"] if not (isinstance(p, dict) and p.get("thought") is True)]
+    return {"role": str(message.get("role") or "user"), "parts": parts}
+
+
+class _Chat:
+    """The state of reading one chat file."""
+
+    def __init__(self, reader: LineReader, store: BlockStore) -> None:
+        self.reader = reader
+        self.store = store
+        self.threads: dict[str, Thread] = {}
+        self.calls: list[Call] = []
+        self.model: str | None = None
+
+    def thread(self, key: str) -> Thread:
+        found = self.threads.get(key)
+        if found is None:
+            found = self.threads[key] = Thread(self.store, key)
+        return found
+
+    def add(self, lineno: int, record: Any) -> None:
+        if not isinstance(record, dict):
+            msg = f"the line is {json_type(record)}"
+            raise ValueError(msg)
+        kind = record.get("type")
+        if kind not in _TYPES:
+            msg = f"field `type` is {json_type(kind)}; expected one of {', '.join(_TYPES)}"
+            raise ValueError(msg)
+        agent = record.get("agentId")
+        sub = record.get("isSidechain") is True and isinstance(agent, str) and bool(agent)
+        key = f"agent {agent}" if sub else "main"
+        thread = self.thread(key)
+        if kind == "system":
+            self._system(record, thread)
+        elif kind == "assistant":
+            self._assistant(lineno, record, thread, "main" if sub else None)
+        else:
+            thread.append(_content(record.get("message"), "message"))
+
+    def _system(self, record: dict[str, Any], thread: Thread) -> None:
+        subtype = record.get("subtype")
+        payload = record.get("systemPayload")
+        body = payload if isinstance(payload, dict) else {}
+        if subtype == "chat_compression":
+            history = body.get("compressedHistory")
+            if not isinstance(history, list):
+                msg = (
+                    f"field `systemPayload.compressedHistory` is {json_type(history)}; "
+                    "expected the history after the compression"
+                )
+                raise ValueError(msg)
+            where = "systemPayload.compressedHistory"
+            thread.replace([_content(c, f"{where}[{i}]") for i, c in enumerate(history)])
+            self.reader.ignore("chat compression record")
+        elif subtype == "session_model" and isinstance(body.get("modelId"), str):
+            self.model = body["modelId"]
+            self.reader.ignore("session_model record")
+        elif subtype == "ui_telemetry":
+            self.reader.ignore("ui_telemetry record (sub-agent calls are logged only here)")
+        else:
+            self.reader.ignore(f"system record ({subtype})" if subtype else "system record")
+
+    def _assistant(
+        self, lineno: int, record: dict[str, Any], thread: Thread, parent: str | None
+    ) -> None:
+        found = record.get("model")
+        model = found if isinstance(found, str) and found else self.model or "unknown"
+        if isinstance(found, str) and found:
+            self.model = found
+        raw = record.get("usageMetadata")
+        if raw is not None and not isinstance(raw, dict):
+            msg = f"field `usageMetadata` is {json_type(raw)}; expected an object"
+            raise ValueError(msg)
+        usage = normalize_usage(raw) if raw else None
+        meta: dict[str, Any] = {"message_id": record.get("uuid")}
+        if not (isinstance(found, str) and found):
+            meta["model_source"] = "the session's last model" if self.model else "unknown"
+        call = thread.call(
+            model=model,
+            provider=_provider(model),
+            ts=parse_ts(record.get("timestamp"), "timestamp"),
+            usage=usage,
+            meta=meta,
+        )
+        call.line = lineno
+        call.parent_hint = parent
+        self.calls.append(call)
+        message = record.get("message")
+        if message is not None:
+            thread.append(_content(message, "message"))
+
+
+def read(path: Path, *, errors: str = "raise") -> Session:
+    """Read a Qwen Code chat file: one call per assistant record."""
+    store = BlockStore()
+    reader = LineReader(path, errors=errors)
+    reader.rebuilds = True
+    state = _Chat(reader, store)
+    reader.each_record(state.add, _EXPECTED)
+    return reader.session(NAME, state.calls, store)

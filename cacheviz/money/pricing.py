@@ -1,0 +1,463 @@
+"""Dated prices: genai-prices' bundled snapshot, a small dated overlay, and user files.
+
+Resolution, later sources winning field by field:
+
+1. **genai-prices** (its offline snapshot; date-dependent prices picked at the call's time);
+2. **the overlay** ``cacheviz/data/prices_overlay.json``: what the snapshot lacks or has
+   out of date (1h writes at 2x, Gemini storage per token-hour, DeepSeek's 2026 models
+   with peak / off-peak windows, GPT-5.6 writes at 1.25x), each entry with its source
+   and date;
+3. **a user file** (``prices=`` / ``--prices FILE``): cacheviz's own JSON (the overlay's
+   shape) or LiteLLM's ``model_prices_and_context_window.json`` (USD per token).
+
+Every price is USD per token once resolved; :attr:`Rates.source` names where each came
+from. A model found nowhere is an :class:`~cacheviz.errors.UnknownModelError` listing
+close matches.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+import re
+from dataclasses import dataclass, replace
+from datetime import UTC, datetime
+from functools import cache
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from cacheviz import providers
+from cacheviz.errors import TranscriptError, UnknownModelError
+from cacheviz.money import _price_copy
+from cacheviz.money._price_copy import Found
+
+_FIELDS = ("input", "cache_read", "cache_write", "cache_write_1h", "output", "storage_hour")
+_MTOK = 1e-6
+_LITELLM = {
+    "input_cost_per_token": "input",
+    "cache_read_input_token_cost": "cache_read",
+    "cache_creation_input_token_cost": "cache_write",
+    "cache_creation_input_token_cost_above_1hr": "cache_write_1h",
+    "output_cost_per_token": "output",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class Rates:
+    """USD per token for one model at one time (``None``: the provider has no such price)."""
+
+    input: float
+    cache_read: float | None = None
+    cache_write: float | None = None  # the default (5m / 30m) TTL write
+    cache_write_1h: float | None = None
+    output: float | None = None
+    storage_hour: float | None = None  # per token per hour (Gemini explicit caches)
+    source: str = ""
+
+    def cost(
+        self,
+        *,
+        uncached: int,
+        cache_read: int = 0,
+        cache_write: int = 0,
+        cache_write_1h: int = 0,
+        output: int | None = None,
+        storage_token_hours: float = 0.0,
+    ) -> float:
+        """USD for one call; ``cache_write`` includes ``cache_write_1h``.
+
+        A cache price the model lacks is billed at the input price (no discount, no fee).
+        """
+        read_rate = self.input if self.cache_read is None else self.cache_read
+        write_rate = self.input if self.cache_write is None else self.cache_write
+        long_rate = write_rate if self.cache_write_1h is None else self.cache_write_1h
+        total = (
+            uncached * self.input
+            + cache_read * read_rate
+            + (cache_write - cache_write_1h) * write_rate
+            + cache_write_1h * long_rate
+            + (output or 0) * (self.output or 0.0)
+        )
+        if storage_token_hours and self.storage_hour is not None:
+            total += storage_token_hours * self.storage_hour
+        return total
+
+
+def _parse_time(value: str | None) -> datetime | None:
+    if value is None:
+        return None
+    moment = datetime.fromisoformat(value)
+    return moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment
+
+
+def _bare(model: str) -> str:
+    return model.rsplit("/", 1)[-1].lower()
+
+
+def _matches(entry: dict[str, Any], provider: str, model: str) -> bool:
+    if entry.get("provider") not in (None, provider):
+        return False
+    name = _bare(model)
+    names = [n.lower() for n in entry.get("model", [])]
+    prefixes = [p.lower() for p in entry.get("model_prefix", [])]
+    return name in names or any(name.startswith(p) for p in prefixes)
+
+
+def _in_force(entry: dict[str, Any], at: datetime | None) -> bool:
+    start, end = _parse_time(entry.get("from")), _parse_time(entry.get("until"))
+    if at is None:  # no time: the prices in force now
+        return end is None
+    return (start is None or start <= at) and (end is None or at < end)
+
+
+def _per_token(entry: dict[str, Any]) -> dict[str, float]:
+    fields = {
+        "input": entry.get("input_mtok"),
+        "cache_read": entry.get("cache_read_mtok"),
+        "cache_write": entry.get("cache_write_mtok"),
+        "cache_write_1h": entry.get("cache_write_1h_mtok"),
+        "output": entry.get("output_mtok"),
+        "storage_hour": entry.get("storage_mtok_hour"),
+    }
+    return {k: float(v) * _MTOK for k, v in fields.items() if v is not None}
+
+
+@cache
+def _overlay() -> dict[str, Any]:
+    text = resources.files("cacheviz.data").joinpath("prices_overlay.json").read_text("utf-8")
+    overlay: dict[str, Any] = json.loads(text)
+    return overlay
+
+
+def _in_peak(provider: str, at: datetime | None) -> bool:
+    window = _overlay().get("peak_windows", {}).get(provider)
+    if window is None or at is None:
+        return False
+    moment = at.astimezone(UTC)
+    hours = moment.hour + moment.minute / 60
+    return moment.isoweekday() in window["weekdays"] and any(
+        lo <= hours < hi for lo, hi in window["hours_utc"]
+    )
+
+
+def _tiered(value: Any, prompt_tokens: int) -> float | None:
+    """A genai-prices price (a number or tiers by prompt size), per token."""
+    if value is None:
+        return None
+    tiers = getattr(value, "tiers", None)
+    if tiers is None:
+        return float(value) * _MTOK
+    price = value.base
+    for tier in tiers:
+        if prompt_tokens > tier.start:
+            price = tier.price
+    return float(price) * _MTOK
+
+
+_PRICE_FIELDS = ("input_mtok", "cache_read_mtok", "cache_write_mtok", "cache_write_1h_mtok")
+
+
+def _genai_prices(provider: str, model: str, at: datetime | None) -> tuple[Found, Any] | None:
+    """genai-prices' (record, prices in force at ``at``) for ``model``, if it has them.
+
+    The record comes from :mod:`cacheviz.money._price_copy` (a copy of genai-prices' data,
+    read without importing genai-prices once the model was looked up before).
+    """
+    found = _price_copy.lookup(provider, _bare(model))
+    if found is None:
+        return None
+    return found, found.prices(at or datetime.now(UTC))
+
+
+def tier_starts(provider: str, model: str, at: datetime | None = None) -> tuple[int, ...]:
+    """The prompt sizes above which ``model``'s input-side prices change (from the data).
+
+    A prompt of ``n`` tokens is in tier ``sum(n > start for start in tier_starts(...))``.
+
+    >>> tier_starts("anthropic", "claude-nonexistent")
+    ()
+    """
+    found = _genai_prices(provider, model, at)
+    if found is None:
+        return ()
+    starts = {
+        int(tier.start)
+        for name in _PRICE_FIELDS
+        for tier in getattr(getattr(found[1], name, None), "tiers", None) or ()
+    }
+    return tuple(sorted(starts))
+
+
+def _genai(provider: str, model: str, at: datetime | None, prompt_tokens: int) -> Rates | None:
+    found = _genai_prices(provider, model, at)
+    if found is None:
+        return None
+    record, prices = found
+    values = {
+        "input": _tiered(getattr(prices, "input_mtok", None), prompt_tokens),
+        "cache_read": _tiered(getattr(prices, "cache_read_mtok", None), prompt_tokens),
+        "cache_write": _tiered(getattr(prices, "cache_write_mtok", None), prompt_tokens),
+        "cache_write_1h": _tiered(getattr(prices, "cache_write_1h_mtok", None), prompt_tokens),
+        "output": _tiered(getattr(prices, "output_mtok", None), prompt_tokens),
+    }
+    first = values.pop("input")
+    if first is None:
+        return None
+    source = f"genai-prices {record.version} ({record.model_id})"
+    return Rates(input=first, **values, source=source)
+
+
+def _known_models(provider: str, extra: list[dict[str, Any]]) -> list[str]:
+    names = [model for model, _ in _price_copy.models(provider)]
+    for entry in [*_overlay()["models"], *extra]:
+        if entry.get("provider") in (None, provider):
+            names += entry.get("model", [])
+    return sorted(set(names))
+
+
+def known_models(provider: str) -> list[str]:
+    """Every model the bundled price data (genai-prices and the overlay) prices for ``provider``."""
+    return _known_models(provider, [])
+
+
+# version numbers in a model name: one or two digits (not a size such as 120b, not a date)
+_NUMBERS = re.compile(r"(?<![\d.])\d{1,2}(?:\.\d+)?(?![\d.]|[bkmBKM])")
+
+
+def recency(model: str) -> tuple[tuple[float, ...], str]:
+    """A sort key putting newer model names first: their version numbers, descending.
+
+    The version numbers in the name, in order (``claude-opus-4-5`` → 4, 5;
+    ``gpt-5.6-terra`` → 5.6; sizes such as ``120b`` and dates are not versions); a name
+    without one sorts last. Price data carries no release dates, so
+    the version in the name stands for them.
+
+    >>> sorted(["claude-2", "claude-opus-4-5", "claude-sonnet-5", "claude-3-haiku"], key=recency)
+    ['claude-sonnet-5', 'claude-opus-4-5', 'claude-3-haiku', 'claude-2']
+    """
+    found = [-float(n) for n in _NUMBERS.findall(model.split("/")[-1])[:3]]
+    if not found:
+        return (float("inf"),), model
+    return tuple(found + [0.0] * (3 - len(found))), model
+
+
+def retired_models(provider: str) -> set[str]:
+    """Models the vendor no longer serves: genai-prices' ``deprecated`` plus the overlay's."""
+    names = {model for model, deprecated in _price_copy.models(provider) if deprecated}
+    for entry in _overlay().get("retired", []):
+        if entry.get("provider") == provider:
+            names |= set(entry.get("model", []))
+    return names
+
+
+def priced_models(provider: str, *, retired: bool | list[str] = False) -> list[str]:
+    """The models of ``provider``'s own families that have a price (the model picker).
+
+    Newest first (:func:`recency`). Retired models are left out unless ``retired`` is
+    True, or is a list of the ones to keep (the session's own models).
+    """
+    found = providers.find(provider)
+    if found is None or found.self_hosted:
+        return []
+    models = known_models(provider)
+    own = [m for m in models if found.owns_model(m)] or models
+    if retired is not True:
+        gone = retired_models(provider) - set(retired or [])
+        own = [m for m in own if m not in gone]
+    return sorted(own, key=recency)
+
+
+class PriceBook:
+    """Where prices come from; see the module docstring.
+
+    Parameters
+    ----------
+    prices
+        A user price file: cacheviz JSON ``{"models": [...]}`` (the overlay's entry shape,
+        USD per million tokens) or LiteLLM's ``model_prices_and_context_window.json``.
+    """
+
+    def __init__(self, prices: str | Path | None = None) -> None:
+        self.user_file = None if prices is None else Path(prices)
+        self._user: list[dict[str, Any]] = [] if prices is None else _read_user(Path(prices))
+
+    def rates(
+        self, provider: str, model: str, *, at: datetime | None = None, prompt_tokens: int = 0
+    ) -> Rates:
+        """Resolve the rates of ``model`` at ``at`` for a prompt of ``prompt_tokens``.
+
+        Raises
+        ------
+        UnknownModelError
+            When no source prices the model.
+        """
+        found = _genai(provider, model, at, prompt_tokens)
+        values: dict[str, float | None] = {f: getattr(found, f) for f in _FIELDS} if found else {}
+        sources = [found.source] if found else []
+        for entry in _overlay()["models"]:
+            if _matches(entry, provider, model) and _in_force(entry, at):
+                fields = _per_token(entry)
+                if "peak" in entry and _in_peak(provider, at):
+                    fields.update(_per_token(entry["peak"]))
+                    sources.append(f"{entry['source']}, peak hours, as of {entry['as_of']}")
+                else:
+                    sources.append(f"{entry['source']} as of {entry['as_of']}")
+                values.update(fields)
+        for entry in self._user:
+            if _matches(entry, provider, model) and _in_force(entry, at):
+                values.update(entry["_rates"])
+                sources.append(f"{self.user_file}")
+        if values.get("input") is None:
+            close = difflib.get_close_matches(_bare(model), _known_models(provider, self._user), 5)
+            hint = f" Close matches: {', '.join(close)}." if close else ""
+            msg = (
+                f"no price for model {model!r} of provider {provider!r}.{hint} "
+                "Pass --prices FILE (cacheviz price JSON or LiteLLM's "
+                "model_prices_and_context_window.json), prices= in Python, or --model"
+            )
+            raise UnknownModelError(msg)
+        for rule in _overlay()["multipliers"]:
+            if _matches({**rule, "model_prefix": rule.get("model_prefix", [""])}, provider, model):
+                for field in ("cache_write", "cache_write_1h"):
+                    if values.get(field) is None and f"{field}_mtok" in rule:
+                        values[field] = values["input"] * rule[f"{field}_mtok"]
+                        sources.append(
+                            f"{field} = {rule[f'{field}_mtok']}x input ({rule['source']})"
+                        )
+        rates = Rates(**{f: values.get(f) for f in _FIELDS})  # type: ignore[arg-type]  # input checked
+        return replace(rates, source="; ".join(sources))
+
+
+def day_changes(provider: str, model: str, book: PriceBook | None = None) -> tuple[float, ...]:
+    """Minutes of the UTC day at which ``model``'s prices may change, from the data.
+
+    genai-prices' time-of-day prices (DeepSeek's discount from 16:30 UTC), the overlay's
+    peak windows, and any dated price (overlay or user file) that starts or ends off the
+    hour. Prices also change at midnight (dated prices, weekdays), on an hour.
+
+    >>> day_changes("anthropic", "claude-nonexistent")
+    ()
+    """
+    changes: set[float] = set()
+    found = _price_copy.lookup(provider, _bare(model))
+    if found is not None:
+        changes |= set(found.time_changes())
+    window = _overlay().get("peak_windows", {}).get(provider)
+    for low, high in window["hours_utc"] if window else ():
+        changes |= {low * 60.0, high * 60.0}
+    for entry in [*_overlay()["models"], *(book._user if book else [])]:
+        for field in ("from", "until"):
+            moment = _parse_time(entry.get(field))
+            if moment is not None and _matches(entry, provider, model):
+                utc = moment.astimezone(UTC)
+                changes.add(utc.hour * 60 + utc.minute + utc.second / 60)
+    return tuple(sorted(c % 1440 for c in changes if c % 60))
+
+
+def _period(at: datetime | None, changes: tuple[float, ...]) -> tuple[datetime | None, int]:
+    """The UTC hour of ``at`` and which stretch of it (cut at ``changes``) it falls in."""
+    if at is None:
+        return None, 0
+    utc = at.astimezone(UTC) if at.tzinfo is not None else at
+    hour = utc.replace(minute=0, second=0, microsecond=0)
+    start = hour.hour * 60
+    minute = start + utc.minute + (utc.second + utc.microsecond / 1e6) / 60
+    return hour, sum(start < change <= minute for change in changes)
+
+
+class RateCache:
+    """A provider's rates per (model, price period, prompt-size tier), each resolved once.
+
+    Rates change by the UTC hour at most (peak windows, dated prices) except at the
+    minutes of the day the data names (:func:`day_changes`: DeepSeek's 16:30 UTC), and
+    by prompt size only at the model's tier boundaries, which come from the price data
+    (:func:`tier_starts`).
+
+    Parameters
+    ----------
+    book
+        Where the prices come from.
+    provider
+        The provider whose price list is read.
+    """
+
+    def __init__(self, book: PriceBook, provider: str) -> None:
+        self.book, self.provider = book, provider
+        self._seen: dict[tuple[str, datetime | None, int, int], Rates] = {}
+        self._starts: dict[tuple[str, datetime | None, int], tuple[int, ...]] = {}
+        self._changes: dict[str, tuple[float, ...]] = {}
+
+    def __call__(self, model: str, at: datetime | None, prompt_tokens: int) -> Rates:
+        """The rates of ``model`` at ``at`` for a prompt of ``prompt_tokens``.
+
+        Raises
+        ------
+        UnknownModelError
+            When no source prices the model.
+        """
+        changes = self._changes.get(model)
+        if changes is None:
+            changes = self._changes[model] = day_changes(self.provider, model, self.book)
+        hour, stretch = _period(at, changes)
+        starts = self._starts.get((model, hour, stretch))
+        if starts is None:
+            starts = self._starts[(model, hour, stretch)] = tier_starts(self.provider, model, at)
+        key = (model, hour, stretch, sum(prompt_tokens > start for start in starts))
+        if key not in self._seen:
+            self._seen[key] = self.book.rates(
+                self.provider, model, at=at, prompt_tokens=prompt_tokens
+            )
+        return self._seen[key]
+
+
+def _read_user(path: Path) -> list[dict[str, Any]]:
+    try:
+        document = json.loads(path.read_text("utf-8"))
+    except OSError as exc:
+        msg = f"can't read the price file ({exc.strerror})"
+        raise TranscriptError(msg, path=path) from None
+    except (ValueError, UnicodeDecodeError) as exc:
+        msg = f"the price file is not valid JSON ({exc})"
+        raise TranscriptError(msg, path=path) from None
+    if isinstance(document, dict) and isinstance(document.get("models"), list):
+        entries = []
+        for i, entry in enumerate(document["models"]):
+            if not isinstance(entry, dict) or not isinstance(entry.get("input_mtok"), (int, float)):
+                msg = f"models[{i}]: expected an object with `model` and `input_mtok` (USD/MTok)"
+                raise TranscriptError(msg, path=path)
+            names = entry.get("model", [])
+            entries.append(
+                {
+                    **entry,
+                    "model": [names] if isinstance(names, str) else names,
+                    "_rates": _per_token(entry),
+                }
+            )
+        return entries
+    if isinstance(document, dict):  # LiteLLM: model -> per-token costs
+        entries = []
+        for key, spec in document.items():
+            if key == "sample_spec" or not isinstance(spec, dict):
+                continue
+            rates = {
+                ours: float(spec[theirs])
+                for theirs, ours in _LITELLM.items()
+                if isinstance(spec.get(theirs), (int, float))
+            }
+            if "input" in rates:
+                provider = providers.known(spec.get("litellm_provider"))
+                entries.append(
+                    {
+                        "provider": provider if provider in providers.priced() else None,
+                        "model": [key.lower(), _bare(key)],
+                        "_rates": rates,
+                    }
+                )
+        if entries:
+            return entries
+    msg = (
+        'not a price file: expected {"models": [...]} (cacheviz) or LiteLLM\'s '
+        "model_prices_and_context_window.json"
+    )
+    raise TranscriptError(msg, path=path)

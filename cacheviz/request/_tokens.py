@@ -1,0 +1,210 @@
+"""Tokenization: encodings, the model → encoding map, and a content-addressed token cache.
+
+Each distinct block is tokenized once per encoding, whatever the number of requests that
+re-send it. Counts are exact only for models whose tokenizer tiktoken ships (OpenAI);
+Claude, Gemini, DeepSeek and unknown models are counted with ``o200k_base`` and
+flagged approximate.
+
+Conversation messages are wrapped as chat templates do: a start marker, the role, the
+content, an end marker (OpenAI documents three tokens of framing per message). The two
+markers are synthetic ids (negative numbers) so that text can never forge them, and so
+that a message edited by appending text no longer matches at its old end.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+from array import array
+from collections.abc import Iterable
+from typing import TYPE_CHECKING
+
+from cacheviz.errors import EncodingUnavailableError
+from cacheviz.model import OPAQUE, Content
+from cacheviz.request._blocks import render_text
+
+if TYPE_CHECKING:
+    from tiktoken import Encoding
+
+DEFAULT_ENCODING = "o200k_base"
+MESSAGE_START = -1
+MESSAGE_END = -2
+UNLOGGED = -3  # one token of a prefix the transcript did not log (size inferred)
+# The first token of an unlogged prefix identifies it (two unlogged prefixes of different
+# threads are not known to be equal, so they never share a token): UNLOGGED_ID - n.
+UNLOGGED_ID = -1000
+_BATCH_CHARS = 4_000_000
+
+
+@functools.cache
+def encoding_for_model(model: str) -> tuple[str, bool]:
+    """Return ``(encoding name, is_exact)`` for a model.
+
+    Remembered per model: tiktoken's map is fixed, and the analysis asks once per call.
+
+    Examples
+    --------
+    >>> encoding_for_model("gpt-4o")
+    ('o200k_base', True)
+    >>> encoding_for_model("claude-sonnet-4-5")
+    ('o200k_base', False)
+    """
+    from tiktoken.model import encoding_name_for_model
+
+    for candidate in (model, model.rsplit("/", 1)[-1]):
+        try:
+            return encoding_name_for_model(candidate), True
+        except KeyError:
+            continue
+    return DEFAULT_ENCODING, False
+
+
+@functools.cache
+def get_encoding(name: str) -> Encoding:
+    """Load a tiktoken encoding, or explain in one line how to make it loadable.
+
+    The ranks come from the binary copy :mod:`cacheviz.request._encodings` keeps when it fits
+    (the same encoding, built ~0.2-0.4 s faster), else from tiktoken's own loading.
+    """
+    from cacheviz.request import _encodings
+
+    try:
+        encoding = _encodings.load(name)
+    except ValueError as exc:
+        msg = f"unknown tiktoken encoding {name!r} ({exc}); use o200k_base or cl100k_base"
+        raise EncodingUnavailableError(msg) from None
+    except Exception as exc:
+        where = os.environ.get("TIKTOKEN_CACHE_DIR")
+        hint = (
+            f"TIKTOKEN_CACHE_DIR={where} does not hold it"
+            if where
+            else "no network and TIKTOKEN_CACHE_DIR is not set"
+        )
+        msg = (
+            f"tiktoken encoding {name!r} could not be loaded ({hint}; {type(exc).__name__}). "
+            "Set TIKTOKEN_CACHE_DIR to a writable folder holding tiktoken's cached files "
+            "(e.g. a copy of ../shared/tiktoken), or run once with internet access"
+        )
+        raise EncodingUnavailableError(msg) from None
+    _loaded.add(name)
+    return encoding
+
+
+_RESTRICTED_CHARS = 32_000  # per process and encoding: see encoding_for_texts
+_restricted_chars: dict[str, int] = {}
+_loaded: set[str] = set()
+
+
+def encoding_for_texts(name: str, texts: list[str]) -> Encoding:
+    """The encoding to tokenize ``texts`` with: the ids of ``get_encoding(name)``, always.
+
+    Building tiktoken's encoder of a whole table (200,000 ranks) takes ~0.15 s, most of a
+    short command's start-up. Until ``_RESTRICTED_CHARS`` characters were tokenized with
+    ``name`` in this process (a sample, a short session), the texts are encoded by an
+    encoding of only the ranks that occur in them (:func:`cacheviz.request._encodings.restricted`);
+    past that, or once the whole encoding is loaded, by the whole encoding.
+    """
+    if name not in _loaded:
+        size = _restricted_chars.get(name, 0) + sum(map(len, texts))
+        if size <= _RESTRICTED_CHARS:
+            from cacheviz.request import _encodings
+
+            encoding = _encodings.restricted(name, texts)
+            if encoding is not None:
+                _restricted_chars[name] = size
+                return encoding
+    return get_encoding(name)
+
+
+class TokenCache:
+    """Token arrays of block contents, keyed by content hash, for one encoding."""
+
+    def __init__(self, encoding: str, contents: dict[str, Content]) -> None:
+        self.encoding = encoding
+        self.contents = contents
+        self._tokens: dict[str, array[int]] = {}
+        self._roles: dict[str, list[int]] = {}
+
+    def __len__(self) -> int:
+        return len(self._tokens)
+
+    def ensure(self, hashes: Iterable[str]) -> None:
+        """Tokenize every hash not seen yet, in batches of about ``_BATCH_CHARS``.
+
+        A batch's texts and token lists (Python ints, ~9 bytes per token) exist only
+        while it is encoded; what is kept is each block's ``array("i")`` (4 bytes per
+        token), so peak memory follows the batch, not the session.
+        """
+        contents = self.contents
+        missing = [h for h in dict.fromkeys(hashes) if h not in self._tokens]
+        for digest in [h for h in missing if self.contents[h].kind == OPAQUE]:
+            self._tokens[digest] = array("i")  # sized later by set_unlogged()
+        missing = [h for h in missing if h not in self._tokens]
+        if not missing:
+            return
+        batch: list[tuple[str, str | None, str]] = []
+        size = 0
+        for digest in missing:
+            role, text = render_text(contents[digest])
+            batch.append((digest, role, text))
+            size += len(text)
+            if size >= _BATCH_CHARS:
+                self._encode(batch, size)
+                batch, size = [], 0
+        if batch:
+            self._encode(batch, size)
+
+    def _encode(self, batch: list[tuple[str, str | None, str]], size: int) -> None:
+        texts = [text for _, _, text in batch]
+        roles = {role for _, role, _ in batch if role is not None and role not in self._roles}
+        enc = encoding_for_texts(self.encoding, [*texts, *roles])
+        if size >= _BATCH_CHARS and len(texts) > 1:
+            threads = min(4, os.cpu_count() or 1)
+            encoded = enc.encode_ordinary_batch(texts, num_threads=threads)
+        else:  # a thread pool costs more than it saves on little text
+            encoded = [enc.encode_ordinary(text) for text in texts]
+        for (digest, role, _), ids in zip(batch, encoded, strict=True):
+            if role is None:
+                self._tokens[digest] = array("i", ids)
+            else:
+                role_ids = self._roles.get(role)
+                if role_ids is None:
+                    role_ids = self._roles[role] = enc.encode_ordinary(role)
+                tokens = array("i", [MESSAGE_START, *role_ids])
+                tokens.extend(ids)
+                tokens.append(MESSAGE_END)
+                self._tokens[digest] = tokens
+
+    def set_unlogged(self, digest: str, tokens: int) -> None:
+        """Give an unlogged-prefix block its inferred size."""
+        if tokens <= 0:
+            self._tokens[digest] = array("i")
+            return
+        marker = UNLOGGED_ID - int(digest[:7], 16)
+        self._tokens[digest] = array("i", [marker]) + array("i", [UNLOGGED]) * (tokens - 1)
+
+    def lengths(self) -> dict[str, int]:
+        """Token count of every tokenized hash."""
+        return {digest: len(tokens) for digest, tokens in self._tokens.items()}
+
+    def __getitem__(self, digest: str) -> array[int]:
+        tokens = self._tokens.get(digest)
+        if tokens is None:
+            self.ensure([digest])
+            tokens = self._tokens[digest]
+        return tokens
+
+    def decode(self, tokens: Iterable[int]) -> list[str]:
+        """Return the text of each token (markers as ``<|start|>``/``<|end|>``)."""
+        enc = get_encoding(self.encoding)
+        out = []
+        for token in tokens:
+            if token == MESSAGE_START:
+                out.append("<|start|>")
+            elif token == MESSAGE_END:
+                out.append("<|end|>")
+            elif token == UNLOGGED or token <= UNLOGGED_ID:
+                out.append("<|unlogged|>")
+            else:
+                out.append(enc.decode_single_token_bytes(token).decode("utf-8", "replace"))
+        return out

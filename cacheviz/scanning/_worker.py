@@ -1,0 +1,242 @@
+"""The per-unit function of a scan: load, analyse, and flatten one session into rows.
+
+It runs in worker processes (or on any ``concurrent.futures.Executor``), so its input
+and output are plain picklable values: a :class:`~cacheviz.scanning._walk.Unit` in, a
+:class:`UnitResult` of rows as plain lists out (:func:`table` builds the frames).
+Nothing here depends on other units; de-duplication across files happens afterwards
+(:mod:`cacheviz.scanning._scanner`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import warnings
+from dataclasses import dataclass, field, replace
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+
+from cacheviz import _schema
+from cacheviz.analysis import AnalysisColumns, analyze_columns
+from cacheviz.errors import CacheVizError, CacheVizWarning, UnknownFormatError
+from cacheviz.formats import READERS, detect
+from cacheviz.formats._replays import REPLAYED
+from cacheviz.model import OPAQUE, Session, paused_gc
+from cacheviz.money.pricing import PriceBook, RateCache
+from cacheviz.scanning._walk import Unit, shown
+
+_HASH_CHUNK = 1 << 20
+Columns = dict[str, list[Any]]
+"""A table as plain lists, one per column (built into one frame per scan, not per unit)."""
+
+
+@dataclass(slots=True)
+class UnitResult:
+    """What one unit gave: its rows, or why it gave none."""
+
+    path: str
+    status: str  # "ok" | "failed" | "unknown" | "unchanged" (content hash as cached)
+    content_hash: str
+    format: str | None = None
+    error: str | None = None
+    warnings: list[str] = field(default_factory=list)
+    calls: Columns | None = None  # the unit's rows of each table (see :func:`table`)
+    drifts: Columns | None = None
+    misses: Columns | None = None
+    replays: int = 0  # responses the loader dropped as replays of others
+
+
+def content_hash(members: tuple[Path, ...]) -> str:
+    """BLAKE2b over the bytes of every member file (names included), hex."""
+    digest = hashlib.blake2b(digest_size=16)
+    for path in members:
+        if path != members[0]:  # a copy of a session under another name is the same session
+            digest.update(os.fsencode(path.name) + b"\0")
+        with path.open("rb") as handle:
+            while chunk := handle.read(_HASH_CHUNK):
+                digest.update(chunk)
+    return digest.hexdigest()
+
+
+def run_unit(
+    unit: Unit,
+    known_hash: str | None = None,
+    prices: str | None = None,
+    rates: dict[str, RateCache] | None = None,
+) -> UnitResult:
+    """Load and analyse one unit; never raises for bad input (it is reported instead).
+
+    Parameters
+    ----------
+    unit
+        The session to read.
+    known_hash
+        The content hash the scan cache holds for this path; when the files still hash to
+        it, nothing is analysed (``status="unchanged"``).
+    prices
+        A user price file, as for ``--prices``.
+    rates
+        The rates resolved for earlier units with the same ``prices`` (a dict the
+        caller keeps for a batch; filled in here): each price period is resolved once.
+    """
+    try:
+        digest = content_hash(unit.members)
+    except OSError as exc:
+        return UnitResult(
+            shown(unit.path), "failed", "", error=f"{shown(unit.path)}: {exc.strerror}"
+        )
+    if known_hash is not None and digest == known_hash:
+        return UnitResult(shown(unit.path), "unchanged", digest)
+    try:
+        fmt = detect(unit.path)
+    except UnknownFormatError:
+        return UnitResult(shown(unit.path), "unknown", digest)
+    except (CacheVizError, OSError, ValueError) as exc:
+        return UnitResult(shown(unit.path), "failed", digest, error=_one_line(exc, unit.path))
+    # the collector paused as for cacheviz.load and Session.analyze (model.paused_gc)
+    with warnings.catch_warnings(record=True) as caught, paused_gc():
+        warnings.simplefilter("always", CacheVizWarning)
+        try:
+            session = READERS[fmt].read(unit.path, errors="raise")
+            analysis = analyze_columns(session, prices=_book(prices), rates=rates)
+            if fmt == "codex":  # sessions/YYYY/MM/DD says nothing: the folder it ran in
+                unit = replace(unit, project=_codex_project(unit.path) or unit.project)
+            calls, drifts, misses = _rows(unit, fmt, session, analysis)
+        except (CacheVizError, OSError, ValueError, RecursionError) as exc:
+            return UnitResult(
+                shown(unit.path), "failed", digest, format=fmt, error=_one_line(exc, unit.path)
+            )
+        except Exception as exc:  # a bug must not stop a scan of thousands of files
+            text = (str(exc).splitlines() or [""])[0]
+            error = (
+                f"{shown(unit.path)}: internal error ({type(exc).__name__}: {text}); "
+                "please report it"
+            )
+            return UnitResult(shown(unit.path), "failed", digest, format=fmt, error=error)
+    notes = [
+        shown(str(w.message).splitlines()[0])
+        for w in caught
+        if issubclass(w.category, CacheVizWarning)
+    ]
+    replays = session.ignored.get(REPLAYED, 0)
+    return UnitResult(
+        shown(unit.path), "ok", digest, fmt, None, notes, calls, drifts, misses, replays
+    )
+
+
+def _book(prices: str | None) -> PriceBook:
+    """One price book per price file (as it is now) and process: parsed once, not per file."""
+    if prices is None:
+        return _book_of(None, 0, 0)
+    try:
+        stat = Path(prices).stat()
+    except OSError:
+        return PriceBook(prices)  # raises the one-line error of a missing file
+    return _book_of(prices, stat.st_size, stat.st_mtime_ns)
+
+
+@cache
+def _book_of(prices: str | None, size: int, mtime_ns: int) -> PriceBook:
+    del size, mtime_ns  # part of the cache key only
+    return PriceBook(prices)
+
+
+def run_batch(
+    units: list[Unit], known: list[str | None], prices: str | None = None
+) -> list[UnitResult]:
+    """:func:`run_unit` over a batch (one task per batch keeps process overhead low)."""
+    rates: dict[str, RateCache] = {}  # the batch's sessions share one price book
+    return [run_unit(u, k, prices, rates) for u, k in zip(units, known, strict=True)]
+
+
+_CWD = re.compile(rb'"cwd"\s*:\s*"((?:[^"\\]|\\.)+)"')
+
+
+def _codex_project(path: Path) -> str | None:
+    """The last folder of the ``cwd`` a Codex rollout's ``session_meta`` records."""
+    with path.open("rb") as handle:
+        found = _CWD.search(handle.read(1 << 16))
+    if found is None:
+        return None
+    cwd = found.group(1).decode("utf-8", "replace").replace("\\\\", "/").rstrip("/")
+    return cwd.rsplit("/", 1)[-1] or None
+
+
+def _one_line(exc: BaseException, path: Path) -> str:
+    text = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+    text = text.replace(" (or pass --errors skip / errors='skip')", "")  # scan has no such option
+    return shown(text if str(path) in text else f"{path}: {text}")
+
+
+_OF_THE_UNIT = {"path", "session", "format", "project", "usage_only"}
+_FROM_META = {"response_id", "reported_cost_usd"}
+_FROM_ANALYSIS = tuple(n for n in _schema.SCAN_CALLS if n not in _OF_THE_UNIT | _FROM_META)
+_SCHEMAS = {
+    "calls": _schema.SCAN_CALLS,
+    "drifts": _schema.SCAN_DRIFTS,
+    "misses": _schema.SCAN_MISSES,
+}
+
+
+def _rows(unit: Unit, fmt: str, session: Session, analysis: AnalysisColumns) -> tuple[Columns, ...]:
+    """The unit's calls, drifts and misses as columns of the scan's tables.
+
+    Plain lists: a polars frame per unit costs more to build, pickle and concatenate
+    than the rows of a small session (the scanner builds one frame of all of them), so
+    the analysis is taken as lists too (:func:`~cacheviz.analysis.analyze_columns`).
+    """
+    frame = analysis.calls
+    calls = session.calls  # row i of the calls columns is session.calls[i]
+    opaque = {h for h, c in session.contents.items() if c.kind == OPAQUE}
+    path = shown(unit.path)
+    metas = [c.meta for c in calls]
+    n = len(calls)
+    out: Columns = {name: list(frame[name]) for name in _FROM_ANALYSIS}
+    logged = [not any(h in opaque for h in c.hashes[: c.message_start]) for c in calls]
+    # Whale logs a fingerprint of system + tools; elsewhere the hash, when they were logged
+    out["prefix_hash"] = [
+        m.get("prefix_fingerprint")
+        if m.get("prefix_fingerprint") is not None
+        else (h if known else None)
+        for m, h, known in zip(metas, out["prefix_hash"], logged, strict=True)
+    ]
+    usage_only = bool(getattr(READERS[fmt], "USAGE_ONLY", False))
+    out |= {
+        "path": [path] * n,
+        "session": [f"{path}#{m['session']}" if m.get("session") else path for m in metas],
+        "format": [fmt] * n,
+        "project": [unit.project] * n,
+        "usage_only": [usage_only] * n,
+        "response_id": [m.get("response_id") for m in metas],
+        "reported_cost_usd": [m.get("reported_cost_usd") for m in metas],
+    }
+    total = analysis.costs.billed_usd
+    if session.session_usage and n and total is not None:
+        # usage reported for the session only (Copilot CLI): the scan adds up its calls, so
+        # what the session's figure holds beyond its calls' own billed costs (a
+        # compaction's) is put on its last call, and no per-call waste is priced on the
+        # rebuilt requests (their system prompt and tools are not in the log)
+        billed = list(out["billed_usd"])
+        rest = total - sum(b for b in billed if b is not None)
+        billed[-1] = (billed[-1] or 0.0) + rest
+        out["billed_usd"] = billed
+        out["waste_usd"] = [None] * n
+    drifts = _own(path, analysis.drifts, _schema.SCAN_DRIFTS)
+    return out, drifts, _own(path, analysis.costs.misses, _schema.SCAN_MISSES)
+
+
+def _own(path: str, columns: Columns, schema: dict[str, Any]) -> Columns:
+    """The scan table's columns of one analysis table, with the unit's path."""
+    rows = len(columns["call"])
+    return {"path": [path] * rows, **{n: list(columns[n]) for n in schema if n != "path"}}
+
+
+def table(name: str, parts: list[Columns]) -> pl.DataFrame:
+    """One of the scan's tables (``calls``, ``drifts``, ``misses``) from units' columns."""
+    schema = _SCHEMAS[name]
+    columns = {c: [v for part in parts for v in part[c]] for c in schema}
+    return _schema.frame(schema, columns) if parts else pl.DataFrame(schema=schema)

@@ -1,0 +1,125 @@
+"""The header's data: the ``meta`` document every view reads.
+
+``widgets/src/views/header.js`` shows what session this is, its totals, the thread tree
+and the hit ratios from it; the other views read its thread names, causes and TTL, and
+the providers panel its ``target`` and ``compare`` (:mod:`cacheviz.ui._providers`).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import polars as pl
+
+from cacheviz._schema import CAUSES, MISS_CAUSES, clean
+from cacheviz.money import pricing
+from cacheviz.money._metrics import hit_ratio
+from cacheviz.redact import redact_all
+from cacheviz.ui._providers import compare_rows, pricing_notes, target_facts, unpriced_models
+from cacheviz.ui._shared import thread_names
+
+if TYPE_CHECKING:
+    from cacheviz.analysis import Analysis
+    from cacheviz.money._simulate import Simulation
+
+
+def _thread_parents(analysis: Analysis) -> list[int]:
+    """Index of each thread's parent thread (sub-agents), -1 for a root or unknown."""
+    calls = analysis.calls
+    names = thread_names(analysis)
+    if "parent_thread" not in calls.columns:
+        return [-1] * len(names)
+    index = {name: i for i, name in enumerate(names)}
+    parents = (
+        calls.group_by("thread", maintain_order=True)
+        .agg(pl.col("parent_thread").drop_nulls().first())
+        .rows()
+    )
+    found = {name: index.get(parent, -1) for name, parent in parents}
+    return [found.get(name, -1) for name in names]
+
+
+def _hit_ratio(read: pl.Series, total: pl.Series) -> float | None:
+    """Token-weighted hit ratio (:func:`cacheviz.money._metrics.hit_ratio`)."""
+    return hit_ratio(read.to_list(), total.to_list()).tokens
+
+
+def meta(
+    analysis: Analysis,
+    *,
+    ttl_seconds: float | None,
+    simulation: Simulation | None,
+    compare: pl.DataFrame | None = None,
+) -> dict[str, Any]:
+    """Totals, names and the target's headline numbers, as JSON-ready values."""
+    sim_hit = None
+    if simulation is not None:
+        sim = simulation.calls
+        sim_hit = _hit_ratio(sim["cache_read_tokens"], sim["input_tokens"])
+    head = analysis.headline()  # the session's own hit ratio where usage is per session
+    reported = head["hit_ratio"]
+    return meta_of(
+        analysis,
+        ttl_seconds=ttl_seconds,
+        simulation=simulation,
+        compare=compare,
+        notes=pricing_notes(analysis, simulation),
+        threads=thread_names(analysis),
+        hit_ratio=sim_hit,
+        reported=(reported["tokens"], reported["requests"]),
+        waste_usd=head["waste_usd"],
+    )
+
+
+def meta_of(
+    analysis: Analysis,
+    *,
+    ttl_seconds: float | None,
+    simulation: Simulation | None,
+    compare: pl.DataFrame | None,
+    notes: dict[str, Any],
+    threads: list[str],
+    hit_ratio: float | None,
+    reported: tuple[float | None, float | None],
+    waste_usd: float | None,
+) -> dict[str, Any]:
+    """:func:`meta` from its per-call sums (the live inspector keeps them call by call).
+
+    ``notes`` is :func:`pricing_notes`, ``threads`` the thread names in order,
+    ``hit_ratio`` the simulation's token hit ratio, ``reported`` the reported hit ratios
+    (tokens, requests), ``waste_usd`` the headline waste.
+    """
+    calls = analysis.calls
+    target = target_facts(analysis, simulation, hit_ratio=hit_ratio, warning=notes["warning"])
+    rows = compare_rows(compare)
+    path = analysis.session.path
+    out: dict[str, Any] = {
+        "path": None if path is None else clean(str(path)),
+        "format": analysis.session.format,
+        "n_calls": calls.height,
+        "threads": [clean(name) for name in threads],
+        "thread_parents": _thread_parents(analysis),
+        "causes": list(CAUSES),
+        "miss_causes": list(MISS_CAUSES),
+        "ttl_seconds": ttl_seconds,
+        "totals": {
+            "input_tokens": int(calls["input_tokens"].sum()),
+            "prefix_tokens": int(calls["prefix_tokens"].sum()),
+            "new_tokens": int(calls["new_tokens"].sum()),
+            "drifts": analysis.drifts.height,
+        },
+        "reported": {"hit_ratio": reported[0], "hit_ratio_requests": reported[1]},
+        "waste_usd": waste_usd,
+        "target": target,
+        "models": pricing.priced_models(simulation.provider) if simulation is not None else [],
+        "unpriced_models": unpriced_models(analysis, simulation),
+        "notice": notes["notice"],
+        "compare": rows,
+        "approximate": not bool(calls["tokens_exact"].all()) if calls.height else False,
+        "reconstructed": bool(calls["reconstructed"].any()) if calls.height else False,
+    }
+    billed = getattr(analysis, "billed_usd", None)
+    if "billed_usd" in calls.columns or billed is not None:
+        out["billed_usd"] = billed
+        out["billed_unpriced_models"] = list(getattr(analysis, "unpriced_models", []) or [])
+    return redact_all(out)
