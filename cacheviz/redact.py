@@ -80,6 +80,9 @@ def _words(*words: str) -> str:
     return f"[{firsts}](?i:{rests})"
 
 
+MAILGUN = r"[0-9a-f]{32}-[0-9a-f]{8}-[0-9a-f]{8}"
+"""A current Mailgun key, as written (its pattern in ``_OWN`` looks back from the "-")."""
+
 # The words of a ``name=value`` label: a ``*_KEY`` only after a word that makes it a
 # credential (``ENCRYPTION_KEY``, ``JWT_SIGNING_KEY``; not ``sort_key`` or ``cache_key``),
 # ``PASS`` and ``PWD`` only as a word of their own (``DB_PASS``, ``MYSQL_PWD``; not
@@ -136,7 +139,10 @@ _OWN = (
     r"hf_[A-Za-z0-9]{30,}",  # Hugging Face access token
     r"npm_[A-Za-z0-9]{36}",  # npm access token, bare (detect-secrets wants an .npmrc line)
     r"key-[0-9a-f]{32}(?![0-9A-Za-z])",  # Mailgun private API key
-    r"(?<![0-9a-f])[0-9a-f]{32}-[0-9a-f]{8}-[0-9a-f]{8}(?![0-9A-Za-z])",  # Mailgun, current
+    # Mailgun, current (``MAILGUN``): found by its "-" (a literal re scans for fast), the
+    # 32 hex before it taken by a look back (the ``head`` group starts the secret)
+    r"-[0-9a-f]{8}-[0-9a-f]{8}(?![0-9A-Za-z])"
+    r"(?<=(?<![0-9a-f])(?P<head>[0-9a-f]{32})-[0-9a-f]{8}-[0-9a-f]{8})",
     # AWS secret access key after its name, however it is written: ``aws configure set
     # aws_secret_access_key KEY``, ``aws_secret_access_key = KEY``, ``SecretAccessKey: KEY``
     r"(?i:secret_?access_?key)\\?[\"']?(?:\s*[:=]\s*|\s+)\\?[\"']?"
@@ -509,8 +515,11 @@ def _matches(
     """The spans the patterns ``rows`` (default: those ``text`` needs) match in ``text``."""
     spans = []
     for pattern, group in _needed(text) if rows is None else rows:
+        head = "head" in pattern.groupindex  # the secret starts before the match
         for match in pattern.finditer(text):
             start, end = match.span(group)
+            if head:
+                start = match.start("head")
             if group == 0:  # a token: cover its tail too
                 tail = _TOKEN_TAIL.match(text, end)
                 end = tail.end() if tail is not None else end

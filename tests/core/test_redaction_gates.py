@@ -200,7 +200,11 @@ def test_prose_needs_no_pattern_and_a_short_text_none_that_is_longer():
 @pytest.mark.slow
 def test_generated_matches_of_every_pattern_are_found(index, data):
     pattern, _ = redact._patterns()[index]
-    found = data.draw(st.from_regex(pattern), label="match")
+    if "head" in pattern.groupindex:  # a look back holds its start: drawn as written
+        found = data.draw(st.from_regex(redact.MAILGUN, fullmatch=True), label="match")
+        assert pattern.search(found)
+    else:
+        found = data.draw(st.from_regex(pattern), label="match")
     before = data.draw(st.sampled_from(["", PROSE[:50], _long(UNICODE, 300), _long(PLAIN, 700)]))
     after = data.draw(st.sampled_from(["", PROSE[:40], _long(PROSE, 400)]))
     for text in (found, before + found + after):
