@@ -162,15 +162,21 @@ def failed_junit(message: str, path: str | None) -> str:
     return ET.tostring(suites, encoding="unicode", xml_declaration=True) + "\n"
 
 
-def write_sarif(result: CheckResult, path: str | Path, version: str = "") -> Path:
-    """Write :func:`to_sarif` to ``path``."""
-    out = Path(path)
-    out.write_text(json.dumps(to_sarif(result, version), indent=1) + "\n", encoding="utf-8")
-    return out
+def write_sarif(
+    result: CheckResult, path: str | Path, version: str = "", *, option: str | None = None
+) -> Path:
+    """Write :func:`to_sarif` to ``path`` (whole, never over the checked transcript)."""
+    text = json.dumps(to_sarif(result, version), indent=1) + "\n"
+    return _write(result.path, path, text, "SARIF file", option)
 
 
-def write_junit(result: CheckResult, path: str | Path) -> Path:
-    """Write :func:`to_junit` to ``path``."""
-    out = Path(path)
-    out.write_text(to_junit(result), encoding="utf-8")
-    return out
+def write_junit(result: CheckResult, path: str | Path, *, option: str | None = None) -> Path:
+    """Write :func:`to_junit` to ``path`` (whole, never over the checked transcript)."""
+    return _write(result.path, path, to_junit(result), "JUnit file", option)
+
+
+def _write(source: str | None, path: str | Path, text: str, what: str, option: str | None) -> Path:
+    from cacheviz import _writing
+
+    inputs = None if source in (None, "-") else _writing.Inputs.transcript(source)
+    return _writing.write(path, text, what=what, option=option, inputs=inputs)

@@ -7,6 +7,7 @@ from pathlib import Path
 
 from cacheviz.cli._shared import dump, formatter, input_options, load_analysis
 from cacheviz.cli._table import width_of, wrap_line
+from cacheviz.errors import CacheVizError
 
 TYPE_CHECKING = False  # not typing's: importing typing costs start-up (cacheviz --version)
 if TYPE_CHECKING:
@@ -39,10 +40,16 @@ def run(args: argparse.Namespace) -> int:
     analysis = load_analysis(args)
     result = check(analysis, allow=args.allow)
     result.path = args.path
-    if args.sarif:
-        write_sarif(result, args.sarif, __version__)
-    if args.junit:
-        write_junit(result, args.junit)
+    for name, write in (
+        ("sarif", lambda path: write_sarif(result, path, __version__, option="--sarif")),
+        ("junit", lambda path: write_junit(result, path, option="--junit")),
+    ):
+        if getattr(args, name):
+            try:
+                write(getattr(args, name))
+            except CacheVizError:
+                setattr(args, name, None)  # not written again as the failure's report
+                raise
     if args.json:
         dump(result.to_dict())
         return result.exit_status
@@ -59,20 +66,29 @@ def run(args: argparse.Namespace) -> int:
 def write_failure(args: argparse.Namespace, message: str) -> None:
     """When the check could not run: still write the SARIF / JUnit files asked for.
 
-    They carry ``message`` as the failure, so code scanning and CI show why.
+    They carry ``message`` as the failure, so code scanning and CI show why; a file that
+    would overwrite the input is not written (``message`` says so already).
     """
     if not (args.sarif or args.junit):
         return
     import json
 
+    from cacheviz import _writing
     from cacheviz._version import __version__
     from cacheviz.check._output import failed_junit, failed_sarif
+    from cacheviz.cli._shared import inputs_of
 
-    try:
-        if args.sarif:
-            doc = failed_sarif(message, args.path, __version__)
-            Path(args.sarif).write_text(json.dumps(doc, indent=1) + "\n", encoding="utf-8")
-        if args.junit:
-            Path(args.junit).write_text(failed_junit(message, args.path), encoding="utf-8")
-    except OSError as exc:
-        print(f"cacheviz: error: can't write the report file: {exc}", file=sys.stderr)
+    inputs = inputs_of(args)
+    files = []
+    if args.sarif:
+        doc = failed_sarif(message, args.path, __version__)
+        files.append((args.sarif, "--sarif", "SARIF file", json.dumps(doc, indent=1) + "\n"))
+    if args.junit:
+        files.append((args.junit, "--junit", "JUnit file", failed_junit(message, args.path)))
+    for target, option, what, text in files:
+        if inputs is not None and inputs.overwritten(Path(target)) is not None:
+            continue
+        try:
+            _writing.write(target, text, what=what, option=option)
+        except CacheVizError as exc:
+            print(f"cacheviz: error: {exc}", file=sys.stderr)

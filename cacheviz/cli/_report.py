@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import sys
 
-from cacheviz.cli._shared import default_output, formatter, input_options, load_analysis
-from cacheviz.errors import CacheVizError
+from cacheviz.cli._shared import default_output, formatter, input_options, inputs_of, load_analysis
 
 TYPE_CHECKING = False  # not typing's: importing typing costs start-up (cacheviz --version)
 if TYPE_CHECKING:
@@ -41,17 +40,18 @@ def run(args: argparse.Namespace) -> int:
     from cacheviz.redact import redaction
     from cacheviz.ui.report import write_report
 
+    inputs = inputs_of(args)  # the path as given: a folder's files are inputs too
     analysis = load_analysis(args)
     output = args.output or default_output(args, ".html")
-    try:
-        with redaction(enabled=not args.no_redact):
-            written = write_report(analysis, output, provider=args.provider, model=args.model)
-    except OSError as exc:
-        msg = (
-            f"{output}: can't write the report ({exc.strerror or exc}); "
-            "check that the folder exists and is writable"
+    with redaction(enabled=not args.no_redact):
+        written = write_report(
+            analysis,
+            output,
+            provider=args.provider,
+            model=args.model,
+            option="-o" if args.output else None,
+            inputs=inputs if args.output else None,  # the default never exists yet
         )
-        raise CacheVizError(msg) from None
     size = written.stat().st_size
     if not args.output:
         where = f"{written} in the current folder (-o to choose another path)"

@@ -98,12 +98,18 @@ def run(args: argparse.Namespace) -> int:
             print(note, file=sys.stderr)
         print(f"cacheviz: error: {exc}", file=sys.stderr)
         return 2
-    if args.parquet:
-        result.write_parquet(args.parquet)
-    if args.report:
-        from cacheviz.ui._scan import write_scan_report
+    try:  # whole or not at all, never over a file the scan read (cacheviz._writing)
+        if args.parquet:
+            result.write_parquet(args.parquet, option="--parquet")
+        if args.report:
+            from cacheviz.ui._scan import write_scan_report
 
-        write_scan_report(result, args.report, tz=args.tz)
+            write_scan_report(result, args.report, tz=args.tz, option="--report")
+    except CacheVizError as exc:
+        for note in notes:
+            print(note, file=sys.stderr)
+        print(f"cacheviz: error: {exc}", file=sys.stderr)
+        return 2
     answer = {"doc": doc, "stderr": _messages(result), "failed": result.failed.height}
     if kept is not None and tree is not None and not caught:
         answers.store(*kept, tree, answer)

@@ -13,12 +13,11 @@ import sys
 from functools import cache
 from pathlib import Path
 
-from cacheviz.errors import CacheVizError
-
 TYPE_CHECKING = False  # not typing's: importing typing costs start-up (cacheviz --version)
 if TYPE_CHECKING:
     from typing import Any
 
+    from cacheviz._writing import Inputs
     from cacheviz.analysis import Analysis
 
 # What the parser offers, without importing the readers, polars or the analysis to parse
@@ -171,11 +170,37 @@ def load_analysis(args: argparse.Namespace) -> Analysis:
     return session.analyze(thread=args.thread, encoding=args.encoding)
 
 
+OUTPUTS = {
+    "output": "-o",
+    "csv": "--csv",
+    "parquet": "--parquet",
+    "sarif": "--sarif",
+    "junit": "--junit",
+}
+"""The output options of the commands that read one transcript, by ``args`` name."""
+
+
+def inputs_of(args: argparse.Namespace) -> Inputs | None:
+    """What the command reads (None: standard input), for :func:`cacheviz._writing.guard`."""
+    from cacheviz._writing import Inputs
+
+    path = getattr(args, "path", None)
+    return None if path in (None, "-") else Inputs.transcript(path)
+
+
 def refuse_overwriting_input(args: argparse.Namespace) -> None:
-    """Refuse an output path that resolves to the input (or a file read with it)."""
-    for output in (getattr(args, name, None) for name in ("output", "csv", "parquet")):
-        if output is not None and args.path != "-":
-            _refuse(args, output)
+    """Refuse, before reading, an output path that would overwrite the input.
+
+    The file, through a symlink or a hard link, or a file read with it: one guard for
+    every output option (:func:`cacheviz._writing.guard`).
+    """
+    from cacheviz._writing import guard
+
+    inputs = inputs_of(args)
+    for name, option in OUTPUTS.items():
+        output = getattr(args, name, None)
+        if output is not None:
+            guard(output, inputs, option=option)
 
 
 def default_output(args: argparse.Namespace, suffix: str) -> Path:
@@ -204,25 +229,7 @@ def default_output(args: argparse.Namespace, suffix: str) -> Path:
     while candidate.exists() or candidate.is_symlink():
         number += 1
         candidate = Path(f"{stem}-{number}{suffix}")
-    if args.path != "-":
-        _refuse(args, str(candidate))
+    from cacheviz._writing import guard
+
+    guard(candidate, inputs_of(args))
     return candidate
-
-
-def _refuse(args: argparse.Namespace, output: str) -> None:
-    target = Path(output).resolve()
-    source = Path(args.path).resolve()
-    # a folder's files, and a Claude Code session's sub-agent logs, are inputs too
-    folder = source if source.is_dir() else source.parent / source.stem / "subagents"
-    same = target == source or folder in target.parents
-    if not same and target.exists():
-        try:
-            same = target.samefile(source)  # a hard link
-        except OSError:
-            same = False
-    if same:
-        msg = (
-            f"{output}: the output would overwrite the transcript being read ({args.path}); "
-            "choose another output path"
-        )
-        raise CacheVizError(msg)

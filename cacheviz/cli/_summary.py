@@ -4,9 +4,16 @@ from __future__ import annotations
 
 import sys
 
-from cacheviz.cli._shared import dump, formatter, input_options, load_analysis, number, usd
+from cacheviz.cli._shared import (
+    dump,
+    formatter,
+    input_options,
+    inputs_of,
+    load_analysis,
+    number,
+    usd,
+)
 from cacheviz.cli._table import Column, ratio, render, width_of, wrap_line
-from cacheviz.errors import CacheVizError
 
 TYPE_CHECKING = False  # not typing's: importing typing costs start-up (cacheviz --version)
 if TYPE_CHECKING:
@@ -266,19 +273,18 @@ def _headline(doc: dict[str, Any]) -> str:
 
 
 def _export(analysis: Analysis, args: argparse.Namespace) -> None:
-    """``summary --csv`` / ``--parquet``: the calls frame (docs/format.md), as is."""
-    for target, kind in ((args.csv, "csv"), (args.parquet, "parquet")):
-        if target is None:
-            continue
-        try:
-            if kind == "csv":
-                analysis.calls.write_csv(target)
-            else:
-                analysis.calls.write_parquet(target)
-        except OSError as exc:
-            msg = (
-                f"{target}: can't write the {kind} file ({exc.strerror or exc}); "
-                "check that the folder exists and is writable"
-            )
-            raise CacheVizError(msg) from None
-        print(f"cacheviz: wrote {analysis.calls.height} calls to {target}", file=sys.stderr)
+    """``summary --csv`` / ``--parquet``: the calls frame (docs/format.md), as is.
+
+    Written whole or not at all, never over the input (:mod:`cacheviz._writing`); in the
+    CSV a text cell a spreadsheet would take for a formula starts with ``'``.
+    """
+    from cacheviz import _writing
+
+    inputs = inputs_of(args)
+    if args.csv is not None:
+        _writing.write_csv(analysis.calls, args.csv, option="--csv", inputs=inputs)
+        print(f"cacheviz: wrote {analysis.calls.height} calls to {args.csv}", file=sys.stderr)
+    if args.parquet is not None:
+        data = _writing.parquet(analysis.calls)
+        _writing.write(args.parquet, data, what="parquet file", option="--parquet", inputs=inputs)
+        print(f"cacheviz: wrote {analysis.calls.height} calls to {args.parquet}", file=sys.stderr)

@@ -4,12 +4,17 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import polars as pl
 
 from cacheviz.scanning import _rollup
 from cacheviz.scanning._walk import Location
+
+_PARQUET_TABLES = ("sessions", "calls", "drifts", "misses", "busters", "files")
+
+if TYPE_CHECKING:
+    from cacheviz._writing import Inputs
 
 
 @dataclass
@@ -96,16 +101,33 @@ class ScanResult:
         """The ``cacheviz scan --json`` document (see docs/scan.md)."""
         return _document(self, by=by, **options)
 
-    def write_parquet(self, folder: str | Path) -> list[Path]:
-        """Write ``sessions``, ``calls``, ``drifts``, ``misses`` and ``busters`` as Parquet."""
-        out = Path(folder)
-        out.mkdir(parents=True, exist_ok=True)
-        written = []
-        for name in ("sessions", "calls", "drifts", "misses", "busters", "files"):
-            target = out / f"{name}.parquet"
-            getattr(self, name).write_parquet(target)
-            written.append(target)
-        return written
+    def inputs(self) -> Inputs:
+        """The files the scan read: an output never overwrites one (:mod:`cacheviz._writing`).
+
+        Every unit but those of no known format (``unknown``: a report written by an
+        earlier scan into the scanned folder is one).
+        """
+        from cacheviz._writing import Inputs
+
+        return Inputs.of(self.files.filter(pl.col("status") != "unknown")["path"].to_list())
+
+    def write_parquet(self, folder: str | Path, *, option: str | None = None) -> list[Path]:
+        """Write ``sessions``, ``calls``, ``drifts``, ``misses`` and ``busters`` as Parquet.
+
+        Each file whole or not at all, never over a file the scan read; ``option`` names
+        the command-line option that chose ``folder`` in an error.
+        """
+        from cacheviz import _writing
+
+        out = _writing.make_folder(folder, what="parquet folder", option=option)
+        inputs = self.inputs()
+        targets = {name: out / f"{name}.parquet" for name in _PARQUET_TABLES}
+        for target in targets.values():  # all refused or none written
+            _writing.guard(target, inputs, option=option)
+        for name, target in targets.items():
+            data = _writing.parquet(getattr(self, name))
+            _writing.write(target, data, what="parquet file", option=option)
+        return list(targets.values())
 
     def _repr_mimebundle_(self, **kwargs: Any) -> Any:
         """Shown in a notebook cell, a scan result is the scan view."""

@@ -18,6 +18,7 @@ from cacheviz._util.visible import visible
 from cacheviz.redact import redact
 
 if TYPE_CHECKING:
+    from cacheviz._writing import Inputs
     from cacheviz.scanning._result import ScanResult
 
 TOP = 50
@@ -232,42 +233,67 @@ def scan_html(data: dict[str, Any]) -> str:
 
 
 def write_scan_report(
-    result: ScanResult, path: str | Path, *, tz: str = "UTC", inspectors: int = INSPECTORS
+    result: ScanResult,
+    path: str | Path,
+    *,
+    tz: str = "UTC",
+    inspectors: int = INSPECTORS,
+    option: str | None = None,
 ) -> Path:
     """Write the scan view as one self-contained HTML file; return its path.
 
     The ``inspectors`` most wasteful sessions also get their own inspector report (see
     :func:`cacheviz.ui.report.write_report`) in ``<name>_sessions/`` beside it, linked
-    from the sessions table: clicking a session opens its inspector.
+    from the sessions table: clicking a session opens its inspector. Every page is
+    written whole or not at all and never over a file the scan read
+    (:mod:`cacheviz._writing`); ``option`` names the command-line option in an error.
+
+    Raises
+    ------
+    CacheVizError
+        When a page would overwrite a file the scan read, or cannot be written (one line).
     """
+    from cacheviz._writing import guard, write
+
     target = Path(path)
+    inputs = result.inputs()
+    guard(target, inputs, option=option)
     data = scan_data(result, tz=tz)
     if inspectors:
-        data["links"] = _session_reports(data["sessions"][:inspectors], target)
-    target.write_text(scan_html(data), encoding="utf-8")
-    return target
+        data["links"] = _session_reports(data["sessions"][:inspectors], target, inputs, option)
+    return write(target, scan_html(data), what="scan report", option=option, inputs=inputs)
 
 
-def _session_reports(sessions: list[dict[str, Any]], target: Path) -> dict[str, str]:
-    """Write one inspector report per session; return session → relative link."""
+def _session_reports(
+    sessions: list[dict[str, Any]], target: Path, inputs: Inputs, option: str | None
+) -> dict[str, str]:
+    """Write one inspector report per session; return session → relative link.
+
+    A session that fails to load or analyse gets none (the table still lists it); a
+    page that would overwrite an input, or cannot be written, is an error.
+    """
+    from cacheviz._writing import guard, make_folder
     from cacheviz.errors import CacheVizError
     from cacheviz.formats import load
     from cacheviz.ui.report import write_report
 
     folder = target.with_name(f"{target.stem}_sessions")
+    pages = [folder / f"{rank:03d}.html" for rank in range(1, len(sessions) + 1)]
+    for page in pages:  # refused before any is written
+        guard(page, inputs, option=option)
     links: dict[str, str] = {}
     done: dict[str, str] = {}
-    for rank, session in enumerate(sessions, 1):
+    for page, session in zip(pages, sessions, strict=True):
         source = session["path"]
         if source in done:  # a ledger of several sessions: one report
             links[session["session"]] = done[source]
             continue
         try:
             analysis = load(source).analyze()
-            folder.mkdir(exist_ok=True)
-            written = write_report(analysis, folder / f"{rank:03d}.html")
         except (CacheVizError, OSError, ValueError):
             continue  # the table still lists it; the report is best effort
+        make_folder(folder, what="session reports' folder", option=option)
+        written = write_report(analysis, page, option=option, inputs=inputs)
         done[source] = links[session["session"]] = f"{folder.name}/{written.name}"
     return links
 

@@ -36,6 +36,7 @@ from cacheviz.ui._detail import drift_detail, miss_of
 from cacheviz.ui._shared import ipc
 
 if TYPE_CHECKING:
+    from cacheviz._writing import Inputs
     from cacheviz.analysis import Analysis
 
 _CSP = (
@@ -201,14 +202,26 @@ def write_report(
     provider: str | None = None,
     model: str | None = None,
     targets: tuple[str, ...] | None = None,
+    option: str | None = None,
+    inputs: Inputs | None = None,
 ) -> Path:
     """Write the self-contained HTML report of ``analysis`` to ``path``.
+
+    Written whole or not at all, and never over a file being read: ``inputs`` (default:
+    the analysed transcript; see :mod:`cacheviz._writing`). ``option`` names the
+    command-line option that chose ``path`` in an error.
 
     Raises
     ------
     CacheVizError
-        When the front end was not built (``static/report.js`` is missing).
+        When the front end was not built (``static/report.js`` is missing), when ``path``
+        would overwrite an input, or when it cannot be written (one line; no partial file).
     """
+    from cacheviz._writing import Inputs, guard, write
+
+    if inputs is None and analysis.session.path is not None:
+        inputs = Inputs.transcript(analysis.session.path)
+    guard(path, inputs, option=option)  # before the work
     script = bundle("report.js")
     if script is None:
         msg = f"{STATIC} lacks report.js or plotly.js; build the front end with `make widgets`"
@@ -227,6 +240,4 @@ def write_report(
         f"<script>{code}</script>\n"
         "</body>\n</html>\n"
     )
-    target = Path(path)
-    target.write_text(document, encoding="utf-8")
-    return target
+    return write(path, document, what="report", option=option, inputs=inputs)

@@ -52,7 +52,7 @@ def test_an_unwritable_output_names_the_output(write_log, tmp_path, capsys):
     output = tmp_path / "missing" / "x.html"
     assert cli.main(["report", str(path), "-o", str(output)]) == 2
     err = capsys.readouterr().err
-    assert err.startswith(f"cacheviz: error: {output}: can't write the report")
+    assert err.startswith(f"cacheviz: error: -o {output}: can't write the report")
     assert err.count("\n") == 1
 
 

@@ -233,7 +233,14 @@ def test_prose_without_any_literal_is_searched_with_no_pattern():
         ("abc[0-9]d", 0, {("abc", False)}),
         # ... then the fewer literals
         ("(?:ab|cd)xy", 0, {("xy", False)}),
-        ("xy(?:ab|cd)", 0, {("xy", False)}),
+        # a run before a branch starts each alternative's
+        ("xy(?:ab|cd)", 0, {("xyab", False), ("xycd", False)}),
+        ("xy(?:ab|[0-9])", 0, {("xy", False)}),
+        # a branch drops a literal that holds another (a text with it holds the other)
+        ("(?:password|pass|xpassy)=", 0, {("pass", False)}),
+        ("(?i:password|PASS)=", 0, {("PASS", True)}),
+        ("(?:password|(?i:PASS))=", 0, {("PASS", True)}),
+        ("(?:(?i:password)|pass)=", 0, {("password", True), ("pass", False)}),
         # a branch: one of its alternatives' literals; nothing when one requires nothing
         ("(?:foo|barx)[0-9]", 0, {("foo", False), ("barx", False)}),
         ("(?:foo|[0-9])z", 0, {("z", False)}),
@@ -250,6 +257,17 @@ def test_prose_without_any_literal_is_searched_with_no_pattern():
         ("(?=abc)[a-z]+", 0, {("abc", False)}),
         ("(?<=Bearer )[A-Za-z]{16,}", 0, {("Bearer ", False)}),
         ("(?!abc)[a-z]+y", 0, {("y", False)}),
+        # an assertion matches no text: a run goes on across a negative one, and a
+        # lookbehind of literals starts one (``_words``' shape: a set, then the letter)
+        ("p(?<![a-z]p)ass", 0, {("pass", False)}),
+        ("ab\\bcd", 0, {("abcd", False)}),
+        ("[ab](?<=a)pi", 0, {("api", False)}),
+        ("x[ab](?<=[ab])pi", 0, {("pi", False)}),
+        (
+            "[ab](?i:(?<=a)(?:pi|ccess)|(?<=b)ear)",
+            0,
+            {("api", True), ("access", True), ("bear", True)},
+        ),
         ("(?>abc)", 0, {("abc", False)}),
         # case: the flag (inline, scoped, given to compile) makes letters fold ...
         ("(?i)abc", 0, {("abc", True)}),

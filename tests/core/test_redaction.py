@@ -312,3 +312,113 @@ def test_the_patterns_load_without_importing_requests():
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
     assert out.stdout.strip() == "ok", out.stderr
+
+
+# -- issue 29: a key written to slip past a pattern is found as it reads ----------------------
+
+KEY = SECRETS["anthropic"]
+
+
+def _only_redacted(text: str, written: str) -> None:
+    """``written`` (the key as the text writes it) is replaced whole, the rest is kept."""
+    before, after = text.split(written)
+    assert redact(text) == f"{before}{REDACTED}{after}"
+
+
+@pytest.mark.parametrize("mark", ["\u200b", "\u200c", "\u200d", "\u2060", "\ufeff", "\u00ad"])
+def test_a_key_split_by_an_invisible_character_is_redacted_whole(mark):
+    written = KEY[:20] + mark + KEY[20:40] + mark + mark + KEY[40:]
+    _only_redacted(f"key {written} end", written)
+
+
+def test_a_key_with_a_fullwidth_or_mathematical_prefix_is_redacted_whole():
+    fullwidth = "".join(chr(ord(c) + 0xFEE0) for c in KEY[:13]) + KEY[13:]
+    _only_redacted(f"key {fullwidth} end", fullwidth)
+    bold = "\U0001d42c\U0001d424" + KEY[2:]  # mathematical bold s, k
+    _only_redacted(f"« {bold} »", bold)
+
+
+def test_a_percent_encoded_key_is_redacted_with_its_escapes():
+    encoded = "".join(f"%{b:02X}" for b in KEY.encode())
+    _only_redacted(f"GET /x?u={encoded} HTTP/1.1", encoded)
+    partly = KEY[:30] + "%2D" + KEY[31:]
+    _only_redacted(f"/v1?k={partly}&x=1", partly)
+    # a value that holds escapes as written is still one (the decoded text would cut it)
+    assert redact("password=a%20long%20phrase%20here") == "password=[REDACTED]"
+
+
+def test_a_base64_key_is_redacted_as_the_whole_run():
+    import base64
+
+    encoded = base64.b64encode(f"ANTHROPIC_API_KEY={KEY}".encode()).decode()
+    _only_redacted(f"data:\n  env: {encoded}\n", encoded)
+    urlsafe = base64.urlsafe_b64encode(KEY.encode()).decode().rstrip("=")
+    _only_redacted(f"blob {urlsafe} end", urlsafe)
+    plain = base64.b64encode(b"just some ordinary words, nothing secret here").decode()
+    assert redact(f"blob {plain} end") == f"blob {plain} end"
+
+
+@pytest.mark.parametrize("brk", ["\n", "\r\n", "\\n"])
+def test_a_key_wrapped_over_lines_is_redacted_with_its_break(brk):
+    written = KEY[:50] + brk + KEY[50:]
+    _only_redacted(f"key {written} end", written)
+    short_start = KEY[:9] + brk + KEY[9:]  # the first line alone matches no pattern
+    _only_redacted(f"key {short_start} end", short_start)
+
+
+def test_a_line_after_a_key_that_is_no_rest_of_it_stays():
+    """A label, a word or a token of its own on the next line is not taken for the rest."""
+    env = f"ANTHROPIC_API_KEY={KEY}\nOPENAI_API_KEY={SECRETS['openai']}\nREGION=us"
+    assert redact(env) == "ANTHROPIC_API_KEY=[REDACTED]\nOPENAI_API_KEY=[REDACTED]\nREGION=us"
+    assert redact(f"key {KEY}\nThe end") == f"key {REDACTED}\nThe end"
+    models = "gayanin/t5-small-paraphrasing-mlm-med-mask-filling-cm0\nlaurabernardy/LuxGPT2"
+    assert redact(models) == models  # "mask-" joined to the next line holds no sk- key
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "signing_key=keys.signing_key)",
+        "aws_access_key=aws_access_key,",
+        "master_key = get_secret(master_key)",
+        "    passphrase: Optional[str]",
+        "self._encryption_key = encryption_key",
+        "api_key=self.api_key_value_x",
+        "  master_key: os.environ/LITELLM_MASTER_KEY",
+        "DB_PASS=$DATABASE_PASSWORD",
+        "token: {access_token_here}",
+        "client_secret=[report_msg, other]",
+    ],
+)
+def test_a_value_that_is_code_is_no_secret(text):
+    assert redact(text) == text
+
+
+@pytest.mark.parametrize(
+    ("text", "shown"),
+    [
+        ("ETHERSCAN_API_KEY=your_etherscan_api_key", "ETHERSCAN_API_KEY=[REDACTED]"),
+        ("DB_PASS=my_secret_password_2024", "DB_PASS=[REDACTED]"),
+        ('"password": "correct-horse-battery-staple"', '"password": "[REDACTED]"'),
+        ("SECRET_KEY_BASE=" + "ab12" * 32, "SECRET_KEY_BASE=[REDACTED]"),
+        ("PWD=/home/user/projects/cacheviz", "PWD=/home/user/projects/cacheviz"),
+        ("bypass=abcdefghijklmnopqrstuvwxyz", "bypass=abcdefghijklmnopqrstuvwxyz"),
+        ("sort_key=created_at_timestamp_x", "sort_key=created_at_timestamp_x"),
+        ("Authorization: Bearer your-api-key", "Authorization: Bearer your-api-key"),
+    ],
+)
+def test_labels_and_values_the_env_forms_redact_and_keep(text, shown):
+    assert redact(text) == shown
+
+
+def test_a_view_maps_each_span_back_to_where_it_is_written():
+    from cacheviz import redact as module
+
+    text = "ab%41%42cd\u200bef"
+    view, escaped = module._plain_view(text)
+    assert (view.text, escaped) == ("abABcdef", True)
+    assert view.original(2, 4) == (2, 8)  # "AB": both escapes
+    assert view.original(3, 4) == (2, 8)  # "B": a run of escapes is one edit
+    assert view.original(4, 7) == (8, 12)  # "cde": the invisible character inside
+    assert view.original(0, 8) == (0, len(text))
+    assert module._plain_view("plain ascii") is None
