@@ -112,9 +112,14 @@ def test_what_is_not_recorded(path, body):
 def test_a_full_disk_warns_once(tmp_path):
     writer = LogWriter("/dev/full")
     writer.open()
-    with pytest.warns(CacheVizWarning, match="/dev/full: can't write the request log") as caught:
+    with pytest.warns(CacheVizWarning, match="^/dev/full: ") as caught:
         for _ in range(3):
             writer.write('{"a":1}')
         writer.close()
-    assert len(caught) == 1
+    messages = [str(w.message) for w in caught]
+    assert len([m for m in messages if "can't write the request log" in m]) == 1
+    assert [m for m in messages if "never written" in m] == [
+        "/dev/full: 3 recorded call(s) were never written to the request log "
+        "(No space left on device); they are lost"
+    ]
     assert writer.written == 3
