@@ -209,7 +209,6 @@ class _Deferred(types.ModuleType):
 def _plugin_classes() -> list[tuple[str, Any]]:
     """detect-secrets' plugin classes of ``_PLUGINS``, ``requests`` deferred."""
     import importlib
-
     import logging
     import warnings
 
