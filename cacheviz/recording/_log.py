@@ -25,6 +25,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from cacheviz._limits import Inflater, LimitError
 from cacheviz.errors import CacheVizWarning, RecordingPathError
 from cacheviz.formats._body import OPENAI_COMPATIBLE
 from cacheviz.redact import redact, redact_all
@@ -42,6 +43,7 @@ _HOST_PROVIDERS = (
     ("googleapis", "google"),
 )
 _MAX_ERROR_BYTES = 64 * 1024
+_MAX_EVENT = 16 << 20  # an SSE event longer than this (characters) is content, not usage
 # the last event of a stream: a client may close the response right after it
 _TERMINAL_EVENTS = (
     "data: [DONE]",
@@ -425,10 +427,14 @@ class _UsageParser:
         self.ok = encoding in ("", "identity", "gzip", "deflate", "x-gzip")
         self.complete = False  # an SSE stream's last event was seen
         self._inflate = (
-            zlib.decompressobj(47) if encoding in ("gzip", "x-gzip", "deflate") else None
+            Inflater(47, where="the response")
+            if encoding in ("gzip", "x-gzip", "deflate")
+            else None
         )
         self._deflate = encoding == "deflate"
-        self._tail = ""
+        self._tail: list[str] = []  # the event being received, in pieces (never re-joined)
+        self._tail_size = 0
+        self._skipping = False  # the event being received is too long to be read
         self._after_cr = False  # the last chunk ended with CR (its LF may come next)
         self._chunks: list[bytes] = []
         self._size = 0
@@ -444,20 +450,20 @@ class _UsageParser:
             else:
                 self._chunks.append(data)
                 self._size += len(data)
-        except (zlib.error, UnicodeDecodeError, ValueError):
-            self.ok = False
+        except (zlib.error, UnicodeDecodeError, ValueError, LimitError):
+            self.ok = False  # the bytes still pass to the caller; the usage is unknown
 
     def _decode(self, chunk: bytes) -> bytes:
         if self._inflate is None:
             return chunk
         try:
-            return self._inflate.decompress(chunk)
+            return self._inflate.feed(chunk)
         except zlib.error:
             if not self._deflate:
                 raise
-            self._inflate = zlib.decompressobj(-15)  # raw deflate, as some servers send
+            self._inflate = Inflater(-15, where="the response")  # raw deflate, as sent by some
             self._deflate = False
-            return self._inflate.decompress(chunk)
+            return self._inflate.feed(chunk)
 
     def _feed_sse(self, text: str) -> None:
         if self._after_cr and text.startswith("\n"):
@@ -465,12 +471,34 @@ class _UsageParser:
         self._after_cr = text.endswith("\r")
         if "\r" in text:  # CRLF, or CR alone (both valid SSE line ends)
             text = text.replace("\r\n", "\n").replace("\r", "\n")
-        *events, self._tail = (self._tail + text).split("\n\n")
+        if not text:
+            return
+        ends_line = bool(self._tail) and self._tail[-1].endswith("\n")
+        if "\n\n" not in text and not (ends_line and text.startswith("\n")):
+            self._hold(text)  # no event ends here: kept in pieces, not joined (linear time)
+            return
+        *events, rest = ("".join(self._tail) + text).split("\n\n")
+        if self._skipping:  # the end of an event too long to read: dropped
+            events = events[1:]
+            self._skipping = False
+        self._tail, self._tail_size = ([rest], len(rest)) if rest else ([], 0)
         for event in events:
             if '"usage"' in event or '"error"' in event:
                 self._event(event)
             if any(marker in event for marker in _TERMINAL_EVENTS):
                 self.complete = True
+
+    def _hold(self, text: str) -> None:
+        """Keep ``text`` of the event being received; drop an event past ``_MAX_EVENT``."""
+        if self._skipping:
+            self._tail = ["\n"] if text.endswith("\n") else []  # an end may span chunks
+            return
+        self._tail.append(text)
+        self._tail_size += len(text)
+        if self._tail_size > _MAX_EVENT:  # usage comes in small events: this is content
+            self._skipping = True
+            self._tail = ["\n"] if text.endswith("\n") else []
+            self._tail_size = 0
 
     def _event(self, event: str) -> None:
         data = "\n".join(
@@ -499,12 +527,16 @@ class _UsageParser:
 
     def finish(self, status: int | None) -> None:
         if not self.ok or self.sse:
-            if self.sse and self._tail.strip():
-                self._event(self._tail)
+            tail = "".join(self._tail)
+            if self.sse and tail.strip() and not self._skipping:
+                self._event(tail)
             return
         body = b"".join(self._chunks)
         if self._inflate is not None:
-            body += self._inflate.flush()
+            try:
+                body += self._inflate.flush()
+            except (zlib.error, LimitError):
+                return
         try:
             obj = json.loads(body) if body else None
         except ValueError:

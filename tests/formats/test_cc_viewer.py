@@ -730,3 +730,22 @@ def test_fuzzed_archives_load_or_fail_in_one_line(
     loads_or_fails_cleanly(
         copy, lambda p, e: cacheviz.load(p, format="cc-viewer", errors=e), secret=SECRET
     )
+
+
+def test_entries_sharing_timestamp_and_url_are_kept_apart_by_content(tmp_path):
+    """Issue 29 item 5: two calls in one millisecond to one URL are two calls; a request
+    written in flight then complete, or written twice, is one."""
+    first, second = _main_agent_requests(2)
+    usage = {"input_tokens": 10, "output_tokens": 1}
+    a_flight = _entry(1, first, main=False, inProgress=True)
+    a_flight["response"] = None
+    a_done = _entry(1, first, usage=usage, main=False)
+    b_done = _entry(1, second, usage={"input_tokens": 20, "output_tokens": 2}, main=False)
+    again = _entry(1, first, usage={"input_tokens": 30, "output_tokens": 3}, main=False)
+    entries = (a_flight, b_done, a_done, a_done, again)
+    log = tmp_path / "log.jsonl"
+    log.write_text("".join(json.dumps(e) + "\n---\n" for e in entries))
+    calls = cacheviz.load(log).calls
+    # a's in-flight copy completed at its place; a written twice once; a second answer
+    # to the same body (a retry in the same millisecond) is a call of its own
+    assert [c.usage.input_tokens for c in calls] == [10, 20, 30]
