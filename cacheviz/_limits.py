@@ -159,7 +159,7 @@ class Inflater:
 class Expansion:
     """A file's budget of bytes expanded from references (blobs, objects, deltas).
 
-    ``max(floor, multiple × the file's size)``: a file may expand to what its requests
+    ``max(floor, multiple * the file's size)``: a file may expand to what its requests
     resend (a long conversation resends its history), not without end.
     """
 
@@ -198,7 +198,7 @@ def _size(path: Path) -> int:
         for root, _dirs, files in os.walk(path):
             for name in files:
                 try:
-                    total += os.lstat(os.path.join(root, name)).st_size
+                    total += (Path(root) / name).lstat().st_size
                 except OSError:
                     continue
         return total

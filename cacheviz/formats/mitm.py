@@ -186,8 +186,10 @@ def _decoded(message: dict[str, Any], what: str) -> bytes | None:
 
 
 def _brotli(brotli: Any, content: bytes, where: str) -> bytes:
-    """A brotli body, within the decompressed-size limit (checked piece by piece when the
-    installed ``brotli`` can bound its output, else after)."""
+    """A brotli body, within the decompressed-size limit.
+
+    Checked piece by piece when the installed ``brotli`` can bound its output, else after.
+    """
     limit = int(INFLATE.value())
     decompressor = brotli.Decompressor()
     try:
@@ -286,7 +288,8 @@ def read(path: Path, *, errors: str = "raise") -> Session:
                 reader.fail(number, str(exc))
                 continue
             except LimitError as exc:  # the whole file is refused: a bomb, not a bad flow
-                raise LimitError(f"{path}: flow {number}: {exc}") from None
+                msg = f"{path}: flow {number}: {exc}"
+                raise LimitError(msg) from None
             if line is None:
                 reader.ignore("flow to another endpoint")
                 continue

@@ -443,7 +443,7 @@ def test_every_event_written_twice_counts_once(tmp_path, events):
     doubled.write_text("".join(line + line for line in lines))
     once, twice = cacheviz.load(events), cacheviz.load(doubled)
     assert len(twice.calls) == len(once.calls) == 2
-    assert twice.analyze().summary()["reported_totals"] == once.analyze().summary()[
-        "reported_totals"
-    ]
+    assert (
+        twice.analyze().summary()["reported_totals"] == once.analyze().summary()["reported_totals"]
+    )
     assert twice.ignored["event written twice (same id)"] == len(lines)
