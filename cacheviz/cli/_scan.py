@@ -46,6 +46,24 @@ def add_parser(commands: Any) -> None:
     parser.add_argument("--jobs", type=_positive, help="worker processes, 1 or more (every core)")
     parser.add_argument("--no-cache", action="store_true", help="don't read or write the cache")
     parser.add_argument("--strict", action="store_true", help="exit 2 when any file fails")
+    parser.add_argument(
+        "--unit-timeout",
+        type=_seconds,
+        metavar="SECONDS",
+        help="give up a session after this long, 0 for never ($CACHEVIZ_UNIT_TIMEOUT, 300)",
+    )
+
+
+def _seconds(text: str) -> float:
+    """``--unit-timeout``: seconds, 0 or more (argparse turns the error into exit 2)."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not 0 <= value < float("inf"):
+        msg = f"{text!r}: expected seconds, 0 (no limit) or more"
+        raise argparse.ArgumentTypeError(msg)
+    return value
 
 
 def _positive(text: str) -> int:
@@ -84,7 +102,12 @@ def run(args: argparse.Namespace) -> int:
         warnings.simplefilter("always", CacheVizWarning)
         try:
             result = scan(
-                paths, jobs=args.jobs, cache=not args.no_cache, prices=args.prices, tree=tree
+                paths,
+                jobs=args.jobs,
+                cache=not args.no_cache,
+                prices=args.prices,
+                tree=tree,
+                unit_timeout=args.unit_timeout,
             )
         except CacheVizError as exc:
             print(f"cacheviz: error: {exc}", file=sys.stderr)
@@ -183,6 +206,7 @@ def _kept(args: argparse.Namespace, paths: list[Path] | None) -> tuple[Path, str
         "since": args.since,
         "until": args.until,
         "prices": args.prices,
+        "unit_timeout": args.unit_timeout,
     }
     try:
         folder = versioned(default_dir(), None if args.prices is None else Path(args.prices))

@@ -281,3 +281,27 @@ def test_a_killed_worker_fails_its_file_only(tmp_path, monkeypatch):
     [failed] = result.failed.iter_rows(named=True)
     assert failed["path"].endswith("kill-me.jsonl")
     assert "worker process" in failed["error"] and "died" in failed["error"]
+
+
+@pytest.mark.slow
+def test_a_killed_worker_is_named_on_stderr_counted_and_the_scan_goes_on(
+    tmp_path, monkeypatch, capsys
+):
+    """Issue 29 item 10: ``cacheviz scan`` names the file whose worker was killed (SIGKILL,
+    as the out-of-memory killer sends) in one line on stderr and counts it as failed."""
+    monkeypatch.syspath_prepend(os.path.dirname(__file__))  # the workers import it too
+    import _killer
+
+    from cacheviz.scanning import _pool as pool
+
+    folder = tmp_path / "logs"
+    for i in range(4):
+        _write(folder / f"s{i}.jsonl", tag=f"t{i}")
+    killer = _write(folder / "kill-me.jsonl", tag="k")
+    monkeypatch.setattr(pool, "run_batch", _killer.run_batch)
+    monkeypatch.setattr(pool, "POOL_BYTES", 0)
+    assert main(["scan", str(folder), "--no-cache", "--jobs", "2"]) == 0
+    out, err = capsys.readouterr()
+    [line] = [e for e in err.splitlines() if str(killer) in e]
+    assert line.startswith(f"cacheviz: failed: {killer}: the worker process reading it died")
+    assert "4 files" in out and "1 failed" in out and "12 calls" in out  # 4 read, 1 failed
