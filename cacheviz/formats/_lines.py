@@ -13,6 +13,7 @@ from io import BufferedIOBase
 from pathlib import Path
 from typing import Any, Protocol
 
+from cacheviz._limits import LINE
 from cacheviz.errors import CacheVizWarning, TranscriptError
 from cacheviz.model import Call, Session, SkippedLine
 from cacheviz.reported._usage import UsageError, lenient_usage
@@ -35,6 +36,9 @@ WINDOW = 4 << 20
 # mmap threshold"; at most 32 MB): lines then reuse freed memory. Once per process.
 _ALLOCATOR_BLOCK = 16 << 20
 _allocator_raised = False
+# The longest line read, in bytes (None: no limit): set by ``summary --follow``
+# (:data:`cacheviz._limits.LINE`); a longer line is skipped unread, memory bounded.
+MAX_LINE: ContextVar[int | None] = ContextVar("max_line", default=None)
 _BLANK = b" \t\r"  # a line starting with one of these and all whitespace is blank
 _SPACE = b" \t\r\x0b\x0c"  # bytes.isspace() without the newline
 
@@ -112,6 +116,10 @@ class LineReader:
                     if progress is not None and offset - reported >= _PROGRESS_STEP:
                         progress(offset, size)
                         reported = offset
+                    if isinstance(raw, Overlong):
+                        mib = raw.length / (1 << 20)
+                        self.fail(lineno, f"the line is {mib:,.1f} MiB, past the {LINE.shown()}")
+                        continue
                     if not ended:
                         self._open_line = lineno
                     yield lineno, raw
@@ -324,6 +332,8 @@ def _streamed_lines(handle: _ReadInto, window: int) -> _Lines:
     pieces: list[bytes] = []  # the start of a line that runs past the window
     start_of_line = 0  # file offset of the line being assembled
     position = 0  # file offset of buffer[0]
+    cap = MAX_LINE.get()
+    held = 0  # bytes of the line being assembled
     try:
         while True:
             filled = handle.readinto(buffer)
@@ -334,23 +344,45 @@ def _streamed_lines(handle: _ReadInto, window: int) -> _Lines:
                 end = buffer.find(b"\n", start, filled)
                 if end < 0:
                     break
-                if pieces:
-                    pieces.append(view[start:end].tobytes())
-                    line: memoryview | bytes = b"".join(pieces)
+                if pieces or held:
+                    held += end - start
+                    if cap is not None and held > cap:
+                        yield start_of_line, Overlong(held), True
+                    else:
+                        pieces.append(view[start:end].tobytes())
+                        yield start_of_line, b"".join(pieces), True
                     pieces.clear()
-                    yield start_of_line, line, True
+                    held = 0
+                elif cap is not None and end - start > cap:
+                    yield position + start, Overlong(end - start), True
                 else:
                     yield position + start, view[start:end], True
                 start = end + 1
             if start < filled:
-                if not pieces:
+                if not pieces and not held:
                     start_of_line = position + start
-                pieces.append(view[start:filled].tobytes())
+                held += filled - start
+                if cap is None or held <= cap:
+                    pieces.append(view[start:filled].tobytes())
+                else:
+                    pieces.clear()  # too long to read: only its length is kept
             position += filled
-        if pieces:
-            yield start_of_line, b"".join(pieces), False
+        if pieces or held:
+            last = Overlong(held) if cap is not None and held > cap else b"".join(pieces)
+            yield start_of_line, last, False
     finally:
         view.release()
+
+
+class Overlong(bytes):
+    """A line longer than :data:`MAX_LINE` allows, left unread: only its length is kept."""
+
+    length: int
+
+    def __new__(cls, length: int) -> Overlong:
+        line = super().__new__(cls, b"")
+        line.length = length
+        return line
 
 
 def _cut_short(text: str) -> bool:

@@ -6,6 +6,7 @@ import json
 import os
 import sys
 import warnings
+from pathlib import Path
 
 import polars as pl
 import pytest
@@ -219,6 +220,29 @@ def test_a_fifo_and_a_link_to_a_device_are_skipped_with_a_reason(tmp_path):
     assert rows["pipe.jsonl"]["status"] == "skipped"
     assert "not a regular file" in rows["pipe.jsonl"]["error"]
     assert rows["zero.jsonl"]["status"] == "skipped"
+
+
+@pytest.mark.skipif(not Path("/proc/self").is_dir(), reason="needs /proc")
+def test_links_to_proc_the_root_or_above_are_not_walked_and_are_counted(tmp_path):
+    """Issue 29 item 9: a link to /proc/self, /, /dev or a folder above the scanned one
+    would walk the whole file system (or never end); each is skipped, with why, and a
+    link to a project kept elsewhere is still followed."""
+    folder = tmp_path / "scan" / "logs"
+    _write(folder / "good.jsonl")
+    _write(tmp_path / "elsewhere" / "kept.jsonl", tag="k")
+    (folder / "proc").symlink_to("/proc/self", target_is_directory=True)
+    (folder / "everything").symlink_to("/", target_is_directory=True)
+    (folder / "devices").symlink_to("/dev", target_is_directory=True)
+    (folder / "up").symlink_to(tmp_path, target_is_directory=True)
+    (folder / "project").symlink_to(tmp_path / "elsewhere", target_is_directory=True)
+    result = _scan(folder)
+    assert result.calls.height == 6  # good.jsonl and the linked project's kept.jsonl
+    rows = {os.path.basename(r["path"]): r for r in result.files.iter_rows(named=True)}
+    for name in ("proc", "everything", "devices", "up"):
+        assert rows[name]["status"] == "skipped", name
+    assert "kernel" in rows["proc"]["error"] and "kernel" in rows["devices"]["error"]
+    assert "above the scanned folder" in rows["everything"]["error"]
+    assert "above the scanned folder" in rows["up"]["error"]
 
 
 # -- item 22: the scan page escapes control and bidi characters ---------------------------------
