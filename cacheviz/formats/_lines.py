@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import stat
 import warnings
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
@@ -101,6 +102,7 @@ class LineReader:
         The process holds about a window of the file, the line being read and whatever
         the caller keeps, never the whole file nor a copy of it.
         """
+        regular(self.path)
         with self.path.open("rb") as handle:
             size = os.fstat(handle.fileno()).st_size
             if size == 0:
@@ -430,6 +432,30 @@ def order_by_time(calls: list[Call]) -> list[Call]:
     return [calls[i] for i in order]
 
 
+def regular(path: Path) -> None:
+    """Refuse a file that is not a regular one before it is opened (a reader's backstop).
+
+    A FIFO waits for a writer forever, ``/dev/zero`` never ends: found in a folder (a
+    sub-agent's log, a member of a store) they are not read. One named on the command
+    line is read once, up to a limit, by :func:`cacheviz.formats.load`.
+
+    Raises
+    ------
+    TranscriptError
+        When ``path`` is a FIFO, a device or a socket.
+    """
+    try:
+        mode = path.stat().st_mode
+    except OSError:
+        return  # opening it says why
+    if not stat.S_ISREG(mode) and not stat.S_ISDIR(mode):
+        msg = (
+            "not a regular file (a pipe or a device: it may never end); cacheviz reads "
+            "files found in folders only when they are regular files"
+        )
+        raise TranscriptError(msg, path=path)
+
+
 def load_json_document(path: Path) -> object:
     """Parse a whole-file JSON document; a syntax error names its line and column.
 
@@ -438,6 +464,7 @@ def load_json_document(path: Path) -> object:
     TranscriptError
         When the file is empty, not UTF-8, or not valid JSON.
     """
+    regular(path)
     data = path.read_bytes()
     if not data or data.isspace():
         msg = "file is empty; expected a JSON document"

@@ -77,7 +77,8 @@ def detect(path: Path, head: bytes) -> bool:
     if path.is_dir():  # a look at the first few logs: a Claude Code folder holds thousands
         if is_archive(path) or archives_in(path):
             return True
-        return any(_is_log(log) for log in sorted(path.glob("*.jsonl"))[:_FOLDER_PEEK])
+        logs = [log for log in sorted(path.glob("*.jsonl")) if log.is_file()]
+        return any(_is_log(log) for log in logs[:_FOLDER_PEEK])
     record = first_record(head)
     return (
         isinstance(record, dict)
@@ -354,7 +355,7 @@ def read(path: Path, *, errors: str = "raise") -> Session:
 
 def logs_in(folder: Path) -> list[Path]:
     """The cc-viewer logs of a folder (``*.jsonl`` opening with an entry), by name."""
-    return [log for log in sorted(folder.glob("*.jsonl")) if _is_log(log)]
+    return [log for log in sorted(folder.glob("*.jsonl")) if log.is_file() and _is_log(log)]
 
 
 def _is_log(path: Path) -> bool:

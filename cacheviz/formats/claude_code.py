@@ -536,7 +536,10 @@ def read(path: Path, *, errors: str = "raise") -> Session:
     main = _read_file(path, store, None, errors)
     calls: list[Call] = list(main.calls)
     folder = path.parent / path.stem / "subagents"
-    agents = sorted(folder.glob("agent-*.jsonl")) if folder.is_dir() else []
+    # regular files only: a FIFO or a link to /dev/zero there would never end
+    agents = (
+        sorted(a for a in folder.glob("agent-*.jsonl") if a.is_file()) if folder.is_dir() else []
+    )
     agents += sibling_agents(path)
     found: set[str] = set()
     named: set[str] = set()

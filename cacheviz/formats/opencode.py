@@ -157,7 +157,7 @@ def _rows(con: sqlite3.Connection, path: Path, reader: LineReader) -> _Store:
 
 
 def _json_files(folder: Path) -> Iterator[Path]:
-    yield from sorted(folder.rglob("*.json"))
+    yield from sorted(p for p in folder.rglob("*.json") if p.is_file())
 
 
 def _from_folders(root: Path, reader: LineReader) -> _Store:
