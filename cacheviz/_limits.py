@@ -24,7 +24,7 @@ stream bytes         stdin, a FIFO or a device given by     ``CACHEVIZ_MAX_STREA
                      name (never a regular file)            (1024)
 line bytes           one line ``--follow`` reads            ``CACHEVIZ_MAX_LINE_MB``
                                                             (64)
-unit seconds         one session of ``cacheviz scan``       ``--unit-timeout`` /
+unit seconds         one session of ``cacheviz scan``       ``--timeout`` /
                                                             ``CACHEVIZ_UNIT_TIMEOUT``
                                                             (300)
 ===================  =====================================  ===========================

@@ -47,15 +47,16 @@ def add_parser(commands: Any) -> None:
     parser.add_argument("--no-cache", action="store_true", help="don't read or write the cache")
     parser.add_argument("--strict", action="store_true", help="exit 2 when any file fails")
     parser.add_argument(
-        "--unit-timeout",
+        "--timeout",
+        dest="unit_timeout",
         type=_seconds,
-        metavar="SECONDS",
-        help="give up a session after this long, 0 for never ($CACHEVIZ_UNIT_TIMEOUT, 300)",
+        metavar="SEC",
+        help="give up a session after SEC seconds (300; 0: never)",
     )
 
 
 def _seconds(text: str) -> float:
-    """``--unit-timeout``: seconds, 0 or more (argparse turns the error into exit 2)."""
+    """``--timeout``: seconds, 0 or more (argparse turns the error into exit 2)."""
     try:
         value = float(text)
     except ValueError:

@@ -432,6 +432,15 @@ def order_by_time(calls: list[Call]) -> list[Call]:
     return [calls[i] for i in order]
 
 
+def special(path: Path) -> bool:
+    """Whether ``path`` is a FIFO, a device or a socket (through links): never to be read."""
+    try:
+        mode = path.stat().st_mode
+    except OSError:
+        return False
+    return not stat.S_ISREG(mode) and not stat.S_ISDIR(mode)
+
+
 def regular(path: Path) -> None:
     """Refuse a file that is not a regular one before it is opened (a reader's backstop).
 
@@ -444,11 +453,7 @@ def regular(path: Path) -> None:
     TranscriptError
         When ``path`` is a FIFO, a device or a socket.
     """
-    try:
-        mode = path.stat().st_mode
-    except OSError:
-        return  # opening it says why
-    if not stat.S_ISREG(mode) and not stat.S_ISDIR(mode):
+    if special(path):
         msg = (
             "not a regular file (a pipe or a device: it may never end); cacheviz reads "
             "files found in folders only when they are regular files"

@@ -37,7 +37,7 @@ import polars as pl
 from cacheviz.errors import CacheVizWarning, TranscriptError
 from cacheviz.formats import _lines
 from cacheviz.formats._conversation import UNLOGGED_LABEL, Thread
-from cacheviz.formats._lines import LineReader, order_by_time, short_name
+from cacheviz.formats._lines import LineReader, order_by_time, short_name, special
 from cacheviz.formats._replays import REPEAT, REPLAYED, flag_replays
 from cacheviz.formats._time import parse_ts
 from cacheviz.model import Call, Session, Usage
@@ -536,9 +536,10 @@ def read(path: Path, *, errors: str = "raise") -> Session:
     main = _read_file(path, store, None, errors)
     calls: list[Call] = list(main.calls)
     folder = path.parent / path.stem / "subagents"
-    # regular files only: a FIFO or a link to /dev/zero there would never end
+    # a FIFO or a link to /dev/zero there would never end: passed over (a folder or a
+    # broken link of that name is an error naming it)
     agents = (
-        sorted(a for a in folder.glob("agent-*.jsonl") if a.is_file()) if folder.is_dir() else []
+        sorted(a for a in folder.glob("agent-*.jsonl") if not special(a)) if folder.is_dir() else []
     )
     agents += sibling_agents(path)
     found: set[str] = set()

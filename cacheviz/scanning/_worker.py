@@ -132,7 +132,7 @@ def run_unit(
         result.calls = result.drifts = result.misses = None
         result.error = (
             f"{shown(unit.path)}: not analysed: it took longer than {seconds:g} s, the time "
-            "a scan gives one session (--unit-timeout, CACHEVIZ_UNIT_TIMEOUT); the other "
+            "a scan gives one session (--timeout, CACHEVIZ_UNIT_TIMEOUT); the other "
             "files were scanned"
         )
     return result

@@ -341,7 +341,7 @@ def test_reading_wal_stores_in_a_scan_leaves_their_folders_as_they_were(tmp_path
 
 @pytest.mark.slow
 def test_scan_gives_up_a_session_past_its_time_and_names_it(tmp_path, monkeypatch, capsys):
-    """Issue 29 item 7: ``--unit-timeout`` (here 2 s; the SQL limit far above it) stops
+    """Issue 29 item 7: ``--timeout`` (here 2 s; the SQL limit far above it) stops
     the endless store, names it on stderr, counts it as failed, and scans the rest."""
     from cacheviz.cli import _app as app
 
@@ -351,10 +351,10 @@ def test_scan_gives_up_a_session_past_its_time_and_names_it(tmp_path, monkeypatc
     _wal_db(good, 2, keep_open=False)
     monkeypatch.setenv("CACHEVIZ_MAX_SQL_SECONDS", "600")
     cacheviz.load(good).analyze()  # tokenizer and prices loaded before the clock runs
-    status = app.main(["scan", str(tmp_path), "--no-cache", "--jobs", "1", "--unit-timeout", "2"])
+    status = app.main(["scan", str(tmp_path), "--no-cache", "--jobs", "1", "--timeout", "2"])
     out, err = capsys.readouterr()
     assert status == 0
     [failed] = [line for line in err.splitlines() if line.startswith("cacheviz: failed:")]
     assert str(tmp_path / "opencode.db") in failed
-    assert "took longer than 2 s" in failed and "--unit-timeout" in failed
+    assert "took longer than 2 s" in failed and "--timeout" in failed
     assert "1 failed" in out and "2 calls" in out
