@@ -33,6 +33,7 @@ from cacheviz.formats._body import call_from_request, provider_for
 from cacheviz.formats._lines import LineReader, load_json_document
 from cacheviz.formats._time import parse_ts
 from cacheviz.model import Call, Session, Usage
+from cacheviz.reported._usage import check_usage
 from cacheviz.request._blocks import BlockStore
 from cacheviz.request._jsonspan import ObjectScan
 
@@ -349,20 +350,34 @@ def _first(attributes: dict[str, Any], keys: tuple[str, ...]) -> Any:
 
 
 def _usage(attributes: dict[str, Any]) -> Usage | None:
-    values = []
-    for keys in _USAGE_KEYS:
-        value = _first(attributes, keys)
-        values.append(
-            int(value) if isinstance(value, (int, float, str)) and str(value).isdigit() else None
-        )
+    """The span's token counts, checked once (:func:`~cacheviz.reported._usage.check_usage`).
+
+    OTLP writes an ``intValue`` as a string of digits; another type, a count beyond the
+    plausibility bound or a cache read above the input that includes it is a
+    :class:`~cacheviz.errors.UsageError` naming the attribute.
+    """
+    values: list[Any] = []
+    names: dict[str, str] = {}
+    fields = ("input_tokens", "cache_read_tokens", "cache_write_tokens", "output_tokens")
+    for field, keys in zip(fields, _USAGE_KEYS, strict=True):
+        key = next((k for k in keys if attributes.get(k) is not None), keys[0])
+        names[field] = key
+        value = attributes.get(key)
+        if isinstance(value, str) and value.isascii() and value.isdigit():
+            value = int(value)
+        values.append(value)
     if all(v is None for v in values):
         return None
-    return Usage(
-        input_tokens=values[0],
-        cache_read_tokens=values[1],
-        cache_write_tokens=values[2],
-        output_tokens=values[3],
-        provenance="reported",
+    return check_usage(
+        Usage(
+            input_tokens=values[0],
+            cache_read_tokens=values[1],
+            cache_write_tokens=values[2],
+            output_tokens=values[3],
+            provenance="reported",
+        ),
+        names,
+        prefix="",
     )
 
 
