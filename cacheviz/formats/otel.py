@@ -35,7 +35,7 @@ from cacheviz.formats._time import parse_ts
 from cacheviz.model import Call, Session, Usage
 from cacheviz.reported._usage import check_usage
 from cacheviz.request._blocks import BlockStore
-from cacheviz.request._jsonspan import ObjectScan
+from cacheviz.request._jsonspan import ObjectScan, json_type
 
 NAME = "otel"
 DESCRIPTION = "OpenTelemetry GenAI spans (OpenInference / OpenLLMetry / OTel GenAI; OTLP JSON)"
@@ -141,11 +141,12 @@ def _spans(record: Any, skipped: list[str]) -> list[dict[str, Any]]:
         raise ValueError(msg)
     if "resourceSpans" in record:
         spans = []
-        for resource in record.get("resourceSpans") or []:
-            for scope in (
-                resource.get("scopeSpans") or resource.get("instrumentationLibrarySpans") or []
-            ):
-                for span in scope.get("spans") or []:
+        for r, resource in enumerate(_objects(record.get("resourceSpans"), "resourceSpans")):
+            where = f"resourceSpans[{r}]"
+            key = "scopeSpans" if "scopeSpans" in resource else "instrumentationLibrarySpans"
+            for c, scope in enumerate(_objects(resource.get(key), f"{where}.{key}")):
+                where_spans = f"{where}.{key}[{c}].spans"
+                for span in _objects(scope.get("spans"), where_spans):
                     attributes = _otlp_attributes(span.get("attributes"), skipped)
                     start = span.get("startTimeUnixNano")
                     spans.append(
@@ -162,6 +163,20 @@ def _spans(record: Any, skipped: list[str]) -> list[dict[str, Any]]:
     return [
         {"attributes": _flatten(attributes, "", {}), "start": start, "name": record.get("name")}
     ]
+
+
+def _objects(value: Any, where: str) -> list[dict[str, Any]]:
+    """``value``, a list of objects (``None``: none); a ``ValueError`` naming ``where`` if not."""
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        msg = f"field `{where}` is {json_type(value)}; expected an array of objects"
+        raise ValueError(msg)
+    for i, item in enumerate(value):
+        if not isinstance(item, dict):
+            msg = f"field `{where}[{i}]` is {json_type(item)}; expected an object"
+            raise ValueError(msg)
+    return value
 
 
 def _time(value: Any) -> datetime | None:
