@@ -404,7 +404,7 @@ def _warn_disagreements(
     more = f"; and {len(found) - 5} more" if len(found) > 5 else ""
     warnings.warn(
         f"{session.path}: {len(found)} call(s) report an input more than "
-        f"{MAX_FACTOR:g}x apart from the request the log holds ({'; '.join(named)}{more}); "
+        f"{MAX_FACTOR:g}x the request the log holds ({'; '.join(named)}{more}); "
         "their token positions are scaled to the report: check that the log holds the "
         "whole request and that the usage is right",
         CacheVizWarning,

@@ -228,7 +228,7 @@ def _usage(tokens: Any, where: str) -> Usage | None:
         if not isinstance(reasoning, int) or not isinstance(output, int)
         else output + reasoning,
     }
-    return normalize_usage({k: v for k, v in shaped.items() if v is not None})
+    return normalize_usage({k: v for k, v in shaped.items() if v is not None}, where)
 
 
 def _nonzero(usage: Usage | None) -> bool:

@@ -494,7 +494,7 @@ def read(path: Path, *, errors: str = "raise") -> Session:
             CacheVizWarning,
             stacklevel=2,
         )
-    return reader.session(NAME, calls, store)
+    return reader.session(NAME, calls, store, by_time=True)  # exported in any order
 
 
 def _is_llm(attributes: dict[str, Any]) -> bool:

@@ -202,7 +202,7 @@ def _sum(*values: int | None) -> int | None:
     return sum(present) if present else None
 
 
-def normalize_usage(usage: Any) -> Usage | None:
+def normalize_usage(usage: Any, where: str | None = None) -> Usage | None:
     """Return the normalized :class:`~cacheviz.model.Usage`, or ``None`` if nothing is reported.
 
     Parameters
@@ -210,6 +210,9 @@ def normalize_usage(usage: Any) -> Usage | None:
     usage
         A provider's ``usage`` object (Anthropic, OpenAI Chat/Responses, DeepSeek) or
         Gemini's ``usageMetadata``.
+    where
+        Where the usage is in a whole-file document or a folder (``part prt_05``), put
+        before the message of a :class:`UsageError` (a line-by-line reader names the line).
 
     Examples
     --------
@@ -230,11 +233,13 @@ def normalize_usage(usage: Any) -> Usage | None:
     if not isinstance(usage, dict) or not usage:
         return None
     problems = _LENIENT.get()
-    if problems is None:
-        return _validated(usage)
     try:
         return _validated(usage)
     except UsageError as exc:
+        if where:
+            exc.args = (f"{where}: {exc}",)
+        if problems is None:
+            raise
         problems.append(str(exc))
         return None
 
