@@ -516,9 +516,9 @@ def describe_skews(skews: list[tuple[Call, float]]) -> str:
     ]
     more = f"; and {len(skews) - _NAMED} more" if len(skews) > _NAMED else ""
     return (
-        f"{len(skews)} record(s) carry a time earlier than a record written before them "
-        f"({'; '.join(named)}{more}); kept in the order written, so their clock is off: "
-        "check the times in the log"
+        f"{len(skews)} record(s) with a clock out of step with the records written around "
+        f"them ({'; '.join(named)}{more}); kept in the order written, not sorted by that "
+        "time: check the clock of what wrote the log"
     )
 
 
