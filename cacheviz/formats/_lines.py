@@ -210,8 +210,9 @@ class LineReader:
             detail = f" ({len(self.skipped)} bad lines skipped)" if self.skipped else ""
             msg = f"no API call could be read{detail}"
             raise TranscriptError(msg, path=self.path)
+        skews: list[tuple[Call, float]] = []
         if by_time:
-            ordered, skews = order_by_time(calls), []
+            ordered = order_by_time(calls)
         else:
             ordered, skews = call_order(runs if runs is not None else [calls], self.in_flight)
         for index, call in enumerate(ordered):
