@@ -281,3 +281,28 @@ def test_a_killed_worker_fails_its_file_only(tmp_path, monkeypatch):
     [failed] = result.failed.iter_rows(named=True)
     assert failed["path"].endswith("kill-me.jsonl")
     assert "worker process" in failed["error"] and "died" in failed["error"]
+
+
+# -- issue 29 item 14: a folder chain 1,500 levels deep ---------------------------------------
+
+
+@pytest.mark.slow  # 7 s on a loaded machine
+def test_a_folder_chain_1500_deep_is_walked_without_a_traceback(tmp_path):
+    """The walk kept one generator frame per level: Python's recursion limit at ~1,000."""
+    root = tmp_path / "root"
+    root.mkdir()
+    here = os.open(root, os.O_RDONLY)
+    try:
+        for _ in range(1500):  # by descriptor: the whole path is longer than one name
+            os.mkdir("d", dir_fd=here)
+            deeper = os.open("d", os.O_RDONLY, dir_fd=here)
+            os.close(here)
+            here = deeper
+        log = os.open("s.jsonl", os.O_WRONLY | os.O_CREAT, 0o644, dir_fd=here)
+        os.write(log, ("\n".join(_lines(3, "a")) + "\n").encode())
+        os.close(log)
+    finally:
+        os.close(here)
+    result = _scan(root)
+    assert result.files["status"].to_list() == ["ok"]
+    assert result.calls.height == 3
