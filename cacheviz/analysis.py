@@ -398,7 +398,7 @@ def _warn_disagreements(
     calls = session.calls
     named = []
     for i, factor in found[:5]:
-        line = f" (line {calls[i].line})" if calls[i].line is not None else ""
+        line = f" (line {calls[i].line})" if calls[i].line else ""
         shown = "no" if factor == float("inf") else f"{factor:.3g}x the"
         named.append(f"#{i}{line}: {reported[i]:,} reported, {shown} {local_totals[i]:,} logged")
     more = f"; and {len(found) - 5} more" if len(found) > 5 else ""

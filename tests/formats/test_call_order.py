@@ -64,7 +64,9 @@ def test_a_record_two_minutes_behind_keeps_its_place_and_is_named(tmp_path):
     clean = _write(tmp_path, "clean.jsonl", [_line(b, 10 * i) for i, b in enumerate(bodies)])
     times = [10 * i for i in range(6)]
     times[3] -= 120  # line 4's clock is 2 minutes behind
-    skewed = _write(tmp_path, "skewed.jsonl", [_line(b, t) for b, t in zip(bodies, times)])
+    skewed = _write(
+        tmp_path, "skewed.jsonl", [_line(b, t) for b, t in zip(bodies, times, strict=True)]
+    )
 
     with pytest.warns(CacheVizWarning) as caught:
         session = cacheviz.load(skewed)
@@ -87,7 +89,9 @@ def test_a_record_two_minutes_behind_keeps_its_place_and_is_named(tmp_path):
 def test_a_record_whose_clock_is_ahead_is_named_instead_of_those_after_it(tmp_path):
     bodies = _bodies(5)
     times = [0, 10, 20 + 600, 30, 40]  # line 3 is 10 minutes ahead
-    path = _write(tmp_path, "ahead.jsonl", [_line(b, t) for b, t in zip(bodies, times)])
+    path = _write(
+        tmp_path, "ahead.jsonl", [_line(b, t) for b, t in zip(bodies, times, strict=True)]
+    )
     with pytest.warns(CacheVizWarning, match=r"1 record\(s\).*line 3 is 9.83 min ahead"):
         session = cacheviz.load(path)
     assert [c.line for c in session.calls] == [1, 2, 3, 4, 5]
