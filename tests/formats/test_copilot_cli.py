@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 
 import cacheviz
 from cacheviz import cli
-from cacheviz.errors import TranscriptError
+from cacheviz.errors import CacheVizWarning, TranscriptError
 from cacheviz.formats import detect
 
 
@@ -85,7 +85,9 @@ def test_a_resumed_session_adds_up_its_shutdowns(events):
     lines = events.read_text().splitlines()
     resumed = [line.replace('"id": "e-', '"id": "r-') for line in lines[1:]]  # new events
     events.write_text("\n".join(lines + resumed) + "\n")
-    totals = cacheviz.load(events).analyze().summary()["reported_totals"]
+    with pytest.warns(CacheVizWarning, match="out of step"):  # the copy repeats the times
+        session = cacheviz.load(events)
+    totals = session.analyze().summary()["reported_totals"]
     assert totals["input_tokens"] == 18000 and totals["output_tokens"] == 140
 
 
