@@ -210,6 +210,7 @@ def _follow(
                     f"cacheviz: {source} was {what}; following it again from its start\n"
                 )
                 printed = skipped = 0
+                seen.clear()
                 size = -1
                 doc = None
             if info is not None:
