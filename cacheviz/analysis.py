@@ -350,7 +350,9 @@ def prefix_lists(
     unlogged = _size_unlogged(session, call_cache)
     lengths = {name: cache.lengths() for name, cache in caches.items()}
     offsets = _offsets(keys, [lengths[c.encoding] for c in call_cache])
-    threads, parents = assign_threads(calls, offsets, lambda i, h: call_cache[i][h], mode=thread)
+    threads, parents = assign_threads(
+        calls, offsets, lambda i, h: call_cache[i][h], mode=thread, contents=session.contents
+    )
 
     call_cols: dict[str, list[Any]] = {name: [] for name in _schema.CALLS}
     drift_cols: dict[str, list[Any]] = {name: [] for name in _schema.DRIFTS}

@@ -218,3 +218,63 @@ class Session:
 
     def __repr__(self) -> str:
         return f"<Session {self.format} {self.path} calls={len(self.calls)}>"
+
+
+# --- thread names: one scheme for every surface (summary, follow, scan, report, inspector,
+# the calls frame). ``main`` is the conversation; a sub-agent is named by what it was asked
+# to do; a side call by what it is for; either numbered (``#2``) by order of first call
+# only when its name repeats.
+
+MAIN_THREAD = "main"
+"""The session's own conversation (``main #2``: a later part of it, after a compaction)."""
+THREAD_WHAT_CHARS = 40
+"""Longest description a thread name carries (cut with ``…``)."""
+
+
+def _what(text: str) -> str:
+    """``text`` on one line, at most :data:`THREAD_WHAT_CHARS` characters."""
+    flat = " ".join(text.split())
+    return flat if len(flat) <= THREAD_WHAT_CHARS else flat[: THREAD_WHAT_CHARS - 1] + "…"
+
+
+def subagent_name(
+    description: str | None = None, kind: str | None = None, ident: str | None = None
+) -> str:
+    """A sub-agent's thread name: what it was asked to do, else its type, else its id.
+
+    Parameters
+    ----------
+    description : str, optional
+        The task's short description (Claude Code: ``agent-<id>.meta.json``'s
+        ``description``, or the ``Task`` call that spawned it).
+    kind : str, optional
+        The agent's type (``Explore``, ``general-purpose``), used without a description.
+    ident : str, optional
+        The agent's id (its first 8 characters are shown), used without either.
+
+    Returns
+    -------
+    str
+        ``sub-agent: <description>``, ``sub-agent <kind>``, ``sub-agent <id>`` or
+        ``sub-agent``.
+    """
+    if description and description.strip():
+        return f"sub-agent: {_what(description)}"
+    if kind and kind.strip():
+        return f"sub-agent {_what(kind)}"
+    return f"sub-agent {ident[:8]}" if ident else "sub-agent"
+
+
+def side_call_name(purpose: str | None, model: str) -> str:
+    """A side call's thread name: what it is for (``title``, ``quota probe``), else its model."""
+    return f"side call: {purpose}" if purpose else f"side call {model}"
+
+
+def numbered(base: str, taken: set[str]) -> str:
+    """``base``, or ``base #2``, ``#3``… when taken; the name returned is added to ``taken``."""
+    name, count = base, 1
+    while name in taken:
+        count += 1
+        name = f"{base} #{count}"
+    taken.add(name)
+    return name
