@@ -303,7 +303,10 @@ class _SessionFile:
             if block.get("name") not in _SPAWNS or not isinstance(given, dict):
                 continue
             kind, what = given.get("subagent_type"), given.get("description")
-            spawn = (kind if isinstance(kind, str) else None, what if isinstance(what, str) else None)
+            spawn = (
+                kind if isinstance(kind, str) else None,
+                what if isinstance(what, str) else None,
+            )
             prompt = given.get("prompt")
             if isinstance(prompt, str) and prompt.strip():
                 self.spawned[" ".join(prompt.split())] = spawn
@@ -584,7 +587,8 @@ def _name_threads(
 
     What it was asked to do: its ``meta.json``'s description, else the description of
     the ``Task`` call whose prompt its first message is, or whose result names its id
-    (``warmup`` for Claude Code 2.0's warm-up agents); else its type, else its id. Numbered by order of first call.
+    (``warmup`` for Claude Code 2.0's warm-up agents); else its type, else its id.
+    Numbered by order of first call.
 
     Parameters
     ----------
@@ -611,9 +615,7 @@ def _name_threads(
         if prompt == _WARMUP:
             task_what = "warmup"
         ident = path_id[1] if path_id is not None else key.removeprefix("sidechain:")
-        base = subagent_name(
-            what or task_what, kind or task_kind or _agent_kind(ident), ident
-        )
+        base = subagent_name(what or task_what, kind or task_kind or _agent_kind(ident), ident)
         names[key] = numbered(base, taken)
     for call in calls:
         if call.thread_hint is not None:
