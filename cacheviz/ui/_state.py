@@ -77,35 +77,15 @@ def default_target(analysis: Analysis) -> Target:
 def model_choices(analysis: Analysis, provider: str) -> tuple[list[tuple[str, str]], str]:
     """The model picker's options for ``provider`` (label, value) and its default.
 
-    The default is the recorded models when ``provider`` prices them, else the provider's
-    comparable model, else the closest priced one.
+    The default is :func:`cacheviz.money.pricing.comparable_model`'s (the one rule
+    ``simulate`` and ``compare`` follow): the recorded models when ``provider`` prices
+    them, else the provider's comparable model, else the closest priced one.
     """
     recorded = analysis.calls["model"].unique(maintain_order=True).to_list()
     models = pricing.priced_models(provider, retired=recorded)  # retired: only the session's
     options = [("recorded models", ""), *[(m, m) for m in models]]
-    same = provider in analysis.calls["provider"].unique().to_list()
-    if provider in providers.self_hosted() or (same and all(m in models for m in recorded)):
-        return options, ""
-    if not same:  # another vendor: its comparable model, as in the provider comparison
-        for target in DEFAULT_TARGETS:
-            name, _, model = target.partition(":")
-            if name == provider and model in models:
-                return options, model
-    return options, closest_model(recorded, models) or ""
-
-
-def closest_model(recorded: list[str], models: list[str]) -> str | None:
-    """The priced model closest to the recorded ones (None when there is none)."""
-    import difflib
-
-    for name in recorded:
-        if name in models:
-            return name
-    for name in recorded:
-        found = difflib.get_close_matches(name, models, 1, cutoff=0.0)
-        if found:
-            return found[0]
-    return models[0] if models else None
+    pairs = analysis.calls.select("provider", "model").unique(maintain_order=True).rows()
+    return options, pricing.comparable_model(provider, pairs).model or ""
 
 
 def comparison_targets(analysis: Analysis) -> list[str]:
@@ -260,7 +240,6 @@ __all__ = [
     "InspectorState",
     "Target",
     "build",
-    "closest_model",
     "comparison_targets",
     "default_target",
     "model_choices",
