@@ -481,6 +481,7 @@ class CallWalk:
             common,
             None if drift is None else drift[1],
             unlogged,
+            None if session.path is None else session.path.name,
         )
         return previous, shared, drift is not None
 
@@ -727,12 +728,14 @@ def _add_call(
     common: int | None,
     drift: Diagnosis | None,
     unlogged: dict[str, int],
+    own_file: str | None = None,
 ) -> None:
     head, tail = log_hashes(call)
     hidden = [unlogged.get(h, 0) for h in call.hashes[: call.message_start] if h in unlogged]
     values: dict[str, Any] = {
         "call": call.index,
         "line": call.line,
+        "source": call.source if call.source is not None else own_file,
         "ts": call.ts,
         "thread": thread,
         "parent_thread": parent,

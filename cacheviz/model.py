@@ -159,6 +159,8 @@ class Call:
     hashes: list[str] = field(default_factory=list)  # block hashes, derived when not given
     message_start: int = -1  # index of the first "messages" block, derived when not given
     parent_hint: str | None = None  # the thread a sub-agent was spawned from, when logged
+    source: str | None = None  # the file ``line`` is in, relative to the session's folder,
+    # when not the session's own file (a sub-agent's log)
 
     def __post_init__(self) -> None:
         if not self.hashes and self.blocks:

@@ -660,8 +660,10 @@ def read(path: Path, *, errors: str = "raise") -> Session:
                 raise
             main.fail(None, f"sub-agent log {exc}")
             continue
+        source = str(agent.relative_to(path.parent)) if agent.is_relative_to(path.parent) else None
         for call in sub.calls:
             call.parent_hint = "main"
+            call.source = source or agent.name
         calls += sub.calls
         prompts |= sub.prompts
         main.skipped += [type(s)(s.line, f"{agent.name}: {s.reason}") for s in sub.skipped]

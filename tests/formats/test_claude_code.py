@@ -316,7 +316,7 @@ def test_subagent_threads_are_named_by_their_description(session_file):
             "2026-01-01T10:00:07Z",
         ),
     ]
-    for agent in ("a1", "b2", "c3"):
+    for agent in ("a1", "b2", "c3", "d4"):
         lines = [
             json.dumps({**r, "message": {**r["message"], "id": f"{agent}-{r['uuid']}"}})
             if r["type"] == "assistant"
@@ -331,15 +331,22 @@ def test_subagent_threads_are_named_by_their_description(session_file):
     }
     for agent, meta in metas.items():
         (folder / f"agent-{agent}.meta.json").write_text(json.dumps(meta))
-    (folder / "agent-d4.jsonl").write_text((folder / "agent-c3.jsonl").read_text())
     # what each was asked to do, else its type, else its id; #2 when a name repeats
     hints = {c.thread_hint for c in cacheviz.load(session_file).calls}
-    assert hints - {"main"} == {
+    assert hints - {"main", "sub-agent s1"} == {  # s1: the session's inline sidechain
         "sub-agent: look around",
         "sub-agent: look around #2",
         "sub-agent Plan",
         "sub-agent d4",
     }
+    # which file each call came from, beside its line (issue 33, item 13)
+    calls = cacheviz.load(session_file).analyze().calls
+    sources = dict(calls.select("thread", "source").unique().iter_rows())
+    assert sources["main"] == session_file.name
+    stem = session_file.stem
+    assert sources["sub-agent Plan"] == f"{stem}/subagents/agent-c3.jsonl"
+    assert sources["sub-agent d4"] == f"{stem}/subagents/agent-d4.jsonl"
+    assert calls.filter(calls["thread"] == "sub-agent d4")["line"].to_list() == [2]
 
 
 def _replay_call(response_id, thread="main", minute=0):
