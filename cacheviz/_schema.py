@@ -340,6 +340,7 @@ SCAN_CALLS: dict[str, PolarsDataType] = {
     "call": _INT,  # the call's index in its session's analysis
     "line": _INT,
     "source": _STR,  # the file of that line, relative to the session's folder
+    "title": _STR,  # what the session was about (its first call's row only; scanning/_title)
     "ts": _TS,
     "thread": _STR,
     "parent_thread": _STR,  # the thread a sub-agent hangs under, when known

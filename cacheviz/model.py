@@ -208,6 +208,8 @@ class Session:
     reported_totals: Usage | None = None
     # the same, per model: billed at the session's scope (costs.cost_lists)
     session_usage: list[SessionUsage] = field(default_factory=list)
+    # the log's own title for the session (Claude Code: the user's, else its AI title)
+    title: str | None = None
 
     def analyze(
         self, *, thread: str = "auto", encoding: str | None = None, prices: Any = None

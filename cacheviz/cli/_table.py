@@ -61,7 +61,8 @@ def fit_columns(
     With ``wrap``, the last column takes what is left (at least ``min_wrap``) and
     wraps. Columns with nothing in them go first; then, by ``drop`` (highest first),
     each column is dropped, or cut down to its ``shrink``, until the rest fits. Room
-    left over widens the cut columns again (up to their full width), then the last one.
+    left over brings back a dropped column that fits (the last to go first), then
+    widens the cut columns again (up to their full width), then the last one.
     """
     natural = [max([len(c.header), *(len(r[i]) for r in rows)]) for i, c in enumerate(columns)]
     shown = list(range(len(columns)))
@@ -94,7 +95,13 @@ def fit_columns(
             shown.remove(i)
         else:
             sizes[i] = max(min(floor, natural[i]), sizes[i] - (used() - width))
-    for i in shown:  # room left: the cut columns get it back first
+    for i in reversed(by_turn):  # room left: a dropped column that fits comes back
+        if i not in shown and not all(r[i] in _EMPTY for r in rows):
+            shown.append(i)
+            shown.sort()
+            if used() > width:
+                shown.remove(i)
+    for i in shown:  # then the cut columns get it back
         if sizes[i] < natural[i] and used() < width:
             sizes[i] = min(natural[i], sizes[i] + width - used())
     if last is not None:

@@ -51,6 +51,8 @@ DESCRIPTION = (
     "Claude Code session JSONL (~/.claude/projects/*/<session>.jsonl, with its sub-agents)"
 )
 _MESSAGE_TYPES = ("user", "assistant")
+_TITLES = (("customTitle", "custom-title"), ("aiTitle", "ai-title"), ("summary", "summary"))
+"""A session's logged titles, the first found wins: the user's, Claude Code's, a summary."""
 _SPAWNS = ("Task", "Agent")  # the tool that starts a sub-agent (renamed Agent in 2.1)
 _WARMUP = "Warmup"  # the prompt of the sub-agents Claude Code 2.0 starts to warm the cache
 _LINK_STEPS = 100_000  # parentUuid hops looked through for the response a request follows
@@ -203,6 +205,7 @@ class _SessionFile:
         self.spawned: dict[str, tuple[str | None, str | None]] = {}  # Task prompt -> type, what
         self.spawn_ids: dict[str, tuple[str | None, str | None]] = {}  # Task call id -> the same
         self.first_prompt: dict[str, str] = {}  # thread key -> its first user text
+        self.titles: dict[str, str] = {}  # title kind -> the latest logged (custom, ai, summary)
 
     def _note_agent(self, record: dict[str, Any]) -> None:
         """Remember a sub-agent the session names (its file should sit in subagents/).
@@ -254,6 +257,9 @@ class _SessionFile:
                 self.last_ts[self._thread_key(record)] = at
         if kind == "attachment":
             self._attachment(record)
+        for field, key in _TITLES:
+            if kind == key and isinstance(record.get(field), str) and record[field].strip():
+                self.titles[key] = record[field]
         if kind not in _MESSAGE_TYPES and isinstance(uuid, str) and uuid not in self.thread_of:
             # a link in a conversation's chain: what follows it is of the same thread
             self.thread_of[uuid] = self._thread_key(record)
@@ -513,6 +519,7 @@ class _FileReader(LineReader):
 
     calls: list[Call]
     agents: set[str]
+    titles: dict[str, str]
     spawned: dict[str, tuple[str | None, str | None]]
     prompts: dict[str, str]
 
@@ -534,6 +541,7 @@ def _read_file(path: Path, store: BlockStore, thread: str | None, errors: str) -
     reader.calls = state.calls
     reader.agents = state.agents
     reader.spawned = state.spawned
+    reader.titles = state.titles
     reader.prompts = state.first_prompt
     return reader
 
@@ -686,7 +694,9 @@ def read(path: Path, *, errors: str = "raise") -> Session:
             CacheVizWarning,
             stacklevel=3,
         )
-    return main.session(NAME, order_by_time(calls), store)
+    session = main.session(NAME, order_by_time(calls), store)
+    session.title = next((main.titles[k] for _, k in _TITLES if k in main.titles), None)
+    return session
 
 
 def drop_replays(calls: list[Call]) -> tuple[list[Call], int]:

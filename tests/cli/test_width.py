@@ -105,18 +105,40 @@ def _long_names(tmp_path: Path) -> Path:
 
 
 @pytest.mark.parametrize("width", WIDTHS)
-def test_scan_fits_the_width_and_keeps_session_ids_whole(capsys, monkeypatch, width, tmp_path):
-    folder = _long_names(tmp_path)
+def test_scan_by_session_fits_and_gives_each_session_its_context(
+    capsys, monkeypatch, width, tmp_path
+):
+    # issue 33, items 8 and 14: when, billed and waste, models, the session (never
+    # wrapped mid-word), what it was about; no always-1 `sessions` column
+    folder = tmp_path / "logs"
+    folder.mkdir()
+    for i, name in enumerate(("append_only", "compaction")):
+        shutil.copy(
+            SAMPLES / f"{name}.jsonl", folder / f"7ef4b236-d946-48a6-a856-e45b02af7be{i}.jsonl"
+        )
+    with_usage(folder / "0c1d2e3f-aaaa-bbbb-cccc-dddddddddddd.jsonl")
     monkeypatch.setenv("CACHEVIZ_CACHE_DIR", str(tmp_path / "cache"))
     out = _run(capsys, monkeypatch, width, "scan", str(folder), "--by", "session")
     assert max(map(len, out)) <= width
     table = out[out.index("") + 1 :]
-    header = table[0].split()
-    assert header[-1] == "session" and "hit" in header and "billed" in header
-    joined = "".join(line.strip() for line in table)
-    for path in folder.iterdir():
-        assert path.name in joined  # wrapped, never cut
-    assert "…" not in joined
+    table = table[: table.index("")] if "" in table else table
+    header = table[0]
+    assert header.startswith("last activity") and header.endswith("title / first prompt")
+    assert "sessions" not in header.split()
+    for column in ("billed", "waste", "models", "session"):
+        assert column in header.split(), column
+    rows = [line for line in table[1:] if line[:4].isdigit()]
+    assert len(rows) == 3 and all(row[:16].count(":") == 1 for row in rows)  # date HH:MM
+    at = header.index("session")
+    heads = {row[at : at + 8] for row in rows}  # each session's UUID head, on its row
+    assert heads == {"7ef4b236", "0c1d2e3f"}
+    titles = " ".join(line[header.index("title") :].strip() for line in table[1:])
+    assert "step 0" in titles  # with_usage's first prompt
+    doc = json.loads("\n".join(_run(capsys, monkeypatch, width, "scan", str(folder), "--json")))
+    by_name = {Path(s["path"]).name: s for s in doc["sessions"]}
+    usage = by_name["0c1d2e3f-aaaa-bbbb-cccc-dddddddddddd.jsonl"]
+    assert usage["models"] == "claude-sonnet-4-5" and usage["title"].startswith("step 0 step 0")
+    assert len(usage["title"]) <= 80 and usage["last_ts"] == "2026-03-02T09:03:00Z"
 
 
 def test_scan_day_table_has_the_hit_ratio(capsys, monkeypatch, tmp_path):
