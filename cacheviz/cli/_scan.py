@@ -10,7 +10,7 @@ import warnings
 from dataclasses import replace
 from pathlib import Path
 
-from cacheviz.cli._table import Column, ratio, render, width_of, wrap_line
+from cacheviz.cli._table import Column, ratio, render, stderr_line, width_of, wrap_line
 from cacheviz.errors import CacheVizError, CacheVizWarning
 
 TYPE_CHECKING = False  # not typing's: importing typing costs start-up (cacheviz --version)
@@ -97,7 +97,7 @@ def run(args: argparse.Namespace) -> int:
         doc = result.to_dict(by=args.by, tz=args.tz)
     except ValueError as exc:
         for note in notes:
-            print(note, file=sys.stderr)
+            stderr_line(note)
         print(f"cacheviz: error: {exc}", file=sys.stderr)
         return 2
     try:  # whole or not at all, never over a file the scan read (cacheviz._writing)
@@ -109,7 +109,7 @@ def run(args: argparse.Namespace) -> int:
             write_scan_report(result, args.report, tz=args.tz, option="--report")
     except CacheVizError as exc:
         for note in notes:
-            print(note, file=sys.stderr)
+            stderr_line(note)
         print(f"cacheviz: error: {exc}", file=sys.stderr)
         return 2
     answer = {"doc": doc, "stderr": _messages(result), "failed": result.failed.height}
@@ -126,7 +126,7 @@ def _answer(
 ) -> int:
     """Print a scan's answer (fresh, or the one kept from an unchanged tree)."""
     for note in notes:
-        print(note, file=sys.stderr)
+        stderr_line(note)
     doc = answer["doc"]
     if args.json:
         # one write: the stream shows control characters escaped, chunk by chunk
@@ -134,7 +134,7 @@ def _answer(
     else:
         _print(locations, doc, sys.stdout, tz=args.tz)
     for line in answer["stderr"]:
-        print(line, file=sys.stderr)
+        stderr_line(line)
     return 2 if args.strict and answer["failed"] else 0
 
 

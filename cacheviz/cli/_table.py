@@ -9,9 +9,11 @@ from __future__ import annotations
 
 import os
 import shutil
+import sys
 import textwrap
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TextIO
 
 _EMPTY = frozenset({"", "-", "n/a"})
@@ -162,6 +164,22 @@ def wrap_line(text: str, width: int | None, indent: int = 4) -> str:
         break_on_hyphens=False,
         break_long_words=True,
     )
+
+
+def short_paths(text: str) -> str:
+    """``text`` with absolute paths shortened: the working folder's relative, the home's ``~``."""
+    cwd, home = str(Path.cwd()), str(Path.home())
+    if len(cwd) > 1:
+        text = text.replace(cwd + os.sep, "")
+    if len(home) > 1:
+        text = text.replace(home + os.sep, "~" + os.sep)
+    return text
+
+
+def stderr_line(text: str, out: TextIO | None = None) -> None:
+    """Write a ``cacheviz: warning: …`` line to stderr: short paths, wrapped to its width."""
+    stream = sys.stderr if out is None else out
+    stream.write(wrap_line(short_paths(text), width_of(stream), indent=4) + "\n")
 
 
 def ratio(value: float | None) -> str:

@@ -216,6 +216,19 @@ def _claude_code_session(folder: Path, agents: list[str]) -> Path:
     return session
 
 
+def _stderr(capsys, width: int = 80) -> list[str]:
+    """stderr's messages, each line fitting ``width``, continuation lines joined."""
+    lines = capsys.readouterr().err.splitlines()
+    assert all(len(line) <= width for line in lines), lines
+    messages: list[str] = []
+    for line in lines:
+        if line.startswith("    ") and messages:
+            messages[-1] += " " + line.strip()
+        else:
+            messages.append(line)
+    return messages
+
+
 def test_warnings_on_stderr_are_one_short_line_at_80_columns(tmp_path, monkeypatch, capsys):
     # a missing sub-agent folder's warning named two absolute paths: 182-368 characters
     monkeypatch.setenv("COLUMNS", "80")
@@ -224,14 +237,14 @@ def test_warnings_on_stderr_are_one_short_line_at_80_columns(tmp_path, monkeypat
     agents = ["a957850183dbc96f4", "aside_question-fcbf929fc3d4fdc0"]
     session = _claude_code_session(project, agents)
     assert app.main(["summary", str(session)]) == 0
-    (warning,) = capsys.readouterr().err.splitlines()
+    (warning,) = _stderr(capsys)
     assert len(warning) < 120 and str(tmp_path) not in warning
     assert warning.startswith("cacheviz: warning: 7ef4b236")
     assert "2 sub-agent(s) missing from subagents/ (a957850183db…, +1); not counted" in warning
     # a project folder of several sessions: which one is read, on one line
     shutil.copy(session, project / "0000-older.jsonl")
     assert app.main(["summary", str(project)]) == 0
-    lines = capsys.readouterr().err.splitlines()
+    lines = _stderr(capsys)
     assert any("2 sessions here; reading the newest" in line for line in lines)
     assert all(len(line) < 120 and str(tmp_path) not in line for line in lines)
     # a message logged twice with other usage: which lines, on one line
@@ -242,6 +255,55 @@ def test_warnings_on_stderr_are_one_short_line_at_80_columns(tmp_path, monkeypat
     again["message"]["usage"]["input_tokens"] = 999
     session.write_text("\n".join([*records, json.dumps(again)]) + "\n")
     assert app.main(["summary", str(session)]) == 0
-    lines = capsys.readouterr().err.splitlines()
+    lines = _stderr(capsys)
     assert any(":7: repeats line 4's message with other usage" in line for line in lines)
     assert all(len(line) < 120 and str(tmp_path) not in line for line in lines)
+
+
+def _projects_layout(realdata: Path, home: Path) -> Path:
+    """The real Claude Code session with sub-agents, put back in Claude Code's layout."""
+    stem = "7ef4b236-d946-48a6-a856-e45b02af7be7"
+    found = sorted((realdata / "claude_code_jsonl").glob(f"Xu-Wentao__dotfile__{stem}*"))
+    if not found:
+        pytest.skip("the Xu-Wentao session is not in ../shared/realdata")
+    project = home / ".claude" / "projects" / ("-Users-someone-Project-" + "deep-" * 10 + "volcano")
+    agents = project / stem / "subagents"
+    agents.mkdir(parents=True)
+    for path in found:
+        _, _, rest = path.name.partition(f"{stem}__subagents__")
+        target = agents / rest if rest else project / f"{stem}.jsonl"
+        shutil.copy(path, target)
+    return project / f"{stem}.jsonl"
+
+
+@pytest.mark.parametrize("width", WIDTHS)
+def test_every_command_fits_the_width_on_stdout_and_stderr(
+    realdata, tmp_path, monkeypatch, capsys, width
+):
+    # issue 33, item 8: summary, scan, check, compare, simulate on a real session with
+    # sub-agents in the projects layout (one sub-agent log missing: a warning), at 80/100
+    session = _projects_layout(realdata, tmp_path)
+    (session.parent / session.stem / "subagents" / "agent-a957850183dbc96f4.meta.json").unlink()
+    lost = session.parent / session.stem / "subagents" / "agent-a957850183dbc96f4.jsonl"
+    lost.rename(tmp_path / "elsewhere.jsonl")
+    monkeypatch.setenv("COLUMNS", str(width))
+    monkeypatch.setenv("CACHEVIZ_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.chdir(tmp_path)
+    runs = [
+        ["summary", str(session)],
+        ["scan", str(session.parent), "--by", "session"],
+        ["scan", str(session.parent)],
+        ["check", str(session)],
+        ["compare", str(session)],
+        ["simulate", str(session)],
+        ["simulate", str(session), "--provider", "google"],
+    ]
+    for argv in runs:
+        assert app.main(argv) in (0, 1), argv  # check: 1 with warnings
+        captured = capsys.readouterr()
+        for stream, text in (("stdout", captured.out), ("stderr", captured.err)):
+            long = [line for line in text.splitlines() if len(line) > width]
+            assert not long, (argv, stream, long[:3])
+        assert str(tmp_path) not in captured.err, argv  # paths shortened
+        if argv[0] in ("summary", "check", "compare", "simulate"):
+            assert "sub-agent(s) missing" in captured.err, argv
