@@ -239,13 +239,16 @@ def running_totals(doc: dict[str, Any], width: int | None) -> str:
     Returns
     -------
     str
-        The totals line, wrapped to ``width``.
+        The legend of the marks the rows used (when they used one), then the totals
+        line, wrapped to ``width``.
     """
     calls = len(doc["calls"])
     billed = doc.get("billed_usd")
     text = f"totals of the {calls} call(s) read: billed "
     text += usd(billed) if billed is not None else "n/a (no reported usage)"
-    return wrap_line(text + _headline(doc), width, indent=6)
+    key = legend([call_row(call)[-1] for call in doc["calls"]])
+    lines = [] if key is None else [wrap_line(key, width, indent=6)]
+    return "\n".join([*lines, wrap_line(text + _headline(doc), width, indent=6)])
 
 
 def _basis_note(basis: dict[str, int], calls: list[dict[str, Any]]) -> str:

@@ -307,3 +307,20 @@ def test_every_command_fits_the_width_on_stdout_and_stderr(
         assert str(tmp_path) not in captured.err, argv  # paths shortened
         if argv[0] in ("summary", "check", "compare", "simulate"):
             assert "sub-agent(s) missing" in captured.err, argv
+
+
+def test_a_legend_says_what_the_marks_mean(capsys, monkeypatch):
+    # issue 33, item 10: the drift / miss cells' notation (✗, ◌, −335 tok) is explained
+    out = _run(capsys, monkeypatch, 80, "summary", str(SAMPLES / "environment_details.jsonl"))
+    (legend,) = [line for line in out if line.startswith("legend:")]
+    assert legend.startswith("legend: ✗ drift: bytes this thread already sent were changed")
+    assert "◌" not in legend  # only the marks the table uses
+    out = _run(capsys, monkeypatch, 200, "summary", str(SAMPLES / "reported_usage.jsonl"))
+    (legend,) = [line for line in out if line.startswith("legend:")]
+    assert "◌ miss: the provider read less than the common prefix offered" in legend
+    at = out.index(legend)  # under the table, after its last row
+    assert out[at - 1].split()[0] == "14" and any("◌ miss:" in line for line in out[:at])
+    with pytest.raises(SystemExit):
+        app.main(["summary", "--help"])
+    help_text = capsys.readouterr().out
+    assert "◌ miss: the provider read less" in " ".join(help_text.split())
