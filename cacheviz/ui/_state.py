@@ -13,10 +13,10 @@ from typing import TYPE_CHECKING, Any
 
 import polars as pl
 
-from cacheviz import providers
+from cacheviz import _schema, providers
 from cacheviz.errors import CacheVizError
 from cacheviz.money import pricing
-from cacheviz.money._simulate import failure_line
+from cacheviz.money._simulate import compare_row, failure_line
 from cacheviz.ui import _costs as costs
 from cacheviz.ui import _header as header
 from cacheviz.ui import _shape as shape
@@ -176,6 +176,30 @@ def timeline_mode(analysis: Analysis, target: Target, ttl_seconds: float | None)
     return ttl_seconds
 
 
+def with_target_row(
+    compare: pl.DataFrame | None,
+    targets: tuple[str, ...],
+    target: Target,
+    simulation: Simulation | None,
+) -> pl.DataFrame | None:
+    """``compare``'s rows of ``targets``, and a row for a self-hosted ``target`` (its own).
+
+    An engine has no prices: the default comparison names none, and its row is where the
+    prefill tokens its prefix cache saves are shown (the cost chart's notice says so). Made
+    from ``simulation``; a row an earlier target added is dropped.
+    """
+    if compare is None:
+        return compare
+    compare = compare.filter(pl.col("target").is_in(list(targets)))
+    if simulation is None or target.provider not in providers.self_hosted():
+        return compare
+    key = target.provider if target.model is None else f"{target.provider}:{target.model}"
+    if key in compare["target"].to_list():
+        return compare
+    row = pl.DataFrame([compare_row(key, simulation)], schema=_schema.COMPARE)
+    return pl.concat([compare, row])
+
+
 def build(
     analysis: Analysis,
     target: Target | None = None,
@@ -208,6 +232,7 @@ def build(
             compare = analysis.compare(list(targets))  # a failed target: its row's error
         except (CacheVizError, ValueError) as exc:  # a target names no known provider
             status = status or f"comparison: {exc}"
+    compare = with_target_row(compare, targets, target, simulation)
     ttl_seconds = target.ttl_seconds(analysis)
     status = status or unpriced_status(analysis, target, simulation)
     return InspectorState(
@@ -249,4 +274,5 @@ __all__ = [
     "simulate_target",
     "timeline_mode",
     "unpriced_status",
+    "with_target_row",
 ]
