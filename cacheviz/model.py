@@ -254,7 +254,7 @@ def subagent_name(
     kind : str, optional
         The agent's type (``Explore``, ``general-purpose``), used without a description.
     ident : str, optional
-        The agent's id (its first 8 characters are shown), used without either.
+        The agent's id (its first 8 characters when longer than 12), used without either.
 
     Returns
     -------
@@ -266,7 +266,9 @@ def subagent_name(
         return f"sub-agent: {_what(description)}"
     if kind and kind.strip():
         return f"sub-agent {_what(kind)}"
-    return f"sub-agent {ident[:8]}" if ident else "sub-agent"
+    if not ident:
+        return "sub-agent"
+    return f"sub-agent {ident if len(ident) <= 12 else ident[:8]}"
 
 
 def side_call_name(purpose: str | None, model: str) -> str:
@@ -282,3 +284,28 @@ def numbered(base: str, taken: set[str]) -> str:
         name = f"{base} #{count}"
     taken.add(name)
     return name
+
+
+AGENT_KEY = "agent:"
+"""A reader's thread key for a sub-agent it read: ``agent:<id>`` (``agent:<id>:<more>``)."""
+
+
+def name_agent_threads(calls: list[Call]) -> None:
+    """Rename the ``agent:<id>`` threads of ``calls`` (in request-time order) to their names.
+
+    :func:`subagent_name` of the id, numbered (:func:`numbered`) by order of first call;
+    a reader that knows more (a description) names its threads before.
+    """
+    names: dict[str, str] = {}
+    taken = {
+        c.thread_hint for c in calls if c.thread_hint and not c.thread_hint.startswith(AGENT_KEY)
+    }
+    for call in calls:
+        key = call.thread_hint
+        if key is not None and key.startswith(AGENT_KEY) and key not in names:
+            ident = key.removeprefix(AGENT_KEY).split(":", 1)[0]
+            names[key] = numbered(subagent_name(ident=ident), taken)
+    if names:
+        for call in calls:
+            call.thread_hint = names.get(call.thread_hint or "", call.thread_hint)
+            call.parent_hint = names.get(call.parent_hint or "", call.parent_hint)

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from cacheviz.errors import CacheVizWarning, TranscriptError
-from cacheviz.model import Call, Session, SkippedLine
+from cacheviz.model import Call, Session, SkippedLine, name_agent_threads
 from cacheviz.reported._usage import UsageError, lenient_usage
 from cacheviz.request._blocks import BlockStore
 
@@ -194,6 +194,7 @@ class LineReader:
             msg = f"no API call could be read{detail}"
             raise TranscriptError(msg, path=self.path)
         ordered = order_by_time(calls)
+        name_agent_threads(ordered)
         for index, call in enumerate(ordered):
             call.index = index
         if self.skipped:
