@@ -643,6 +643,7 @@ def read(path: Path, *, errors: str = "raise") -> Session:
     store = BlockStore()
     main = _read_file(path, store, None, errors)
     calls: list[Call] = list(main.calls)
+    runs: list[list[Call]] = [list(main.calls)]  # each file's calls, in the order written
     folder = path.parent / path.stem / "subagents"
     agents = sorted(folder.glob("agent-*.jsonl")) if folder.is_dir() else []
     agents += sibling_agents(path)
@@ -674,6 +675,8 @@ def read(path: Path, *, errors: str = "raise") -> Session:
             call.source = source or agent.name
         calls += sub.calls
         prompts |= sub.prompts
+        runs.append(list(sub.calls))
+        main.in_flight.update(sub.in_flight)
         main.skipped += [type(s)(s.line, f"{agent.name}: {s.reason}") for s in sub.skipped]
         main.usage_nulled += [
             type(s)(s.line, f"{agent.name}: {s.reason}") for s in sub.usage_nulled
@@ -694,7 +697,9 @@ def read(path: Path, *, errors: str = "raise") -> Session:
             CacheVizWarning,
             stacklevel=3,
         )
-    session = main.session(NAME, order_by_time(calls), store)
+    kept = {id(call) for call in calls}
+    runs = [[call for call in run if id(call) in kept] for run in runs]
+    session = main.session(NAME, calls, store, runs=runs)
     session.title = next((main.titles[k] for _, k in _TITLES if k in main.titles), None)
     return session
 
