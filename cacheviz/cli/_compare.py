@@ -56,8 +56,8 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         dump({"targets": frame.to_dicts()})
     else:
-        recorded = analysis.calls["model"].unique(maintain_order=True).to_list()
-        _print_compare(frame, sys.stdout, recorded)
+        models = [str(m) for m in analysis.calls["model"].unique(maintain_order=True)]
+        _print_compare(frame, sys.stdout, models)
     failed = frame.filter(frame["error"].is_not_null() & frame["input_tokens"].is_null())
     return 1 if failed.height else 0
 
