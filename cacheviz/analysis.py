@@ -352,7 +352,9 @@ def prefix_lists(
     unlogged = _size_unlogged(session, call_cache)
     lengths = {name: cache.lengths() for name, cache in caches.items()}
     offsets = _offsets(keys, [lengths[c.encoding] for c in call_cache])
-    threads, parents = assign_threads(calls, offsets, lambda i, h: call_cache[i][h], mode=thread)
+    threads, parents = assign_threads(
+        calls, offsets, lambda i, h: call_cache[i][h], mode=thread, contents=session.contents
+    )
 
     call_cols: dict[str, list[Any]] = {name: [] for name in _schema.CALLS}
     drift_cols: dict[str, list[Any]] = {name: [] for name in _schema.DRIFTS}
@@ -506,6 +508,7 @@ class CallWalk:
             common,
             None if drift is None else drift[1],
             unlogged,
+            None if session.path is None else session.path.name,
         )
         return previous, shared, drift is not None
 
@@ -752,12 +755,14 @@ def _add_call(
     common: int | None,
     drift: Diagnosis | None,
     unlogged: dict[str, int],
+    own_file: str | None = None,
 ) -> None:
     head, tail = log_hashes(call)
     hidden = [unlogged.get(h, 0) for h in call.hashes[: call.message_start] if h in unlogged]
     values: dict[str, Any] = {
         "call": call.index,
         "line": call.line,
+        "source": call.source if call.source is not None else own_file,
         "ts": call.ts,
         "thread": thread,
         "parent_thread": parent,

@@ -106,9 +106,11 @@ def _run_on_transcript(command: ModuleType, args: argparse.Namespace) -> int:
             warnings.simplefilter("always", CacheVizWarning)
             refuse_overwriting_input(args)
             status = command.run(args)
+        from cacheviz.cli._table import stderr_line
+
         for warning in caught:
             if issubclass(warning.category, CacheVizWarning):
-                print(f"cacheviz: warning: {one_line(str(warning.message))}", file=sys.stderr)
+                stderr_line(f"cacheviz: warning: {one_line(str(warning.message))}")
     except BrokenPipeError:
         raise  # the reader went away (`| head`): run() exits quietly
     except CacheVizError as exc:

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from cacheviz._util.visible import one_line
 from cacheviz.cli._shared import dump, formatter, input_options, load_analysis
-from cacheviz.cli._table import width_of, wrap_line
+from cacheviz.cli._table import short_paths, width_of, wrap_line
 from cacheviz.errors import CacheVizError
 
 TYPE_CHECKING = False  # not typing's: importing typing costs start-up (cacheviz --version)
@@ -60,7 +60,9 @@ def run(args: argparse.Namespace) -> int:
         print(wrap_line(f"{finding.severity}: {finding.rule} (calls {finding.calls}{cost})", width))
         print(wrap_line(f"  {finding.message}", width))
     failing = sum(f.severity != "info" for f in result.findings)
-    print(f"{args.path}: {len(result.findings)} finding(s), {failing} warning(s)/error(s)")
+    where = short_paths(str(args.path))
+    total = f"{where}: {len(result.findings)} finding(s), {failing} warning(s)/error(s)"
+    print(wrap_line(total, width))
     return result.exit_status
 
 

@@ -149,7 +149,9 @@ def session_file(path: Path) -> tuple[Path, str | None]:
 def _input(args: argparse.Namespace) -> Path:
     path, note = session_file(Path(args.path))
     if note:
-        print(f"cacheviz: {note}", file=sys.stderr)
+        from cacheviz.cli._table import stderr_line
+
+        stderr_line(f"cacheviz: {note}")
     return path
 
 

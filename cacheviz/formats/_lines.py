@@ -16,7 +16,7 @@ from typing import Any, Protocol
 
 from cacheviz._limits import LINE
 from cacheviz.errors import CacheVizWarning, TranscriptError
-from cacheviz.model import Call, Session, SkippedLine
+from cacheviz.model import Call, Session, SkippedLine, name_agent_threads
 from cacheviz.reported._usage import UsageError, lenient_usage
 from cacheviz.request._blocks import BlockStore
 
@@ -225,6 +225,7 @@ class LineReader:
             ordered = order_by_time(calls)
         else:
             ordered, skews = call_order(runs if runs is not None else [calls], self.in_flight)
+        name_agent_threads(ordered)
         for index, call in enumerate(ordered):
             call.index = index
         if skews:

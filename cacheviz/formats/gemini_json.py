@@ -23,7 +23,7 @@ from cacheviz.errors import TranscriptError
 from cacheviz.formats._conversation import Thread
 from cacheviz.formats._lines import LineReader
 from cacheviz.formats.gemini_cli import ChatReader
-from cacheviz.model import Call, Session
+from cacheviz.model import AGENT_KEY, Call, Session
 from cacheviz.request._blocks import BlockStore
 from cacheviz.request._jsonspan import json_type
 
@@ -140,7 +140,7 @@ def read(path: Path, *, errors: str = "raise") -> Session:
     runs: list[list[Call]] = [list(main.calls)]  # each chat's calls, in the order written
     for chat in subagent_chats(path):
         try:
-            sub = _read_chat(chat, store, f"subagent:{chat.stem}:", errors)
+            sub = _read_chat(chat, store, f"{AGENT_KEY}{chat.stem}:", errors)
         except TranscriptError as exc:
             if errors == "raise":
                 raise

@@ -54,7 +54,7 @@ from typing import Any
 from cacheviz.formats._conversation import Thread
 from cacheviz.formats._lines import LineReader
 from cacheviz.formats._time import parse_epoch
-from cacheviz.model import Call, Session, SkippedLine, Usage
+from cacheviz.model import AGENT_KEY, Call, Session, SkippedLine, Usage
 from cacheviz.reported._usage import MAX_CALL_TOKENS, normalize_usage
 from cacheviz.request._blocks import BlockStore
 from cacheviz.request._jsonspan import json_type
@@ -315,7 +315,7 @@ class _Wire:
                 or payload.get("parent_tool_call_id")
                 or payload.get("task_tool_call_id")
             )
-            sub_key = f"subagent {sub}" if isinstance(sub, str) and sub else "subagent"
+            sub_key = f"{AGENT_KEY}{sub}" if isinstance(sub, str) and sub else AGENT_KEY
             self.event(lineno, sub_key, inner, ts, f"{where}.event")
         else:
             self.reader.ignore(f"{kind} event")

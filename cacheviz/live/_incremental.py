@@ -308,7 +308,7 @@ class LiveLog:
         self.exact: list[bool] = []
         self.local: list[list[int]] = []
         self.raw: list[str] = []
-        self._threads = ThreadWalk()
+        self._threads = ThreadWalk(contents=self.store.contents)
         self._ttls = ThreadTTLs()
         self._activity = CacheActivity()
         self._key_counts: dict[str, int] = {}  # calls per provider key, first seen first

@@ -279,6 +279,74 @@ def priced_models(provider: str, *, retired: bool | list[str] = False) -> list[s
     return sorted(own, key=recency)
 
 
+@dataclass(frozen=True, slots=True)
+class Comparable:
+    """The model a provider prices a session as (:func:`comparable_model`), and why."""
+
+    provider: str
+    model: str | None  # None: each call's recorded model
+    recorded: tuple[str, ...]  # the session's recorded models, first seen first
+    reason: str  # "the recorded models", "the comparable model", "the closest priced model"
+
+    def line(self) -> str:
+        """``priced as google:gemini-2.5-pro, the comparable model of claude-opus-4-6``."""
+        models = ", ".join(self.recorded)
+        if self.model is None:
+            return f"priced as recorded ({models}) under {self.provider}'s rules"
+        return f"priced as {self.provider}:{self.model}, {self.reason} of {models}"
+
+
+def comparable_model(provider: str, recorded: list[tuple[str, str]]) -> Comparable:
+    """The model of ``provider`` a session's recorded models are priced as: the one rule.
+
+    ``simulate`` without ``--model``, the default comparison and the inspector's model
+    picker all use it. The recorded models themselves when ``provider`` is a self-hosted
+    engine (it prices nothing) or it recorded them and prices every one; for another
+    vendor, its comparable model (the provider's ``reference_model``, the default
+    comparison's row) when priced; else the priced model closest to the recorded ones.
+
+    Parameters
+    ----------
+    provider : str
+        A provider id or alias (``gemini``).
+    recorded : list of (str, str)
+        The session's distinct ``(provider, model)`` pairs, first seen first.
+
+    Returns
+    -------
+    Comparable
+        The model (``None``: the recorded ones) and why, with :meth:`Comparable.line`.
+    """
+    name = providers.known(provider) or provider
+    models = tuple(dict.fromkeys(str(m) for _, m in recorded))
+    found = providers.find(name)
+    as_recorded = Comparable(name, None, models, "the recorded models")
+    if found is None or found.self_hosted:
+        return as_recorded
+    priced = priced_models(name, retired=list(models))
+    same = any(providers.known(p) == name for p, _ in recorded)
+    if same and all(m in priced for m in models):
+        return as_recorded
+    if not same and found.reference_model in priced:
+        return Comparable(name, found.reference_model, models, "the comparable model")
+    closest = _closest(list(models), priced)
+    if closest is None or (same and closest in models):
+        return as_recorded  # nothing priced to name: the recorded models (their rows say so)
+    return Comparable(name, closest, models, "the closest priced model")
+
+
+def _closest(recorded: list[str], models: list[str]) -> str | None:
+    """The priced model closest to the recorded ones (None when there is none)."""
+    for name in recorded:
+        if name in models:
+            return name
+    for name in recorded:
+        found = difflib.get_close_matches(name, models, 1, cutoff=0.0)
+        if found:
+            return found[0]
+    return models[0] if models else None
+
+
 class PriceBook:
     """Where prices come from; see the module docstring.
 

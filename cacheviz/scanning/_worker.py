@@ -32,6 +32,7 @@ from cacheviz.formats import READERS, detect
 from cacheviz.formats._replays import REPLAYED
 from cacheviz.model import OPAQUE, Session, paused_gc
 from cacheviz.money.pricing import PriceBook, RateCache
+from cacheviz.scanning._title import session_title
 from cacheviz.scanning._walk import Unit, shown
 
 _HASH_CHUNK = 1 << 20
@@ -252,7 +253,7 @@ def _one_line(exc: BaseException, path: Path) -> str:
 
 
 _OF_THE_UNIT = {"path", "session", "format", "project", "usage_only"}
-_FROM_META = {"response_id", "reported_cost_usd"}
+_FROM_META = {"response_id", "reported_cost_usd", "title"}
 _FROM_ANALYSIS = tuple(n for n in _schema.SCAN_CALLS if n not in _OF_THE_UNIT | _FROM_META)
 _SCHEMAS = {
     "calls": _schema.SCAN_CALLS,
@@ -284,14 +285,16 @@ def _rows(unit: Unit, fmt: str, session: Session, analysis: AnalysisColumns) -> 
         for m, h, known in zip(metas, out["prefix_hash"], logged, strict=True)
     ]
     usage_only = bool(getattr(READERS[fmt], "USAGE_ONLY", False))
+    keys = [f"{path}#{m['session']}" if m.get("session") else path for m in metas]
     out |= {
         "path": [path] * n,
-        "session": [f"{path}#{m['session']}" if m.get("session") else path for m in metas],
+        "session": keys,
         "format": [fmt] * n,
         "project": [unit.project] * n,
         "usage_only": [usage_only] * n,
         "response_id": [m.get("response_id") for m in metas],
         "reported_cost_usd": [m.get("reported_cost_usd") for m in metas],
+        "title": _titles(session, keys, list(frame["thread"])),
     }
     total = analysis.costs.billed_usd
     if session.session_usage and n and total is not None:
@@ -306,6 +309,20 @@ def _rows(unit: Unit, fmt: str, session: Session, analysis: AnalysisColumns) -> 
         out["waste_usd"] = [None] * n
     drifts = _own(path, analysis.drifts, _schema.SCAN_DRIFTS)
     return out, drifts, _own(path, analysis.costs.misses, _schema.SCAN_MISSES)
+
+
+def _titles(session: Session, keys: list[str], threads: list[str]) -> list[str | None]:
+    """Each session's title on its first row (null on the others): its main thread's."""
+    first: dict[str, int] = {}
+    main: dict[str, int] = {}
+    for i, (key, thread) in enumerate(zip(keys, threads, strict=True)):
+        first.setdefault(key, i)
+        if thread == "main":
+            main.setdefault(key, i)
+    titles: list[str | None] = [None] * len(keys)
+    for key, i in first.items():
+        titles[i] = session_title(session, session.calls[main.get(key, i)])
+    return titles
 
 
 def _own(path: str, columns: Columns, schema: dict[str, Any]) -> Columns:

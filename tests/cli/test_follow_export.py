@@ -10,9 +10,11 @@ from pathlib import Path
 import polars as pl
 import pytest
 
+import cacheviz
 from cacheviz import _schema
 from cacheviz.cli import _app as app
 from cacheviz.cli._follow import follow
+from cacheviz.cli._summary import running_totals
 
 SAMPLES = Path(__file__).resolve().parents[2] / "sample_sessions"
 
@@ -338,3 +340,45 @@ def test_a_line_past_the_limit_is_never_held_whole(tmp_path, window):
         (start + 9, b'{"c": 3', False),
     ]
     assert peak < window + (2 << 20)
+
+
+def test_follow_names_threads_as_summary_does_and_explains_its_marks(realdata, tmp_path):
+    # issue 33, items 7 and 10: one naming scheme (no `sidechain:6340ddef` in the follow
+    # view), and the legend of the drift / miss marks when following stops
+    (source,) = (realdata / "claude_code_jsonl").glob("d-kimuson*5c0375b4*.jsonl")
+    path = tmp_path / source.name
+    path.write_bytes(source.read_bytes())
+    out = io.StringIO()
+    checks = iter([False, True])
+    follow(
+        path,
+        out,
+        columns=app.SUMMARY_COLUMNS,
+        row_of=app.call_row,
+        poll=0.01,
+        stop=lambda: next(checks),
+        totals_of=lambda doc: running_totals(doc, None),
+    )
+    lines = out.getvalue().splitlines()
+    summary = cacheviz.load(path).analyze().calls
+    named = {line.split()[1] for line in lines[1:] if line[:3].strip().isdigit()}
+    assert "sidechain" not in out.getvalue()
+    assert named == {name.split()[0] for name in summary["thread"]} == {"main", "sub-agent:"}
+    assert lines[-1].startswith("totals of the 20 call(s) read")
+    # a session with a miss: the legend comes with the totals
+    path = tmp_path / "usage.jsonl"
+    path.write_text((SAMPLES / "reported_usage.jsonl").read_text())
+    out = io.StringIO()
+    checks = iter([False, True])
+    follow(
+        path,
+        out,
+        columns=app.SUMMARY_COLUMNS,
+        row_of=app.call_row,
+        poll=0.01,
+        stop=lambda: next(checks),
+        totals_of=lambda doc: running_totals(doc, None),
+    )
+    lines = out.getvalue().splitlines()
+    assert any("◌ miss: ttl_expired" in line for line in lines)
+    assert lines[-2].startswith("legend: ◌ miss: the provider read less")
