@@ -12,6 +12,7 @@ from collections.abc import Sequence
 
 from cacheviz.formats import (
     aider,
+    amp,
     cc_viewer,
     claude_code,
     claude_tap,
@@ -55,6 +56,7 @@ MODULES: Sequence[Reader] = [
     opencode,
     copilot_cli,
     kimi_cli,
+    amp,
     swe_agent,
     aider,
     whale_usage,

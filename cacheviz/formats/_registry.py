@@ -39,6 +39,7 @@ _MODULES = {
     "opencode": "opencode",
     "copilot-cli": "copilot_cli",
     "kimi-cli": "kimi_cli",
+    "amp": "amp",
     "swe-agent": "swe_agent",
     "aider": "aider",
     "whale-usage": "whale_usage",  # usage-only readers (USAGE_ONLY = True)

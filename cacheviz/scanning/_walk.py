@@ -80,7 +80,8 @@ def default_locations(home: Path | None = None) -> list[Location]:
     """Where the agents cacheviz reads keep their transcripts (as ccusage looks for them).
 
     ``CLAUDE_CONFIG_DIR`` (comma-separated), ``CODEX_HOME``, ``KILO_DATA_DIR``
-    (comma-separated) and ``KIMI_SHARE_DIR`` are honoured.
+    (comma-separated), ``KIMI_SHARE_DIR`` and ``AMP_DATA_DIR`` (comma-separated) are
+    honoured.
     """
     home = Path.home() if home is None else home
     claude = [Path(p) for p in os.environ.get("CLAUDE_CONFIG_DIR", "").split(",") if p.strip()]
@@ -104,9 +105,11 @@ def default_locations(home: Path | None = None) -> list[Location]:
         Location("whale", home / ".whale" / "usage"),
     ]
     out += [Location("qwen-code", home / ".qwen" / "projects")]
+    amp_default = home / ".local" / "share" / "amp"
     kimi = os.environ.get("KIMI_SHARE_DIR", "").strip()
     kimi_home = Path(kimi).expanduser() if kimi else home / ".kimi"
     out += [Location("kimi-cli", kimi_home / "sessions")]
+    out += [Location("amp", folder / "threads") for folder in _listed("AMP_DATA_DIR", amp_default)]
     out += [Location("claude-tap", _claude_tap_store(home))]
     ccv = os.environ.get("CCV_LOG_DIR", "").strip()
     out += [Location("cc-viewer", Path(ccv))] if ccv else []
@@ -114,6 +117,12 @@ def default_locations(home: Path | None = None) -> list[Location]:
     cxv = os.environ.get("CXV_LOG_DIR", "").strip()
     out += [Location("cx-viewer", Path(cxv) if cxv else codex / "cx-viewer")]
     return out
+
+
+def _listed(variable: str, default: Path) -> list[Path]:
+    """The folders an environment variable lists (comma-separated), else ``default``."""
+    listed = [Path(p.strip()).expanduser() for p in os.environ.get(variable, "").split(",")]
+    return [p for p in listed if str(p) not in ("", ".")] or [default]
 
 
 def _kilo_folders(home: Path) -> list[Path]:
