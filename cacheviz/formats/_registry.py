@@ -40,6 +40,8 @@ _MODULES = {
     "copilot-cli": "copilot_cli",
     "kimi-cli": "kimi_cli",
     "amp": "amp",
+    "openclaw": "openclaw",  # before pi: the same entries, told apart by OpenClaw's own
+    "pi": "pi",
     "swe-agent": "swe_agent",
     "aider": "aider",
     "whale-usage": "whale_usage",  # usage-only readers (USAGE_ONLY = True)

@@ -33,6 +33,7 @@ _SQLITE_WAL, _SQLITE_SHM, _WRITE_LOCK = "-wal", "-shm", ".write.lock"
 _CXV_SESSION = ".cxvsession"  # a cx-viewer (Log Store V2) session folder
 # a Kimi CLI session folder: wire.jsonl is the session; the rest is read with it or not at all
 _KIMI_WIRE = "wire.jsonl"
+_OPENCLAW_INDEX = "sessions.json"
 _KIMI_OTHERS = frozenset({"state.json", "meta.json", "prompt.txt", "output"})
 
 
@@ -80,8 +81,8 @@ def default_locations(home: Path | None = None) -> list[Location]:
     """Where the agents cacheviz reads keep their transcripts (as ccusage looks for them).
 
     ``CLAUDE_CONFIG_DIR`` (comma-separated), ``CODEX_HOME``, ``KILO_DATA_DIR``
-    (comma-separated), ``KIMI_SHARE_DIR`` and ``AMP_DATA_DIR`` (comma-separated) are
-    honoured.
+    (comma-separated), ``KIMI_SHARE_DIR``, ``AMP_DATA_DIR``, ``PI_AGENT_DIR`` and
+    ``OPENCLAW_DIR`` (each comma-separated) are honoured.
     """
     home = Path.home() if home is None else home
     claude = [Path(p) for p in os.environ.get("CLAUDE_CONFIG_DIR", "").split(",") if p.strip()]
@@ -106,10 +107,18 @@ def default_locations(home: Path | None = None) -> list[Location]:
     ]
     out += [Location("qwen-code", home / ".qwen" / "projects")]
     amp_default = home / ".local" / "share" / "amp"
+    pi_default = home / ".pi" / "agent" / "sessions"
     kimi = os.environ.get("KIMI_SHARE_DIR", "").strip()
     kimi_home = Path(kimi).expanduser() if kimi else home / ".kimi"
     out += [Location("kimi-cli", kimi_home / "sessions")]
     out += [Location("amp", folder / "threads") for folder in _listed("AMP_DATA_DIR", amp_default)]
+    out += [Location("pi", folder) for folder in _listed("PI_AGENT_DIR", pi_default)]
+    claws = [home / name for name in (".openclaw", ".clawdbot", ".moltbot", ".moldbot")]
+    listed = _listed("OPENCLAW_DIR", claws[0])
+    out += [
+        Location("openclaw", folder / "agents")
+        for folder in (listed if listed != claws[:1] else claws)
+    ]
     out += [Location("claude-tap", _claude_tap_store(home))]
     ccv = os.environ.get("CCV_LOG_DIR", "").strip()
     out += [Location("cc-viewer", Path(ccv))] if ccv else []
@@ -301,6 +310,8 @@ def walk(paths: list[Path], tree: Tree | None = None) -> tuple[list[Unit], list[
                     continue  # a Claude Code sub-agent's description, not a transcript
                 if name.endswith((".db-wal", ".db-shm")):
                     continue  # a SQLite database's journal: read with the database
+                if name == _OPENCLAW_INDEX and here.name == "sessions":
+                    continue  # OpenClaw's index of its sessions, not a transcript
                 if _KIMI_WIRE in names and _kimi_companion(name):
                     continue  # a Kimi CLI session's context and state: its wire log is read
                 if admit(path):
