@@ -42,6 +42,7 @@ _MODULES = {
     "amp": "amp",
     "openclaw": "openclaw",  # before pi: the same entries, told apart by OpenClaw's own
     "pi": "pi",
+    "hermes": "hermes",
     "swe-agent": "swe_agent",
     "aider": "aider",
     "whale-usage": "whale_usage",  # usage-only readers (USAGE_ONLY = True)

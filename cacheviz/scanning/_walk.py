@@ -81,8 +81,8 @@ def default_locations(home: Path | None = None) -> list[Location]:
     """Where the agents cacheviz reads keep their transcripts (as ccusage looks for them).
 
     ``CLAUDE_CONFIG_DIR`` (comma-separated), ``CODEX_HOME``, ``KILO_DATA_DIR``
-    (comma-separated), ``KIMI_SHARE_DIR``, ``AMP_DATA_DIR``, ``PI_AGENT_DIR`` and
-    ``OPENCLAW_DIR`` (each comma-separated) are honoured.
+    (comma-separated), ``KIMI_SHARE_DIR``, ``AMP_DATA_DIR``, ``PI_AGENT_DIR``,
+    ``OPENCLAW_DIR`` and ``HERMES_HOME`` (each comma-separated) are honoured.
     """
     home = Path.home() if home is None else home
     claude = [Path(p) for p in os.environ.get("CLAUDE_CONFIG_DIR", "").split(",") if p.strip()]
@@ -119,6 +119,8 @@ def default_locations(home: Path | None = None) -> list[Location]:
         Location("openclaw", folder / "agents")
         for folder in (listed if listed != claws[:1] else claws)
     ]
+    hermes = _listed("HERMES_HOME", home / ".hermes")
+    out += [Location("hermes", folder / "state.db") for folder in hermes]
     out += [Location("claude-tap", _claude_tap_store(home))]
     ccv = os.environ.get("CCV_LOG_DIR", "").strip()
     out += [Location("cc-viewer", Path(ccv))] if ccv else []
