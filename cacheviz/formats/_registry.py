@@ -43,6 +43,7 @@ _MODULES = {
     "openclaw": "openclaw",  # before pi: the same entries, told apart by OpenClaw's own
     "pi": "pi",
     "hermes": "hermes",
+    "goose": "goose",
     "swe-agent": "swe_agent",
     "aider": "aider",
     "whale-usage": "whale_usage",  # usage-only readers (USAGE_ONLY = True)

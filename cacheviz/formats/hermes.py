@@ -32,15 +32,14 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from cacheviz.errors import TranscriptError
-from cacheviz.formats._body import provider_for
 from cacheviz.formats._conversation import Thread
 from cacheviz.formats._lines import LineReader
 from cacheviz.formats._sqlite import is_sqlite, open_read_only
+from cacheviz.formats._totals import columns, count, epoch, has_table, rows, summed, vendor
 from cacheviz.model import Call, Session, SessionUsage, Usage
 from cacheviz.request._blocks import BlockStore
 
@@ -51,34 +50,21 @@ _MESSAGE_COLUMNS = frozenset({"session_id", "role", "content"})
 _COUNTS = ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens")
 
 
-def _columns(con: sqlite3.Connection, table: str) -> set[str]:
-    return {str(row[1]) for row in con.execute(f"pragma table_info({table})")}
-
-
 def detect(path: Path, head: bytes) -> bool:
     """Whether ``path`` is a Hermes ``state.db`` (its ``sessions`` and ``messages`` tables)."""
     if path.is_dir() or not is_sqlite(head):
         return False
     try:
         with open_read_only(path) as con:
-            sessions = _columns(con, "sessions")
-            messages = _columns(con, "messages")
+            sessions = columns(con, "sessions")
+            messages = columns(con, "messages")
     except (sqlite3.Error, OSError):
         return False
     return sessions >= _SESSION_COLUMNS and messages >= _MESSAGE_COLUMNS
 
 
-def _count(value: Any, where: str) -> int | None:
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value < 10**12:
-        msg = f"column `{where}` is {value!r}; expected a whole number of tokens"
-        raise ValueError(msg)
-    return value
-
-
 def _usage(row: dict[str, Any], where: str) -> Usage | None:
-    counts = {key: _count(row.get(key), f"{where}.{key}") for key in _COUNTS}
+    counts = {key: count(row.get(key), f"{where}.{key}") for key in _COUNTS}
     if not any(counts.values()):
         return None
     parts = [counts["input_tokens"], counts["cache_read_tokens"], counts["cache_write_tokens"]]
@@ -92,21 +78,8 @@ def _usage(row: dict[str, Any], where: str) -> Usage | None:
     )
 
 
-def _time(value: Any) -> datetime | None:
-    if isinstance(value, (int, float)) and not isinstance(value, bool) and value > 0:
-        seconds = value / 1000 if value > 1e12 else value
-        try:
-            return datetime.fromtimestamp(seconds, UTC)
-        except (OverflowError, OSError, ValueError):
-            return None
-    return None
-
-
 def _provider(model: str, billing: Any) -> str:
-    guessed = provider_for(model)
-    if guessed != "unknown":
-        return guessed
-    return billing if isinstance(billing, str) and billing else "hermes"
+    return vendor(model, billing, "hermes")
 
 
 def _message(row: dict[str, Any]) -> dict[str, Any]:
@@ -122,17 +95,6 @@ def _message(row: dict[str, Any]) -> dict[str, Any]:
     return message
 
 
-def _total(values: list[int | None]) -> int | None:
-    present = [v for v in values if v is not None]
-    return sum(present) if present else None
-
-
-def _rows(con: sqlite3.Connection, sql: str) -> list[dict[str, Any]]:
-    cursor = con.execute(sql)
-    names = [d[0] for d in cursor.description]
-    return [dict(zip(names, row, strict=True)) for row in cursor]
-
-
 def read(path: Path, *, errors: str = "raise") -> Session:
     """Read a Hermes ``state.db``: each session a thread, its totals billed at its scope."""
     reader = LineReader(path, errors=errors)
@@ -140,16 +102,15 @@ def read(path: Path, *, errors: str = "raise") -> Session:
     store = BlockStore()
     try:
         with open_read_only(path) as con:
-            sessions = _rows(con, "select * from sessions order by started_at, id")
-            messages = _rows(
+            sessions = rows(con, "select * from sessions order by started_at, id")
+            messages = rows(
                 con,
                 "select session_id, role, content, tool_calls, tool_call_id, timestamp "
                 "from messages order by session_id, timestamp, id",
             )
             per_model = (
-                _rows(con, "select * from session_model_usage")
-                if "session_model_usage"
-                in {r[0] for r in con.execute("select name from sqlite_master")}
+                rows(con, "select * from session_model_usage")
+                if has_table(con, "session_model_usage")
                 else None
             )
     except sqlite3.Error as exc:
@@ -166,7 +127,7 @@ def read(path: Path, *, errors: str = "raise") -> Session:
         model = session.get("model") if isinstance(session.get("model"), str) else None
         model = model or "unknown"
         billing = session.get("billing_provider")
-        ended = _time(session.get("ended_at")) or _time(session.get("started_at"))
+        ended = epoch(session.get("ended_at")) or epoch(session.get("started_at"))
         try:
             if per_model is None:
                 usage = _usage(session, where)
@@ -200,7 +161,7 @@ def read(path: Path, *, errors: str = "raise") -> Session:
                 call = thread.call(
                     model=model,
                     provider=_provider(model, billing),
-                    ts=_time(row.get("timestamp")),
+                    ts=epoch(row.get("timestamp")),
                     usage=None,
                     meta=meta,
                 )
@@ -215,13 +176,5 @@ def read(path: Path, *, errors: str = "raise") -> Session:
         raise TranscriptError(msg, path=path)
     result = reader.session(NAME, calls, store)
     result.session_usage = usages
-    totals = [u.usage for u in usages]
-    if totals:
-        result.reported_totals = Usage(
-            input_tokens=_total([u.input_tokens for u in totals]),
-            cache_read_tokens=_total([u.cache_read_tokens for u in totals]),
-            cache_write_tokens=_total([u.cache_write_tokens for u in totals]),
-            output_tokens=_total([u.output_tokens for u in totals]),
-            provenance="derived",
-        )
+    result.reported_totals = summed(usages)
     return result

@@ -82,7 +82,8 @@ def default_locations(home: Path | None = None) -> list[Location]:
 
     ``CLAUDE_CONFIG_DIR`` (comma-separated), ``CODEX_HOME``, ``KILO_DATA_DIR``
     (comma-separated), ``KIMI_SHARE_DIR``, ``AMP_DATA_DIR``, ``PI_AGENT_DIR``,
-    ``OPENCLAW_DIR`` and ``HERMES_HOME`` (each comma-separated) are honoured.
+    ``OPENCLAW_DIR`` and ``HERMES_HOME`` (each comma-separated) and ``GOOSE_PATH_ROOT``
+    are honoured.
     """
     home = Path.home() if home is None else home
     claude = [Path(p) for p in os.environ.get("CLAUDE_CONFIG_DIR", "").split(",") if p.strip()]
@@ -121,6 +122,7 @@ def default_locations(home: Path | None = None) -> list[Location]:
     ]
     hermes = _listed("HERMES_HOME", home / ".hermes")
     out += [Location("hermes", folder / "state.db") for folder in hermes]
+    out += [Location("goose", db) for db in _goose_databases(home)]
     out += [Location("claude-tap", _claude_tap_store(home))]
     ccv = os.environ.get("CCV_LOG_DIR", "").strip()
     out += [Location("cc-viewer", Path(ccv))] if ccv else []
@@ -134,6 +136,19 @@ def _listed(variable: str, default: Path) -> list[Path]:
     """The folders an environment variable lists (comma-separated), else ``default``."""
     listed = [Path(p.strip()).expanduser() for p in os.environ.get(variable, "").split(",")]
     return [p for p in listed if str(p) not in ("", ".")] or [default]
+
+
+def _goose_databases(home: Path) -> list[Path]:
+    """Goose's ``sessions.db``: under ``$GOOSE_PATH_ROOT/data``, else its default folders."""
+    root = os.environ.get("GOOSE_PATH_ROOT", "").strip()
+    if root:
+        return [Path(root).expanduser() / "data" / "sessions" / "sessions.db"]
+    folders = [
+        home / ".local" / "share" / "goose",
+        home / "Library" / "Application Support" / "goose",
+        home / ".local" / "share" / "Block" / "goose",
+    ]
+    return [folder / "sessions" / "sessions.db" for folder in folders]
 
 
 def _kilo_folders(home: Path) -> list[Path]:

@@ -121,6 +121,12 @@ def _hermes(folder: Path) -> Path:
     return hermes_db(folder)
 
 
+def _goose(folder: Path) -> Path:
+    from tests.formats.test_goose import goose_db
+
+    return goose_db(folder)
+
+
 BUILDERS: dict[str, Callable[[Path], Path]] = {
     "cacheviz": _sample,
     "claude-code": _real("claude_code_jsonl", "chiphuyen*.jsonl"),
@@ -137,6 +143,7 @@ BUILDERS: dict[str, Callable[[Path], Path]] = {
     "pi": _pi,
     "openclaw": _openclaw,
     "hermes": _hermes,
+    "goose": _goose,
 }
 # readers whose case is still to write here (their own tests build their inputs)
 NOT_YET = {
