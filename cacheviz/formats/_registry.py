@@ -44,6 +44,7 @@ _MODULES = {
     "pi": "pi",
     "hermes": "hermes",
     "goose": "goose",
+    "droid": "droid",
     "swe-agent": "swe_agent",
     "aider": "aider",
     "whale-usage": "whale_usage",  # usage-only readers (USAGE_ONLY = True)

@@ -34,6 +34,7 @@ _CXV_SESSION = ".cxvsession"  # a cx-viewer (Log Store V2) session folder
 # a Kimi CLI session folder: wire.jsonl is the session; the rest is read with it or not at all
 _KIMI_WIRE = "wire.jsonl"
 _OPENCLAW_INDEX = "sessions.json"
+_DROID_SETTINGS = ".settings.json"
 _KIMI_OTHERS = frozenset({"state.json", "meta.json", "prompt.txt", "output"})
 
 
@@ -82,8 +83,8 @@ def default_locations(home: Path | None = None) -> list[Location]:
 
     ``CLAUDE_CONFIG_DIR`` (comma-separated), ``CODEX_HOME``, ``KILO_DATA_DIR``
     (comma-separated), ``KIMI_SHARE_DIR``, ``AMP_DATA_DIR``, ``PI_AGENT_DIR``,
-    ``OPENCLAW_DIR`` and ``HERMES_HOME`` (each comma-separated) and ``GOOSE_PATH_ROOT``
-    are honoured.
+    ``OPENCLAW_DIR``, ``HERMES_HOME`` and ``DROID_SESSIONS_DIR`` (each comma-separated) and
+    ``GOOSE_PATH_ROOT`` are honoured.
     """
     home = Path.home() if home is None else home
     claude = [Path(p) for p in os.environ.get("CLAUDE_CONFIG_DIR", "").split(",") if p.strip()]
@@ -123,6 +124,8 @@ def default_locations(home: Path | None = None) -> list[Location]:
     hermes = _listed("HERMES_HOME", home / ".hermes")
     out += [Location("hermes", folder / "state.db") for folder in hermes]
     out += [Location("goose", db) for db in _goose_databases(home)]
+    factory = home / ".factory" / "sessions"
+    out += [Location("droid", folder) for folder in _listed("DROID_SESSIONS_DIR", factory)]
     out += [Location("claude-tap", _claude_tap_store(home))]
     ccv = os.environ.get("CCV_LOG_DIR", "").strip()
     out += [Location("cc-viewer", Path(ccv))] if ccv else []
@@ -327,6 +330,8 @@ def walk(paths: list[Path], tree: Tree | None = None) -> tuple[list[Unit], list[
                     continue  # a Claude Code sub-agent's description, not a transcript
                 if name.endswith((".db-wal", ".db-shm")):
                     continue  # a SQLite database's journal: read with the database
+                if name.endswith(_DROID_SETTINGS) and _droid_session(name, names):
+                    continue  # a Droid session's usage: read with its .jsonl
                 if name == _OPENCLAW_INDEX and here.name == "sessions":
                     continue  # OpenClaw's index of its sessions, not a transcript
                 if _KIMI_WIRE in names and _kimi_companion(name):
@@ -339,6 +344,11 @@ def walk(paths: list[Path], tree: Tree | None = None) -> tuple[list[Unit], list[
         tree.add_members(m for unit in units.values() for m in unit.members)
     ordered = sorted(units.values(), key=lambda u: str(u.path))
     return ordered, sorted(skipped.values(), key=lambda s: str(s.path))
+
+
+def _droid_session(name: str, names: set[str]) -> bool:
+    """Whether ``name`` is the ``.settings.json`` of a Droid session file beside it."""
+    return f"{name.removesuffix(_DROID_SETTINGS)}.jsonl" in names
 
 
 def _kimi_companion(name: str) -> bool:
@@ -395,6 +405,9 @@ def _add_file(
             return
     if path.suffix == ".jsonl":
         members = (path, *_subagents(path, beside))
+        settings = path.with_name(path.name.removesuffix(".jsonl") + _DROID_SETTINGS)
+        if settings.name in siblings:
+            members = (*members, settings)  # a Droid session's usage
     elif path.suffix == ".db":
         wal = path.with_name(f"{path.name}-wal")
         members = (path, wal) if wal.is_file() else (path,)

@@ -127,6 +127,12 @@ def _goose(folder: Path) -> Path:
     return goose_db(folder)
 
 
+def _droid(folder: Path) -> Path:
+    from tests.formats.test_droid import droid_session
+
+    return droid_session(folder)
+
+
 BUILDERS: dict[str, Callable[[Path], Path]] = {
     "cacheviz": _sample,
     "claude-code": _real("claude_code_jsonl", "chiphuyen*.jsonl"),
@@ -144,6 +150,7 @@ BUILDERS: dict[str, Callable[[Path], Path]] = {
     "openclaw": _openclaw,
     "hermes": _hermes,
     "goose": _goose,
+    "droid": _droid,
 }
 # readers whose case is still to write here (their own tests build their inputs)
 NOT_YET = {
