@@ -45,6 +45,7 @@ _MODULES = {
     "hermes": "hermes",
     "goose": "goose",
     "droid": "droid",
+    "crush": "crush",
     "swe-agent": "swe_agent",
     "aider": "aider",
     "whale-usage": "whale_usage",  # usage-only readers (USAGE_ONLY = True)

@@ -20,8 +20,9 @@ Usage is billed at the **session's scope** (``Session.session_usage``, one entry
 Hermes session and model, as for Copilot CLI): the hit ratio comes from these totals and
 no per-call figure is invented. The calls are the assistant messages (one API call
 each), usage not reported; ``api_call_count`` (Hermes's own count of API calls, retries
-and auxiliary calls included) and Hermes's cost are in the first call's ``meta``. Each
-Hermes session is a thread (its requests rebuilt from its messages after its logged
+and auxiliary calls included) and Hermes's cost (actual, else estimated: the agent's
+own figure for the whole session, as ``reported_cost_usd``) are in the first call's
+``meta``. Each Hermes session is a thread (its requests rebuilt from its messages after its logged
 ``system_prompt``; the tool schemas are not stored), a child session
 (``parent_session_id``: a compression continuation or a delegated sub-agent) a thread
 whose parent is its parent session's. A session with totals but no messages is billed
@@ -158,6 +159,10 @@ def read(path: Path, *, errors: str = "raise") -> Session:
                             meta[f"hermes_{name}"] = session[name]
                     if session.get("reasoning_tokens"):
                         meta["hermes_reasoning_tokens"] = session["reasoning_tokens"]
+                    own = session.get("actual_cost_usd")
+                    own = own if own is not None else session.get("estimated_cost_usd")
+                    if isinstance(own, (int, float)) and not isinstance(own, bool):
+                        meta["reported_cost_usd"] = float(own)  # the session's, on its first call
                 call = thread.call(
                     model=model,
                     provider=_provider(model, billing),

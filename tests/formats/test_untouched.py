@@ -133,6 +133,12 @@ def _droid(folder: Path) -> Path:
     return droid_session(folder)
 
 
+def _crush(folder: Path) -> Path:
+    from tests.formats.test_crush import crush_db
+
+    return crush_db(folder / ".crush")[0]
+
+
 BUILDERS: dict[str, Callable[[Path], Path]] = {
     "cacheviz": _sample,
     "claude-code": _real("claude_code_jsonl", "chiphuyen*.jsonl"),
@@ -151,6 +157,7 @@ BUILDERS: dict[str, Callable[[Path], Path]] = {
     "hermes": _hermes,
     "goose": _goose,
     "droid": _droid,
+    "crush": _crush,
 }
 # readers whose case is still to write here (their own tests build their inputs)
 NOT_YET = {
