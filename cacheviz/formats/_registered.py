@@ -20,6 +20,7 @@ from cacheviz.formats import (
     cline,
     cline_ui,
     codex,
+    continue_dev,
     copilot_cli,
     crush,
     droid,
@@ -73,5 +74,6 @@ MODULES: Sequence[Reader] = [
     aider,
     whale_usage,
     cline_ui,
+    continue_dev,
     otel,
 ]

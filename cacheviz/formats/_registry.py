@@ -50,6 +50,7 @@ _MODULES = {
     "aider": "aider",
     "whale-usage": "whale_usage",  # usage-only readers (USAGE_ONLY = True)
     "cline-ui": "cline_ui",
+    "continue": "continue_dev",
     "otel": "otel",
 }
 

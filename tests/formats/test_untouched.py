@@ -139,6 +139,12 @@ def _crush(folder: Path) -> Path:
     return crush_db(folder / ".crush")[0]
 
 
+def _continue(folder: Path) -> Path:
+    from tests.formats.test_continue_dev import records, write
+
+    return write(folder, records())
+
+
 BUILDERS: dict[str, Callable[[Path], Path]] = {
     "cacheviz": _sample,
     "claude-code": _real("claude_code_jsonl", "chiphuyen*.jsonl"),
@@ -158,6 +164,7 @@ BUILDERS: dict[str, Callable[[Path], Path]] = {
     "goose": _goose,
     "droid": _droid,
     "crush": _crush,
+    "continue": _continue,
 }
 # readers whose case is still to write here (their own tests build their inputs)
 NOT_YET = {
