@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from cacheviz.formats import (
     aider,
     amp,
+    antigravity,
     cc_viewer,
     claude_code,
     claude_tap,
@@ -70,6 +71,7 @@ MODULES: Sequence[Reader] = [
     goose,
     droid,
     crush,
+    antigravity,
     swe_agent,
     aider,
     whale_usage,

@@ -46,6 +46,7 @@ _MODULES = {
     "goose": "goose",
     "droid": "droid",
     "crush": "crush",
+    "antigravity": "antigravity",  # encrypted: named, then refused in one line
     "swe-agent": "swe_agent",
     "aider": "aider",
     "whale-usage": "whale_usage",  # usage-only readers (USAGE_ONLY = True)

@@ -145,6 +145,12 @@ def _continue(folder: Path) -> Path:
     return write(folder, records())
 
 
+def _antigravity(folder: Path) -> Path:
+    from tests.formats.test_antigravity import conversation
+
+    return conversation(folder)
+
+
 BUILDERS: dict[str, Callable[[Path], Path]] = {
     "cacheviz": _sample,
     "claude-code": _real("claude_code_jsonl", "chiphuyen*.jsonl"),
@@ -165,7 +171,9 @@ BUILDERS: dict[str, Callable[[Path], Path]] = {
     "droid": _droid,
     "crush": _crush,
     "continue": _continue,
+    "antigravity": _antigravity,
 }
+REFUSES = {"antigravity"}  # named and refused in one line (encrypted): still nothing written
 # readers whose case is still to write here (their own tests build their inputs)
 NOT_YET = {
     "openai-log",
@@ -193,7 +201,11 @@ def test_reading_leaves_the_input_tree_as_it_was(tmp_path, name):
     folder.mkdir()
     path = BUILDERS[name](folder)
     before = _tree(folder)
-    session = cacheviz.load(path, format=name)
-    assert session.format == name
-    assert session.calls
+    if name in REFUSES:
+        with pytest.raises(cacheviz.errors.TranscriptError):
+            cacheviz.load(path, format=name)
+    else:
+        session = cacheviz.load(path, format=name)
+        assert session.format == name
+        assert session.calls
     assert _tree(folder) == before
