@@ -13,7 +13,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from cacheviz.formats._body import provider_for
-from cacheviz.model import SessionUsage, Usage
+from cacheviz.model import Call, SessionUsage, Usage
 
 
 def rows(con: sqlite3.Connection, sql: str) -> list[dict[str, Any]]:
@@ -75,6 +75,19 @@ def vendor(model: str, fallback: Any, default: str) -> str:
     if guessed != "unknown":
         return guessed
     return fallback if isinstance(fallback, str) and fallback else default
+
+
+def runs_by_thread(calls: list[Call]) -> list[list[Call]]:
+    """The calls of each thread (one stored session each), in the order read.
+
+    A store's sessions are written apart (a sub-agent's while its parent waits): each is
+    a run of its own, merged with the others by request time
+    (:meth:`~cacheviz.formats._lines.LineReader.session`).
+    """
+    runs: dict[str | None, list[Call]] = {}
+    for call in calls:
+        runs.setdefault(call.thread_hint, []).append(call)
+    return list(runs.values())
 
 
 def total(values: list[int | None]) -> int | None:

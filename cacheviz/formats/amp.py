@@ -120,7 +120,8 @@ class _Thread:
         self.reader = reader
         self.store = store
         self.thread = Thread(store, "main")
-        self.calls: list[Call] = []
+        self.calls: list[Call] = []  # the messages' calls, in the order written
+        self.ledger: list[Call] = []  # the ledger's own calls, in the order written
         self.by_message: dict[int, Call] = {}
 
     def message(self, index: int, message: Any) -> None:
@@ -234,7 +235,7 @@ class _Thread:
         )
         made.line = index + 1
         made.parent_hint = "main"
-        self.calls.append(made)
+        self.ledger.append(made)
 
 
 def read(path: Path, *, errors: str = "raise") -> Session:
@@ -268,4 +269,6 @@ def read(path: Path, *, errors: str = "raise") -> Session:
             reader.fail(None, f"{exc}; expected an Amp usage ledger event")
     if "~debug" in document:
         reader.ignore("~debug block (the last request's body; its call is the last message's)")
-    return reader.session(NAME, state.calls, store)
+    # two lists written apart: merged by request time, each kept in its own order
+    runs = [run for run in (state.calls, state.ledger) if run]
+    return reader.session(NAME, [*state.calls, *state.ledger], store, runs=runs)

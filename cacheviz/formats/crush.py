@@ -36,7 +36,7 @@ from cacheviz.errors import TranscriptError
 from cacheviz.formats._conversation import Thread
 from cacheviz.formats._lines import LineReader
 from cacheviz.formats._sqlite import is_sqlite, open_read_only
-from cacheviz.formats._totals import columns, epoch, rows, vendor
+from cacheviz.formats._totals import columns, epoch, rows, runs_by_thread, vendor
 from cacheviz.model import Call, Session
 from cacheviz.request._blocks import BlockStore
 
@@ -141,4 +141,4 @@ def read(path: Path, *, errors: str = "raise") -> Session:
     if not calls:
         msg = "no answered assistant message in any Crush session: nothing to rebuild"
         raise TranscriptError(msg, path=path)
-    return reader.session(NAME, calls, store)
+    return reader.session(NAME, calls, store, runs=runs_by_thread(calls))

@@ -40,7 +40,16 @@ from cacheviz.errors import TranscriptError
 from cacheviz.formats._conversation import Thread
 from cacheviz.formats._lines import LineReader
 from cacheviz.formats._sqlite import is_sqlite, open_read_only
-from cacheviz.formats._totals import columns, count, epoch, has_table, rows, summed, vendor
+from cacheviz.formats._totals import (
+    columns,
+    count,
+    epoch,
+    has_table,
+    rows,
+    runs_by_thread,
+    summed,
+    vendor,
+)
 from cacheviz.model import Call, Session, SessionUsage, Usage
 from cacheviz.request._blocks import BlockStore
 
@@ -179,7 +188,7 @@ def read(path: Path, *, errors: str = "raise") -> Session:
     if not calls:
         msg = "no assistant message in any Hermes session: nothing to rebuild"
         raise TranscriptError(msg, path=path)
-    result = reader.session(NAME, calls, store)
+    result = reader.session(NAME, calls, store, runs=runs_by_thread(calls))
     result.session_usage = usages
     result.reported_totals = summed(usages)
     return result

@@ -80,7 +80,8 @@ def test_fuzzed_amp_threads(tmp_path_factory, data, loads_or_fails_cleanly):
             document["messages"][data.draw(st.integers(0, 5))] = value
         elif target == "usage":
             key = data.draw(st.sampled_from(["inputTokens", "cacheReadInputTokens", "model"]))
-            usage = document["messages"][1].get("usage")
+            message = document["messages"][1]
+            usage = message.get("usage") if isinstance(message, dict) else None
             if isinstance(usage, dict):
                 usage[key] = value
         elif target == "event":
