@@ -47,6 +47,25 @@ def add_parser(commands: Any) -> None:
     parser.add_argument("--jobs", type=_positive, help="worker processes, 1 or more (every core)")
     parser.add_argument("--no-cache", action="store_true", help="don't read or write the cache")
     parser.add_argument("--strict", action="store_true", help="exit 2 when any file fails")
+    parser.add_argument(
+        "--timeout",
+        dest="unit_timeout",
+        type=_seconds,
+        metavar="SEC",
+        help="give up a session after SEC seconds (300; 0: never)",
+    )
+
+
+def _seconds(text: str) -> float:
+    """``--timeout``: seconds, 0 or more (argparse turns the error into exit 2)."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not 0 <= value < float("inf"):
+        msg = f"{text!r}: expected seconds, 0 (no limit) or more"
+        raise argparse.ArgumentTypeError(msg)
+    return value
 
 
 def _positive(text: str) -> int:
@@ -85,7 +104,12 @@ def run(args: argparse.Namespace) -> int:
         warnings.simplefilter("always", CacheVizWarning)
         try:
             result = scan(
-                paths, jobs=args.jobs, cache=not args.no_cache, prices=args.prices, tree=tree
+                paths,
+                jobs=args.jobs,
+                cache=not args.no_cache,
+                prices=args.prices,
+                tree=tree,
+                unit_timeout=args.unit_timeout,
             )
         except CacheVizError as exc:
             print(f"cacheviz: error: {one_line(str(exc))}", file=sys.stderr)
@@ -185,6 +209,7 @@ def _kept(args: argparse.Namespace, paths: list[Path] | None) -> tuple[Path, str
         "since": args.since,
         "until": args.until,
         "prices": args.prices,
+        "unit_timeout": args.unit_timeout,
     }
     try:
         folder = versioned(default_dir(), None if args.prices is None else Path(args.prices))

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from cacheviz._limits import Expansion
 from cacheviz.request._jsonspan import json_type
 
 ARCHIVE_SUFFIX = ".cxvsession"
@@ -77,7 +78,8 @@ class Archive:
         self.entries: dict[str, _State] = {}  # by entryKey, in order of first revision
         self.first_line: dict[str, int] = {}
         self.threads: dict[str, tuple[str, list[dict[str, Any]]]] = {}
-        self._objects: dict[str, Any] = {}
+        self._objects: dict[str, tuple[Any, int]] = {}  # parsed, and its size in bytes
+        self.budget = Expansion(folder)  # what the objects may expand to, in all
 
     def apply(self, record: Any, line: int) -> None:
         """Apply one timeline record.
@@ -184,8 +186,10 @@ class Archive:
             if hashlib.sha256(raw).hexdigest() != digest:
                 msg = f"object {digest[:12]}… does not match its hash; the archive is corrupt"
                 raise ValueError(msg)
-            self._objects[digest] = _loads(raw, f"object {digest[:12]}…")
-        return json.loads(json.dumps(self._objects[digest]))  # a fresh copy per entry
+            self._objects[digest] = (_loads(raw, f"object {digest[:12]}…"), len(raw))
+        value, size = self._objects[digest]
+        self.budget.spend(size)  # each use is a copy: a small archive can't expand forever
+        return json.loads(json.dumps(value))  # a fresh copy per entry
 
     def entry(self, key: str) -> dict[str, Any]:
         """The wire entry of ``key`` after its latest revision (like cx-viewer's view).

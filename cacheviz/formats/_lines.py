@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import stat
 import warnings
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
@@ -13,6 +14,7 @@ from io import BufferedIOBase
 from pathlib import Path
 from typing import Any, Protocol
 
+from cacheviz._limits import LINE
 from cacheviz.errors import CacheVizWarning, TranscriptError
 from cacheviz.model import Call, Session, SkippedLine
 from cacheviz.reported._usage import UsageError, lenient_usage
@@ -35,6 +37,9 @@ WINDOW = 4 << 20
 # mmap threshold"; at most 32 MB): lines then reuse freed memory. Once per process.
 _ALLOCATOR_BLOCK = 16 << 20
 _allocator_raised = False
+# The longest line read, in bytes (None: no limit): set by ``summary --follow``
+# (:data:`cacheviz._limits.LINE`); a longer line is skipped unread, memory bounded.
+MAX_LINE: ContextVar[int | None] = ContextVar("max_line", default=None)
 _BLANK = b" \t\r"  # a line starting with one of these and all whitespace is blank
 _SPACE = b" \t\r\x0b\x0c"  # bytes.isspace() without the newline
 
@@ -101,6 +106,7 @@ class LineReader:
         The process holds about a window of the file, the line being read and whatever
         the caller keeps, never the whole file nor a copy of it.
         """
+        regular(self.path)
         with self.path.open("rb") as handle:
             size = os.fstat(handle.fileno()).st_size
             if size == 0:
@@ -116,6 +122,10 @@ class LineReader:
                     if progress is not None and offset - reported >= _PROGRESS_STEP:
                         progress(offset, size)
                         reported = offset
+                    if isinstance(raw, Overlong):
+                        mib = raw.length / (1 << 20)
+                        self.fail(lineno, f"the line is {mib:,.1f} MiB, past the {LINE.shown()}")
+                        continue
                     if not ended:
                         self._open_line = lineno
                     yield lineno, raw
@@ -351,6 +361,8 @@ def _streamed_lines(handle: _ReadInto, window: int) -> _Lines:
     pieces: list[bytes] = []  # the start of a line that runs past the window
     start_of_line = 0  # file offset of the line being assembled
     position = 0  # file offset of buffer[0]
+    cap = MAX_LINE.get()
+    held = 0  # bytes of the line being assembled
     try:
         while True:
             filled = handle.readinto(buffer)
@@ -361,23 +373,45 @@ def _streamed_lines(handle: _ReadInto, window: int) -> _Lines:
                 end = buffer.find(b"\n", start, filled)
                 if end < 0:
                     break
-                if pieces:
-                    pieces.append(view[start:end].tobytes())
-                    line: memoryview | bytes = b"".join(pieces)
+                if pieces or held:
+                    held += end - start
+                    if cap is not None and held > cap:
+                        yield start_of_line, Overlong(held), True
+                    else:
+                        pieces.append(view[start:end].tobytes())
+                        yield start_of_line, b"".join(pieces), True
                     pieces.clear()
-                    yield start_of_line, line, True
+                    held = 0
+                elif cap is not None and end - start > cap:
+                    yield position + start, Overlong(end - start), True
                 else:
                     yield position + start, view[start:end], True
                 start = end + 1
             if start < filled:
-                if not pieces:
+                if not pieces and not held:
                     start_of_line = position + start
-                pieces.append(view[start:filled].tobytes())
+                held += filled - start
+                if cap is None or held <= cap:
+                    pieces.append(view[start:filled].tobytes())
+                else:
+                    pieces.clear()  # too long to read: only its length is kept
             position += filled
-        if pieces:
-            yield start_of_line, b"".join(pieces), False
+        if pieces or held:
+            last = Overlong(held) if cap is not None and held > cap else b"".join(pieces)
+            yield start_of_line, last, False
     finally:
         view.release()
+
+
+class Overlong(bytes):
+    """A line longer than :data:`MAX_LINE` allows, left unread: only its length is kept."""
+
+    length: int
+
+    def __new__(cls, length: int) -> Overlong:
+        line = super().__new__(cls, b"")
+        line.length = length
+        return line
 
 
 def _cut_short(text: str) -> bool:
@@ -547,6 +581,35 @@ def order_by_time(calls: list[Call]) -> list[Call]:
     return [calls[i] for i in order]
 
 
+def special(path: Path) -> bool:
+    """Whether ``path`` is a FIFO, a device or a socket (through links): never to be read."""
+    try:
+        mode = path.stat().st_mode
+    except OSError:
+        return False
+    return not stat.S_ISREG(mode) and not stat.S_ISDIR(mode)
+
+
+def regular(path: Path) -> None:
+    """Refuse a file that is not a regular one before it is opened (a reader's backstop).
+
+    A FIFO waits for a writer forever, ``/dev/zero`` never ends: found in a folder (a
+    sub-agent's log, a member of a store) they are not read. One named on the command
+    line is read once, up to a limit, by :func:`cacheviz.formats.load`.
+
+    Raises
+    ------
+    TranscriptError
+        When ``path`` is a FIFO, a device or a socket.
+    """
+    if special(path):
+        msg = (
+            "not a regular file (a pipe or a device: it may never end); cacheviz reads "
+            "files found in folders only when they are regular files"
+        )
+        raise TranscriptError(msg, path=path)
+
+
 def load_json_document(path: Path) -> object:
     """Parse a whole-file JSON document; a syntax error names its line and column.
 
@@ -555,6 +618,7 @@ def load_json_document(path: Path) -> object:
     TranscriptError
         When the file is empty, not UTF-8, or not valid JSON.
     """
+    regular(path)
     data = path.read_bytes()
     if not data or data.isspace():
         msg = "file is empty; expected a JSON document"

@@ -37,7 +37,7 @@ import polars as pl
 from cacheviz.errors import CacheVizWarning, TranscriptError
 from cacheviz.formats import _lines
 from cacheviz.formats._conversation import UNLOGGED_LABEL, Thread
-from cacheviz.formats._lines import LineReader, short_name
+from cacheviz.formats._lines import LineReader, short_name, special
 from cacheviz.formats._replays import REPEAT, REPLAYED, flag_replays
 from cacheviz.formats._time import parse_ts
 from cacheviz.model import Call, Session, Usage
@@ -537,7 +537,11 @@ def read(path: Path, *, errors: str = "raise") -> Session:
     calls: list[Call] = list(main.calls)
     runs: list[list[Call]] = [list(main.calls)]  # each file's calls, in the order written
     folder = path.parent / path.stem / "subagents"
-    agents = sorted(folder.glob("agent-*.jsonl")) if folder.is_dir() else []
+    # a FIFO or a link to /dev/zero there would never end: passed over (a folder or a
+    # broken link of that name is an error naming it)
+    agents = (
+        sorted(a for a in folder.glob("agent-*.jsonl") if not special(a)) if folder.is_dir() else []
+    )
     agents += sibling_agents(path)
     found: set[str] = set()
     named: set[str] = set()

@@ -123,6 +123,7 @@ class _Events:
         self.per_call = 0  # calls given usage by an assistant.usage event
         self.event_id: str | None = None  # the `id` of the event being read
         self.fallback = ("unknown", "not logged")  # the model when no event names one
+        self.seen: set[tuple[str, str]] = set()  # the events' (id, type) read so far
 
     def add(self, lineno: int, record: Any) -> None:
         if not isinstance(record, dict):
@@ -138,6 +139,12 @@ class _Events:
         ts = parse_ts(record.get("timestamp"), "timestamp")
         event_id = record.get("id")
         self.event_id = event_id if isinstance(event_id, str) else None
+        if self.event_id is not None:
+            key = (self.event_id, kind)
+            if key in self.seen:  # the file holds an event twice: it happened once
+                self.reader.ignore("event written twice (same id)")
+                return
+            self.seen.add(key)
         handler = _HANDLERS.get(kind)
         if handler is None:
             self.reader.ignore(f"{kind} event")

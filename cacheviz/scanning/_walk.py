@@ -253,8 +253,10 @@ def walk(paths: list[Path], tree: Tree | None = None) -> tuple[list[Unit], list[
     """The units under ``paths`` and the files passed over, with the reason.
 
     Symlinked folders are followed (a folder reached twice, a loop included, is walked
-    once). A file is read once however many paths reach it (same device and inode);
-    only regular files are read: a FIFO, a device or a broken link is listed as skipped.
+    once; a link up to the scanned folder or above, or into ``/proc``, ``/sys`` or
+    ``/dev``, is listed as skipped, see :class:`_Inside`). A file is read once however many
+    paths reach it (same device and inode); only regular files are read: a FIFO, a
+    device or a broken link is listed as skipped.
     ``tree``, when given, records every root and folder the walk listed, as it listed
     them (:class:`Tree`).
     """
@@ -292,6 +294,7 @@ def walk(paths: list[Path], tree: Tree | None = None) -> tuple[list[Unit], list[
             if (root.exists() or root.is_symlink()) and admit(root):
                 _add_file(units, root, root.parent, set())
             continue
+        inside = _Inside(root, skipped)
         for folder, dirs, files in _folders(str(root), tree):
             here = Path(folder)
             try:
@@ -303,7 +306,7 @@ def walk(paths: list[Path], tree: Tree | None = None) -> tuple[list[Unit], list[
                 dirs[:] = []  # reached before (a loop, or a second path to it)
                 continue
             folders.add((info.st_dev, info.st_ino))
-            dirs[:] = sorted(d for d in dirs if d not in _SKIP_DIRS)
+            dirs[:] = sorted(d for d in dirs if d not in _SKIP_DIRS and _inside(here, d, inside))
             if here.name.endswith(_CXV_SESSION) and "manifest.json" in files:
                 dirs[:] = []  # a cx-viewer session archive is read whole, as one unit
                 if tree is not None:
@@ -351,6 +354,51 @@ def walk(paths: list[Path], tree: Tree | None = None) -> tuple[list[Unit], list[
 def _droid_session(name: str, names: set[str]) -> bool:
     """Whether ``name`` is the ``.settings.json`` of a Droid session file beside it."""
     return f"{name.removesuffix(_DROID_SETTINGS)}.jsonl" in names
+
+
+# file systems of the kernel, not of files: endless files (/proc/kcore), links back up
+_PSEUDO = tuple(Path(p) for p in ("/proc", "/sys", "/dev"))
+
+
+class _Inside:
+    """Which folders a walk from ``root`` enters: not the kernel's, not the ones above.
+
+    A symlinked folder is followed (a project kept elsewhere), except a link up to
+    ``root`` or a folder above it (``/`` included), which would walk the whole file
+    system, and the kernel's file systems (``/proc``, ``/sys``, ``/dev``: ``/proc/self``
+    links back into everything, ``/proc/kcore`` never ends), never entered from a folder
+    by a link or not. Each is listed as skipped, with why (scan it by naming it).
+    """
+
+    def __init__(self, root: Path, skipped: dict[Path, Skipped]) -> None:
+        try:
+            self.root = root.resolve()
+        except (OSError, RuntimeError):
+            self.root = root.absolute()
+        self.skipped = skipped
+
+    def allows(self, path: Path) -> bool:
+        link = path.is_symlink()
+        if not link and not any(path == p for p in _PSEUDO):
+            return True
+        try:
+            target = path.resolve(strict=True)
+        except (OSError, RuntimeError):
+            return False  # a loop or a dangling link: nothing to walk
+        if any(target == p or p in target.parents for p in _PSEUDO) and not any(
+            self.root == p or p in self.root.parents for p in _PSEUDO
+        ):
+            why = f"a folder of the kernel ({target}); not walked"
+        elif link and (target == self.root or target in self.root.parents):
+            why = f"a symbolic link up to {shown(target)}, above the scanned folder; not followed"
+        else:
+            return True
+        self.skipped.setdefault(path, Skipped(path, "skipped", why))
+        return False
+
+
+def _inside(here: Path, name: str, inside: _Inside) -> bool:
+    return inside.allows(here / name)
 
 
 def _kimi_companion(name: str) -> bool:

@@ -152,6 +152,22 @@ def test_report_keeps_secrets_only_when_asked(write_log, tmp_path):
         assert (key[20:40] in text) is shown
 
 
+def test_an_endless_stream_stops_at_the_stream_limit_in_one_line(capsys, monkeypatch):
+    """Issue 29 item 9: ``summary /dev/zero`` filled the temporary disk; it is read up to
+    the stream-size limit (lowered to 2 MiB here), then refused in one line."""
+    from pathlib import Path
+
+    from cacheviz.cli import _app
+
+    if not Path("/dev/zero").exists():
+        pytest.skip("no /dev/zero here")
+    monkeypatch.setenv("CACHEVIZ_MAX_STREAM_MB", "2")
+    assert _app.main(["summary", "/dev/zero"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "\n" not in err and err.startswith("cacheviz: error: /dev/zero")
+    assert "more than 2 MiB arrived" in err and "CACHEVIZ_MAX_STREAM_MB" in err
+
+
 # -- issue 29 item 15: bad input across readers, one stderr line naming the right file --
 
 ROOT = Path(__file__).resolve().parents[2]

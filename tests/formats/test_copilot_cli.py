@@ -83,7 +83,8 @@ def test_calls_per_message_and_usage_only_for_the_session(events):
 
 def test_a_resumed_session_adds_up_its_shutdowns(events):
     lines = events.read_text().splitlines()
-    events.write_text("\n".join(lines + lines[1:]) + "\n")
+    resumed = [line.replace('"id": "e-', '"id": "r-') for line in lines[1:]]  # new events
+    events.write_text("\n".join(lines + resumed) + "\n")
     with pytest.warns(CacheVizWarning, match="out of step"):  # the copy repeats the times
         session = cacheviz.load(events)
     totals = session.analyze().summary()["reported_totals"]
@@ -416,7 +417,7 @@ def test_per_call_usage_events_and_new_compaction_names_are_read(tmp_path):
         for u in (c.usage for c in session.calls)
     ]
     assert reported == [(5000, 0, 4900, 50), (4000, 4000, 0, 20), (9000, 8000, 100, 300)]
-    assert session.ignored["assistant.usage event repeated"] == 1
+    assert session.ignored["event written twice (same id)"] == 1
     assert session.session_usage == [] and session.reported_totals is None  # calls billed
     doc = session.analyze().summary()
     assert doc["reported_totals"]["scope"] == "calls"
@@ -473,3 +474,18 @@ def test_the_older_flat_layout_reads_without_a_logged_model(tmp_path):
     (call,) = cacheviz.load(path).calls
     assert call.model == "claude-sonnet-4.5" and call.provider == "anthropic"
     assert "config.json" in call.meta["model_source"]
+
+
+def test_every_event_written_twice_counts_once(tmp_path, events):
+    """Issue 29 item 5: an events file holding each event twice (same ids) gives the
+    same calls and totals as the file written once; the repeats are counted."""
+    doubled = tmp_path / "doubled" / "events.jsonl"
+    doubled.parent.mkdir()
+    lines = events.read_text().splitlines(keepends=True)
+    doubled.write_text("".join(line + line for line in lines))
+    once, twice = cacheviz.load(events), cacheviz.load(doubled)
+    assert len(twice.calls) == len(once.calls) == 2
+    assert (
+        twice.analyze().summary()["reported_totals"] == once.analyze().summary()["reported_totals"]
+    )
+    assert twice.ignored["event written twice (same id)"] == len(lines)
