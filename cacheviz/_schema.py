@@ -25,6 +25,7 @@ REPORTED_USAGE: dict[str, PolarsDataType] = {
     "reported_cache_write_5m_tokens": _INT,
     "reported_cache_write_1h_tokens": _INT,
     "reported_output_tokens": _INT,
+    "reported_reasoning_tokens": _INT,  # the reasoning (thinking) part of the output, if reported
     "usage_provenance": _STR,  # "reported" | "derived" | null (nothing reported)
     "provider_verdict": _STR,  # the provider's verdict: a reason's type, or a state (verdict.py)
     "provider_missed_tokens": _INT,  # the tokens the provider says missed, with a reason

@@ -42,6 +42,7 @@ _USAGE_FIELDS = {
     "reported_cache_write_5m_tokens": "cache_write_5m_tokens",
     "reported_cache_write_1h_tokens": "cache_write_1h_tokens",
     "reported_output_tokens": "output_tokens",
+    "reported_reasoning_tokens": "reasoning_tokens",
 }
 
 

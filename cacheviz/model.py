@@ -34,6 +34,8 @@ class Usage:
     ``None`` when the provider did not report it: "not reported" is never 0.
     ``provenance`` is "reported" when the inclusive input came straight from the
     provider and "derived" when cacheviz added it up from reported parts.
+    ``reasoning_tokens`` (thinking) is the part of ``output_tokens`` the log reports as
+    reasoning: billed as output, shown apart; ``None`` where the log does not say.
     """
 
     input_tokens: int | None = None
@@ -43,6 +45,7 @@ class Usage:
     cache_write_1h_tokens: int | None = None
     output_tokens: int | None = None
     provenance: Provenance = "reported"
+    reasoning_tokens: int | None = None  # part of output_tokens, when reported apart
 
 
 @contextmanager

@@ -39,10 +39,19 @@ _MODULES = {
     "opencode": "opencode",
     "copilot-cli": "copilot_cli",
     "kimi-cli": "kimi_cli",
+    "amp": "amp",
+    "openclaw": "openclaw",  # before pi: the same entries, told apart by OpenClaw's own
+    "pi": "pi",
+    "hermes": "hermes",
+    "goose": "goose",
+    "droid": "droid",
+    "crush": "crush",
+    "antigravity": "antigravity",  # encrypted: named, then refused in one line
     "swe-agent": "swe_agent",
     "aider": "aider",
     "whale-usage": "whale_usage",  # usage-only readers (USAGE_ONLY = True)
     "cline-ui": "cline_ui",
+    "continue": "continue_dev",
     "otel": "otel",
 }
 

@@ -140,6 +140,8 @@ def _usage(info: Any) -> Usage | None:
         mapped["input_tokens_details"]["cached_tokens"] = last["cached_input_tokens"]
     if last.get("output_tokens") is not None:  # reasoning tokens are part of the output
         mapped["output_tokens"] = last["output_tokens"]
+    if last.get("reasoning_output_tokens") is not None:  # shown apart, billed as output
+        mapped["output_tokens_details"] = {"reasoning_tokens": last["reasoning_output_tokens"]}
     return normalize_usage(mapped)
 
 

@@ -25,6 +25,12 @@ for it (``compactionTokensUsed``: ``input``, ``cachedInput``, ``output``; newer 
 ``inputTokens``, ``cacheReadTokens``, ``cacheWriteTokens``, ``outputTokens``), after
 which the conversation restarts from the summary.
 
+A file without ``session.shutdown`` (a session still running, or killed) and the older
+flat ``session-state/<id>.jsonl`` files carry no usage at all: their calls are read with
+usage null and no bill is invented. Those older files name no model in any event: the
+model is Copilot's configured one (``~/.copilot/config.json``'s ``model``, read for that
+key only), else ``unknown``; ``meta["model_source"]`` says which.
+
 Requests are rebuilt (system prompt and tool schemas are not logged) as one thread of
 user messages, assistant text and tool calls, and tool results.
 """
@@ -116,6 +122,7 @@ class _Events:
         self.usage_events: set[str] = set()
         self.per_call = 0  # calls given usage by an assistant.usage event
         self.event_id: str | None = None  # the `id` of the event being read
+        self.fallback = ("unknown", "not logged")  # the model when no event names one
         self.seen: set[tuple[str, str]] = set()  # the events' (id, type) read so far
 
     def add(self, lineno: int, record: Any) -> None:
@@ -168,11 +175,12 @@ class _Events:
 
     def message(self, lineno: int, data: dict[str, Any], ts: Any) -> None:
         model = data.get("model") if isinstance(data.get("model"), str) else self.model
-        if not model:
-            msg = "no model: neither `data.model` nor an earlier session.start names one"
-            raise ValueError(msg)
-        self._flush_results()
         meta: dict[str, Any] = {}
+        if not model:
+            # older files (the flat session-state/<id>.jsonl) name no model: Copilot's
+            # configured one, else not known (the call is kept, its usage is null anyway)
+            model, meta["model_source"] = self.fallback
+        self._flush_results()
         if isinstance(data.get("messageId"), str):
             meta["message_id"] = data["messageId"]
         output = _count(data.get("outputTokens"), "data.outputTokens")
@@ -375,12 +383,35 @@ def _provider(model: str) -> str:
     return "github-copilot" if guessed == "unknown" else guessed
 
 
+def configured_model(path: Path) -> tuple[str, str]:
+    """The model Copilot CLI is configured with, for files whose events name none.
+
+    ``~/.copilot/config.json``'s ``model`` (read for that key only), found beside the
+    ``session-state`` folder holding ``path`` (``session-state/<id>.jsonl`` or
+    ``session-state/<id>/events.jsonl``); else ``("unknown", "not logged")``.
+    """
+    for folder in path.resolve().parents[:3]:
+        if folder.name != "session-state":
+            continue
+        config = folder.parent / "config.json"
+        try:
+            data = json.loads(config.read_text(encoding="utf-8"))
+        except (OSError, ValueError, RecursionError):
+            break
+        model = data.get("model") if isinstance(data, dict) else None
+        if isinstance(model, str) and model:
+            return model, f"assumed: not logged; {config}'s model"
+        break
+    return "unknown", "not logged: no event names the model"
+
+
 def read(path: Path, *, errors: str = "raise") -> Session:
     """Read a Copilot CLI events file: one call per assistant message."""
     store = BlockStore()
     reader = LineReader(path, errors=errors)
     reader.rebuilds = True
     state = _Events(reader, store)
+    state.fallback = configured_model(path)
     reader.each_record(state.add, "expected one Copilot CLI event per line")
     session = reader.session(NAME, state.calls, store)
     session.reported_totals = state.totals()

@@ -39,7 +39,7 @@ import json
 import sqlite3
 from collections.abc import Iterator
 from contextlib import ExitStack
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -228,7 +228,10 @@ def _usage(tokens: Any, where: str) -> Usage | None:
         if not isinstance(reasoning, int) or not isinstance(output, int)
         else output + reasoning,
     }
-    return normalize_usage({k: v for k, v in shaped.items() if v is not None}, where)
+    usage = normalize_usage({k: v for k, v in shaped.items() if v is not None}, where)
+    if usage is not None and isinstance(reasoning, int) and not isinstance(reasoning, bool):
+        usage = replace(usage, reasoning_tokens=reasoning)  # shown apart, billed as output
+    return usage
 
 
 def _nonzero(usage: Usage | None) -> bool:

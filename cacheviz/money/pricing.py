@@ -6,7 +6,10 @@ Resolution, later sources winning field by field:
 2. **the overlay** ``cacheviz/data/prices_overlay.json``: what the snapshot lacks or has
    out of date (1h writes at 2x, Gemini storage per token-hour, DeepSeek's 2026 models
    with peak / off-peak windows, GPT-5.6 writes at 1.25x), each entry with its source
-   and date;
+   and date; and its dated **aliases**: a model no source prices, priced as another
+   (Codex's ``codex-auto-review`` as the GPT-5 model of its date, as ccusage does; a
+   third-party model such as ``MiniMax-M2.1`` reached through an Anthropic- or
+   OpenAI-compatible endpoint at its own vendor's price), each with its source;
 3. **a user file** (``prices=`` / ``--prices FILE``): cacheviz's own JSON (the overlay's
    shape) or LiteLLM's ``model_prices_and_context_window.json`` (USD per token).
 
@@ -139,6 +142,23 @@ def _overlay() -> dict[str, Any]:
     text = resources.files("cacheviz.data").joinpath("prices_overlay.json").read_text("utf-8")
     overlay: dict[str, Any] = json.loads(text)
     return overlay
+
+
+def _alias(provider: str, model: str, at: datetime | None) -> tuple[tuple[str, str], str] | None:
+    """What the overlay prices an unpriced ``model`` as, in force at ``at``, and the note.
+
+    An alias never points back at the call's own provider and model (no loop).
+    """
+    for entry in _overlay().get("aliases", []):
+        if not (_matches(entry, provider, model) and _in_force(entry, at)):
+            continue
+        target = (entry["as_provider"], entry.get("as_model") or _bare(model))
+        if (target[0], target[1].lower()) == (provider, _bare(model)):
+            continue
+        where = f"{entry['source']}, as of {entry['as_of']}"
+        note = f"{model} priced as {target[0]}/{target[1]} ({where})"
+        return target, note
+    return None
 
 
 def _in_peak(provider: str, at: datetime | None) -> bool:
@@ -388,6 +408,11 @@ class PriceBook:
                 values.update(entry["_rates"])
                 sources.append(f"{self.user_file}")
         if values.get("input") is None:
+            alias = _alias(provider, model, at)
+            if alias is not None:
+                target, note = alias
+                rates = self.rates(*target, at=at, prompt_tokens=prompt_tokens)
+                return replace(rates, source=f"{note}; {rates.source}")
             close = difflib.get_close_matches(_bare(model), _known_models(provider, self._user), 5)
             hint = f" Close matches: {', '.join(close)}." if close else ""
             msg = (

@@ -287,6 +287,7 @@ def _normalize(usage: dict[str, Any]) -> Usage | None:
             cache_write_tokens=None,
             output_tokens=_int(usage, "completion_tokens"),
             provenance="reported" if total is not None else "derived",
+            reasoning_tokens=_int(usage, "completion_tokens_details", "reasoning_tokens"),
         )
     if "promptTokenCount" in usage or "cachedContentTokenCount" in usage:
         output = _sum(_int(usage, "candidatesTokenCount"), _int(usage, "thoughtsTokenCount"))
@@ -294,6 +295,7 @@ def _normalize(usage: dict[str, Any]) -> Usage | None:
             input_tokens=_int(usage, "promptTokenCount"),
             cache_read_tokens=_int(usage, "cachedContentTokenCount"),
             output_tokens=output,
+            reasoning_tokens=_int(usage, "thoughtsTokenCount"),
         )
     if "prompt_tokens" in usage:
         details = "prompt_tokens_details"
@@ -302,6 +304,7 @@ def _normalize(usage: dict[str, Any]) -> Usage | None:
             cache_read_tokens=_int(usage, details, "cached_tokens"),
             cache_write_tokens=_int(usage, details, "cache_write_tokens"),
             output_tokens=_int(usage, "completion_tokens"),
+            reasoning_tokens=_int(usage, "completion_tokens_details", "reasoning_tokens"),
         )
     if "input_tokens" in usage or "output_tokens" in usage:
         details = "input_tokens_details"
@@ -311,6 +314,7 @@ def _normalize(usage: dict[str, Any]) -> Usage | None:
                 cache_read_tokens=_int(usage, details, "cached_tokens"),
                 cache_write_tokens=_int(usage, details, "cache_write_tokens"),
                 output_tokens=_int(usage, "output_tokens"),
+                reasoning_tokens=_int(usage, "output_tokens_details", "reasoning_tokens"),
             )
         return _anthropic(usage)
     return None

@@ -33,6 +33,8 @@ _SQLITE_WAL, _SQLITE_SHM, _WRITE_LOCK = "-wal", "-shm", ".write.lock"
 _CXV_SESSION = ".cxvsession"  # a cx-viewer (Log Store V2) session folder
 # a Kimi CLI session folder: wire.jsonl is the session; the rest is read with it or not at all
 _KIMI_WIRE = "wire.jsonl"
+_OPENCLAW_INDEX = "sessions.json"
+_DROID_SETTINGS = ".settings.json"
 _KIMI_OTHERS = frozenset({"state.json", "meta.json", "prompt.txt", "output"})
 
 
@@ -80,7 +82,9 @@ def default_locations(home: Path | None = None) -> list[Location]:
     """Where the agents cacheviz reads keep their transcripts (as ccusage looks for them).
 
     ``CLAUDE_CONFIG_DIR`` (comma-separated), ``CODEX_HOME``, ``KILO_DATA_DIR``
-    (comma-separated) and ``KIMI_SHARE_DIR`` are honoured.
+    (comma-separated), ``KIMI_SHARE_DIR``, ``AMP_DATA_DIR``, ``PI_AGENT_DIR``,
+    ``OPENCLAW_DIR``, ``HERMES_HOME`` and ``DROID_SESSIONS_DIR`` (each comma-separated) and
+    ``GOOSE_PATH_ROOT`` are honoured.
     """
     home = Path.home() if home is None else home
     claude = [Path(p) for p in os.environ.get("CLAUDE_CONFIG_DIR", "").split(",") if p.strip()]
@@ -104,9 +108,26 @@ def default_locations(home: Path | None = None) -> list[Location]:
         Location("whale", home / ".whale" / "usage"),
     ]
     out += [Location("qwen-code", home / ".qwen" / "projects")]
+    amp_default = home / ".local" / "share" / "amp"
+    pi_default = home / ".pi" / "agent" / "sessions"
     kimi = os.environ.get("KIMI_SHARE_DIR", "").strip()
     kimi_home = Path(kimi).expanduser() if kimi else home / ".kimi"
     out += [Location("kimi-cli", kimi_home / "sessions")]
+    out += [Location("amp", folder / "threads") for folder in _listed("AMP_DATA_DIR", amp_default)]
+    out += [Location("pi", folder) for folder in _listed("PI_AGENT_DIR", pi_default)]
+    claws = [home / name for name in (".openclaw", ".clawdbot", ".moltbot", ".moldbot")]
+    listed = _listed("OPENCLAW_DIR", claws[0])
+    out += [
+        Location("openclaw", folder / "agents")
+        for folder in (listed if listed != claws[:1] else claws)
+    ]
+    hermes = _listed("HERMES_HOME", home / ".hermes")
+    out += [Location("hermes", folder / "state.db") for folder in hermes]
+    out += [Location("goose", db) for db in _goose_databases(home)]
+    factory = home / ".factory" / "sessions"
+    out += [Location("droid", folder) for folder in _listed("DROID_SESSIONS_DIR", factory)]
+    continue_dev = home / ".continue" / "dev_data"
+    out += [Location("continue", continue_dev / "0.2.0" / "tokensGenerated.jsonl")]
     out += [Location("claude-tap", _claude_tap_store(home))]
     ccv = os.environ.get("CCV_LOG_DIR", "").strip()
     out += [Location("cc-viewer", Path(ccv))] if ccv else []
@@ -114,6 +135,25 @@ def default_locations(home: Path | None = None) -> list[Location]:
     cxv = os.environ.get("CXV_LOG_DIR", "").strip()
     out += [Location("cx-viewer", Path(cxv) if cxv else codex / "cx-viewer")]
     return out
+
+
+def _listed(variable: str, default: Path) -> list[Path]:
+    """The folders an environment variable lists (comma-separated), else ``default``."""
+    listed = [Path(p.strip()).expanduser() for p in os.environ.get(variable, "").split(",")]
+    return [p for p in listed if str(p) not in ("", ".")] or [default]
+
+
+def _goose_databases(home: Path) -> list[Path]:
+    """Goose's ``sessions.db``: under ``$GOOSE_PATH_ROOT/data``, else its default folders."""
+    root = os.environ.get("GOOSE_PATH_ROOT", "").strip()
+    if root:
+        return [Path(root).expanduser() / "data" / "sessions" / "sessions.db"]
+    folders = [
+        home / ".local" / "share" / "goose",
+        home / "Library" / "Application Support" / "goose",
+        home / ".local" / "share" / "Block" / "goose",
+    ]
+    return [folder / "sessions" / "sessions.db" for folder in folders]
 
 
 def _kilo_folders(home: Path) -> list[Path]:
@@ -295,6 +335,10 @@ def walk(paths: list[Path], tree: Tree | None = None) -> tuple[list[Unit], list[
                     continue  # a Claude Code sub-agent's description, not a transcript
                 if name.endswith((".db-wal", ".db-shm")):
                     continue  # a SQLite database's journal: read with the database
+                if name.endswith(_DROID_SETTINGS) and _droid_session(name, names):
+                    continue  # a Droid session's usage: read with its .jsonl
+                if name == _OPENCLAW_INDEX and here.name == "sessions":
+                    continue  # OpenClaw's index of its sessions, not a transcript
                 if _KIMI_WIRE in names and _kimi_companion(name):
                     continue  # a Kimi CLI session's context and state: its wire log is read
                 if admit(path):
@@ -305,6 +349,11 @@ def walk(paths: list[Path], tree: Tree | None = None) -> tuple[list[Unit], list[
         tree.add_members(m for unit in units.values() for m in unit.members)
     ordered = sorted(units.values(), key=lambda u: str(u.path))
     return ordered, sorted(skipped.values(), key=lambda s: str(s.path))
+
+
+def _droid_session(name: str, names: set[str]) -> bool:
+    """Whether ``name`` is the ``.settings.json`` of a Droid session file beside it."""
+    return f"{name.removesuffix(_DROID_SETTINGS)}.jsonl" in names
 
 
 # file systems of the kernel, not of files: endless files (/proc/kcore), links back up
@@ -406,6 +455,9 @@ def _add_file(
             return
     if path.suffix == ".jsonl":
         members = (path, *_subagents(path, beside))
+        settings = path.with_name(path.name.removesuffix(".jsonl") + _DROID_SETTINGS)
+        if settings.name in siblings:
+            members = (*members, settings)  # a Droid session's usage
     elif path.suffix == ".db":
         wal = path.with_name(f"{path.name}-wal")
         members = (path, wal) if wal.is_file() else (path,)

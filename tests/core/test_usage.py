@@ -74,8 +74,18 @@ from cacheviz.reported._usage import UsageError, lenient_usage, normalize_usage
                 "candidatesTokenCount": 50,
                 "thoughtsTokenCount": 25,
             },
-            Usage(9000, 8000, None, None, None, 75, "reported"),
+            Usage(9000, 8000, None, None, None, 75, "reported", reasoning_tokens=25),
             id="gemini-thoughts-are-output",
+        ),
+        pytest.param(
+            {
+                "input_tokens": 5000,
+                "input_tokens_details": {"cached_tokens": 4096},
+                "output_tokens": 80,
+                "output_tokens_details": {"reasoning_tokens": 64},
+            },
+            Usage(5000, 4096, None, None, None, 80, "reported", reasoning_tokens=64),
+            id="responses-reasoning-is-output-shown-apart",
         ),
     ],
 )

@@ -107,6 +107,8 @@ def test_one_call_per_token_count_with_usage_normalized(rollout):
     assert first.usage.input_tokens == 5000
     assert first.usage.cache_read_tokens == 4096
     assert first.usage.output_tokens == 80
+    assert first.usage.reasoning_tokens == 64  # part of the 80, shown apart
+    assert session.analyze().calls["reported_reasoning_tokens"].to_list()[0] == 64
     assert first.usage.cache_write_tokens is None
     assert first.usage.provenance == "reported"
     assert third.usage.cache_read_tokens == 0  # reported 0 stays 0

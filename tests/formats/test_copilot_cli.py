@@ -436,6 +436,46 @@ def test_scan_bills_the_session_figure(tmp_path):
     assert result.sessions["unpriced_calls"].to_list() == [0]
 
 
+def _old_flat_session() -> list[dict]:
+    """The older flat ``session-state/<id>.jsonl``: the same events, no model named."""
+    start = {"sessionId": "s9", "version": 1, "producer": "copilot-agent",
+             "copilotVersion": "0.0.339", "startTime": "2025-10-12T08:00:00.000Z"}  # fmt: skip
+    return [
+        _event("session.start", start, 0),
+        _event("user.message", {"content": "fix", "transformedContent": "<t>0</t> fix"}, 1),
+        _event("assistant.message", {"messageId": "m1", "content": "Done.", "toolRequests": []}, 2),
+    ]
+
+
+def test_a_session_without_shutdown_has_calls_and_no_invented_bill(tmp_path):
+    path = tmp_path / "s1" / "events.jsonl"
+    path.parent.mkdir()
+    running = [e for e in _events() if e["type"] != "session.shutdown"]
+    path.write_text("".join(json.dumps(e) + "\n" for e in running))
+    session = cacheviz.load(path)
+    assert len(session.calls) == 2 and all(c.usage is None for c in session.calls)
+    assert session.session_usage == [] and session.reported_totals is None
+    assert session.analyze().billed_usd is None
+
+
+def test_the_older_flat_layout_reads_without_a_logged_model(tmp_path):
+    state = tmp_path / ".copilot" / "session-state"
+    state.mkdir(parents=True)
+    path = state / "s9.jsonl"
+    path.write_text("".join(json.dumps(e) + "\n" for e in _old_flat_session()))
+    assert detect(path) == "copilot-cli"
+    session = cacheviz.load(path)
+    (call,) = session.calls
+    assert call.model == "unknown" and call.usage is None
+    assert call.meta["model_source"].startswith("not logged")
+    (tmp_path / ".copilot" / "config.json").write_text(
+        json.dumps({"model": "claude-sonnet-4.5", "banner": "never"})
+    )
+    (call,) = cacheviz.load(path).calls
+    assert call.model == "claude-sonnet-4.5" and call.provider == "anthropic"
+    assert "config.json" in call.meta["model_source"]
+
+
 def test_every_event_written_twice_counts_once(tmp_path, events):
     """Issue 29 item 5: an events file holding each event twice (same ids) gives the
     same calls and totals as the file written once; the repeats are counted."""

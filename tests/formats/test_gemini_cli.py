@@ -108,6 +108,7 @@ def test_one_call_per_gemini_message_with_its_last_usage(session_file):
     assert first.usage.input_tokens == 9000
     assert first.usage.cache_read_tokens == 0
     assert first.usage.output_tokens == 120
+    assert first.usage.reasoning_tokens == 100  # the thoughts: billed as output, shown apart
     assert second.usage.input_tokens == 9100
     assert second.usage.cache_read_tokens == 8000
     assert second.usage.output_tokens == 25

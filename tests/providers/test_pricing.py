@@ -158,3 +158,23 @@ def test_day_changes_come_from_the_data():
     assert day_changes("deepseek", "deepseek-chat") == (30.0, 990.0)  # genai-prices' 00:30-16:30
     assert day_changes("deepseek", "deepseek-flash") == ()  # its peak windows start on the hour
     assert day_changes("anthropic", "claude-sonnet-4-5") == ()
+
+
+def test_aliases_price_an_unpriced_model_as_another_by_date():
+    from cacheviz.money.pricing import PriceBook
+
+    book = PriceBook()
+    march = datetime(2026, 3, 10, tzinfo=UTC)
+    review = book.rates("openai", "codex-auto-review", at=march)
+    gpt = book.rates("openai", "gpt-5.4", at=march)
+    assert (review.input, review.output) == (gpt.input, gpt.output)
+    assert "priced as openai/gpt-5.4" in review.source and "ccusage" in review.source
+    october = book.rates("openai", "codex-auto-review", at=datetime(2025, 10, 1, tzinfo=UTC))
+    assert "openai/gpt-5-codex" in october.source
+    # a third-party model behind an Anthropic-compatible endpoint: its vendor's price
+    minimax = book.rates("anthropic", "MiniMax-M2.1")
+    own = book.rates("minimax", "MiniMax-M2.1")
+    assert (minimax.input, minimax.output) == (own.input, own.output)
+    assert "priced as minimax/minimax-m2.1" in minimax.source
+    with pytest.raises(UnknownModelError):
+        book.rates("anthropic", "minimax-not-a-model-at-all")

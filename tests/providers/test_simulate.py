@@ -140,11 +140,12 @@ def test_a_failed_target_is_its_rows_error_and_the_others_are_computed(session, 
 
 
 def test_a_model_without_a_price_is_a_no_price_row(session):
-    frame = session.compare(["anthropic:MiniMax-M2.1", "openai:gpt-5"])
+    # (MiniMax-M2.1 through Anthropic's API is priced now: the overlay's alias to MiniMax)
+    frame = session.compare(["anthropic:acme-coder-9", "openai:gpt-5"])
     row = frame.row(0, named=True)
     assert row["cost_usd"] is None and row["ideal_usd"] is None  # null, not 0
     assert row["error"] == (
-        "no price for 'MiniMax-M2.1' on anthropic: "
+        "no price for 'acme-coder-9' on anthropic: "
         "pass a price file (--prices FILE, prices= in Python)"
     )
     # its tokens are the replay's (pricing does not change them)
@@ -157,7 +158,7 @@ def test_a_model_without_a_price_is_a_no_price_row(session):
     assert other["cost_usd"] is None
     assert other["error"].startswith("no price for 'claude-sonnet-4-5' on openai: name a model")
     with pytest.raises(cacheviz.errors.UnknownModelError):
-        session.compare(["anthropic:MiniMax-M2.1"], errors="raise")
+        session.compare(["anthropic:acme-coder-9"], errors="raise")
 
 
 def test_a_misspelt_provider_fails_the_comparison(session):
@@ -169,13 +170,13 @@ def test_a_misspelt_provider_fails_the_comparison(session):
 
 def test_cli_compare_marks_the_failed_and_unpriced_rows(session, monkeypatch, capsys):
     path = str(session.session.path)
-    targets = "anthropic:MiniMax-M2.1,openai:gpt-5"
+    targets = "anthropic:acme-coder-9,openai:gpt-5"
     assert cli.main(["compare", path, "--targets", targets]) == 0
     out = capsys.readouterr().out.splitlines()
     assert out[1].split()[-3:] == ["no", "price", "-"]
     assert out[2].split()[-1].startswith("$")
     assert out[3] == (
-        "anthropic:MiniMax-M2.1: no price for 'MiniMax-M2.1' on "
+        "anthropic:acme-coder-9: no price for 'acme-coder-9' on "
         "anthropic: pass a price file (--prices FILE, prices= in Python)"
     )
     assert cli.main(["compare", path, "--targets", targets, "--json"]) == 0

@@ -1,0 +1,110 @@
+"""Helpers of the readers of agents' SQLite session stores that keep session totals only.
+
+Hermes Agent and Goose keep per session a running total of tokens (and, for Hermes, an
+API-call count), never per call. Their readers rebuild the conversation as calls with
+usage not reported and bill the totals at the session's scope
+(``Session.session_usage``); these are the pieces they share.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from datetime import UTC, datetime
+from typing import Any
+
+from cacheviz.formats._body import provider_for
+from cacheviz.model import Call, SessionUsage, Usage
+
+
+def rows(con: sqlite3.Connection, sql: str) -> list[dict[str, Any]]:
+    """The rows of ``sql`` as dicts by column name."""
+    cursor = con.execute(sql)
+    names = [d[0] for d in cursor.description]
+    return [dict(zip(names, row, strict=True)) for row in cursor]
+
+
+def columns(con: sqlite3.Connection, table: str) -> set[str]:
+    """The column names of ``table`` (empty when there is no such table)."""
+    return {str(row[1]) for row in con.execute(f"pragma table_info({table})")}
+
+
+def has_table(con: sqlite3.Connection, table: str) -> bool:
+    """Whether the database has ``table``."""
+    found = con.execute(
+        "select 1 from sqlite_master where type = 'table' and name = ?", (table,)
+    ).fetchone()
+    return found is not None
+
+
+def epoch(value: Any) -> datetime | None:
+    """A Unix time (seconds, or milliseconds past 1e12) or an SQLite ``YYYY-MM-DD hh:mm:ss``."""
+    if isinstance(value, str) and value.strip():
+        try:
+            ts = datetime.fromisoformat(value.strip())
+        except ValueError:
+            return None
+        return ts.replace(tzinfo=UTC) if ts.tzinfo is None else ts.astimezone(UTC)
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0:
+        return None
+    seconds = value / 1000 if value > 1e12 else value
+    try:
+        return datetime.fromtimestamp(seconds, UTC)
+    except (OverflowError, OSError, ValueError):
+        return None
+
+
+def count(value: Any, where: str) -> int | None:
+    """A token count of a column; ``None`` when null.
+
+    Raises
+    ------
+    ValueError
+        When the value is not a whole number from 0 to 999,999,999,999.
+    """
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value < 10**12:
+        msg = f"column `{where}` is {value!r}; expected a whole number of tokens"
+        raise ValueError(msg)
+    return value
+
+
+def vendor(model: str, fallback: Any, default: str) -> str:
+    """The provider whose prices apply: from the model, else the store's, else ``default``."""
+    guessed = provider_for(model)
+    if guessed != "unknown":
+        return guessed
+    return fallback if isinstance(fallback, str) and fallback else default
+
+
+def runs_by_thread(calls: list[Call]) -> list[list[Call]]:
+    """The calls of each thread (one stored session each), in the order read.
+
+    A store's sessions are written apart (a sub-agent's while its parent waits): each is
+    a run of its own, merged with the others by request time
+    (:meth:`~cacheviz.formats._lines.LineReader.session`).
+    """
+    runs: dict[str | None, list[Call]] = {}
+    for call in calls:
+        runs.setdefault(call.thread_hint, []).append(call)
+    return list(runs.values())
+
+
+def total(values: list[int | None]) -> int | None:
+    """The sum of the counts reported (``None`` when none is)."""
+    present = [v for v in values if v is not None]
+    return sum(present) if present else None
+
+
+def summed(usages: list[SessionUsage]) -> Usage | None:
+    """The totals of every session's usage (``Session.reported_totals``)."""
+    if not usages:
+        return None
+    every = [u.usage for u in usages]
+    return Usage(
+        input_tokens=total([u.input_tokens for u in every]),
+        cache_read_tokens=total([u.cache_read_tokens for u in every]),
+        cache_write_tokens=total([u.cache_write_tokens for u in every]),
+        output_tokens=total([u.output_tokens for u in every]),
+        provenance="derived" if any(u.provenance == "derived" for u in every) else "reported",
+    )

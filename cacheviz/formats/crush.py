@@ -1,0 +1,144 @@
+"""Crush sessions (``<project>/.crush/crush.db``).
+
+Crush (charmbracelet/crush, Go; read from ``internal/db/migrations`` and its agent's
+usage tracking) keeps a project's sessions in one SQLite database in WAL mode, opened
+here read-only and immutable (a private snapshot when its ``-wal`` holds data):
+
+* ``sessions``: ``id, parent_session_id, title, message_count, prompt_tokens,
+  completion_tokens, cost, created_at, updated_at``. After each response Crush
+  **overwrites** ``prompt_tokens`` with that response's ``input + cache write`` and
+  ``completion_tokens`` with its ``output + cache read``, and **adds** the response's
+  price to ``cost``. So the token columns are neither sums nor separable (a cache read
+  counted as output), and only ``cost`` covers the session: it is Crush's own figure,
+  kept as ``meta["reported_cost_usd"]`` on the session's last call (so that a scan adds
+  up to it); the last response's two counts are kept beside it
+  (``meta["crush_last_prompt_tokens"]``, ``meta["crush_last_completion_tokens"]``). No
+  usage is invented: every call's usage is not reported, and cacheviz bills nothing
+  itself.
+* ``messages``: ``session_id, role ('user', 'assistant', 'tool'), parts (JSON: {type:
+  'text' | 'reasoning' | 'tool_call' | 'tool_result' | 'finish' | ..., data}), model,
+  provider, created_at``. An assistant message is one API call when its ``finish``
+  part says it was answered (not ``canceled`` or ``error``: counted apart).
+
+Each Crush session is a thread (requests rebuilt from its messages; the system prompt
+and tools are not stored); a child session (``parent_session_id``: the agent tool's
+sub-agent, or a title or summary request) a thread under its parent's.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+from cacheviz.errors import TranscriptError
+from cacheviz.formats._conversation import Thread
+from cacheviz.formats._lines import LineReader
+from cacheviz.formats._sqlite import is_sqlite, open_read_only
+from cacheviz.formats._totals import columns, epoch, rows, runs_by_thread, vendor
+from cacheviz.model import Call, Session
+from cacheviz.request._blocks import BlockStore
+
+NAME = "crush"
+DESCRIPTION = "Crush sessions (<project>/.crush/crush.db): calls, Crush's own session cost"
+_SESSION_COLUMNS = frozenset({"id", "prompt_tokens", "completion_tokens", "cost"})
+_MESSAGE_COLUMNS = frozenset({"session_id", "role", "parts"})
+_UNANSWERED = frozenset({"canceled", "cancelled", "error"})
+
+
+def detect(path: Path, head: bytes) -> bool:
+    """Whether ``path`` is a Crush ``crush.db`` (its ``sessions`` and ``messages`` tables)."""
+    if path.is_dir() or not is_sqlite(head):
+        return False
+    try:
+        with open_read_only(path) as con:
+            sessions = columns(con, "sessions")
+            messages = columns(con, "messages")
+    except (sqlite3.Error, OSError):
+        return False
+    return sessions >= _SESSION_COLUMNS and messages >= _MESSAGE_COLUMNS
+
+
+def _parts(raw: Any) -> list[dict[str, Any]]:
+    if isinstance(raw, bytes):
+        raw = raw.decode("utf-8", "replace")
+    try:
+        value = json.loads(raw) if isinstance(raw, str) else raw
+    except ValueError:
+        return []
+    return [p for p in value if isinstance(p, dict)] if isinstance(value, list) else []
+
+
+def _finish(parts: list[dict[str, Any]]) -> str | None:
+    for part in parts:
+        data = part.get("data")
+        if part.get("type") == "finish" and isinstance(data, dict):
+            reason = data.get("reason")
+            return reason if isinstance(reason, str) else None
+    return None
+
+
+def _sent(role: str, parts: list[dict[str, Any]]) -> dict[str, Any]:
+    """The message as Crush sends it back (finish and reasoning parts are not sent)."""
+    kept = [p for p in parts if p.get("type") not in ("finish", "reasoning")]
+    return {"role": role, "parts": kept}
+
+
+def read(path: Path, *, errors: str = "raise") -> Session:
+    """Read a Crush ``crush.db``: each session a thread, its own running cost kept."""
+    reader = LineReader(path, errors=errors)
+    reader.rebuilds = True
+    store = BlockStore()
+    try:
+        with open_read_only(path) as con:
+            sessions = rows(con, "select * from sessions order by created_at, id")
+            messages = rows(con, "select * from messages order by session_id, created_at, id")
+    except sqlite3.Error as exc:
+        msg = f"can't read the Crush database ({exc})"
+        raise TranscriptError(msg, path=path) from None
+    by_session: dict[str, list[dict[str, Any]]] = {}
+    for row in messages:
+        by_session.setdefault(str(row["session_id"]), []).append(row)
+    calls: list[Call] = []
+    for index, session in enumerate(sessions):
+        key = str(session["id"])
+        thread = Thread(store, f"crush {key}")
+        parent = session.get("parent_session_id")
+        mine: list[Call] = []
+        for row in by_session.get(key, []):
+            role = str(row.get("role"))
+            parts = _parts(row.get("parts"))
+            if role == "assistant":
+                reason = _finish(parts)
+                if reason in _UNANSWERED:
+                    reader.ignore(f"assistant message {reason} (no answer billed)")
+                    continue
+                model = row.get("model") if isinstance(row.get("model"), str) else None
+                model = model or "unknown"
+                call = thread.call(
+                    model=model,
+                    provider=vendor(model, row.get("provider"), "crush"),
+                    ts=epoch(row.get("created_at")),
+                    usage=None,
+                    meta={"crush_session": key, "finish_reason": reason},
+                )
+                call.line = index + 1
+                if isinstance(parent, str) and parent:
+                    call.parent_hint = f"crush {parent}"
+                mine.append(call)
+            thread.append(_sent(role, parts))
+        if mine:
+            last = mine[-1].meta
+            cost = session.get("cost")
+            if isinstance(cost, (int, float)) and not isinstance(cost, bool):
+                last["reported_cost_usd"] = float(cost)
+            last["crush_last_prompt_tokens"] = session.get("prompt_tokens")
+            last["crush_last_completion_tokens"] = session.get("completion_tokens")
+        elif session.get("cost"):
+            reader.ignore("session with a cost but no answered message (its cost not shown)")
+        calls += mine
+    if not calls:
+        msg = "no answered assistant message in any Crush session: nothing to rebuild"
+        raise TranscriptError(msg, path=path)
+    return reader.session(NAME, calls, store, runs=runs_by_thread(calls))
