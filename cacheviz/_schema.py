@@ -350,6 +350,8 @@ SCAN_CALLS: dict[str, PolarsDataType] = {
     "waste_usd": pl.Float64,  # billed (else simulated) - ideal, never negative (metrics.py)
     "reported_cost_usd": pl.Float64,  # the agent's own cost figure (Whale, Cline), as logged
     "drift": _BOOL,
+    "provider_verdict": _STR,  # the provider's own verdict (null: not requested; CALLS)
+    "verdict_agrees": _BOOL,  # cacheviz's reading agrees with it (null: not comparable)
     "prefix_hash": _STR,  # system + tools (Whale: prefix_fingerprint); null when unlogged
 }
 

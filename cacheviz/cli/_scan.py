@@ -212,8 +212,20 @@ def _key(value: str | None, by: str) -> str:
     return session_name(value) if by == "session" else str(value)
 
 
-def _rollup_columns(by: str) -> tuple[Column, ...]:
-    """Periods and models first; long keys (sessions, projects) last, wrapped, never cut."""
+def _agreement(row: dict[str, Any]) -> str:
+    """``agree/compared`` provider verdicts ('-': none asked for; see scanning._rollup)."""
+    compared = row.get("verdicts_compared")
+    if compared is None:
+        return "-"
+    return f"{row.get('verdicts_agree') or 0}/{compared}"
+
+
+def _rollup_columns(by: str, verdicts: bool = False) -> tuple[Column, ...]:
+    """Periods and models first; long keys (sessions, projects) last, wrapped, never cut.
+
+    ``verdicts``: a column of how often cacheviz agrees with the provider's own verdicts
+    (shown when some call carries one).
+    """
     return (
         *((Column(by, "<"),) if by not in _LONG_KEYS else ()),
         Column("sessions", drop=5),
@@ -225,11 +237,12 @@ def _rollup_columns(by: str) -> tuple[Column, ...]:
         Column("output", drop=7),
         Column("billed"),
         Column("ideal", drop=4),
+        *((Column("verdicts agree", drop=10),) if verdicts else ()),
         *((Column(by, "<"),) if by in _LONG_KEYS else ()),
     )
 
 
-def _rollup_row(key: str, row: dict[str, Any], by: str) -> list[str]:
+def _rollup_row(key: str, row: dict[str, Any], by: str, verdicts: bool = False) -> list[str]:
     cells = [
         str(row["sessions"]),
         f"{row['calls']:,}",
@@ -240,6 +253,7 @@ def _rollup_row(key: str, row: dict[str, Any], by: str) -> list[str]:
         _count(row["output_tokens"]),
         _money(row["billed_usd"]),
         _money(row["ideal_usd"]),
+        *((_agreement(row),) if verdicts else ()),
     ]
     return [*cells, key] if by in _LONG_KEYS else [key, *cells]
 
@@ -269,9 +283,11 @@ def _print(locations: list[Location] | None, doc: dict[str, Any], out: TextIO) -
     )
     out.write(wrap_line(summary, width) + "\n\n")
     by = doc["by"]
-    rows = [_rollup_row(_key(row[by], by), row, by) for row in doc["rollup"]]
-    rows.append(_rollup_row("total", totals, by))
-    for text in render(_rollup_columns(by), rows, width, wrap=by in _LONG_KEYS):
+    verdicts = totals.get("verdicts_compared") is not None
+    rows = [_rollup_row(_key(row[by], by), row, by, verdicts) for row in doc["rollup"]]
+    rows.append(_rollup_row("total", totals, by, verdicts))
+    columns = _rollup_columns(by, verdicts)
+    for text in render(columns, rows, width, wrap=by in _LONG_KEYS):
         out.write(text + "\n")
     if totals["unpriced_calls"]:
         note = f"({totals['unpriced_calls']} calls with usage but no price: not in billed)"

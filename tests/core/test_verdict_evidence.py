@@ -430,3 +430,72 @@ def test_a_model_switch_loses_no_more_than_the_evidence_shows(tmp_path):
     assert drift["tokens_lost"] == 40_000 - 12_000
     assert "the provider read 12,000 tokens from the new model's cache" in drift["detail"]
     assert analysis.calls["verdict_agrees"][3] is True
+
+
+def _disagreeing(folder) -> None:
+    """A session whose one verdict cacheviz disagrees with (the head read: not the tools)."""
+    log = Log()
+    total = _steady(log, 3)
+    log.user("2026-08-05T10:03:00Z", "and " + _text(300))
+    log.call(
+        "2026-08-05T10:03:05Z", total=total, read=12_000, diagnostics=_miss("tools_changed", 8_000)
+    )
+    folder.mkdir(parents=True, exist_ok=True)
+    log.write(folder)
+
+
+def test_scan_gives_the_agreement_per_session(tmp_path, capsys):
+    from cacheviz import cli
+    from cacheviz.ui._scan import scan_data, scan_html
+
+    _disagreeing(tmp_path / "p" / "a")
+    agreeing = Log()
+    agreeing.calls = 100  # other response ids: not a copy of the first session
+    _steady(agreeing, 3)
+    (tmp_path / "p" / "b").mkdir()
+    agreeing.write(tmp_path / "p" / "b")  # only 'checked' verdicts: none compared
+    result = cacheviz.scan([tmp_path / "p"], cache=False)
+    rows = {r["session"].split("/")[-2]: r for r in result.sessions.iter_rows(named=True)}
+    assert (rows["a"]["verdicts_compared"], rows["a"]["verdicts_agree"]) == (1, 0)
+    assert rows["a"]["verdict_agree_rate"] == 0.0
+    assert (rows["b"]["verdicts_compared"], rows["b"]["verdict_agree_rate"]) == (0, None)
+    assert result.totals()["verdicts_compared"] == 1
+    # the scan's surfaces: JSON, the table, Parquet, the HTML view
+    assert cli.main(["scan", str(tmp_path / "p"), "--json", "--no-cache"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert {s["verdicts_compared"] for s in doc["sessions"]} == {0, 1}
+    assert cli.main(["scan", str(tmp_path / "p"), "--by", "session", "--no-cache"]) == 0
+    out = capsys.readouterr().out
+    assert "verdicts agree" in out and " 0/1 " in out
+    result.write_parquet(tmp_path / "pq")
+    import polars as pl
+
+    sessions = pl.read_parquet(tmp_path / "pq" / "sessions.parquet")
+    assert sorted(sessions["verdicts_compared"].to_list()) == [0, 1]
+    assert "agree rate" in scan_html(scan_data(result))
+
+
+def test_a_session_without_verdicts_has_no_agreement_figures(tmp_path):
+    log = Log()
+    _steady(log, 2)
+    for line in log.lines:  # no diagnostics key: never asked
+        line.get("message", {}).pop("diagnostics", None)
+    log.write(tmp_path)
+    result = cacheviz.scan([tmp_path], cache=False)
+    row = result.sessions.row(0, named=True)
+    assert row["verdicts_compared"] is None and row["verdict_agree_rate"] is None
+
+
+def test_the_report_lists_each_disagreement_with_both_readings(tmp_path):
+    from cacheviz.ui._header import meta
+
+    _disagreeing(tmp_path)
+    path = tmp_path / "11111111-2222-3333-4444-555555555555.jsonl"
+    analysis = cacheviz.load(path, format="claude-code").analyze()
+    verdicts = meta(analysis, ttl_seconds=None, simulation=None)["verdicts"]
+    assert (verdicts["compared"], verdicts["agree"]) == (1, 0)
+    (row,) = verdicts["disagreements"]
+    assert row["call"] == 3 and row["provider"] == "tools_changed"
+    assert row["provider_missed_tokens"] == 8_000
+    assert row["cacheviz"] == analysis.calls["own_cause"][3]  # cacheviz's own cause
+    assert row["detail"].startswith("the provider read 12,000")
