@@ -499,3 +499,75 @@ def test_the_report_lists_each_disagreement_with_both_readings(tmp_path):
     assert row["provider_missed_tokens"] == 8_000
     assert row["cacheviz"] == analysis.calls["own_cause"][3]  # cacheviz's own cause
     assert row["detail"].startswith("the provider read 12,000")
+
+
+def _two_processes(log: Log) -> None:
+    """Two Claude Code processes appending to one file, told apart by their links only.
+
+    Process A runs calls 0-1, then goes on (calls 2, 4, 6); process B resumed from A's
+    call 1 and runs beside it (calls 3, 5, 7), each of its requests continuing its own
+    previous response; their records interleave in the file.
+    """
+    total = _steady(log, 2)
+    tips = {"A": log.last, "B": log.last}
+    sizes = {"A": total, "B": total}
+    for k in range(3):
+        for who, minute in (("A", 2 + 2 * k), ("B", 3 + 2 * k)):
+            ts = f"2026-08-05T10:{minute:02d}:00Z"
+            log.user(ts, f"{who} step {k} " + _text(300), parent=tips[who])
+            size = sizes[who]
+            # each reads what its own previous call left (the other's does not serve it)
+            log.call(ts.replace(":00Z", ":05Z"), total=size, read=size - 700, diagnostics=None)
+            tips[who] = log.last
+            sizes[who] = size + 700
+
+
+def test_two_processes_in_one_file_are_two_conversations(tmp_path):
+    log = Log()
+    _two_processes(log)
+    analysis = log.write(tmp_path)
+    calls = analysis.calls
+    threads = calls["thread"].to_list()
+    a, b = threads[0], threads[3]
+    assert a != b
+    assert [t == a for t in threads] == [True, True, True, False, True, False, True, False]
+    assert calls["parent_thread"][3] == a  # the fork hangs under the conversation it left
+    # each conversation's calls continue its own previous one: no history drift between them
+    assert analysis.drifts.height == 0
+    assert calls["prev_call"].to_list()[4:] == [2, 3, 4, 5]
+    # B's requests hold B's messages only (A's turns are not in them)
+    session = analysis.session
+    texts = [
+        [session.contents[h].raw.decode() for h in call.hashes[call.message_start :]]
+        for call in session.calls
+    ]
+    assert not any("A step" in t for t in texts[7])
+    assert any("B step 2" in t for t in texts[7])
+    assert not any("B step" in t for t in texts[6])
+    assert analysis.misses.height == 0
+
+
+def test_a_rewind_in_one_process_stays_one_conversation(tmp_path):
+    # a request interrupted, then the conversation continued from the record before it:
+    # the abandoned branch makes no call after, so it is one thread (as before), but the
+    # requests after follow the links (the interrupted response is not in them)
+    log = Log()
+    total = _steady(log, 2)
+    before = log.last
+    log.user("2026-08-05T10:02:00Z", "go " + _text(300))
+    fork_point = log.last
+    log.call(
+        "2026-08-05T10:02:05Z",
+        total=total,
+        read=total - 700,
+        diagnostics=None,
+        content=[{"type": "text", "text": "abandoned " + _text(40)}],
+    )
+    log.user("2026-08-05T10:03:00Z", "[Request interrupted by user]", parent=fork_point)
+    log.call("2026-08-05T10:03:05Z", total=total + 500, read=total - 700, diagnostics=None)
+    del before
+    analysis = log.write(tmp_path)
+    assert analysis.calls["thread"].n_unique() == 1
+    last = analysis.session.calls[-1]
+    texts = [analysis.session.contents[h].raw.decode() for h in last.hashes[last.message_start :]]
+    assert not any("abandoned" in t for t in texts)
