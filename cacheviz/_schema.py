@@ -278,6 +278,7 @@ MISS_CAUSES = (
     "deferred_tools_changed",  # the log shows the deferred tools changed (Claude Code)
     "unknown",  # no rules for the provider, or a partial read: "the change lies after token N"
     *PROVIDER_REASONS,  # the provider's own named reason, taken as the cause
+    "agent_switch",  # the client's agent/mode changed: its own system prompt (OpenCode agents)
 )
 
 

@@ -166,6 +166,10 @@ def _with(base: Evidence, **changes) -> Evidence:
         # a deferred tool loaded or dropped (ToolSearch tool_reference, deferred_tools_delta)
         ("tools_changed", _with(_EXACT, tools_delta="tool_reference deploy"), True),
         ("system_changed", _with(_REBUILT, read=0, tools_delta="deferred_tools_delta -7"), True),
+        # an agent switch the log shows (OpenCode plan -> build): its own prompt and tools
+        ("system_changed", _with(_EXACT, agent_switch="plan → build"), True),
+        ("tools_changed", _with(_EXACT, agent_switch="plan → build"), True),
+        ("messages_changed", _with(_EXACT, agent_switch="plan → build"), False),
         # messages_changed <-> a history edit or a compaction the log announces
         ("messages_changed", _with(_EXACT, rebuild="compaction"), True),
         ("messages_changed", _with(_EXACT, rewritten="thinking_dropped ×1"), True),
