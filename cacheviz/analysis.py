@@ -16,6 +16,7 @@ from cacheviz.model import OPAQUE, Call, Session
 from cacheviz.money._costs import CostLists, cost_lists
 from cacheviz.money._metrics import hit_ratio, waste_usd
 from cacheviz.prefix._calibrate import Calibration, calibrate
+from cacheviz.prefix._compaction import mark_compactions
 from cacheviz.prefix._diagnose import Diagnosis, diagnose
 from cacheviz.prefix._index import Match, PrefixIndex, match_pair
 from cacheviz.prefix._namespace import KeyedParams, keyed_params, level_start, namespace_of
@@ -331,6 +332,7 @@ def prefix_lists(
     The prefix stages: tokens, threads, the common-prefix line, drifts, calibration, TTLs.
     """
     calls = session.calls
+    mark_compactions(calls)  # byte-exact captures: the summarizer request, the rebuild
     caches: dict[str, TokenCache] = {}
     call_cache: list[TokenCache] = []
     exact: list[bool] = []
