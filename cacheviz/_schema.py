@@ -143,6 +143,9 @@ SIMULATION: dict[str, PolarsDataType] = {
     "reported_cache_write_tokens": _INT,
     "reported_output_tokens": _INT,
     "verdict": _STR,  # match | unexplained_miss | unexplained_hit | not_reported
+    # the simulated unlogged prefix was sized from this call's own reported read (circular:
+    # left out of the score)
+    "sized_from_usage": _BOOL,
     "detail": _STR,
 }
 

@@ -61,6 +61,9 @@ class SimCall:
     # leading tokens already cached before the session (its thread's first reported read,
     # inside the unlogged prefix: the agent's static system prompt other sessions warm)
     warm_tokens: int = 0
+    # the replay of this call was shaped by its own reported read (an unlogged-prefix
+    # version, a warm head taken from it): its match with the provider is not evidence
+    sized_from_usage: bool = False
 
     @property
     def total(self) -> int:

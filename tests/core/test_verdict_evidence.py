@@ -571,3 +571,35 @@ def test_a_rewind_in_one_process_stays_one_conversation(tmp_path):
     last = analysis.session.calls[-1]
     texts = [analysis.session.contents[h].raw.decode() for h in last.hashes[last.message_start :]]
     assert not any("abandoned" in t for t in texts)
+
+
+def test_summary_and_simulate_give_a_call_the_same_verdict(tmp_path, capsys):
+    # a read stopping at the static head one minute later: summary's miss (unknown,
+    # "after token N"); the replay versions the unlogged prefix from that very read, so
+    # its match is circular: simulate shows the miss and leaves the call out of its score
+    from cacheviz import cli
+
+    log = Log()
+    total = _steady(log, 3)
+    log.user("2026-08-05T10:03:00Z", "and " + _text(300))
+    log.call("2026-08-05T10:03:05Z", total=total, read=12_000)
+    analysis = log.write(tmp_path)
+    assert analysis.calls["miss_cause"][3] == "unknown"
+    sim = analysis.simulate("anthropic")
+    frame = sim.calls
+    assert frame["sized_from_usage"].to_list() == [True, False, False, True]
+    assert frame["verdict"][3] == "match"  # the replay was sized from the read itself
+    compared = [v for v, s in zip(frame["verdict"], frame["sized_from_usage"]) if not s]
+    assert sim.score == sum(v == "match" for v in compared) / len(compared)
+    path = tmp_path / "11111111-2222-3333-4444-555555555555.jsonl"
+    assert cli.main(["simulate", str(path), "--format", "claude-code"]) == 0
+    out = capsys.readouterr().out
+    row = next(line for line in out.splitlines() if line.lstrip().startswith("3 "))
+    assert row.rstrip().endswith("miss: unknown (sized from usage)")
+    assert "of the 2 calls compared (2 left out: their simulated unlogged prefix was sized" in out
+    assert cli.main(["simulate", str(path), "--format", "claude-code", "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["calls"][3]["miss_cause"] == "unknown" and doc["calls"][3]["sized_from_usage"]
+    assert cli.main(["summary", str(path), "--format", "claude-code", "--json"]) == 0
+    summary = json.loads(capsys.readouterr().out)
+    assert summary["calls"][3]["miss"]["cause"] == doc["calls"][3]["miss_cause"]
