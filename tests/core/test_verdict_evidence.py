@@ -589,7 +589,9 @@ def test_summary_and_simulate_give_a_call_the_same_verdict(tmp_path, capsys):
     frame = sim.calls
     assert frame["sized_from_usage"].to_list() == [True, False, False, True]
     assert frame["verdict"][3] == "match"  # the replay was sized from the read itself
-    compared = [v for v, s in zip(frame["verdict"], frame["sized_from_usage"]) if not s]
+    compared = [
+        v for v, s in zip(frame["verdict"], frame["sized_from_usage"], strict=True) if not s
+    ]
     assert sim.score == sum(v == "match" for v in compared) / len(compared)
     path = tmp_path / "11111111-2222-3333-4444-555555555555.jsonl"
     assert cli.main(["simulate", str(path), "--format", "claude-code"]) == 0
