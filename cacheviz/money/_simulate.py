@@ -276,10 +276,19 @@ def next_sim_call(
         reconstructed=call.reconstructed,
         provider=call.provider,
         clock=clock,
+        answered=_answered(call),
         local_offsets=local_offsets,
         ttl_hint=ttl_hint,
         warm_tokens=warm_tokens,
     )
+
+
+def _answered(call: Call) -> float | None:
+    """The time of the call's response's first record, when the log has it (Claude Code)."""
+    end = call.meta.get("response_ts")
+    if end is None or getattr(end, "tzinfo", None) is None or call.ts is None:
+        return None
+    return float(end.timestamp())
 
 
 def version_evidence(

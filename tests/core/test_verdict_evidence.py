@@ -605,3 +605,25 @@ def test_summary_and_simulate_give_a_call_the_same_verdict(tmp_path, capsys):
     assert cli.main(["summary", str(path), "--format", "claude-code", "--json"]) == 0
     summary = json.loads(capsys.readouterr().out)
     assert summary["calls"][3]["miss"]["cause"] == doc["calls"][3]["miss_cause"]
+
+
+@pytest.mark.parametrize(("after", "read_all"), [(60, True), (400, False)])
+def test_an_entry_lives_from_the_latest_time_its_request_was_served(tmp_path, after, read_all):
+    # a request whose answer came 8 minutes after its last record (a retry, a machine
+    # asleep): the provider used its entries by then, not at the record's time, so a
+    # call a minute after the answer still reads them (5-minute TTL); 400 s after, not
+    log = Log()
+    total = 20_000
+    log.user("2026-08-05T10:00:00Z", "start " + _text(300))
+    log.call("2026-08-05T10:00:05Z", total=total, read=12_000, long=False, diagnostics=None)
+    log.user("2026-08-05T10:01:00Z", "run it " + _text(300))
+    log.call("2026-08-05T10:09:00Z", total=total + 700, read=total - 2, long=False)
+    at = 9 * 60 + after
+    ts = f"2026-08-05T10:{at // 60:02d}:{at % 60:02d}Z"
+    log.user(ts, "next " + _text(300))
+    answer = f"2026-08-05T10:{(at + 3) // 60:02d}:{(at + 3) % 60:02d}Z"
+    read = total + 700 - 2 if read_all else 12_000
+    log.call(answer, total=total + 1_400, read=read, long=False)
+    analysis = log.write(tmp_path)
+    simulated = analysis.own_simulation.calls["cache_read_tokens"][2]
+    assert (simulated >= total) is read_all
