@@ -145,6 +145,9 @@ SIMULATION: dict[str, PolarsDataType] = {
     "reported_cache_write_tokens": _INT,
     "reported_output_tokens": _INT,
     "verdict": _STR,  # match | unexplained_miss | unexplained_hit | not_reported
+    # the simulated unlogged prefix was sized from this call's own reported read (circular:
+    # left out of the score)
+    "sized_from_usage": _BOOL,
     "detail": _STR,
 }
 
@@ -280,6 +283,7 @@ MISS_CAUSES = (
     "deferred_tools_changed",  # the log shows the deferred tools changed (Claude Code)
     "unknown",  # no rules for the provider, or a partial read: "the change lies after token N"
     *PROVIDER_REASONS,  # the provider's own named reason, taken as the cause
+    "agent_switch",  # the client's agent/mode changed: its own system prompt (OpenCode agents)
 )
 
 
@@ -354,6 +358,8 @@ SCAN_CALLS: dict[str, PolarsDataType] = {
     "waste_usd": pl.Float64,  # billed (else simulated) - ideal, never negative (metrics.py)
     "reported_cost_usd": pl.Float64,  # the agent's own cost figure (Whale, Cline), as logged
     "drift": _BOOL,
+    "provider_verdict": _STR,  # the provider's own verdict (null: not requested; CALLS)
+    "verdict_agrees": _BOOL,  # cacheviz's reading agrees with it (null: not comparable)
     "prefix_hash": _STR,  # system + tools (Whale: prefix_fingerprint); null when unlogged
 }
 

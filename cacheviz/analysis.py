@@ -18,6 +18,7 @@ from cacheviz.model import OPAQUE, Call, Session
 from cacheviz.money._costs import CostLists, cost_lists
 from cacheviz.money._metrics import hit_ratio, waste_usd
 from cacheviz.prefix._calibrate import MAX_FACTOR, Calibration, calibrate, disagreements
+from cacheviz.prefix._compaction import mark_compactions
 from cacheviz.prefix._diagnose import Diagnosis, diagnose
 from cacheviz.prefix._index import Match, PrefixIndex, match_pair
 from cacheviz.prefix._namespace import KeyedParams, keyed_params, level_start, namespace_of
@@ -334,6 +335,7 @@ def prefix_lists(
     The prefix stages: tokens, threads, the common-prefix line, drifts, calibration, TTLs.
     """
     calls = session.calls
+    mark_compactions(calls)  # byte-exact captures: the summarizer request, the rebuild
     caches: dict[str, TokenCache] = {}
     call_cache: list[TokenCache] = []
     exact: list[bool] = []

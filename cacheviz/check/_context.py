@@ -98,6 +98,15 @@ class Context:
             out.setdefault(row["thread"], []).append(row["call"])
         return out
 
+    @cached_property
+    def breaks_at(self) -> dict[tuple[str, str, int], int]:
+        """How many drifts of each thread break at each place: ``(thread, part, position)``."""
+        out: dict[tuple[str, str, int], int] = {}
+        for drift in self.drifts:
+            key = (drift["thread"], drift["part"], drift["position"])
+            out[key] = out.get(key, 0) + 1
+        return out
+
     def thread_of(self, call: int) -> str:
         """The thread a call belongs to."""
         return self.calls[call]["thread"]

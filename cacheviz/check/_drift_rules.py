@@ -16,12 +16,7 @@ from cacheviz.check._context import Context, Finding
 from cacheviz.check._rules import RULES
 from cacheviz.redact import redact_cut
 
-# user state: words that name a balance, a quota, a counter of the user's own
-_PROFILE = re.compile(
-    r"\b(?:user (?:profile|state|info)|balance|quota|credits?|remaining|requests? today|"
-    r"subscription|account)\b|\$\s?\d",
-    re.IGNORECASE,
-)
+_CLOCKS = ("timestamp", "date")  # volatile kinds (prefix/_diagnose.py) that tell the time
 _ENV_TAG = re.compile(r"<(?:environment_details|editor_context|env)>")
 _THINKING_DROPPED = "thinking block(s) dropped"
 _THINKING_PARAMS = ("thinking", "reasoning", "reasoning_effort")
@@ -62,8 +57,29 @@ def changed_line(ctx: Context, drift: dict[str, Any]) -> str | None:
 
 
 def _is_profile(ctx: Context, drift: dict[str, Any]) -> bool:
-    line = changed_line(ctx, drift)
-    return line is not None and bool(_PROFILE.search(line))
+    """Volatile state placed before the conversation: decided by position and recurrence.
+
+    The guide's anti-pattern (a user profile: balance, quota, counters) is about *where*
+    the state sits and that it changes every call, not the words it uses. A drift is one
+    when it breaks the first segments of the prefix — the system prompt, the tools, or
+    the first message — at a place its thread breaks on most of its calls (at least half
+    of the calls after the first, and twice). In the system prompt and the tools the
+    value that changes must be state, not a clock: a timestamp or a date rewritten every
+    call is the other anti-pattern (``dynamic_system``); a first message rewritten before
+    every call is state whatever changes in it.
+    """
+    part = drift["part"]
+    if part == "messages" and drift["position"] != 0:
+        return False
+    calls = len(ctx.threads.get(drift["thread"], ()))
+    breaks = ctx.breaks_at.get((drift["thread"], part, drift["position"]), 0)
+    if breaks < max(_REPEATED, calls // 2):  # half of the calls after the first, rounded up
+        return False
+    if part == "messages":
+        return drift["cause"] in ("volatile_value", "content_edited")
+    detail = drift.get("detail") or ""
+    clock = any(f"{kind} changed:" in detail for kind in _CLOCKS)
+    return drift["cause"] == "volatile_value" and not clock
 
 
 def _is_env_stripped(ctx: Context, drift: dict[str, Any]) -> bool:
@@ -100,8 +116,8 @@ def classify(ctx: Context, drift: dict[str, Any]) -> str | None:
     if _is_env_stripped(ctx, drift):
         return "env_details_stripped"
     if _is_profile(ctx, drift):
-        # volatile user state early in the prefix, whichever message carries it (e.g. a
-        # profile injected as the first block of the first user message)
+        # volatile state early in the prefix: a profile injected as the first block of
+        # the first user message and rewritten before every call
         return "dynamic_profile"
     return "history_rewrite"
 

@@ -253,27 +253,50 @@ _AMOUNT_COLUMNS = (
     Column("waste", drop=2),
 )
 
-_SESSION_COLUMNS = (
-    Column("last activity", "<", drop=2),
-    *(replace(c, drop=1) if c.header == "waste" else c for c in _AMOUNT_COLUMNS),
-    Column("models", "<", drop=6, shrink=12),
-    Column("session", "<", drop=7, shrink=13),
-    Column("title / first prompt", "<"),
-)
-"""``--by session``: when, how much, with which models (most calls first), which file,
-about what. Narrow, the token columns go first, then the session's file name is cut at its
-end (its head names it: a Claude Code session's UUID), then the models, calls and hit
-ratio; the title wraps."""
+_VERDICTS_COLUMN = Column("verdicts agree", drop=13)
+"""How often cacheviz agrees with the provider's own verdicts (shown when some call carries
+one); the first to give way on a narrow terminal (``--json`` keeps it)."""
 
 
-def _rollup_columns(by: str) -> tuple[Column, ...]:
-    """Periods and models first; a project last, wrapped; sessions with their context."""
+def _amount_columns(verdicts: bool) -> tuple[Column, ...]:
+    return (*_AMOUNT_COLUMNS, *((_VERDICTS_COLUMN,) if verdicts else ()))
+
+
+def _session_columns(verdicts: bool) -> tuple[Column, ...]:
+    """``--by session``: when, how much, with which models (most calls first), which file.
+
+    Then what it was about. Narrow, the token columns go first, then the session's file
+    name is cut at its end (its head names it: a Claude Code session's UUID), then the
+    models, calls and hit ratio; the title wraps.
+    """
+    return (
+        Column("last activity", "<", drop=2),
+        *(replace(c, drop=1) if c.header == "waste" else c for c in _amount_columns(verdicts)),
+        Column("models", "<", drop=6, shrink=12),
+        Column("session", "<", drop=7, shrink=13),
+        Column("title / first prompt", "<"),
+    )
+
+
+def _agreement(row: dict[str, Any]) -> str:
+    """``agree/compared`` provider verdicts ('-': none asked for; see scanning._rollup)."""
+    compared = row.get("verdicts_compared")
+    if compared is None:
+        return "-"
+    return f"{row.get('verdicts_agree') or 0}/{compared}"
+
+
+def _rollup_columns(by: str, verdicts: bool = False) -> tuple[Column, ...]:
+    """Periods and models first; a project last, wrapped; sessions with their context.
+
+    ``verdicts``: a column of how often cacheviz agrees with the provider's own verdicts.
+    """
     if by == "session":
-        return _SESSION_COLUMNS
+        return _session_columns(verdicts)
     return (
         *((Column(by, "<"),) if by not in _LONG_KEYS else ()),
         Column("sessions", drop=6),
-        *_AMOUNT_COLUMNS,
+        *_amount_columns(verdicts),
         *((Column(by, "<"),) if by in _LONG_KEYS else ()),
     )
 
@@ -291,7 +314,9 @@ def _when(value: str | None, tz: str) -> str:
     return at.strftime("%Y-%m-%d %H:%M")
 
 
-def _rollup_row(key: str, row: dict[str, Any], by: str, tz: str = "UTC") -> list[str]:
+def _rollup_row(
+    key: str, row: dict[str, Any], by: str, tz: str = "UTC", verdicts: bool = False
+) -> list[str]:
     cells = [
         f"{row['calls']:,}",
         ratio(row.get("hit_ratio")),
@@ -302,6 +327,7 @@ def _rollup_row(key: str, row: dict[str, Any], by: str, tz: str = "UTC") -> list
         _money(row["billed_usd"]),
         _money(row["ideal_usd"]),
         _money(row.get("waste_usd")),
+        *((_agreement(row),) if verdicts else ()),
     ]
     if by == "session":
         context = [row.get("models") or "-", key, row.get("title") or "-"]
@@ -337,12 +363,13 @@ def _print(
     )
     out.write(wrap_line(summary, width) + "\n\n")
     by = doc["by"]
-    rows = [_rollup_row(_key(row[by], by), row, by, tz) for row in doc["rollup"]]
-    total = _rollup_row("total", totals, by, tz)
+    verdicts = totals.get("verdicts_compared") is not None
+    rows = [_rollup_row(_key(row[by], by), row, by, tz, verdicts) for row in doc["rollup"]]
+    total = _rollup_row("total", totals, by, tz, verdicts)
     if by == "session":
         total[0], total[-3], total[-2], total[-1] = "total", "", "", ""
     rows.append(total)
-    columns = _rollup_columns(by)
+    columns = _rollup_columns(by, verdicts)
     for text in render(columns, rows, width, wrap=by in _LONG_KEYS, min_wrap=20):
         out.write(text + "\n")
     if totals["unpriced_calls"]:

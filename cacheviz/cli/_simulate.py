@@ -69,12 +69,38 @@ def run(args: argparse.Namespace) -> int:
         model, priced_as = pick.model, pick.line()
     result = analysis.simulate(provider, model, prices=args.prices, **_rules(args))
     doc = result.to_dict()
+    readings(doc, analysis)
     if args.json:
         dump({**doc, "priced_as": priced_as} if priced_as is not None else doc)
     else:
         billed = analysis.calls["billed_usd"].to_list()
         _print_simulation(doc, sys.stdout, billed, priced_as=priced_as)
     return 0
+
+
+def readings(doc: dict[str, Any], analysis: Analysis) -> None:
+    """Give each compared call the analysis' own reading: one story on every surface.
+
+    A call the simulation compares with the provider's report gets ``miss_cause`` (the
+    analysis' miss, as ``summary``, the inspector and the report show it; ``null``: no
+    miss) and ``rebuild`` (an expected rebuild the log or the capture shows).
+    """
+    frame = analysis.calls
+    causes, rebuilds = frame["miss_cause"].to_list(), frame["rebuild"].to_list()
+    for call in doc["calls"]:
+        compared = call["verdict"] != "not_reported"
+        call["miss_cause"] = causes[call["call"]] if compared else None
+        call["rebuild"] = rebuilds[call["call"]] if compared else None
+
+
+def _verdict(call: dict[str, Any]) -> str:
+    """A call's verdict as the table shows it: the analysis' miss first, then the replay's."""
+    shown = str(call["verdict"])
+    if call.get("miss_cause") is not None:
+        shown = f"miss: {call['miss_cause']}"
+    elif call.get("rebuild") is not None and shown == "unexplained_miss":
+        shown = f"rebuild: {call['rebuild']}"
+    return shown + (" (sized from usage)" if call.get("sized_from_usage") else "")
 
 
 def _rules(args: argparse.Namespace) -> dict[str, Any]:
@@ -170,7 +196,7 @@ def _print_simulation(
                 usd(billed[call["call"]]),
                 number(reported.get("cache_read_tokens")),
                 number(reported.get("cache_write_tokens")),
-                call["verdict"],
+                _verdict(call),
             ]
         )
     for text in render(SIMULATION_COLUMNS, rows, width):
@@ -178,7 +204,17 @@ def _print_simulation(
     total = f"total: {usd(doc['total_cost_usd'])}; ideal (new tokens only): "
     total += f"{usd(doc['ideal_usd'])}"
     if doc["score"] is not None:
-        total += f"; matches the reported hits on {doc['score']:.0%} of calls"
+        compared = [c for c in doc["calls"] if c["verdict"] != "not_reported"]
+        sized = sum(bool(c.get("sized_from_usage")) for c in compared)
+        total += (
+            f"; matches the reported hits on {doc['score']:.0%} of the "
+            f"{len(compared) - sized} calls compared"
+        )
+        if sized:
+            total += (
+                f" ({sized} left out: their simulated unlogged prefix was sized from their "
+                "own reported read)"
+            )
     if doc["token_scale"] is not None:
         total += f"; provider tokens / cacheviz tokens = {doc['token_scale']:.3f}"
     out.write(wrap_line(total, width) + "\n")

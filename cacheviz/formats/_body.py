@@ -17,6 +17,7 @@ from typing import Any
 from cacheviz.formats._lines import LineReader
 from cacheviz.model import Call, Session, Usage
 from cacheviz.reported._usage import UsageError
+from cacheviz.reported._verdict import response_verdict_meta
 from cacheviz.request._blocks import (
     APIS,
     BLOCK_KEYS,
@@ -242,6 +243,23 @@ def sse_events(text: str) -> Iterator[dict[str, Any]]:
             continue
         if isinstance(event, dict):
             yield event
+
+
+def sse_verdict(text: str) -> dict[str, Any]:
+    """The provider's cache verdict in a stream, as ``Call.meta`` entries (empty: none).
+
+    Anthropic puts ``diagnostics`` on ``message_start.message``; OpenAI Responses puts
+    ``prompt_cache_diagnostics`` on the final ``response`` (``response.completed``). Read
+    like a whole body's (:func:`cacheviz.reported._verdict.response_verdict_meta`).
+    """
+    found: dict[str, Any] = {}
+    for event in sse_events(text):
+        if event.get("type") == "message_start":
+            return response_verdict_meta(event)
+        verdict = response_verdict_meta(event)
+        if verdict:
+            found = verdict  # the last one the stream gives (the completed response's)
+    return found
 
 
 def first_record(head: bytes) -> Any:

@@ -48,13 +48,14 @@ from pathlib import Path
 from typing import Any
 
 from cacheviz.errors import TranscriptError
-from cacheviz.formats._body import call_from_request, first_record, provider_for
+from cacheviz.formats._body import call_from_request, first_record, provider_for, sse_verdict
 from cacheviz.formats._cxv_archive import Archive, archives_in, is_archive
 from cacheviz.formats._lines import LineReader
 from cacheviz.formats._time import parse_ts
 from cacheviz.formats.claude_trace import sse_usage
 from cacheviz.model import Call, Session, SkippedLine
 from cacheviz.reported._usage import UsageError, normalize_usage
+from cacheviz.reported._verdict import response_verdict_meta
 from cacheviz.request._blocks import BlockStore, RenderError
 from cacheviz.request._jsonspan import ObjectScan, json_type
 
@@ -212,6 +213,8 @@ def _call(
     if isinstance(answer, str):
         raw_usage = sse_usage(answer)
     meta = _meta(entry, answer)
+    # the provider's own cache verdict, whole body or stream (Anthropic or OpenAI)
+    meta.update(sse_verdict(answer) if isinstance(answer, str) else response_verdict_meta(answer))
     if item.sorted_keys:
         meta["request_bytes"] = SORTED_BYTES
     if item.delta:

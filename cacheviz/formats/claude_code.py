@@ -206,6 +206,11 @@ class _SessionFile:
         self.spawn_ids: dict[str, tuple[str | None, str | None]] = {}  # Task call id -> the same
         self.first_prompt: dict[str, str] = {}  # thread key -> its first user text
         self.titles: dict[str, str] = {}  # title kind -> the latest logged (custom, ai, summary)
+        # conversations by their links (two processes appending to one file): a record
+        # continuing an earlier response than its conversation's latest starts a fork
+        self.tip: dict[str, str] = {}  # thread key -> its latest response id
+        self.count_at: dict[str, int] = {}  # record uuid -> its thread's messages by then
+        self.forks: dict[str, tuple[str, str]] = {}  # fork key -> (its base, base's tip then)
 
     def _note_agent(self, record: dict[str, Any]) -> None:
         """Remember a sub-agent the session names (its file should sit in subagents/).
@@ -230,9 +235,12 @@ class _SessionFile:
     def _thread_key(self, record: dict[str, Any]) -> str:
         if self.thread is not None:
             return self.thread
-        if not record.get("isSidechain"):
-            return "main"
         parent = record.get("parentUuid")
+        if not record.get("isSidechain"):
+            # the conversation its links lead to: main, or a fork of it
+            link = parent if isinstance(parent, str) else record.get("logicalParentUuid")
+            found = self.thread_of.get(link) if isinstance(link, str) else None
+            return found if found is not None and found in self.forks else "main"
         key = self.thread_of.get(parent) if isinstance(parent, str) else None
         if key is None or key == "main":
             uuid = str(record.get("uuid") or len(self.threads))
@@ -262,7 +270,9 @@ class _SessionFile:
                 self.titles[key] = record[field]
         if kind not in _MESSAGE_TYPES and isinstance(uuid, str) and uuid not in self.thread_of:
             # a link in a conversation's chain: what follows it is of the same thread
-            self.thread_of[uuid] = self._thread_key(record)
+            key = self.thread_of[uuid] = self._thread_key(record)
+            known = self.threads.get(key)
+            self.count_at[uuid] = len(known.messages) if known is not None else 0
         if kind not in _MESSAGE_TYPES:
             if kind is None and "sessionId" not in record:
                 _refuse_other_format(lineno, record)
@@ -280,6 +290,8 @@ class _SessionFile:
             raise ValueError(msg)
         ts = parse_ts(record.get("timestamp"))
         key = self._thread_key(record)
+        if key == "main" or key in self.forks:
+            key = self._fork(record, key, message)
         if isinstance(uuid, str):
             self.thread_of[uuid] = key
         thread = self.threads.get(key)
@@ -294,6 +306,55 @@ class _SessionFile:
             self._note_spawns(message)
             self._assistant(lineno, thread, key, record, message, ts)
         self.last_ts[key] = ts or self.last_ts.get(key)
+        if isinstance(uuid, str):
+            self.count_at[uuid] = len(thread.messages)
+
+    def _fork(self, record: dict[str, Any], key: str, message: dict[str, Any]) -> str:
+        """The conversation of a message record: ``key``, or a new fork of it.
+
+        A record whose links lead to an earlier response than ``key``'s latest one
+        continues the conversation from that point, beside what was said since: another
+        Claude Code process appending to the same file, or a rewind. It starts a fork,
+        its history the conversation's up to the record it follows; the fork shares the
+        unlogged prefix (the same client's system prompt and tools). A fork whose base
+        makes no call after it is folded back when the file is read (:meth:`settle`).
+        """
+        tip = self.tip.get(key)
+        if tip is None:
+            return key
+        own = None
+        if record.get("type") == "assistant":
+            own = str(message.get("id") or record.get("requestId") or record.get("uuid"))
+            if own in self.responses or message.get("model") == "<synthetic>":
+                return key  # a later block of a response, or no API call
+        follows = self._linked_response(record, own or "")
+        parent = record.get("parentUuid")
+        count = self.count_at.get(parent) if isinstance(parent, str) else None
+        if follows is None or follows == tip or count is None:
+            return key
+        fork = f"main fork #{len(self.forks) + 2}"
+        thread = self.threads[fork] = Thread(self.store, "main")
+        thread.replace([dict(m) for m in self.threads[key].messages[:count]])
+        self.forks[fork] = (key, tip)
+        self.tip[fork] = follows
+        self.last_ts[fork] = self.last_ts.get(key)
+        return fork
+
+    def settle(self) -> None:
+        """Fold back each fork whose base made no call after it (a rewind, an interrupt).
+
+        Two conversations are kept apart only while both make calls; a request left
+        behind by an interrupt, then continued from an earlier point, is one thread.
+        """
+        alias: dict[str, str] = {}
+        for fork, (base, tip) in self.forks.items():  # in the order they started
+            if self.tip.get(base) == tip:  # the base's last call came before the fork
+                alias[fork] = alias.get(base, base)
+        for call in self.calls:
+            name = call.thread_hint
+            if name in alias:
+                call.thread_hint = alias[name]
+                call.parent_hint = None if alias[name] == "main" else "main"
 
     def _note_spawns(self, message: dict[str, Any]) -> None:
         """Remember the sub-agents this reply starts: a ``Task`` (``Agent``) call's prompt.
@@ -460,6 +521,9 @@ class _SessionFile:
             meta=meta,
         )
         call.line = lineno
+        if key in self.forks:  # a conversation of its own, beside main
+            call.thread_hint, call.parent_hint = key, "main"
+        self.tip[key] = str(response_id)
         self.calls.append(call)
         thread.append({"role": "assistant", "content": _blocks_of(message.get("content"))})
         self.responses[str(response_id)] = (call, key, len(thread.messages) - 1)
@@ -529,6 +593,7 @@ def _read_file(path: Path, store: BlockStore, thread: str | None, errors: str) -
     reader.rebuilds = True  # each request is rebuilt from the lines before it
     state = _SessionFile(reader, store, thread)
     reader.each_record(state.add, "expected one Claude Code record per line")
+    state.settle()
     if state.conflicts:
         _, first, later = state.conflicts[0]
         more = f" (+{len(state.conflicts) - 1} more)" if len(state.conflicts) > 1 else ""

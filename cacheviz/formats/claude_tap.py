@@ -71,6 +71,7 @@ from cacheviz.formats._sqlite import open_read_only, rows
 from cacheviz.formats._time import parse_ts
 from cacheviz.model import Call, Session
 from cacheviz.reported._usage import UsageError, normalize_usage
+from cacheviz.reported._verdict import response_verdict_meta
 from cacheviz.request._blocks import BlockStore, RenderError
 from cacheviz.request._jsonspan import ObjectScan, json_type
 
@@ -379,6 +380,7 @@ def record_call(
         raise ValueError(msg)
     answer = response.get("body")
     meta = _meta(record, session, answer)
+    meta.update(response_verdict_meta(answer))  # the provider's own cache verdict
     usage = None
     if isinstance(answer, dict):
         if answer.get("id") in _CAPTURE_ONLY_IDS:

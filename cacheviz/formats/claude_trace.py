@@ -19,6 +19,7 @@ from cacheviz.formats._body import (
     read_body_lines,
     scan_line,
     sse_events,
+    sse_verdict,
 )
 from cacheviz.formats._lines import LineReader
 from cacheviz.formats._time import parse_epoch
@@ -65,14 +66,6 @@ def sse_message_id(text: str) -> str | None:
         if event.get("type") == "message_start" and isinstance(event.get("message"), dict):
             return event["message"].get("id")
     return None
-
-
-def sse_verdict(text: str) -> dict[str, Any]:
-    """The cache verdict of an Anthropic SSE stream (``message_start.message.diagnostics``)."""
-    for event in sse_events(text):
-        if event.get("type") == "message_start":
-            return response_verdict_meta(event)
-    return {}
 
 
 def _call(text: str, refs: list[ObjectScan], store: BlockStore, reader: LineReader) -> Call | None:

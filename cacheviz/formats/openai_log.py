@@ -27,11 +27,13 @@ from cacheviz.formats._body import (
     read_body_lines,
     scan_line,
     sse_events,
+    sse_verdict,
 )
 from cacheviz.formats._lines import LineReader
 from cacheviz.formats._time import parse_epoch, parse_ts
 from cacheviz.model import Call, Session
 from cacheviz.reported._usage import normalize_usage
+from cacheviz.reported._verdict import response_verdict_meta
 from cacheviz.request._blocks import BlockStore
 from cacheviz.request._jsonspan import ObjectScan
 
@@ -114,11 +116,16 @@ def _call(
         ts = ts or (_time(wrapper.value("timestamp")) if isinstance(wrapper, ObjectScan) else None)
         payload = response.get("body")
         usage = payload.get("usage") if isinstance(payload, dict) else None
-        if usage is None and isinstance(response.get("body_raw"), str):
-            usage = sse_usage(response["body_raw"])
+        raw = response.get("body_raw")
+        verdict = sse_verdict(raw) if isinstance(raw, str) else {}
+        if usage is None and isinstance(raw, str):
+            usage = sse_usage(raw)
         response = payload if isinstance(payload, dict) else {}
     else:
         usage = response.get("usage")
+        verdict = {}
+    # the provider's own verdict (OpenAI prompt_cache_diagnostics), as Anthropic's is read
+    verdict = response_verdict_meta(response) or verdict
     if body is None:
         msg = "no request body"
         raise ValueError(msg)
@@ -133,8 +140,15 @@ def _call(
         api=api,
         ts=ts,
         usage=normalize_usage(usage),
-        meta={"response_id": response_id} if isinstance(response_id, str) and response_id else None,
+        meta=_meta(verdict, response_id),
     )
+
+
+def _meta(verdict: dict[str, Any], response_id: Any) -> dict[str, Any] | None:
+    meta = dict(verdict)
+    if isinstance(response_id, str) and response_id:
+        meta["response_id"] = response_id
+    return meta or None
 
 
 def read(path: Path, *, errors: str = "raise") -> Session:

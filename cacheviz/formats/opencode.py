@@ -330,9 +330,13 @@ class _Builder:
         message: _Record,
         usage: Usage | None,
     ) -> Call:
-        call = thread.call(
-            model=model, provider=provider, ts=ts, usage=usage, meta={"message_id": message.id}
-        )
+        meta: dict[str, Any] = {"message_id": message.id}
+        # the agent that made the call (OpenCode 1.x ``agent``, older ``mode``): each
+        # primary agent (build, plan, ...) sends its own system prompt
+        agent = message.data.get("agent") or message.data.get("mode")
+        if isinstance(agent, str) and agent:
+            meta["agent"] = agent
+        call = thread.call(model=model, provider=provider, ts=ts, usage=usage, meta=meta)
         parent = self.store.sessions.get(message.session)
         call.parent_hint = parent if isinstance(parent, str) else None
         call.line = len(self.calls) + 1

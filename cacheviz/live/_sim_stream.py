@@ -147,7 +147,7 @@ class SimulationStream:
             reported = call.reported if origin == self.provider and same else None
             values = sim_row(call, result, rates, prefixes[call.index], reported, self.self_hosted)
             verdict = values["verdict"]
-            if verdict != "not_reported":
+            if verdict != "not_reported" and not values["sized_from_usage"]:
                 self._reported += 1
                 self._matched += verdict == "match"
             for name, value in values.items():

@@ -815,11 +815,27 @@ def evidence_of(
         drift_detail=detail,
         rebuild=rebuild,
         tools_delta=call.meta.get("tools_delta"),
+        agent_switch=(
+            f"{before.meta['agent']} → {call.meta['agent']}"
+            if before is not None and agent_switch(before, call)
+            else None
+        ),
         rewritten=call.meta.get("rewritten"),
         reconstructed=call.reconstructed,
         spans=spans,
         head=head,
     )
+
+
+def agent_switch(before: Call, call: Call) -> bool:
+    """Whether the client's agent (its mode: OpenCode's build, plan, ...) changed.
+
+    A client that logs which of its agents made each call (``Call.meta["agent"]``)
+    sends each agent's own system prompt (and tool permissions): a switch rewrites the
+    request's head.
+    """
+    now, then = call.meta.get("agent"), before.meta.get("agent")
+    return isinstance(now, str) and isinstance(then, str) and now != then
 
 
 def miss_at(
@@ -905,6 +921,13 @@ def miss_at(
         detail = (
             f"call {source} left {_tier(ttl_evidence)} entries; this call writes "
             f"{_tier(own_ttl)} ones: an entry of the other tier was not read"
+        )
+    elif previous is not None and agent_switch(previous, call):
+        cause = "agent_switch"
+        detail = (
+            f"the agent switched from {previous.meta['agent']} to {call.meta['agent']} since "
+            f"call {source}: each agent sends its own system prompt, so the cache keeps "
+            "only what precedes it"
         )
     elif (
         profile is not None

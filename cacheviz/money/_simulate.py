@@ -14,7 +14,10 @@ of that provider, gives each call a verdict:
   this session explain (a cache warmed by another session, or rules we don't see);
 * ``not_reported``: no usage to compare with.
 
-The session score is the share of ``match`` among reported calls. A per-session token
+The session score is the share of ``match`` among reported calls, leaving out those
+whose simulated unlogged prefix was sized from their own reported read
+(``sized_from_usage``: a new version of it at that call, or a warm head its read set):
+their match is circular. A per-session token
 scale factor (least squares of reported inclusive input on cacheviz's own count) says
 how far the tokenizer approximation is from the provider's (1.0 = exact).
 """
@@ -187,6 +190,7 @@ class SimCallWalk:
         """
         thread = cols["thread"][i]
         explicit = _explicit(cols["provider"][i])
+        before = self.versions.get(thread, 0)
         version = next_version(
             self.versions,
             thread,
@@ -204,6 +208,14 @@ class SimCallWalk:
             local_offsets=local_offsets,
             ttl_hint=cols["ttl_seconds"][i],
             warm_tokens=next_warm_head(self.warm_first, cols, i, explicit),
+        )
+        # sized from its own reported read: a new unlogged-prefix version at this call,
+        # or a warm head the thread's first read set, or took away (a read of 0)
+        warm = self.warm_first.get(thread, 0)
+        current.sized_from_usage = version != before or (
+            explicit
+            and bool(warm)
+            and (cols["prev_call"][i] is None or cols["reported_cache_read_tokens"][i] == 0)
         )
         self.clock, self.previous = current.clock, current
         return current
@@ -264,10 +276,19 @@ def next_sim_call(
         reconstructed=call.reconstructed,
         provider=call.provider,
         clock=clock,
+        answered=_answered(call),
         local_offsets=local_offsets,
         ttl_hint=ttl_hint,
         warm_tokens=warm_tokens,
     )
+
+
+def _answered(call: Call) -> float | None:
+    """The time of the call's response's first record, when the log has it (Claude Code)."""
+    end = call.meta.get("response_ts")
+    if end is None or getattr(end, "tzinfo", None) is None or call.ts is None:
+        return None
+    return float(end.timestamp())
 
 
 def version_evidence(
@@ -592,8 +613,16 @@ class Replay:
     unpriced: str
 
     def simulation(self) -> Simulation:
-        """The :class:`Simulation` of this replay."""
-        verdicts = [v for v in self.cols["verdict"] if v != "not_reported"]
+        """The :class:`Simulation` of this replay.
+
+        Its score leaves out the calls whose simulated unlogged prefix was sized from
+        their own reported read (``sized_from_usage``): their match is circular.
+        """
+        verdicts = [
+            v
+            for v, sized in zip(self.cols["verdict"], self.cols["sized_from_usage"], strict=True)
+            if v != "not_reported" and not sized
+        ]
         return simulation_of(
             self.provider,
             self.model,
@@ -762,6 +791,7 @@ def sim_row(
         "reported_cache_write_tokens": reported.cache_write_tokens if reported else None,
         "reported_output_tokens": reported.output_tokens if reported else None,
         "verdict": _verdict(result, reported),
+        "sized_from_usage": reported is not None and call.sized_from_usage,
         "detail": result.detail,
     }
 

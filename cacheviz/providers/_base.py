@@ -53,6 +53,11 @@ class SimCall:
     reconstructed: bool = False  # rebuilt from a log: recorded breakpoints are unknown
     provider: str = ""  # the provider the call was recorded with
     clock: float = 0.0  # request start in seconds (ts, or a synthetic clock without one)
+    # the latest time the provider can have processed the request: its response's first
+    # record (Claude Code), else ``clock``. The entries it reads or writes are refreshed
+    # somewhere in [clock, answered]; a TTL runs from the last use, so they certainly
+    # live until ``answered`` + TTL (see :attr:`refreshed`)
+    answered: float | None = None
     # the local encoding's offsets when ``offsets`` are calibrated provider tokens
     local_offsets: list[int] | None = None
     # the TTL (seconds) of the entries this call writes, from the session's evidence
@@ -61,11 +66,25 @@ class SimCall:
     # leading tokens already cached before the session (its thread's first reported read,
     # inside the unlogged prefix: the agent's static system prompt other sessions warm)
     warm_tokens: int = 0
+    # the replay of this call was shaped by its own reported read (an unlogged-prefix
+    # version, a warm head taken from it): its match with the provider is not evidence
+    sized_from_usage: bool = False
 
     @property
     def total(self) -> int:
         """Input tokens of the whole request."""
         return self.offsets[-1]
+
+    @property
+    def refreshed(self) -> float:
+        """When the entries this call reads or writes start their TTL, at the latest.
+
+        The request is looked up at ``clock`` (its earliest time) and its entries are
+        stamped at its latest (:attr:`answered`): the log bounds the moment the provider
+        used them from both sides, and a provider's TTL is a minimum lifetime from the
+        last use, so an entry is let expire only when it certainly did.
+        """
+        return self.clock if self.answered is None else max(self.clock, self.answered)
 
     def partial(self, block: int, tokens: int) -> int:
         """``tokens`` leading tokens of ``block`` (counted in its token array), on ``offsets``.

@@ -162,14 +162,14 @@ class AnthropicSimulator:
             # a cache is per model: another model never reads this entry
             return (call.chain[i], salt if call.parts[i] == "messages" else b"", call.model)
 
-        now = call.clock
+        now, used = call.clock, call.refreshed
         hit = -1
         for point in reversed(points):
             for i in range(point.block, max(-1, point.block - self.lookback), -1):
                 entry = store.get(key(i), now)
                 if entry is not None:
                     hit = i
-                    store.touch(entry, now)
+                    store.touch(entry, used)
                     break
             if hit >= 0:
                 break
@@ -182,7 +182,7 @@ class AnthropicSimulator:
         for point in points:
             length = call.offsets[point.block + 1]
             if length > read and length >= minimum:
-                store.put(key(point.block), length, now, point.ttl_seconds, written_by=call.index)
+                store.put(key(point.block), length, used, point.ttl_seconds, written_by=call.index)
                 written.append(point)
         b_tokens = read
         long_ones = [p for p in written if p.ttl_seconds >= TTLS["1h"]]

@@ -298,6 +298,8 @@ class Evidence:
     """The tools the log shows loaded or removed since ``source`` (Claude Code)."""
     rewritten: str | None = None
     """Edits the client says it made to the history before sending (Claude Code)."""
+    agent_switch: str | None = None
+    """The client's agent switched since ``source`` (``old → new``; OpenCode agents)."""
     reconstructed: bool = False
     """Rebuilt from a conversation log: the bytes sent are not all logged."""
     spans: Mapping[str, Sequence[tuple[int, int]]] = field(default_factory=dict)
@@ -388,7 +390,8 @@ def compare_verdict(verdict: str | None, ev: Evidence) -> tuple[bool | None, str
     * ``tools_changed``: a drift in the tools, or tools the log shows loaded or removed
       since then (a ToolSearch ``tool_reference``, a ``deferred_tools_delta``);
     * ``system_changed``: a drift in the system prompt, or that tools delta (Claude Code
-      lists deferred tools in its system prompt too);
+      lists deferred tools in its system prompt too); either of the two, an agent
+      switch the log shows (OpenCode's build → plan: its own prompt and tools);
     * ``messages_changed`` (OpenAI ``input_changed``, ``context_compacted``): a drift
       in the messages, a compaction, or history edits the client logged;
     * an OpenAI parameter reason: a ``params_changed`` drift of that parameter;
@@ -466,6 +469,8 @@ def _positive(verdict: str, layer: str, ev: Evidence) -> str:
             return f"the client logged edits to the history before sending: {ev.rewritten}"
     if layer in ("tools", "system") and ev.tools_delta:
         return f"the log shows the tools changed{since}: {ev.tools_delta}"
+    if layer in ("tools", "system") and ev.agent_switch:
+        return f"the agent switched{since} ({ev.agent_switch}): its own system prompt and tools"
     return ""
 
 

@@ -176,6 +176,7 @@ def _document(result: ScanResult, *, by: str | None = None, **options: Any) -> d
             "waste_usd",
             "reported_cost_usd",
             "drifts",
+            *_rollup.VERDICT_COLUMNS,
             "first_ts",
             "last_ts",
             "models",

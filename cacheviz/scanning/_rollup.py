@@ -25,6 +25,7 @@ _TOKENS = {
     "cache_write_1h_tokens": "reported_cache_write_1h_tokens",
     "output_tokens": "reported_output_tokens",
 }
+VERDICT_COLUMNS = ("verdicts_compared", "verdicts_agree", "verdict_agree_rate")
 _MESSAGE_LABEL = re.compile(r"#\d+$")
 
 
@@ -53,6 +54,24 @@ def _amounts() -> list[pl.Expr]:
         *(_sum(source, name) for name, source in _TOKENS.items()),
         _schema.hit_ratio_expr("reported_cache_read_tokens", "reported_input_tokens"),
         *_money(),
+        *_verdicts(),
+    ]
+
+
+def _verdicts() -> list[pl.Expr]:
+    """How often cacheviz's reading agrees with the provider's own verdicts.
+
+    ``verdicts_compared`` counts the comparable verdicts compared, ``verdicts_agree``
+    those cacheviz agrees with (both null when no call asked the provider for one:
+    not requested is not 0), ``verdict_agree_rate`` their ratio (null: none compared).
+    """
+    requested = pl.col("provider_verdict").is_not_null().any()
+    compared = pl.col("verdict_agrees").is_not_null().sum().cast(pl.Int64)
+    agree = pl.col("verdict_agrees").fill_null(value=False).sum().cast(pl.Int64)
+    return [
+        pl.when(requested).then(compared).alias("verdicts_compared"),
+        pl.when(requested).then(agree).alias("verdicts_agree"),
+        pl.when(compared > 0).then(agree / compared).alias("verdict_agree_rate"),
     ]
 
 
@@ -280,6 +299,7 @@ def totals(calls: pl.DataFrame, files: pl.DataFrame, failed: pl.DataFrame) -> di
         "waste_usd": row.get("waste_usd"),
         "unpriced_calls": row.get("unpriced_calls", 0),
         "reported_cost_usd": row.get("reported_cost_usd"),
+        **{name: row.get(name) for name in VERDICT_COLUMNS},
         "failed_files": failed.height,
         "unknown_files": files.filter(pl.col("status") == "unknown").height,
     }

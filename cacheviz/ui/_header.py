@@ -15,6 +15,7 @@ from cacheviz._schema import CAUSES, MISS_CAUSES, clean
 from cacheviz.money import pricing
 from cacheviz.money._metrics import hit_ratio
 from cacheviz.redact import redact_all
+from cacheviz.reported._verdict import verdict_counts
 from cacheviz.ui._providers import compare_rows, pricing_notes, target_facts, unpriced_models
 from cacheviz.ui._shared import thread_names
 
@@ -42,6 +43,36 @@ def _thread_parents(analysis: Analysis) -> list[int]:
 def _hit_ratio(read: pl.Series, total: pl.Series) -> float | None:
     """Token-weighted hit ratio (:func:`cacheviz.money._metrics.hit_ratio`)."""
     return hit_ratio(read.to_list(), total.to_list()).tokens
+
+
+_DISAGREEMENTS = 50  # listed in the header; the calls frame holds every one
+
+
+def verdicts(calls: pl.DataFrame) -> dict[str, Any] | None:
+    """The provider's own verdicts against cacheviz's reading: the rate and each disagreement.
+
+    ``None`` when no call asked the provider for a verdict. Otherwise
+    :func:`~cacheviz.reported._verdict.verdict_counts` (``compared``, ``agree``,
+    ``agree_rate``, ...) and ``disagreements``: per call cacheviz disagrees on (at most
+    50), both readings — the provider's (``provider``, ``provider_missed_tokens``) and
+    cacheviz's (``cacheviz``: its own cause of the call's miss or drift, else ``no
+    change found``; ``detail``: the evidence, one line).
+    """
+    if "provider_verdict" not in calls.columns or calls["provider_verdict"].is_null().all():
+        return None
+    out = verdict_counts(calls["provider_verdict"].to_list(), calls["verdict_agrees"].to_list())
+    rows = calls.filter(pl.col("verdict_agrees").not_()).head(_DISAGREEMENTS)
+    out["disagreements"] = [
+        {
+            "call": row["call"],
+            "provider": row["provider_verdict"],
+            "provider_missed_tokens": row["provider_missed_tokens"],
+            "cacheviz": row["own_cause"] or row["drift_cause"] or "no change found",
+            "detail": clean(row["verdict_detail"]),
+        }
+        for row in rows.iter_rows(named=True)
+    ]
+    return out
 
 
 def meta(
@@ -117,6 +148,7 @@ def meta_of(
         "compare": rows,
         "approximate": not bool(calls["tokens_exact"].all()) if calls.height else False,
         "reconstructed": bool(calls["reconstructed"].any()) if calls.height else False,
+        "verdicts": verdicts(calls),
     }
     billed = getattr(analysis, "billed_usd", None)
     if "billed_usd" in calls.columns or billed is not None:

@@ -79,6 +79,9 @@ def scan_data(result: ScanResult, *, tz: str = "UTC", top: int = TOP) -> dict[st
         "reported_cost_usd",
         "drifts",
         "usage_only",
+        "verdicts_compared",
+        "verdicts_agree",
+        "verdict_agree_rate",
     )
     sessions = sessions.with_columns(
         pl.col("session").map_elements(_short, return_dtype=pl.String).alias("name")
@@ -177,6 +180,9 @@ _SESSION_COLUMNS = [
     ("waste", "waste_usd", _money),
     ("agent's own cost", "reported_cost_usd", _money),
     ("drifts", "drifts", _count),
+    ("provider verdicts agreed", "verdicts_agree", _count),
+    ("compared", "verdicts_compared", _count),
+    ("agree rate", "verdict_agree_rate", _ratio),
 ]
 _BUSTER_COLUMNS = [
     ("kind", "kind", None),

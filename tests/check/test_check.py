@@ -263,6 +263,35 @@ def test_dynamic_profile_in_the_first_user_message(tmp_path, api):
 
 
 @pytest.mark.parametrize("api", APIS)
+def test_dynamic_profile_by_position_and_recurrence_not_words(tmp_path, api):
+    # issue 28: a volatile account block whose keys no word list knows, injected as the
+    # first block of the first user message and rewritten before every call
+    def messages(call, history):
+        account = json.dumps(
+            {"monthly_quota_used": 41 + 3 * call, "prepaid_credit_usd": round(12.5 - call, 2)}
+        )
+        first = history[0]
+        return [(first[0], f"{account}\n{first[1]}"), *history[1:]]
+
+    result = run(tmp_path, agent(api, messages=messages))
+    assert rules_of(result) == {"dynamic_profile"}
+    finding = result.findings[0]
+    assert finding.calls == list(range(1, 9)) and "monthly_quota_used" in finding.message
+
+
+@pytest.mark.parametrize("api", APIS)
+def test_profile_words_changed_once_are_not_a_profile(tmp_path, api):
+    # the words do not decide: a system block naming a balance, edited once, is a
+    # system prompt that changed (dynamic_system, a warning), not volatile state
+    def system(call):
+        return [SOUL, f"Billing: balance and quota rules v{1 if call < 5 else 2}.", POLICY]
+
+    result = run(tmp_path, agent(api, system=system))
+    assert rules_of(result) == {"dynamic_system"}
+    assert result.findings[0].calls == [5]
+
+
+@pytest.mark.parametrize("api", APIS)
 def test_profile_fetched_with_a_tool_is_clean(tmp_path, api):
     # guide fix: fetch user state on demand (a tool result appended at the end)
     specs = [*TOOLS, ("get_profile", "Fetch the user's balance and quota.", {"user": "string"})]

@@ -430,3 +430,200 @@ def test_a_model_switch_loses_no_more_than_the_evidence_shows(tmp_path):
     assert drift["tokens_lost"] == 40_000 - 12_000
     assert "the provider read 12,000 tokens from the new model's cache" in drift["detail"]
     assert analysis.calls["verdict_agrees"][3] is True
+
+
+def _disagreeing(folder) -> None:
+    """A session whose one verdict cacheviz disagrees with (the head read: not the tools)."""
+    log = Log()
+    total = _steady(log, 3)
+    log.user("2026-08-05T10:03:00Z", "and " + _text(300))
+    log.call(
+        "2026-08-05T10:03:05Z", total=total, read=12_000, diagnostics=_miss("tools_changed", 8_000)
+    )
+    folder.mkdir(parents=True, exist_ok=True)
+    log.write(folder)
+
+
+def test_scan_gives_the_agreement_per_session(tmp_path, capsys):
+    from cacheviz import cli
+    from cacheviz.ui._scan import scan_data, scan_html
+
+    _disagreeing(tmp_path / "p" / "a")
+    agreeing = Log()
+    agreeing.calls = 100  # other response ids: not a copy of the first session
+    _steady(agreeing, 3)
+    (tmp_path / "p" / "b").mkdir()
+    agreeing.write(tmp_path / "p" / "b")  # only 'checked' verdicts: none compared
+    result = cacheviz.scan([tmp_path / "p"], cache=False)
+    rows = {r["session"].split("/")[-2]: r for r in result.sessions.iter_rows(named=True)}
+    assert (rows["a"]["verdicts_compared"], rows["a"]["verdicts_agree"]) == (1, 0)
+    assert rows["a"]["verdict_agree_rate"] == 0.0
+    assert (rows["b"]["verdicts_compared"], rows["b"]["verdict_agree_rate"]) == (0, None)
+    assert result.totals()["verdicts_compared"] == 1
+    # the scan's surfaces: JSON, the table, Parquet, the HTML view
+    assert cli.main(["scan", str(tmp_path / "p"), "--json", "--no-cache"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert {s["verdicts_compared"] for s in doc["sessions"]} == {0, 1}
+    assert cli.main(["scan", str(tmp_path / "p"), "--by", "session", "--no-cache"]) == 0
+    out = capsys.readouterr().out
+    assert "verdicts agree" in out and " 0/1 " in out
+    result.write_parquet(tmp_path / "pq")
+    import polars as pl
+
+    sessions = pl.read_parquet(tmp_path / "pq" / "sessions.parquet")
+    assert sorted(sessions["verdicts_compared"].to_list()) == [0, 1]
+    assert "agree rate" in scan_html(scan_data(result))
+
+
+def test_a_session_without_verdicts_has_no_agreement_figures(tmp_path):
+    log = Log()
+    _steady(log, 2)
+    for line in log.lines:  # no diagnostics key: never asked
+        line.get("message", {}).pop("diagnostics", None)
+    log.write(tmp_path)
+    result = cacheviz.scan([tmp_path], cache=False)
+    row = result.sessions.row(0, named=True)
+    assert row["verdicts_compared"] is None and row["verdict_agree_rate"] is None
+
+
+def test_the_report_lists_each_disagreement_with_both_readings(tmp_path):
+    from cacheviz.ui._header import meta
+
+    _disagreeing(tmp_path)
+    path = tmp_path / "11111111-2222-3333-4444-555555555555.jsonl"
+    analysis = cacheviz.load(path, format="claude-code").analyze()
+    verdicts = meta(analysis, ttl_seconds=None, simulation=None)["verdicts"]
+    assert (verdicts["compared"], verdicts["agree"]) == (1, 0)
+    (row,) = verdicts["disagreements"]
+    assert row["call"] == 3 and row["provider"] == "tools_changed"
+    assert row["provider_missed_tokens"] == 8_000
+    assert row["cacheviz"] == analysis.calls["own_cause"][3]  # cacheviz's own cause
+    assert row["detail"].startswith("the provider read 12,000")
+
+
+def _two_processes(log: Log) -> None:
+    """Two Claude Code processes appending to one file, told apart by their links only.
+
+    Process A runs calls 0-1, then goes on (calls 2, 4, 6); process B resumed from A's
+    call 1 and runs beside it (calls 3, 5, 7), each of its requests continuing its own
+    previous response; their records interleave in the file.
+    """
+    total = _steady(log, 2)
+    tips = {"A": log.last, "B": log.last}
+    sizes = {"A": total, "B": total}
+    for k in range(3):
+        for who, minute in (("A", 2 + 2 * k), ("B", 3 + 2 * k)):
+            ts = f"2026-08-05T10:{minute:02d}:00Z"
+            log.user(ts, f"{who} step {k} " + _text(300), parent=tips[who])
+            size = sizes[who]
+            # each reads what its own previous call left (the other's does not serve it)
+            log.call(ts.replace(":00Z", ":05Z"), total=size, read=size - 700, diagnostics=None)
+            tips[who] = log.last
+            sizes[who] = size + 700
+
+
+def test_two_processes_in_one_file_are_two_conversations(tmp_path):
+    log = Log()
+    _two_processes(log)
+    analysis = log.write(tmp_path)
+    calls = analysis.calls
+    threads = calls["thread"].to_list()
+    a, b = threads[0], threads[3]
+    assert a != b
+    assert [t == a for t in threads] == [True, True, True, False, True, False, True, False]
+    assert calls["parent_thread"][3] == a  # the fork hangs under the conversation it left
+    # each conversation's calls continue its own previous one: no history drift between them
+    assert analysis.drifts.height == 0
+    assert calls["prev_call"].to_list()[4:] == [2, 3, 4, 5]
+    # B's requests hold B's messages only (A's turns are not in them)
+    session = analysis.session
+    texts = [
+        [session.contents[h].raw.decode() for h in call.hashes[call.message_start :]]
+        for call in session.calls
+    ]
+    assert not any("A step" in t for t in texts[7])
+    assert any("B step 2" in t for t in texts[7])
+    assert not any("B step" in t for t in texts[6])
+    assert analysis.misses.height == 0
+
+
+def test_a_rewind_in_one_process_stays_one_conversation(tmp_path):
+    # a request interrupted, then the conversation continued from the record before it:
+    # the abandoned branch makes no call after, so it is one thread (as before), but the
+    # requests after follow the links (the interrupted response is not in them)
+    log = Log()
+    total = _steady(log, 2)
+    before = log.last
+    log.user("2026-08-05T10:02:00Z", "go " + _text(300))
+    fork_point = log.last
+    log.call(
+        "2026-08-05T10:02:05Z",
+        total=total,
+        read=total - 700,
+        diagnostics=None,
+        content=[{"type": "text", "text": "abandoned " + _text(40)}],
+    )
+    log.user("2026-08-05T10:03:00Z", "[Request interrupted by user]", parent=fork_point)
+    log.call("2026-08-05T10:03:05Z", total=total + 500, read=total - 700, diagnostics=None)
+    del before
+    analysis = log.write(tmp_path)
+    assert analysis.calls["thread"].n_unique() == 1
+    last = analysis.session.calls[-1]
+    texts = [analysis.session.contents[h].raw.decode() for h in last.hashes[last.message_start :]]
+    assert not any("abandoned" in t for t in texts)
+
+
+def test_summary_and_simulate_give_a_call_the_same_verdict(tmp_path, capsys):
+    # a read stopping at the static head one minute later: summary's miss (unknown,
+    # "after token N"); the replay versions the unlogged prefix from that very read, so
+    # its match is circular: simulate shows the miss and leaves the call out of its score
+    from cacheviz import cli
+
+    log = Log()
+    total = _steady(log, 3)
+    log.user("2026-08-05T10:03:00Z", "and " + _text(300))
+    log.call("2026-08-05T10:03:05Z", total=total, read=12_000)
+    analysis = log.write(tmp_path)
+    assert analysis.calls["miss_cause"][3] == "unknown"
+    sim = analysis.simulate("anthropic")
+    frame = sim.calls
+    assert frame["sized_from_usage"].to_list() == [True, False, False, True]
+    assert frame["verdict"][3] == "match"  # the replay was sized from the read itself
+    compared = [
+        v for v, s in zip(frame["verdict"], frame["sized_from_usage"], strict=True) if not s
+    ]
+    assert sim.score == sum(v == "match" for v in compared) / len(compared)
+    path = tmp_path / "11111111-2222-3333-4444-555555555555.jsonl"
+    assert cli.main(["simulate", str(path), "--format", "claude-code"]) == 0
+    out = capsys.readouterr().out
+    row = next(line for line in out.splitlines() if line.lstrip().startswith("3 "))
+    assert row.rstrip().endswith("miss: unknown (sized from usage)")
+    assert "of the 2 calls compared (2 left out: their simulated unlogged prefix was sized" in out
+    assert cli.main(["simulate", str(path), "--format", "claude-code", "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["calls"][3]["miss_cause"] == "unknown" and doc["calls"][3]["sized_from_usage"]
+    assert cli.main(["summary", str(path), "--format", "claude-code", "--json"]) == 0
+    summary = json.loads(capsys.readouterr().out)
+    assert summary["calls"][3]["miss"]["cause"] == doc["calls"][3]["miss_cause"]
+
+
+@pytest.mark.parametrize(("after", "read_all"), [(60, True), (400, False)])
+def test_an_entry_lives_from_the_latest_time_its_request_was_served(tmp_path, after, read_all):
+    # a request whose answer came 8 minutes after its last record (a retry, a machine
+    # asleep): the provider used its entries by then, not at the record's time, so a
+    # call a minute after the answer still reads them (5-minute TTL); 400 s after, not
+    log = Log()
+    total = 20_000
+    log.user("2026-08-05T10:00:00Z", "start " + _text(300))
+    log.call("2026-08-05T10:00:05Z", total=total, read=12_000, long=False, diagnostics=None)
+    log.user("2026-08-05T10:01:00Z", "run it " + _text(300))
+    log.call("2026-08-05T10:09:00Z", total=total + 700, read=total - 2, long=False)
+    at = 9 * 60 + after
+    ts = f"2026-08-05T10:{at // 60:02d}:{at % 60:02d}Z"
+    log.user(ts, "next " + _text(300))
+    answer = f"2026-08-05T10:{(at + 3) // 60:02d}:{(at + 3) % 60:02d}Z"
+    read = total + 700 - 2 if read_all else 12_000
+    log.call(answer, total=total + 1_400, read=read, long=False)
+    analysis = log.write(tmp_path)
+    simulated = analysis.own_simulation.calls["cache_read_tokens"][2]
+    assert (simulated >= total) is read_all

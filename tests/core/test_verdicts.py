@@ -166,6 +166,10 @@ def _with(base: Evidence, **changes) -> Evidence:
         # a deferred tool loaded or dropped (ToolSearch tool_reference, deferred_tools_delta)
         ("tools_changed", _with(_EXACT, tools_delta="tool_reference deploy"), True),
         ("system_changed", _with(_REBUILT, read=0, tools_delta="deferred_tools_delta -7"), True),
+        # an agent switch the log shows (OpenCode plan -> build): its own prompt and tools
+        ("system_changed", _with(_EXACT, agent_switch="plan → build"), True),
+        ("tools_changed", _with(_EXACT, agent_switch="plan → build"), True),
+        ("messages_changed", _with(_EXACT, agent_switch="plan → build"), False),
         # messages_changed <-> a history edit or a compaction the log announces
         ("messages_changed", _with(_EXACT, rebuild="compaction"), True),
         ("messages_changed", _with(_EXACT, rewritten="thinking_dropped ×1"), True),
@@ -647,3 +651,69 @@ def test_tools_loaded_by_tool_search_keep_the_cached_prefix(tmp_path):
     assert calls["prefix_tokens"][1] == calls["input_tokens"][0]
     sim = analysis.simulate("anthropic").calls
     assert sim["cache_read_tokens"].to_list() == [0, calls["input_tokens"][0]]
+
+
+def _responses_capture(tmp_path, *, stream: bool):
+    """An HTTP capture of three OpenAI Responses calls; the third changes its tools."""
+    tools = [{"type": "function", "name": "lookup", "parameters": {"type": "object"}}]
+    lines = []
+    text = " ".join(f"token{i}" for i in range(3_000))
+    for k in range(3):
+        body = {
+            "model": "gpt-5.6",
+            "instructions": "You are terse. " + text,
+            "tools": tools if k < 2 else [*tools, {**tools[0], "name": "fetch"}],
+            "input": [
+                {"role": "user", "content": f"turn {j} " + text[:2_000]} for j in range(k + 1)
+            ],
+            "prompt_cache_options": {"comparison_response_id": f"resp_{k - 1}"},
+        }
+        total = 5_000 + 800 * k
+        cached = 0 if k != 1 else 4_864
+        usage = {
+            "input_tokens": total,
+            "input_tokens_details": {"cached_tokens": cached},
+            "output_tokens": 10,
+        }
+        diagnostics = (
+            {"type": "cache_miss", "reason": "tools_changed", "cache_missed_tokens": 5_600}
+            if k == 2
+            else {"type": "cache_hit"}
+            if k == 1
+            else {"type": "comparison_response_not_found"}
+        )
+        response = {"id": f"resp_{k}", "object": "response", "model": "gpt-5.6", "usage": usage}
+        response["prompt_cache_diagnostics"] = diagnostics
+        if stream:
+            events = [
+                {"type": "response.created", "response": {"id": f"resp_{k}"}},
+                {"type": "response.completed", "response": response},
+            ]
+            answer = {"status_code": 200, "body": None}
+            answer["body_raw"] = "".join(f"data: {json.dumps(e)}\n\n" for e in events)
+        else:
+            answer = {"status_code": 200, "body": response}
+        ts = f"2026-11-02T10:00:{10 * k:02d}Z"
+        request = {"url": "https://api.openai.com/v1/responses", "timestamp": ts, "body": body}
+        lines.append(json.dumps({"request": request, "response": answer}))
+    path = tmp_path / f"capture{'-sse' if stream else ''}.jsonl"
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_openai_prompt_cache_diagnostics_in_a_capture_are_compared(tmp_path, stream):
+    # OpenAI's verdict is read like Anthropic's: from the body, or the completed stream
+    analysis = cacheviz.load(_responses_capture(tmp_path, stream=stream)).analyze()
+    calls = analysis.calls
+    assert calls["provider_verdict"].to_list() == [
+        "comparison_response_not_found",
+        "cache_hit",
+        "tools_changed",
+    ]
+    assert calls["provider_missed_tokens"][2] == 5_600
+    # the bytes show the tools changed: cacheviz agrees on the reason
+    assert calls["verdict_agrees"][2] is True
+    assert calls["verdict_agrees"][1] is not None
+    counts = analysis.summary()["provider_verdicts"]
+    assert counts["compared"] == counts["comparable"]

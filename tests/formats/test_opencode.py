@@ -413,6 +413,11 @@ def _opencode_1x(path: Path) -> Path:
             ],
         ),
     ]
+    return _write_1x(path, messages, {MAIN: None, SUB: MAIN})
+
+
+def _write_1x(path: Path, messages: list, sessions: dict) -> Path:
+    """``messages`` ((session, time created, data, parts)) as OpenCode 1.x stores them."""
     con = sqlite3.connect(path)
     con.executescript(_SCHEMA_1X)
     con.execute(
@@ -420,8 +425,7 @@ def _opencode_1x(path: Path) -> Path:
         " null, '[]')",
         (T0, T0),
     )
-    sessions = {MAIN: None, SUB: MAIN}
-    totals = {MAIN: [0] * 5, SUB: [0] * 5}  # what OpenCode adds up per session
+    totals = {sid: [0] * 5 for sid in sessions}  # what OpenCode adds up per session
     for n, (session, created, data, parts) in enumerate(messages):
         mid = f"msg_{n:04d}"
         con.execute(
@@ -635,3 +639,42 @@ def test_scan_finds_kilo_in_its_default_folder(tmp_path, monkeypatch):
     found = {str(loc.path) for loc in result.locations if loc.agent == "kilo" and loc.found}
     assert found == {str(share / "kilo.db")}
     assert result.calls.height == 7
+
+
+def test_a_switch_of_agent_is_a_named_miss(tmp_path):
+    # OpenCode's plan agent, then the build agent: a new system prompt, so the provider
+    # reads nothing past the tools; the miss is agent_switch, not provider_side
+    big = "the plan is to " + " ".join(f"step{i}" for i in range(3_000))
+    plan = {**_assistant("claude-sonnet-4-5", "anthropic", T0 + 100), "agent": "plan"}
+    plan["mode"] = "plan"
+    build = _assistant("claude-sonnet-4-5", "anthropic", T0 + 60_100)
+    messages = [
+        _user("Plan the fix " + big, T0),
+        (
+            MAIN,
+            T0 + 100,
+            plan,
+            [
+                {"type": "step-start"},
+                {"type": "text", "text": "Here is the plan."},
+                _finish(5, 40, 0, 16_000, reason="stop"),
+            ],
+        ),
+        _user("Go ahead and build it", T0 + 60_000),
+        (
+            MAIN,
+            T0 + 60_100,
+            build,
+            [
+                {"type": "step-start"},
+                {"type": "text", "text": "Done."},
+                _finish(5, 20, 2_000, 14_100, reason="stop"),
+            ],
+        ),
+    ]
+    analysis = cacheviz.load(_write_1x(tmp_path / "opencode.db", messages, {MAIN: None})).analyze()
+    calls = analysis.session.calls
+    assert [c.meta.get("agent") for c in calls] == ["plan", "build"]
+    misses = analysis.misses
+    assert misses["cause"].to_list() == ["agent_switch"]
+    assert "from plan to build" in misses["detail"][0]

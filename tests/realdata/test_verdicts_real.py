@@ -88,3 +88,25 @@ def test_public_sessions_with_verdicts():
         agree += counts["agree"]
     assert compared
     assert agree >= 0.9 * compared
+
+
+def test_two_processes_in_a_public_session_are_two_conversations():
+    # hannibal8856/claude_backup's 43e7d642 (Claude Code 2.1.2xx): a second process
+    # resumed the session and both appended to the file for a day (29 switches between
+    # them); read by their parentUuid links they are two conversations, with no drift
+    # between them (read as one, three false block_removed drifts) and the simulation
+    # within 1 % of billed (3.6 % over as one)
+    folder = os.environ.get("CACHEVIZ_VERDICT_EXAMPLES")
+    if not folder:
+        pytest.skip("CACHEVIZ_VERDICT_EXAMPLES is not set (a folder of public sessions)")
+    found = sorted(Path(folder).rglob("43e7d642-30bc-4598-813c-34286ed31a9d.jsonl"))
+    if not found:
+        pytest.skip("session 43e7d642 is not in CACHEVIZ_VERDICT_EXAMPLES")
+    analysis = _analyze(found[0])
+    assert analysis is not None
+    threads = analysis.calls["thread"].value_counts().sort("thread")
+    assert threads.height == 2 and threads["count"].min() >= 40
+    assert analysis.drifts.height == 0
+    simulated = float(analysis.calls["simulated_usd"].sum())
+    billed = analysis.billed_usd
+    assert billed is not None and abs(simulated - billed) <= 0.01 * billed

@@ -76,6 +76,21 @@ import { isNumber } from "./format.js";
  * @property {CompareRow[]} [compare]
  * @property {boolean} [approximate]
  * @property {boolean} [reconstructed]
+ * @property {Verdicts | null} [verdicts] the provider's own verdicts against cacheviz's reading
+ *
+ * @typedef {object} Verdicts
+ * @property {number} compared comparable verdicts compared
+ * @property {number} agree those cacheviz agrees with
+ * @property {number | null} agree_rate
+ * @property {number} populated
+ * @property {Disagreement[]} disagreements both readings of each call cacheviz disagrees on
+ *
+ * @typedef {object} Disagreement
+ * @property {number} call
+ * @property {string} provider the provider's verdict
+ * @property {number | null} [provider_missed_tokens]
+ * @property {string} cacheviz cacheviz's own cause, or "no change found"
+ * @property {string | null} [detail] the evidence, one line
  *
  * @typedef {object} Target
  * @property {string} provider

@@ -20,8 +20,30 @@ export const HELP = {
   waste: "Billed minus ideal (simulated minus ideal where nothing was billed, or when another provider is simulated): what drifts, misses and cache writes cost above the ideal. Never negative.",
   hit: "Share of input tokens read from the cache: as the provider reported (calls with usage), and as simulated.",
   scale: "Token scale: the provider's reported input tokens ÷ cacheviz's own count, fitted over the calls with usage (≈1 when the tokenizer is the model's own). Token figures of calls with usage are calibrated to the provider's count call by call; the others are scaled by this ratio.",
-  reconciliation: "Reconciliation: the share of calls whose simulated cache read matches the reported one (within the provider's granularity). Low means the simulation and the provider disagree; look at the misses.",
+  verdicts: "The provider's own verdict on why a call missed (Anthropic cache diagnostics, OpenAI prompt_cache_diagnostics), compared with cacheviz's reading of the same call. Each disagreement is listed with both readings.",
+  reconciliation: "Reconciliation: the share of calls whose simulated cache read matches the reported one (within the provider's granularity), leaving out the calls whose simulated unlogged prefix was sized from their own reported read (a match there proves nothing). Low means the simulation and the provider disagree; look at the misses.",
 };
+
+/**
+ * The calls cacheviz disagrees with the provider on, each with both readings.
+ *
+ * @param {Document} doc
+ * @param {Meta["verdicts"]} verdicts
+ */
+function disagreementList(doc, verdicts) {
+  const rows = verdicts?.disagreements ?? [];
+  if (!rows.length) return null;
+  const items = rows.map((d) => {
+    const missed = isNumber(d.provider_missed_tokens) ? ` (${formatTokens(d.provider_missed_tokens)} tokens missed)` : "";
+    return h(doc, "li", {
+      text: `call ${d.call}: the provider says ${d.provider}${missed}; cacheviz reads ${d.cacheviz}${d.detail ? `: ${d.detail}` : ""}`,
+    });
+  });
+  return h(doc, "details", { className: "cacheviz-header__disagreements" }, [
+    h(doc, "summary", { text: `${plural(rows.length, "disagreement")} with the provider's verdict` }),
+    h(doc, "ul", {}, items),
+  ]);
+}
 
 /**
  * @param {Document} doc
@@ -131,7 +153,12 @@ export function createHeader(doc, actions) {
       for (const r of state.rows) if (timeline.miss[r]) misses++;
       if (misses || (meta.miss_causes && meta.miss_causes.length)) pairs.push(["misses", formatTokens(misses)]);
     }
-    setChildren(totals, [facts(doc, "cacheviz-header__totals", pairs)]);
+    const verdicts = meta.verdicts;
+    if (!filtered && verdicts && verdicts.compared) {
+      const rate = isNumber(verdicts.agree_rate) ? ` (${formatPercent(verdicts.agree_rate, 0)})` : "";
+      pairs.push(["provider verdicts", `cacheviz agrees on ${verdicts.agree} of ${verdicts.compared} compared${rate}`, HELP.verdicts]);
+    }
+    setChildren(totals, [facts(doc, "cacheviz-header__totals", pairs), !filtered ? disagreementList(doc, verdicts) : null]);
 
     const causeNames = new Set();
     if (timeline) for (let i = 0; i < timeline.n; i++) if (timeline.drift[i] && timeline.cause[i] >= 0) causeNames.add(nameAt(meta.causes, timeline.cause[i]));
