@@ -14,7 +14,7 @@ from cacheviz import _schema
 from cacheviz._util.seq import common_prefix
 from cacheviz.model import OPAQUE, Call, Session
 from cacheviz.money._costs import CostLists, cost_lists
-from cacheviz.money._metrics import hit_ratio, waste_usd
+from cacheviz.money._metrics import hit_ratio, waste_of
 from cacheviz.prefix._calibrate import Calibration, calibrate
 from cacheviz.prefix._diagnose import Diagnosis, diagnose
 from cacheviz.prefix._index import Match, PrefixIndex, match_pair
@@ -172,10 +172,11 @@ class Analysis:
     def headline(self) -> dict[str, Any]:
         """Session totals every view shows the same way (:mod:`cacheviz.money._metrics`).
 
-        ``simulated_usd`` / ``ideal_usd`` / ``waste_usd`` (billed - ideal where billed,
-        else simulated - ideal; never negative; null, with ``simulation_withheld`` saying
-        why, when the requests' unlogged part could not be sized:
-        :meth:`simulation_withheld`), ``hit_ratio`` (token- and request-weighted, null
+        ``simulated_usd`` / ``ideal_usd`` / ``waste_usd`` (billed - ideal over the calls
+        with reported usage, else simulated - ideal; never negative; null, with
+        ``simulation_withheld`` saying why, when the requests' unlogged part could not be
+        sized: :meth:`simulation_withheld`), ``waste_of`` (what the waste sums:
+        :meth:`cacheviz.money._metrics.Waste.to_dict`), ``hit_ratio`` (token- and request-weighted, null
         when no cache fields were reported; from the session's own totals, with
         ``scope: "session"``, when usage is reported only per session), ``token_basis``
         (calls per basis, :mod:`cacheviz.prefix._calibrate`) and ``provider_verdicts``
@@ -187,15 +188,16 @@ class Analysis:
             name: (float(frame[name].sum()) if frame[name].is_not_null().any() else None)
             for name in ("simulated_usd", "ideal_usd")
         }
-        waste = waste_usd(
+        basis = waste_of(
             frame["billed_usd"].to_list(),
             frame["simulated_usd"].to_list(),
             frame["ideal_usd"].to_list(),
         )
+        waste, waste_sums = basis.usd, basis.to_dict()
         withheld = self.simulation_withheld()
         if withheld is not None:  # costs of a prompt the log does not hold: not comparable
             money = {"simulated_usd": None, "ideal_usd": None}
-            waste = None
+            waste, waste_sums = None, None
         hit: dict[str, Any] = hit_ratio(
             frame["reported_cache_read_tokens"].to_list(),
             frame["reported_input_tokens"].to_list(),
@@ -208,6 +210,7 @@ class Analysis:
         return {
             **money,
             "waste_usd": waste,
+            "waste_of": waste_sums,
             **({"simulation_withheld": withheld} if withheld is not None else {}),
             "hit_ratio": hit,
             "token_basis": {

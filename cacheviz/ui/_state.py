@@ -46,10 +46,18 @@ class Target:
     breakpoints: str | None = None
 
     def rules(self) -> dict[str, Any]:
-        """The rules the provider's simulator takes among ``ttl`` and ``breakpoints``."""
-        names = set(providers.simulator_class(self.provider).__dataclass_fields__)
+        """The rules the provider's simulator takes among ``ttl`` and ``breakpoints``.
+
+        A rule at the simulator's default is left out: choosing the settings the view
+        opened with is the same replay (the session's own, with its waste), not another.
+        """
+        fields = providers.simulator_class(self.provider).__dataclass_fields__
         asked = {"ttl": self.ttl, "breakpoints": self.breakpoints}
-        return {k: v for k, v in asked.items() if v is not None and k in names}
+        return {
+            k: v
+            for k, v in asked.items()
+            if v not in (None, "") and k in fields and v != fields[k].default
+        }
 
     def ttl_seconds(self, analysis: Analysis) -> float | None:
         """The cache lifetime behind the idle marks: the chosen TTL, else the default."""
@@ -77,14 +85,15 @@ def default_target(analysis: Analysis) -> Target:
 def model_choices(analysis: Analysis, provider: str) -> tuple[list[tuple[str, str]], str]:
     """The model picker's options for ``provider`` (label, value) and its default.
 
-    The default is the recorded models when ``provider`` prices them, else the provider's
+    The default is the recorded models on the provider the session was recorded on (its
+    unpriced models, if any, are said in the providers panel), else the provider's
     comparable model, else the closest priced one.
     """
     recorded = analysis.calls["model"].unique(maintain_order=True).to_list()
     models = pricing.priced_models(provider, retired=recorded)  # retired: only the session's
     options = [("recorded models", ""), *[(m, m) for m in models]]
     same = provider in analysis.calls["provider"].unique().to_list()
-    if provider in providers.self_hosted() or (same and all(m in models for m in recorded)):
+    if provider in providers.self_hosted() or same:
         return options, ""
     if not same:  # another vendor: its comparable model, as in the provider comparison
         for target in DEFAULT_TARGETS:
@@ -238,7 +247,12 @@ def build(
         ttl_seconds=ttl_seconds,
         timeline=timeline.timeline(analysis, timeline_mode(analysis, target, ttl_seconds)),
         shape=shape.shape_runs(analysis, rows),
-        costs=costs.costs(simulation, analysis.calls.height, analysis),
+        costs=costs.costs(
+            simulation,
+            analysis.calls.height,
+            analysis,
+            own=simulation is not None and simulation is analysis.own_simulation,
+        ),
         meta=header.meta(analysis, ttl_seconds=ttl_seconds, simulation=simulation, compare=compare),
         status=status,
         targets=targets,
