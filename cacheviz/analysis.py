@@ -84,6 +84,12 @@ class Analysis:
 
         return inspect(self)._repr_mimebundle_(**kwargs)
 
+    def _display_(self) -> Any:
+        """Shown in a marimo cell, an analysis is the inspector (an anywidget marimo shows)."""
+        from cacheviz.ui.widget import inspect
+
+        return inspect(self)
+
     def simulate(
         self, provider: str, model: str | None = None, *, prices: Any = None, **rules: Any
     ) -> Simulation:

@@ -126,6 +126,8 @@ def meta_of(
         "unpriced_models": unpriced_models(analysis, simulation),
         "notice": notes["notice"],
         "compare": rows,
+        # false until something asks for the comparison (the notebook builds it lazily)
+        "compare_built": compare is not None,
         "approximate": not bool(calls["tokens_exact"].all()) if calls.height else False,
         "reconstructed": bool(calls["reconstructed"].any()) if calls.height else False,
     }

@@ -233,10 +233,8 @@ def build(
     except Exception as exc:  # the view shows why; the rest of it is still drawn
         status = f"{target.provider}: {failure_line(exc)}"
     if compare is None and with_compare:
-        try:
-            compare = analysis.compare(list(targets))  # a failed target: its row's error
-        except (CacheVizError, ValueError) as exc:  # a target names no known provider
-            status = status or f"comparison: {exc}"
+        compare, failed = compare_of(analysis, targets)
+        status = status or failed
     ttl_seconds = target.ttl_seconds(analysis)
     status = status or unpriced_status(analysis, target, simulation)
     return InspectorState(
@@ -259,6 +257,39 @@ def build(
     )
 
 
+def compare_of(analysis: Analysis, targets: tuple[str, ...]) -> tuple[pl.DataFrame | None, str]:
+    """The provider comparison of ``targets``, and ``""`` or why it could not be built.
+
+    A target that fails is its row's ``error`` (the other rows are computed); a target
+    naming no known provider fails the comparison.
+    """
+    try:
+        return analysis.compare(list(targets)), ""
+    except (CacheVizError, ValueError) as exc:
+        return None, f"comparison: {exc}"
+
+
+def opening_call(analysis: Analysis) -> int:
+    """The call a view opens on (not a trivial side call); -1 without calls.
+
+    The costliest drift, else the largest miss, else the call of the busiest thread that
+    sent the most new tokens. The report and the notebook inspector open there.
+    """
+    drifts = analysis.drifts
+    if drifts.height:
+        order = ["cost_usd", "tokens_lost"] if "cost_usd" in drifts.columns else ["tokens_lost"]
+        best = drifts.sort(order, descending=True, nulls_last=True).row(0, named=True)
+        return int(best["call"])
+    calls = analysis.calls
+    if calls["shortfall_tokens"].drop_nulls().len():
+        return int(calls.sort("shortfall_tokens", descending=True, nulls_last=True)["call"][0])
+    if calls.height == 0:
+        return -1
+    busiest = calls["thread"].mode().sort()[0]
+    main = calls.filter(pl.col("thread") == busiest)
+    return int(main.sort("new_tokens", descending=True)["call"][0])
+
+
 def rebuild(state: InspectorState, analysis: Analysis) -> InspectorState:
     """``state``'s target on a new analysis of the same session (the live inspector).
 
@@ -275,9 +306,11 @@ __all__ = [
     "Target",
     "build",
     "closest_model",
+    "compare_of",
     "comparison_targets",
     "default_target",
     "model_choices",
+    "opening_call",
     "own_simulation_of",
     "rebuild",
     "resolve_target",
