@@ -101,7 +101,7 @@ class Waste:
         if self.usd > (self.spent_usd or 0.0) - (self.ideal_usd or 0.0) + 5e-7:
             line += ", summed per call, none below 0"
         if self.excluded:
-            why = "without usage" if self.basis == "billed" else "without a cost"
+            why = "without a billed cost" if self.basis == "billed" else "without a cost"
             line += f" ({self.excluded} call(s) {why} excluded)"
         return line
 

@@ -80,7 +80,7 @@ def test_waste_is_billed_minus_ideal_over_the_calls_with_usage():
     text = found.text(lambda v: f"${v:.2f}")
     assert text == (
         "waste $0.25 = billed $0.60 − ideal $0.35 of the 3 call(s) with reported usage "
-        "(1 call(s) without usage excluded)"
+        "(1 call(s) without a billed cost excluded)"
     )
     # nothing billed: simulated - ideal over every call
     none = waste_of([None, None], [0.25, 0.50], [0.10, 0.05])
@@ -116,7 +116,7 @@ def test_the_summary_line_adds_up_when_some_calls_have_no_usage(tmp_path, usage)
     doc = {**analysis.summary(), "billed_usd": analysis.billed_usd}
     line = _headline(doc)
     assert f"of the {sums['calls']} call(s) with reported usage" in line
-    assert f"({sums['excluded']} call(s) without usage excluded)" in line
+    assert f"({sums['excluded']} call(s) without a billed cost excluded)" in line
 
 
 def test_the_inspector_opens_on_the_call_the_report_opens_on(usage):

@@ -366,7 +366,7 @@ export function wasteText(usd, of) {
   const what = of.basis === "billed" ? "with usage" : "simulated";
   let text = `${formatUsd(usd)} = ${of.basis} ${formatUsd(of.spent_usd)} − ideal ${formatUsd(of.ideal_usd)} of ${plural(of.calls, "call")} ${what}`;
   if (usd > of.spent_usd - of.ideal_usd + 5e-7) text += ", summed per call, none below 0";
-  if (of.excluded) text += ` (${of.excluded} ${of.basis === "billed" ? "without usage" : "without a cost"} excluded)`;
+  if (of.excluded) text += ` (${of.excluded} ${of.basis === "billed" ? "without a billed cost" : "without a cost"} excluded)`;
   return text;
 }
 

@@ -43,7 +43,7 @@ describe("wasteOf", () => {
   });
 
   it("says what it sums, and adds up", () => {
-    expect(wasteText(1.5, of)).toBe("$1.50 = billed $9.00 − ideal $7.50 of 3 calls with usage (1 without usage excluded)");
+    expect(wasteText(1.5, of)).toBe("$1.50 = billed $9.00 − ideal $7.50 of 3 calls with usage (1 without a billed cost excluded)");
     expect(wasteText(2, { ...of, excluded: 0 })).toContain("summed per call, none below 0");
   });
 });
