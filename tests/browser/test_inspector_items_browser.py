@@ -167,9 +167,14 @@ def test_the_one_line_in_jupyter(lab, page):
     page.evaluate("() => window.jupyterapp.commands.execute('notebook:run-all-cells')")
     page.locator(".jp-OutputArea-output:has-text('ALL-CELLS-DONE')").wait_for(timeout=120_000)
     _walk(page)
-    shot = Path(__file__).resolve().parents[2] / "docs" / f"inspector-{lab.app}.png"
-    if lab.app == "lab":  # docs/inspector.md's screenshot, refreshed by this walk
-        page.locator(".cacheviz-inspector").screenshot(path=str(shot))
+    if lab.app == "lab" and os.environ.get("CACHEVIZ_SCREENSHOTS") == "1":
+        # docs/inspector.md's screenshot of the notebook inspector and its controls
+        root = page.locator(".cacheviz-inspector")
+        root.locator("input[type=search]").fill(SEARCHED)
+        root.locator(".cacheviz-header__found-item").first.wait_for()
+        root.locator(".cacheviz-header").scroll_into_view_if_needed()
+        shot = Path(__file__).resolve().parents[2] / "docs" / "inspector-jupyterlab.png"
+        page.screenshot(path=str(shot), full_page=False)
 
 
 def _free_port() -> int:
