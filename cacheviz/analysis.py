@@ -182,9 +182,9 @@ class Analysis:
         with reported usage, else simulated - ideal; never negative; null, with
         ``simulation_withheld`` saying why, when the requests' unlogged part could not be
         sized: :meth:`simulation_withheld`), ``waste_of`` (what the waste sums:
-        :meth:`cacheviz.money._metrics.Waste.to_dict`), ``hit_ratio`` (token- and request-weighted, null
-        when no cache fields were reported; from the session's own totals, with
-        ``scope: "session"``, when usage is reported only per session), ``token_basis``
+        :meth:`cacheviz.money._metrics.Waste.to_dict`), ``hit_ratio`` (token- and
+        request-weighted, null when no cache fields were reported; from the session's own
+        totals, with ``scope: "session"``, when usage is reported only per session), ``token_basis``
         (calls per basis, :mod:`cacheviz.prefix._calibrate`) and ``provider_verdicts``
         (:func:`cacheviz.reported._verdict.verdict_counts`: calls per verdict state, and
         how often cacheviz's own reading agrees with a comparable verdict).
@@ -199,7 +199,8 @@ class Analysis:
             frame["simulated_usd"].to_list(),
             frame["ideal_usd"].to_list(),
         )
-        waste, waste_sums = basis.usd, basis.to_dict()
+        waste: float | None = basis.usd
+        waste_sums: dict[str, Any] | None = basis.to_dict()
         withheld = self.simulation_withheld()
         if withheld is not None:  # costs of a prompt the log does not hold: not comparable
             money = {"simulated_usd": None, "ideal_usd": None}

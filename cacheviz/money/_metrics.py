@@ -90,7 +90,7 @@ class Waste:
         }
 
     def text(self, usd: Callable[[float | None], str]) -> str:
-        """``waste $X = billed $A − ideal $B of the N calls with usage (...)``, one line."""
+        """``waste $X = billed $A - ideal $B of the N calls with ...`` (one line, a minus sign)."""
         if self.usd is None:
             return "waste n/a"
         what = "with reported usage" if self.basis == "billed" else "simulated"

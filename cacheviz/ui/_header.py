@@ -98,7 +98,9 @@ def meta_of(
         mine = waste
         if not target["own"]:
             sim = simulation.calls
-            mine = waste_of([None] * sim.height, sim["cost_usd"], sim["ideal_usd"])
+            mine = waste_of(
+                [None] * sim.height, sim["cost_usd"].to_list(), sim["ideal_usd"].to_list()
+            )
         target["waste_usd"] = None if mine is None else mine.usd
         target["waste_of"] = None if mine is None else mine.to_dict()
     rows = compare_rows(compare)

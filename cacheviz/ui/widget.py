@@ -121,7 +121,7 @@ class Inspector(anywidget.AnyWidget):
 
     @property
     def inspector(self) -> Inspector:
-        """This widget (``cacheviz.inspect(...).inspector`` before the controls moved in)."""
+        """The widget itself (``cacheviz.inspect(...).inspector`` of the former box)."""
         return self
 
     @property
@@ -173,7 +173,9 @@ class Inspector(anywidget.AnyWidget):
             "provider": [[p, p] for p in providers.ids()],
             "model": [list(m) for m in models],
             "ttl": [["as recorded", ""], *[[t, t] for t in providers.rule_choices("ttl")]],
-            "breakpoints": [[b, "" if b == "recorded" else b] for b in providers.rule_choices("breakpoints")],
+            "breakpoints": [
+                [b, "" if b == "recorded" else b] for b in providers.rule_choices("breakpoints")
+            ],
         }
 
     @traitlets.observe("provider", "model", "ttl", "breakpoints")

@@ -69,7 +69,8 @@ def _until(check, what: str, timeout: float = 60) -> None:
         if check():
             return
         time.sleep(0.2)
-    raise AssertionError(f"timed out waiting for {what}")
+    message = f"timed out waiting for {what}"
+    raise AssertionError(message)
 
 
 def _text(locator) -> str:
@@ -159,7 +160,9 @@ def test_the_one_line_in_jupyter(lab, page):
         ],
         "nbformat": 4,
         "nbformat_minor": 5,
-        "metadata": {"kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"}},
+        "metadata": {
+            "kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"}
+        },
     }
     (lab.root / "items.ipynb").write_text(json.dumps(notebook))
     page.goto(lab.notebook_url("items.ipynb"))
@@ -197,7 +200,7 @@ def _stop(proc: subprocess.Popen) -> None:
         pass
 
 
-MARIMO_APP = '''
+MARIMO_APP = """
 import marimo
 
 app = marimo.App()
@@ -213,7 +216,7 @@ def _():
 
 if __name__ == "__main__":
     app.run()
-'''
+"""
 
 
 @pytest.fixture

@@ -28,7 +28,11 @@ SAMPLES = ROOT / "sample_sessions"
 REALDATA = ROOT.parent / "shared" / "realdata"
 # a Claude Code session whose recorded model is dated (claude-sonnet-4-20250514): not in
 # the picker's list, so the old default picked "the closest priced" model instead
-DATED = REALDATA / "claude_code_jsonl" / "chiphuyen__sniffly__ba79134d-b6e9-4867-af0c-6941038c9e4b.jsonl"
+DATED = (
+    REALDATA
+    / "claude_code_jsonl"
+    / "chiphuyen__sniffly__ba79134d-b6e9-4867-af0c-6941038c9e4b.jsonl"
+)
 
 
 def _analysis(path: Path):
@@ -54,7 +58,11 @@ def test_returning_to_the_recorded_provider_restores_the_recorded_models():
     widget.provider = "anthropic"
     assert widget.model == ""  # back: the recorded models, not another Claude model
     assert widget.meta["target"]["model"] is None and widget.meta["target"]["own"] is True
-    assert (widget.model, widget.meta["target"]["total_cost_usd"], widget.meta["waste_usd"]) == first
+    assert (
+        widget.model,
+        widget.meta["target"]["total_cost_usd"],
+        widget.meta["waste_usd"],
+    ) == first
 
 
 def test_reselecting_the_same_settings_keeps_the_same_waste(usage):
@@ -75,7 +83,9 @@ def test_reselecting_the_same_settings_keeps_the_same_waste(usage):
 def test_waste_is_billed_minus_ideal_over_the_calls_with_usage():
     # three calls with usage, one without: the one without is excluded, and said
     found = waste_of([0.30, None, 0.20, 0.10], [0.25, 0.50, 0.15, 0.12], [0.10, 0.05, 0.15, 0.10])
-    assert found == Waste(pytest.approx(0.25), "billed", pytest.approx(0.60), pytest.approx(0.35), 3, 1)
+    assert found == Waste(
+        pytest.approx(0.25), "billed", pytest.approx(0.60), pytest.approx(0.35), 3, 1
+    )
     assert found.usd == pytest.approx(found.spent_usd - found.ideal_usd)
     text = found.text(lambda v: f"${v:.2f}")
     assert text == (

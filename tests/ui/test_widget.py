@@ -10,8 +10,8 @@ import pytest
 import cacheviz
 from cacheviz._schema import MISS_CAUSES
 from cacheviz.formats.native import record_line
-from cacheviz.ui._detail import drift_detail
 from cacheviz.ui import _state as state
+from cacheviz.ui._detail import drift_detail
 from cacheviz.ui.widget import Inspector, inspect
 
 SAMPLES = __import__("pathlib").Path(__file__).resolve().parents[2] / "sample_sessions"
