@@ -70,6 +70,21 @@ def _ends_a_line(path: Path, size: int) -> bool:
         return False
 
 
+def _identity(call: Any) -> tuple[Any, ...]:
+    """A call as it stays from one reading of the growing file to the next."""
+    return (call.thread_hint, call.parent_hint, call.line, call.ts, call.model)
+
+
+def _fresh(calls: list[Any], seen: set[tuple[Any, ...]]) -> list[int]:
+    """The positions of the calls not printed yet, in call order.
+
+    A call is known by where it was written, not by its position: a call that arrives
+    late and is ordered before calls already printed (a request still in flight when
+    they were written) gets its row once, and no printed row comes again.
+    """
+    return [i for i, call in enumerate(calls) if _identity(call) not in seen]
+
+
 def _read(load: Callable[..., Any], path: Path, fmt: str | None) -> Any:
     """The session so far (bad lines skipped, said once by the caller), or ``None``."""
     try:
@@ -121,6 +136,7 @@ def follow(
     out.write("\n".join(format_row(columns, shown, sizes, [c.header for c in columns])) + "\n")
     out.flush()
     printed = skipped = 0
+    seen: set[tuple[Any, ...]] = set()  # the calls printed, by where they were written
     size = -1
     doc: dict | None = None
     sys.stderr.write(f"cacheviz: following {source} (Ctrl-C stops)\n")
@@ -134,13 +150,15 @@ def follow(
                     for bad in session.skipped[skipped:]:
                         sys.stderr.write(f"cacheviz: skipped line {bad.line}: {bad.reason}\n")
                     skipped = len(session.skipped)
-                if session is not None and len(session.calls) > printed:
+                fresh = [] if session is None else _fresh(session.calls, seen)
+                if session is not None and fresh:
                     doc = session.analyze(thread=thread, encoding=encoding).summary()
-                    for call in doc["calls"][printed:]:
-                        lines = format_row(columns, shown, sizes, row_of(call))
+                    for i in fresh:  # a late call ordered before printed ones still prints
+                        lines = format_row(columns, shown, sizes, row_of(doc["calls"][i]))
                         with _whole():  # a Ctrl-C lands before or after a line and its count
                             out.write("\n".join(lines) + "\n")
                             out.flush()
+                            seen.add(_identity(session.calls[i]))
                             printed += 1
             if stop is not None and stop():
                 break

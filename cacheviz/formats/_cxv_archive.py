@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -146,8 +147,16 @@ class Archive:
         file = self.folder / "threads" / thread / name
         try:
             with file.open("rb") as handle:
-                handle.seek(max(offset, 0))
-                data = handle.read(max(length, 0))
+                size = os.fstat(handle.fileno()).st_size
+                if isinstance(offset, bool) or not 0 <= offset <= offset + length <= size:
+                    msg = (
+                        f"a reference into threads/{thread[:10]}…/{name} at offset {offset} "
+                        f"of length {length} is outside the file ({size:,} bytes); "
+                        "the archive is corrupt"
+                    )
+                    raise ValueError(msg)
+                handle.seek(offset)
+                data = handle.read(length)
         except OSError:
             msg = f"threads/{thread[:10]}…/{name} is missing; the archive is incomplete"
             raise ValueError(msg) from None

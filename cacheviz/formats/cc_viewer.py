@@ -309,6 +309,7 @@ def read(path: Path, *, errors: str = "raise") -> Session:
         raise TranscriptError(msg, path=path)
     folder = LineReader(path, errors=errors)
     calls: list[Call] = []
+    runs: list[list[Call]] = []  # each log's calls, in the order written
     for source, reader in sources:
         if source.is_dir():
             found = _read_archive(source, reader, store)
@@ -317,6 +318,8 @@ def read(path: Path, *, errors: str = "raise") -> Session:
         for call in found:
             call.meta["log_file"] = source.name
             calls.append(call)
+        runs.append(list(found))
+        folder.in_flight.update(reader.in_flight)
         name = source.name if source.is_file() else f"{source.name}/timeline.jsonl"
         folder.skipped += [
             SkippedLine(None, f"{name} line {s.line} ({s.reason})") for s in reader.skipped
@@ -326,7 +329,7 @@ def read(path: Path, *, errors: str = "raise") -> Session:
         ]
         for kind, count in reader.ignored.items():
             folder.ignored[kind] = folder.ignored.get(kind, 0) + count
-    return folder.session(NAME, calls, store)
+    return folder.session(NAME, calls, store, runs=runs)
 
 
 def logs_in(folder: Path) -> list[Path]:

@@ -368,7 +368,14 @@ def record_call(
     ts = parse_ts(record.get("timestamp"), "timestamp")
     duration = record.get("duration_ms")
     if ts is not None and _is_duration(duration):
-        ts -= timedelta(milliseconds=duration)
+        try:
+            ts -= timedelta(milliseconds=duration)
+        except OverflowError:  # a time in year 1 less its duration
+            msg = (
+                f"field `timestamp` {record.get('timestamp')!r} less `duration_ms` "
+                f"{duration!r} is before year 1, not a time a call was made"
+            )
+            raise ValueError(msg) from None
     model = body.get("model") if isinstance(body.get("model"), str) else path_model
     provider = provider_for(model) if isinstance(model, str) and model else "unknown"
     if provider == "unknown":

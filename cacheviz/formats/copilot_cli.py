@@ -40,7 +40,12 @@ from cacheviz.formats._conversation import Thread
 from cacheviz.formats._lines import LineReader
 from cacheviz.formats._time import parse_ts
 from cacheviz.model import Call, Session, SessionUsage, Usage
-from cacheviz.reported._usage import normalize_usage
+from cacheviz.reported._usage import (
+    MAX_CALL_TOKENS,
+    MAX_SESSION_TOKENS,
+    check_usage,
+    normalize_usage,
+)
 from cacheviz.request._blocks import BlockStore
 from cacheviz.request._jsonspan import json_type
 
@@ -80,11 +85,14 @@ def _text(value: Any, field: str) -> str:
     return value
 
 
-def _count(value: Any, field: str) -> int | None:
+def _count(value: Any, field: str, limit: int = MAX_CALL_TOKENS) -> int | None:
     if value is None:
         return None
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        msg = f"field `{field}` is {json_type(value)}; expected a whole number of tokens"
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value < limit:
+        msg = (
+            f"field `{field}` is {json_type(value)}; expected a whole number of tokens "
+            f"from 0 to {limit - 1:,}"
+        )
         raise ValueError(msg)
     return value
 
@@ -259,10 +267,14 @@ class _Events:
                 continue
             mine = self.per_model.setdefault(str(model), {})
             for key in _USAGE_FIELDS:
-                value = _count(usage.get(key), f"data.modelMetrics.{model}.usage.{key}")
+                value = _count(
+                    usage.get(key), f"data.modelMetrics.{model}.usage.{key}", MAX_SESSION_TOKENS
+                )
                 if value is not None:
                     self.metrics[key] = self.metrics.get(key, 0) + value
                     mine[key] = mine.get(key, 0) + value
+            where = f"data.modelMetrics.{model}.usage"
+            check_usage(_metric_usage(mine), _names(where), limit=MAX_SESSION_TOKENS, prefix="")
         self.shutdowns += 1
         self.shutdown_ts = ts or self.last_ts
         self.reader.ignore("session.shutdown event")
@@ -281,6 +293,16 @@ class _Events:
             for model, counts in self.per_model.items()
             if counts
         ]
+
+
+def _names(where: str) -> dict[str, str]:
+    """Each checked ``Usage`` field's name in an events file under ``where``."""
+    return {
+        "input_tokens": f"{where}.inputTokens",
+        "cache_read_tokens": f"{where}.cacheReadTokens",
+        "cache_write_tokens": f"{where}.cacheWriteTokens",
+        "output_tokens": f"{where}.outputTokens",
+    }
 
 
 def _metric_usage(counts: dict[str, int]) -> Usage:
@@ -304,11 +326,15 @@ def _usage_of(used: dict[str, Any], where: str) -> Usage | None:
         counts = {key: _count(used.get(key), f"{where}.{key}") for key in _USAGE_FIELDS}
         if counts["inputTokens"] is None and counts["outputTokens"] is None:
             return None
-        return Usage(
-            input_tokens=counts["inputTokens"],
-            cache_read_tokens=counts["cacheReadTokens"],
-            cache_write_tokens=counts["cacheWriteTokens"],
-            output_tokens=counts["outputTokens"],
+        return check_usage(
+            Usage(
+                input_tokens=counts["inputTokens"],
+                cache_read_tokens=counts["cacheReadTokens"],
+                cache_write_tokens=counts["cacheWriteTokens"],
+                output_tokens=counts["outputTokens"],
+            ),
+            _names(where),
+            prefix="",
         )
     return normalize_usage(
         {

@@ -228,7 +228,7 @@ def _usage(tokens: Any, where: str) -> Usage | None:
         if not isinstance(reasoning, int) or not isinstance(output, int)
         else output + reasoning,
     }
-    return normalize_usage({k: v for k, v in shaped.items() if v is not None})
+    return normalize_usage({k: v for k, v in shaped.items() if v is not None}, where)
 
 
 def _nonzero(usage: Usage | None) -> bool:
@@ -277,7 +277,14 @@ class _Builder:
             raise ValueError(msg)
         provider = str(message.data.get("providerID") or "unknown")
         provider = _PROVIDERS.get(provider, provider)
-        start = _time((message.data.get("time") or {}).get("created"))
+        stamp = message.data.get("time")
+        if stamp is not None and not isinstance(stamp, dict):
+            msg = (
+                f"{message.where}: field `time` is {json_type(stamp)}; "
+                "expected an object with `created` (epoch milliseconds)"
+            )
+            raise ValueError(msg)
+        start = _time((stamp or {}).get("created"))
         turn = _Turn(thread)
         if not any(p.data.get("type") in _STEP_PARTS for p in parts):  # older OpenCode
             usage = _usage(message.data.get("tokens"), message.where)

@@ -374,28 +374,31 @@ def _folders(top: str, tree: Tree | None) -> Iterator[tuple[str, list[str], list
 
     The caller prunes ``dirs`` in place, as with :func:`os.walk`. The entries recorded
     are the ones the walk went by (one listing for both), so a later
-    :meth:`Tree.unchanged` compares what this walk saw.
+    :meth:`Tree.unchanged` compares what this walk saw. The walk keeps its own stack,
+    so a chain of folders thousands deep is walked like any other (no recursion limit).
     """
-    try:
-        with os.scandir(top) as listing:
-            entries = list(listing)
-    except OSError as exc:
-        if tree is not None:
-            tree.add_folder(top, None, exc)
-        return
-    if tree is not None:
-        tree.add_folder(top, entries)
-    dirs: list[str] = []
-    files: list[str] = []
-    for entry in entries:
+    stack = [top]
+    while stack:
+        here = stack.pop()
         try:
-            is_dir = entry.is_dir()
-        except OSError:
-            is_dir = False
-        (dirs if is_dir else files).append(entry.name)
-    yield top, dirs, files
-    for name in dirs:
-        yield from _folders(os.path.join(top, name), tree)  # noqa: PTH118 - os.walk's paths
+            with os.scandir(here) as listing:
+                entries = list(listing)
+        except OSError as exc:
+            if tree is not None:
+                tree.add_folder(here, None, exc)
+            continue
+        if tree is not None:
+            tree.add_folder(here, entries)
+        dirs: list[str] = []
+        files: list[str] = []
+        for entry in entries:
+            try:
+                is_dir = entry.is_dir()
+            except OSError:
+                is_dir = False
+            (dirs if is_dir else files).append(entry.name)
+        yield here, dirs, files
+        stack += [os.path.join(here, name) for name in reversed(dirs)]  # noqa: PTH118
 
 
 def _entry(entry: os.DirEntry[str]) -> list[object]:

@@ -703,6 +703,22 @@ def test_a_damaged_archive_names_its_timeline_line(archive, tmp_path):
         assert len(cacheviz.load(copy, errors="skip").calls) == 3
 
 
+@pytest.mark.parametrize("length", [2**40, -5])
+def test_a_reference_length_outside_its_file_is_one_line(archive, tmp_path, length):
+    """Issue 29 item 14: a reference length of 2^40 was a traceback (a read of 1 TiB)."""
+    folder, _ = archive
+    copy = tmp_path / folder.name
+    shutil.copytree(folder, copy)
+    timeline = copy / "timeline.jsonl"
+    text = timeline.read_text()
+    timeline.write_text(re.sub(r'"length":\s*\d+', f'"length":{length}', text, count=1))
+    with pytest.raises(TranscriptError) as info:
+        cacheviz.load(copy)
+    message = str(info.value)
+    assert "timeline.jsonl:1:" in message and "outside the file" in message
+    assert "\n" not in message
+
+
 @settings(
     max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )

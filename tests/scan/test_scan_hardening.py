@@ -281,3 +281,52 @@ def test_a_killed_worker_fails_its_file_only(tmp_path, monkeypatch):
     [failed] = result.failed.iter_rows(named=True)
     assert failed["path"].endswith("kill-me.jsonl")
     assert "worker process" in failed["error"] and "died" in failed["error"]
+
+
+# -- issue 29 item 14: a folder chain 1,500 levels deep ---------------------------------------
+
+
+@pytest.mark.slow  # 7 s on a loaded machine
+def test_a_folder_chain_1500_deep_is_walked_without_a_traceback(tmp_path):
+    """The walk kept one generator frame per level: Python's recursion limit at ~1,000."""
+    root = tmp_path / "root"
+    root.mkdir()
+    here = os.open(root, os.O_RDONLY)
+    try:
+        for _ in range(1500):  # by descriptor: the whole path is longer than one name
+            os.mkdir("d", dir_fd=here)
+            deeper = os.open("d", os.O_RDONLY, dir_fd=here)
+            os.close(here)
+            here = deeper
+        log = os.open("s.jsonl", os.O_WRONLY | os.O_CREAT, 0o644, dir_fd=here)
+        os.write(log, ("\n".join(_lines(3, "a")) + "\n").encode())
+        os.close(log)
+    finally:
+        os.close(here)
+    try:
+        result = _scan(root)
+    finally:
+        _remove_deep(root)  # pytest's own clean-up of old temp folders recurses: it would fail
+    assert result.files["status"].to_list() == ["ok"]
+    assert result.calls.height == 3
+
+
+def _remove_deep(top):
+    """Remove a folder tree of any depth, by descriptors (no recursion, no long paths)."""
+    stack = [(os.open(top, os.O_RDONLY), None, "")]  # (folder, its parent, its name there)
+    while stack:
+        here, parent, name = stack[-1]
+        folders = []
+        for entry in os.scandir(here):
+            if entry.is_dir(follow_symlinks=False):
+                folders.append(entry.name)
+            else:
+                os.unlink(entry.name, dir_fd=here)
+        if folders:
+            stack.append((os.open(folders[0], os.O_RDONLY, dir_fd=here), here, folders[0]))
+            continue
+        stack.pop()
+        os.close(here)
+        if parent is not None:
+            os.rmdir(name, dir_fd=parent)
+    os.rmdir(top)
