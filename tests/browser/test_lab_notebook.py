@@ -40,7 +40,7 @@ def test_lab_playground_renders_and_reacts(lab, page):
     assert "check none" in stats.text_content()
     # a click in the page takes them off (nothing is read), another puts them back
     buttons = page.locator(".widget-toggle-buttons", has_text="cache_control").last
-    buttons.locator("button", has_text="breakpoints").click()
+    buttons.locator("button", has_text="none").click()
     page.wait_for_function(
         "(el) => el.textContent.includes('hit ratio 0%')", arg=stats.element_handle()
     )
