@@ -2,6 +2,7 @@
 
     python bench/bench_inspector.py          # needs Debian's chromium and playwright
     python bench/bench_inspector.py --detail [--calls 600 2000] [--root /path/to/other-checkout]
+    python bench/bench_inspector.py --build [--calls 600 2000 10000] [--root /path/to/other-checkout]
 
 Builds a 2,000-call Anthropic session (a growing history with a sliding window, a
 system prompt with a breakpoint, a drift every 50 calls), then measures:
@@ -17,6 +18,13 @@ fresh process per log and checkout, the widget is built, then the last call is s
 (its drift detail, segments and what it sent, computed from nothing cached), then the
 call before it. Printed: CPU and wall time of each, against the load + analyze of the
 same process, whether the segments frame was built, and the load average.
+
+``--build`` times what a cell showing the inspector runs (issue 32): on this bench's
+session (sliding window, a drift every 50 calls) of each size, in one fresh process per
+checkout, the analysis, then the widget built and its state serialized
+(``get_state()``, what is sent), and the ratio of the two in CPU time; then what the
+Providers panel's first view adds (the comparison, built when the view asks for it,
+where the checkout builds it lazily).
 """
 
 from __future__ import annotations
@@ -139,6 +147,61 @@ print(json.dumps({
 """
 
 
+BUILD_CHILD = r"""
+import json, sys, time
+path = sys.argv[1]
+import cacheviz
+from cacheviz.ui.widget import Inspector
+
+def timed(work):
+    start, start_cpu = time.perf_counter(), time.process_time()
+    out = work()
+    return out, time.perf_counter() - start, time.process_time() - start_cpu
+
+analysis, analyze_s, analyze_cpu = timed(lambda: cacheviz.load(path).analyze())
+def build():
+    widget = Inspector(analysis)
+    widget.get_state()  # serialized: what a cell showing it sends
+    return widget
+widget, built_s, built_cpu = timed(build)
+lazy = getattr(widget, "_message", None)
+compare_cpu = None
+if lazy is not None and not widget.meta.get("compare_built", True):
+    _, _, compare_cpu = timed(lambda: (lazy(None, {"type": "compare"}), widget.get_state()))
+print(json.dumps({
+    "calls": analysis.calls.height, "analyze_cpu_s": analyze_cpu, "analyze_s": analyze_s,
+    "widget_cpu_s": built_cpu, "widget_s": built_s, "compare_cpu_s": compare_cpu,
+}))
+"""
+
+
+def main_build(args: argparse.Namespace) -> None:
+    """``--build``: the inspector's build against the analysis (module docstring)."""
+    global CALLS
+    args.out.mkdir(parents=True, exist_ok=True)
+    roots = [HERE.parent, *args.root]
+    for calls in args.calls:
+        path = args.out / f"sliding_window_{calls}.jsonl"
+        if not path.exists():
+            CALLS = calls
+            session(path)
+        for _ in range(args.runs):
+            for root in roots:
+                load = " / ".join(f"{v:.1f}" for v in os.getloadavg())
+                row = child_json(BUILD_CHILD, [str(path)], root.resolve())
+                later = (
+                    f"; the comparison when the view asks: {row['compare_cpu_s']:.2f} CPU-s"
+                    if row["compare_cpu_s"] is not None
+                    else " (comparison included)"
+                )
+                print(
+                    f"{calls} calls, {root} (load {load}): analyze {row['analyze_cpu_s']:.2f} "
+                    f"CPU-s; inspector built + serialized {row['widget_cpu_s']:.2f} CPU-s = "
+                    f"{row['widget_cpu_s'] / row['analyze_cpu_s']:.2f}x the analysis{later}",
+                    flush=True,
+                )
+
+
 def detail(path: Path, root: Path) -> dict:
     """The first detail views of ``path`` in a fresh process of the checkout ``root``."""
     return child_json(DETAIL_CHILD, [str(path)], root)
@@ -183,6 +246,7 @@ def main() -> None:
     global CALLS
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--detail", action="store_true", help="time the first detail views")
+    parser.add_argument("--build", action="store_true", help="time the inspector's build")
     parser.add_argument("--calls", type=int, nargs="*", default=[600, 2000])
     parser.add_argument("--out", type=Path, default=Path("/tmp/cacheviz-bench"))
     parser.add_argument("--root", type=Path, nargs="*", default=[], help="checkouts to compare")
@@ -190,6 +254,9 @@ def main() -> None:
     args = parser.parse_args()
     if args.detail:
         main_detail(args)
+        return
+    if args.build:
+        main_build(args)
         return
     baseline = measure_baseline()
     for calls in (2000, 10000):

@@ -16,7 +16,7 @@ from cacheviz._util.seq import common_prefix
 from cacheviz.errors import CacheVizWarning
 from cacheviz.model import OPAQUE, Call, Session
 from cacheviz.money._costs import CostLists, cost_lists
-from cacheviz.money._metrics import hit_ratio, waste_usd
+from cacheviz.money._metrics import hit_ratio, waste_of
 from cacheviz.prefix._calibrate import MAX_FACTOR, Calibration, calibrate, disagreements
 from cacheviz.prefix._compaction import mark_compactions
 from cacheviz.prefix._diagnose import Diagnosis, diagnose
@@ -87,6 +87,12 @@ class Analysis:
         from cacheviz.ui.widget import inspect
 
         return inspect(self)._repr_mimebundle_(**kwargs)
+
+    def _display_(self) -> Any:
+        """Shown in a marimo cell, an analysis is the inspector (an anywidget marimo shows)."""
+        from cacheviz.ui.widget import inspect
+
+        return inspect(self)
 
     def simulate(
         self, provider: str, model: str | None = None, *, prices: Any = None, **rules: Any
@@ -176,12 +182,13 @@ class Analysis:
     def headline(self) -> dict[str, Any]:
         """Session totals every view shows the same way (:mod:`cacheviz.money._metrics`).
 
-        ``simulated_usd`` / ``ideal_usd`` / ``waste_usd`` (billed - ideal where billed,
-        else simulated - ideal; never negative; null, with ``simulation_withheld`` saying
-        why, when the requests' unlogged part could not be sized:
-        :meth:`simulation_withheld`), ``hit_ratio`` (token- and request-weighted, null
-        when no cache fields were reported; from the session's own totals, with
-        ``scope: "session"``, when usage is reported only per session), ``token_basis``
+        ``simulated_usd`` / ``ideal_usd`` / ``waste_usd`` (billed - ideal over the calls
+        with reported usage, else simulated - ideal; never negative; null, with
+        ``simulation_withheld`` saying why, when the requests' unlogged part could not be
+        sized: :meth:`simulation_withheld`), ``waste_of`` (what the waste sums:
+        :meth:`cacheviz.money._metrics.Waste.to_dict`), ``hit_ratio`` (token- and
+        request-weighted, null when no cache fields were reported; from the session's own
+        totals, with ``scope: "session"``, when usage is reported only per session), ``token_basis``
         (calls per basis, :mod:`cacheviz.prefix._calibrate`) and ``provider_verdicts``
         (:func:`cacheviz.reported._verdict.verdict_counts`: calls per verdict state, and
         how often cacheviz's own reading agrees with a comparable verdict).
@@ -191,15 +198,17 @@ class Analysis:
             name: (float(frame[name].sum()) if frame[name].is_not_null().any() else None)
             for name in ("simulated_usd", "ideal_usd")
         }
-        waste = waste_usd(
+        basis = waste_of(
             frame["billed_usd"].to_list(),
             frame["simulated_usd"].to_list(),
             frame["ideal_usd"].to_list(),
         )
+        waste: float | None = basis.usd
+        waste_sums: dict[str, Any] | None = basis.to_dict()
         withheld = self.simulation_withheld()
         if withheld is not None:  # costs of a prompt the log does not hold: not comparable
             money = {"simulated_usd": None, "ideal_usd": None}
-            waste = None
+            waste, waste_sums = None, None
         hit: dict[str, Any] = hit_ratio(
             frame["reported_cache_read_tokens"].to_list(),
             frame["reported_input_tokens"].to_list(),
@@ -212,6 +221,7 @@ class Analysis:
         return {
             **money,
             "waste_usd": waste,
+            "waste_of": waste_sums,
             **({"simulation_withheld": withheld} if withheld is not None else {}),
             "hit_ratio": hit,
             "token_basis": {

@@ -103,10 +103,12 @@ def _inspector(path: Path) -> str:
         text = str(exc)
         assert "\n" not in text, text
         return f"error: {text}"
-    bundle = analysis._repr_mimebundle_()  # an Analysis shown in a cell
-    assert "application/vnd.jupyter.widget-view+json" in bundle
-    box = cacheviz.inspect(analysis)
-    widget = box.inspector
+    bundle = analysis._repr_mimebundle_()  # an Analysis shown in a cell: (data, metadata)
+    data = bundle[0] if isinstance(bundle, tuple) else bundle
+    assert "application/vnd.jupyter.widget-view+json" in data
+    widget = cacheviz.inspect(analysis)
+    assert widget.meta["compare_built"] is False  # built when the view asks for it
+    widget._message(None, {"type": "compare"})  # the providers panel came into view
     json.dumps(widget.meta)  # what travels as JSON
     for name in ("_timeline", "_shape", "_costs"):
         assert getattr(widget, name), f"{path}: {name} is empty"

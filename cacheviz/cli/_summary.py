@@ -269,16 +269,14 @@ def _basis_note(basis: dict[str, int], calls: list[dict[str, Any]]) -> str:
 
 def _headline(doc: dict[str, Any]) -> str:
     """Waste and hit ratio, one definition each (cacheviz.money._metrics)."""
-    from cacheviz.money._metrics import percent  # metrics imports polars: not at start-up
+    # metrics imports polars: not at start-up
+    from cacheviz.money._metrics import Waste, percent
 
     hit = doc.get("hit_ratio") or {}
     parts = []
-    if doc.get("waste_usd") is not None:
-        base = "billed" if doc.get("billed_usd") is not None else "simulated"
-        spent = usd(doc.get(f"{base}_usd"))
-        parts.append(
-            f"waste {usd(doc['waste_usd'])} = {base} {spent} − ideal {usd(doc['ideal_usd'])}"
-        )
+    sums = doc.get("waste_of")
+    if doc.get("waste_usd") is not None and sums:
+        parts.append(Waste(doc["waste_usd"], **sums).text(usd))
     if doc.get("simulation_withheld"):
         parts.append(f"simulated cost withheld: {doc['simulation_withheld']}")
     if hit.get("scope") == "session":

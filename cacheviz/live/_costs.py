@@ -78,7 +78,9 @@ def costs_from(log: LiveLog, start: int) -> None:
         cc["simulated_usd"].append(simulated)
         cc["ideal_usd"].append(ideal)
 
-        cc["waste_usd"].append(call_waste(billed, simulated, ideal))
+        # the billed basis once any call has a billed cost (money/_metrics.py)
+        on_billed = log._billed_sum is not None
+        cc["waste_usd"].append(call_waste(billed, simulated, ideal, billed_basis=on_billed))
         _drift_cost_of(log, i, key)
         _miss_of(log, i, read, detail, billed)
         k = log._drift_of.get(i)

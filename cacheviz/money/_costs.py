@@ -53,7 +53,7 @@ from typing import TYPE_CHECKING, Any
 from cacheviz import _schema, providers
 from cacheviz.errors import UnknownModelError
 from cacheviz.model import OPAQUE
-from cacheviz.money._metrics import call_waste
+from cacheviz.money._metrics import call_waste, waste_basis
 from cacheviz.money._simulate import (
     Replay,
     extend_chain,
@@ -316,6 +316,7 @@ def cost_lists(
     found = _misses(lists, sim_read, sim_detail, billed, prices_of)
     drift_calls = lists.drift_cols["call"]
     priced = [b for b in billed if b is not None]
+    on_billed = waste_basis(billed)  # waste is billed - ideal over the calls with usage
     total = float(sum(priced)) if priced else None
     if session.session_usage:  # billed at the session's scope (its calls' usage is in it)
         total = session_billed(session.session_usage, book, prices_of, rates, unpriced)
@@ -324,7 +325,10 @@ def cost_lists(
             "billed_usd": billed,
             "simulated_usd": simulated,
             "ideal_usd": ideal,
-            "waste_usd": list(map(call_waste, billed, simulated, ideal)),
+            "waste_usd": [
+                call_waste(b, s, i, billed_basis=on_billed)
+                for b, s, i in zip(billed, simulated, ideal, strict=True)
+            ],
             **found.calls,
             "drift_material": [material.get(i) if d else None for i, d in enumerate(cols["drift"])],
         },

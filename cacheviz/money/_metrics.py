@@ -4,10 +4,12 @@ The CLI, ``summary --json``, the inspector, the HTML report, ``scan`` and ``chec
 take these from here, so the same session shows the same numbers everywhere.
 
 Waste
-    What the session cost beyond its ideal: ``billed - ideal`` where a billed cost
-    exists (the provider's own usage, priced), else ``simulated - ideal``; never
-    negative (the ideal reads at least what the provider actually read, so ideal ≤
-    billed call by call). Summed per call over the calls that have both numbers.
+    What the session cost beyond its ideal, summed per call, never negative. When any call
+    has a billed cost (the provider's own usage, priced), waste is ``billed - ideal`` over
+    the calls with a billed cost (and an ideal): billed and ideal are summed over those
+    same calls, and the calls without reported usage are excluded (counted, and said).
+    When no call has a billed cost, it is ``simulated - ideal`` over the calls that have
+    both. :class:`Waste` holds the figure with the sums it is the difference of.
 Hit ratio
     Over the calls whose provider reported cache fields: token-weighted (cache-read
     tokens ÷ inclusive input tokens) and request-weighted (the share of those calls that
@@ -16,14 +18,24 @@ Hit ratio
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from cacheviz._schema import hit_ratio as token_hit_ratio  # the per-call definition
 
 
-def call_waste(billed: float | None, simulated: float | None, ideal: float | None) -> float | None:
-    """One call's waste: ``billed - ideal`` (else ``simulated - ideal``), never negative.
+def call_waste(
+    billed: float | None,
+    simulated: float | None,
+    ideal: float | None,
+    *,
+    billed_basis: bool | None = None,
+) -> float | None:
+    """One call's waste, never negative (``None``: the call does not count).
+
+    ``billed_basis`` says whether the session is on the billed basis (some call has a
+    billed cost: :func:`waste_basis`); ``None`` takes this call's own (billed when it
+    has a billed cost). On the billed basis, a call without a billed cost does not count.
 
     Examples
     --------
@@ -31,15 +43,67 @@ def call_waste(billed: float | None, simulated: float | None, ideal: float | Non
     0.2
     >>> call_waste(None, 0.25, 0.10)
     0.15
+    >>> call_waste(None, 0.25, 0.10, billed_basis=True) is None
+    True
     >>> call_waste(0.05, None, 0.10)
     0.0
     >>> call_waste(None, None, 0.10) is None
     True
     """
-    spent = billed if billed is not None else simulated
+    on_billed = billed is not None if billed_basis is None else billed_basis
+    spent = billed if on_billed else simulated
     if spent is None or ideal is None:
         return None
     return round(max(0.0, spent - ideal), 12)
+
+
+def waste_basis(billed: Sequence[float | None]) -> bool:
+    """Whether waste is on the billed basis: some call has a billed cost."""
+    return any(b is not None for b in billed)
+
+
+@dataclass(frozen=True, slots=True)
+class Waste:
+    """The session's waste and the sums it is the difference of.
+
+    ``usd`` is the per-call waste summed (``None`` when no call counts); ``spent_usd`` and
+    ``ideal_usd`` are the billed (``basis == "billed"``) or simulated cost and the ideal,
+    summed over the same ``calls`` counted; ``excluded`` calls have no billed cost on the
+    billed basis (no usage reported) or miss a cost to compare.
+    """
+
+    usd: float | None
+    basis: str
+    spent_usd: float | None
+    ideal_usd: float | None
+    calls: int
+    excluded: int
+
+    def to_dict(self) -> dict[str, float | int | str | None]:
+        """``{"basis", "spent_usd", "ideal_usd", "calls", "excluded"}`` for JSON documents."""
+        return {
+            "basis": self.basis,
+            "spent_usd": self.spent_usd,
+            "ideal_usd": self.ideal_usd,
+            "calls": self.calls,
+            "excluded": self.excluded,
+        }
+
+    def text(self, usd: Callable[[float | None], str]) -> str:
+        """``waste $X = billed $A - ideal $B of the N calls with ...`` (one line, a minus sign)."""
+        if self.usd is None:
+            return "waste n/a"
+        what = "with reported usage" if self.basis == "billed" else "simulated"
+        line = (
+            f"waste {usd(self.usd)} = {self.basis} {usd(self.spent_usd)} − ideal "
+            f"{usd(self.ideal_usd)} of the {self.calls} call(s) {what}"
+        )
+        if self.usd > (self.spent_usd or 0.0) - (self.ideal_usd or 0.0) + 5e-7:
+            line += ", summed per call, none below 0"
+        if self.excluded:
+            why = "without a billed cost" if self.basis == "billed" else "without a cost"
+            line += f" ({self.excluded} call(s) {why} excluded)"
+        return line
 
 
 def waste_usd(
@@ -47,21 +111,30 @@ def waste_usd(
     simulated: Sequence[float | None],
     ideal: Sequence[float | None],
 ) -> float | None:
-    """The session's waste: :func:`call_waste` summed (``None`` when no call has one)."""
+    """The session's waste (:class:`Waste` ``usd``; ``None`` when no call counts)."""
+    return waste_of(billed, simulated, ideal).usd
+
+
+def waste_of(
+    billed: Sequence[float | None],
+    simulated: Sequence[float | None],
+    ideal: Sequence[float | None],
+) -> Waste:
+    """The session's :class:`Waste`: its figure, basis and sums."""
     found = WasteSum()
     found.add(billed, simulated, ideal)
-    return found.total()
+    return found.waste()
 
 
 class WasteSum:
-    """:func:`waste_usd` of calls added a few at a time (the live inspector's header).
+    """:func:`waste_of` of calls added a few at a time (the live inspector's header).
 
-    Shared by :func:`waste_usd`: the same calls give the same sum, whichever way added.
+    Shared by :func:`waste_of`: the same calls give the same sums, whichever way added.
     """
 
     def __init__(self) -> None:
-        self.values: list[float] = []
-        """The waste of each call that has one, in call order."""
+        self.calls: list[tuple[float | None, float | None, float | None]] = []
+        """Each call's billed, simulated and ideal cost, in call order."""
 
     def add(
         self,
@@ -70,15 +143,33 @@ class WasteSum:
         ideal: Sequence[float | None],
     ) -> None:
         """Add the next calls: their billed, simulated and ideal costs."""
-        self.values += [
-            w
-            for w in map(call_waste, billed, simulated, ideal)
-            if w is not None  # a call without either cost adds nothing
-        ]
+        self.calls += zip(billed, simulated, ideal, strict=True)
 
     def total(self) -> float | None:
-        """The waste of the calls added (``None`` when no call has one)."""
-        return float(sum(self.values)) if self.values else None
+        """The waste of the calls added (``None`` when no call counts)."""
+        return self.waste().usd
+
+    def waste(self) -> Waste:
+        """The :class:`Waste` of the calls added."""
+        on_billed = any(b is not None for b, _, _ in self.calls)
+        values: list[float] = []
+        spent = best = 0.0
+        for b, s, i in self.calls:
+            w = call_waste(b, s, i, billed_basis=on_billed)
+            if w is None:
+                continue
+            values.append(w)
+            spent += b if on_billed else s  # type: ignore[operator]
+            best += i  # type: ignore[operator]
+        counted = len(values)
+        return Waste(
+            usd=float(sum(values)) if values else None,
+            basis="billed" if on_billed else "simulated",
+            spent_usd=spent if counted else None,
+            ideal_usd=best if counted else None,
+            calls=counted,
+            excluded=len(self.calls) - counted,
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -149,9 +240,12 @@ def percent(value: float | None, digits: int = 0) -> str:
 __all__ = [
     "HitRatio",
     "HitRatioSums",
+    "Waste",
     "WasteSum",
     "call_waste",
     "hit_ratio",
     "percent",
+    "waste_basis",
+    "waste_of",
     "waste_usd",
 ]

@@ -13,7 +13,7 @@ import polars as pl
 
 from cacheviz._schema import CAUSES, MISS_CAUSES, clean
 from cacheviz.money import pricing
-from cacheviz.money._metrics import hit_ratio
+from cacheviz.money._metrics import Waste, hit_ratio, waste_of
 from cacheviz.redact import redact_all
 from cacheviz.reported._verdict import verdict_counts
 from cacheviz.ui._providers import compare_rows, pricing_notes, target_facts, unpriced_models
@@ -98,7 +98,7 @@ def meta(
         threads=thread_names(analysis),
         hit_ratio=sim_hit,
         reported=(reported["tokens"], reported["requests"]),
-        waste_usd=head["waste_usd"],
+        waste=None if head["waste_of"] is None else Waste(head["waste_usd"], **head["waste_of"]),
     )
 
 
@@ -112,16 +112,28 @@ def meta_of(
     threads: list[str],
     hit_ratio: float | None,
     reported: tuple[float | None, float | None],
-    waste_usd: float | None,
+    waste: Waste | None,
 ) -> dict[str, Any]:
     """:func:`meta` from its per-call sums (the live inspector keeps them call by call).
 
     ``notes`` is :func:`pricing_notes`, ``threads`` the thread names in order,
     ``hit_ratio`` the simulation's token hit ratio, ``reported`` the reported hit ratios
-    (tokens, requests), ``waste_usd`` the headline waste.
+    (tokens, requests), ``waste`` the session's waste (:mod:`cacheviz.money._metrics`).
+
+    The target's ``waste_usd`` and ``waste_of`` are the session's under its own replay,
+    else the replay's simulated cost above its ideal (no bill to compare with).
     """
     calls = analysis.calls
     target = target_facts(analysis, simulation, hit_ratio=hit_ratio, warning=notes["warning"])
+    if target is not None and simulation is not None:
+        mine = waste
+        if not target["own"]:
+            sim = simulation.calls
+            mine = waste_of(
+                [None] * sim.height, sim["cost_usd"].to_list(), sim["ideal_usd"].to_list()
+            )
+        target["waste_usd"] = None if mine is None else mine.usd
+        target["waste_of"] = None if mine is None else mine.to_dict()
     rows = compare_rows(compare)
     path = analysis.session.path
     out: dict[str, Any] = {
@@ -140,12 +152,15 @@ def meta_of(
             "drifts": analysis.drifts.height,
         },
         "reported": {"hit_ratio": reported[0], "hit_ratio_requests": reported[1]},
-        "waste_usd": waste_usd,
+        "waste_usd": None if waste is None else waste.usd,
+        "waste_of": None if waste is None else waste.to_dict(),
         "target": target,
         "models": pricing.priced_models(simulation.provider) if simulation is not None else [],
         "unpriced_models": unpriced_models(analysis, simulation),
         "notice": notes["notice"],
         "compare": rows,
+        # false until something asks for the comparison (the notebook builds it lazily)
+        "compare_built": compare is not None,
         "approximate": not bool(calls["tokens_exact"].all()) if calls.height else False,
         "reconstructed": bool(calls["reconstructed"].any()) if calls.height else False,
         "verdicts": verdicts(calls),

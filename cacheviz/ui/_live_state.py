@@ -261,6 +261,7 @@ class LiveState:
                 SimpleNamespace(calls=simulation.calls.slice(start)),  # type: ignore[arg-type]  # above
                 n - start,
                 SimpleNamespace(calls=analysis.calls.slice(start)),  # type: ignore[arg-type]  # above
+                own=simulation is analysis.own_simulation,
             )
         self.delta = (timeline, shape, costs)
         if old is not None:
@@ -316,7 +317,7 @@ class LiveState:
             threads=self._threads,
             hit_ratio=sim_hit,
             reported=(reported.tokens, reported.requests),
-            waste_usd=self._waste.total(),
+            waste=self._waste.waste(),
         )
 
     def _timeline_rows(self, analysis: Analysis, start: int, mode: Any, idle: Any) -> pl.DataFrame:

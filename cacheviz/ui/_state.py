@@ -46,10 +46,18 @@ class Target:
     breakpoints: str | None = None
 
     def rules(self) -> dict[str, Any]:
-        """The rules the provider's simulator takes among ``ttl`` and ``breakpoints``."""
-        names = set(providers.simulator_class(self.provider).__dataclass_fields__)
+        """The rules the provider's simulator takes among ``ttl`` and ``breakpoints``.
+
+        A rule at the simulator's default is left out: choosing the settings the view
+        opened with is the same replay (the session's own, with its waste), not another.
+        """
+        fields = providers.simulator_class(self.provider).__dataclass_fields__
         asked = {"ttl": self.ttl, "breakpoints": self.breakpoints}
-        return {k: v for k, v in asked.items() if v is not None and k in names}
+        return {
+            k: v
+            for k, v in asked.items()
+            if v not in (None, "") and k in fields and v != fields[k].default
+        }
 
     def ttl_seconds(self, analysis: Analysis) -> float | None:
         """The cache lifetime behind the idle marks: the chosen TTL, else the default."""
@@ -85,6 +93,8 @@ def model_choices(analysis: Analysis, provider: str) -> tuple[list[tuple[str, st
     models = pricing.priced_models(provider, retired=recorded)  # retired: only the session's
     options = [("recorded models", ""), *[(m, m) for m in models]]
     pairs = analysis.calls.select("provider", "model").unique(maintain_order=True).rows()
+    if provider in providers.self_hosted() or provider in {p for p, _ in pairs}:
+        return options, ""  # the session's own provider: its recorded models (issue 33.3)
     return options, pricing.comparable_model(provider, pairs).model or ""
 
 
@@ -228,10 +238,8 @@ def build(
     except Exception as exc:  # the view shows why; the rest of it is still drawn
         status = f"{target.provider}: {failure_line(exc)}"
     if compare is None and with_compare:
-        try:
-            compare = analysis.compare(list(targets))  # a failed target: its row's error
-        except (CacheVizError, ValueError) as exc:  # a target names no known provider
-            status = status or f"comparison: {exc}"
+        compare, failed = compare_of(analysis, targets)
+        status = status or failed
     compare = with_target_row(compare, targets, target, simulation)
     ttl_seconds = target.ttl_seconds(analysis)
     status = status or unpriced_status(analysis, target, simulation)
@@ -243,11 +251,49 @@ def build(
         ttl_seconds=ttl_seconds,
         timeline=timeline.timeline(analysis, timeline_mode(analysis, target, ttl_seconds)),
         shape=shape.shape_runs(analysis, rows),
-        costs=costs.costs(simulation, analysis.calls.height, analysis),
+        costs=costs.costs(
+            simulation,
+            analysis.calls.height,
+            analysis,
+            own=simulation is not None and simulation is analysis.own_simulation,
+        ),
         meta=header.meta(analysis, ttl_seconds=ttl_seconds, simulation=simulation, compare=compare),
         status=status,
         targets=targets,
     )
+
+
+def compare_of(analysis: Analysis, targets: tuple[str, ...]) -> tuple[pl.DataFrame | None, str]:
+    """The provider comparison of ``targets``, and ``""`` or why it could not be built.
+
+    A target that fails is its row's ``error`` (the other rows are computed); a target
+    naming no known provider fails the comparison.
+    """
+    try:
+        return analysis.compare(list(targets)), ""
+    except (CacheVizError, ValueError) as exc:
+        return None, f"comparison: {exc}"
+
+
+def opening_call(analysis: Analysis) -> int:
+    """The call a view opens on (not a trivial side call); -1 without calls.
+
+    The costliest drift, else the largest miss, else the call of the busiest thread that
+    sent the most new tokens. The report and the notebook inspector open there.
+    """
+    drifts = analysis.drifts
+    if drifts.height:
+        order = ["cost_usd", "tokens_lost"] if "cost_usd" in drifts.columns else ["tokens_lost"]
+        best = drifts.sort(order, descending=True, nulls_last=True).row(0, named=True)
+        return int(best["call"])
+    calls = analysis.calls
+    if calls["shortfall_tokens"].drop_nulls().len():
+        return int(calls.sort("shortfall_tokens", descending=True, nulls_last=True)["call"][0])
+    if calls.height == 0:
+        return -1
+    busiest = calls["thread"].mode().sort()[0]
+    main = calls.filter(pl.col("thread") == busiest)
+    return int(main.sort("new_tokens", descending=True)["call"][0])
 
 
 def rebuild(state: InspectorState, analysis: Analysis) -> InspectorState:
@@ -265,9 +311,11 @@ __all__ = [
     "InspectorState",
     "Target",
     "build",
+    "compare_of",
     "comparison_targets",
     "default_target",
     "model_choices",
+    "opening_call",
     "own_simulation_of",
     "rebuild",
     "resolve_target",

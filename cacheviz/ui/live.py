@@ -163,11 +163,16 @@ class LiveInspector:
         from cacheviz.ui.widget import inspect
 
         built = inspect(analysis, **self.options)
-        self.inspector = built.inspector
-        self.box.children = built.children
+        self.inspector = built
+        self.box.children = [built]
         self.box.inspector = self.inspector
         shown = self.inspector.state
         self.live.choose(shown.target, shown.targets, with_compare=shown.compare is not None)
+
+        def compared() -> None:  # the view asked for the comparison: follow it from now on
+            self.live.choose(shown.target, shown.targets, with_compare=True)
+
+        built.compare_hook = compared
         # the next call appends to the state shown
         self._shown = self.live.rebuild() if self.live.log.incremental else analysis
         return "built"

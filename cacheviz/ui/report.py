@@ -110,30 +110,8 @@ def report_data(
         "details_gz": base64.b64encode(
             gzip.compress(embed_json(details).encode(), 6, mtime=0)
         ).decode(),
-        "selected_call": opening_call(analysis),
+        "selected_call": state.opening_call(analysis),
     }
-
-
-def opening_call(analysis: Analysis) -> int:
-    """The call a report opens on (not a trivial side call).
-
-    The costliest drift, else the largest miss, else the call of the busiest thread that
-    sent the most new tokens.
-    """
-    drifts = analysis.drifts
-    if drifts.height:
-        order = ["cost_usd", "tokens_lost"] if "cost_usd" in drifts.columns else ["tokens_lost"]
-        best = drifts.sort(order, descending=True, nulls_last=True).row(0, named=True)
-        return int(best["call"])
-    calls = analysis.calls
-    if calls["shortfall_tokens"].drop_nulls().len():
-        return int(calls.sort("shortfall_tokens", descending=True, nulls_last=True)["call"][0])
-    if calls.height == 0:
-        return -1
-    thread = "thread"
-    busiest = calls[thread].mode().sort()[0]
-    main = calls.filter(pl.col(thread) == busiest)
-    return int(main.sort("new_tokens", descending=True)["call"][0])
 
 
 TEXT_CHARS = 1500  # of each segment's text in the report (the widget shows more)

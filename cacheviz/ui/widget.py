@@ -1,4 +1,4 @@
-"""The notebook inspector: an anywidget view of an analysis, plus ipywidgets controls.
+"""The notebook inspector: one anywidget, its controls included (any front end shows it).
 
 Synced state (the front end is ``widgets/src/inspector.js``, built into ``static/``):
 
@@ -12,7 +12,17 @@ trait              direction  wire type         contents
 ``selected_call``  both       int               the call every view highlights (-1: none)
 ``_detail``        Py→JS      dict (JSON)       drift, miss, what the call sent (capped)
 ``status``         Py→JS      str               "simulating…", or an error to show
+``provider``       both       str               the target's provider (a control)
+``model``          both       str               its model, ``""`` for the recorded models
+``ttl``            both       str               its cache TTL, ``""`` as recorded
+``breakpoints``    both       str               its breakpoint strategy, ``""`` as recorded
+``_choices``       Py→JS      dict (JSON)       each control's options; ``{}``: no controls
+``_found``         Py→JS      dict (JSON)       the full-text search's results
 =================  =========  ================  ==========================================
+
+Custom messages from the front end: ``{"type": "compare"}`` builds the provider
+comparison (it is not built before something asks for it), ``{"type": "search",
+"text": ...}`` searches every call's segments (:func:`cacheviz.ui._search.search`).
 
 Text never travels in bulk: the detail is computed for the selected call only.
 """
@@ -24,17 +34,20 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import anywidget
-import ipywidgets
 import polars as pl
 import traitlets
 
 from cacheviz import providers
 from cacheviz.static import bundle
+from cacheviz.ui import _header as header
 from cacheviz.ui import _state as state
 from cacheviz.ui._detail import drift_detail
+from cacheviz.ui._search import search_segments
 from cacheviz.ui._shared import ipc
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from cacheviz.analysis import Analysis
     from cacheviz.money._simulate import Simulation
 
@@ -69,6 +82,16 @@ class Inspector(anywidget.AnyWidget):
     """The call every view highlights; -1 for none. Set it from Python or click a call."""
     _detail = traitlets.Dict().tag(sync=True)
     status = traitlets.Unicode("").tag(sync=True)
+    provider = traitlets.Unicode("").tag(sync=True)
+    """The target's provider; setting it (the control, or Python) re-simulates."""
+    model = traitlets.Unicode("").tag(sync=True)
+    """The target's model (``""``: the recorded models); setting it re-simulates."""
+    ttl = traitlets.Unicode("").tag(sync=True)
+    """The target's cache TTL (``""``: as recorded); setting it re-simulates."""
+    breakpoints = traitlets.Unicode("").tag(sync=True)
+    """The target's breakpoint strategy (``""``: as recorded); setting it re-simulates."""
+    _choices = traitlets.Dict().tag(sync=True)
+    _found = traitlets.Dict().tag(sync=True)
 
     def __init__(
         self,
@@ -79,14 +102,101 @@ class Inspector(anywidget.AnyWidget):
         ttl: str | None = None,
         breakpoints: str | None = None,
         targets: tuple[str, ...] | None = None,
+        controls: bool = True,
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
         self.analysis = analysis
         self.targets = tuple(targets) if targets else tuple(state.comparison_targets(analysis))
         self.state: state.InspectorState | None = None
+        self._controls = controls
+        self._applying = False
+        self.compare_hook: Callable[[], None] | None = None
+        """Called once the comparison is built (the live inspector then keeps it)."""
         target = state.resolve_target(analysis, provider, model, ttl=ttl, breakpoints=breakpoints)
         self.resimulate(target.provider, target.model, ttl=ttl, breakpoints=breakpoints)
+        # a view opens on a call worth reading, as the report does
+        self.selected_call = state.opening_call(analysis)
+        self.on_msg(self._message)
+
+    @property
+    def inspector(self) -> Inspector:
+        """The widget itself (``cacheviz.inspect(...).inspector`` of the former box)."""
+        return self
+
+    @property
+    def compare(self) -> pl.DataFrame | None:
+        """The provider comparison, built on first use (the view asks when it is shown)."""
+        if self.state is not None and self.state.compare is None:
+            self._build_compare()
+        return self.state.compare if self.state is not None else None
+
+    def _build_compare(self) -> None:
+        old = self.state
+        if old is None or old.compare is not None:
+            return
+        compare, status = state.compare_of(self.analysis, self.targets)
+        compare = state.with_target_row(compare, self.targets, old.target, old.simulation)
+        old.compare = compare
+        old.meta = header.meta(
+            self.analysis,
+            ttl_seconds=old.ttl_seconds,
+            simulation=old.simulation,
+            compare=compare,
+        )
+        self.meta = old.meta
+        if self.compare_hook is not None:
+            self.compare_hook()
+        if status and not self.status:
+            self.status = status
+
+    def _message(self, _: Any, content: Any, buffers: Any = None) -> None:
+        """The front end's requests: the comparison, a full-text search."""
+        kind = content.get("type") if isinstance(content, dict) else None
+        try:
+            if kind == "compare":
+                self._build_compare()
+            elif kind == "search":
+                text = str(content.get("text") or "")
+                self._found = search_segments(self.analysis, text)
+        except Exception as exc:  # the view shows why; the kernel goes on
+            _LOG.exception("inspector request %s failed", kind)
+            self.status = f"{kind}: {exc}"
+
+    def _choices_of(self, provider: str) -> dict[str, Any]:
+        """Each control's options (label, value) for ``provider``; ``{}`` without controls."""
+        if not self._controls:
+            return {}
+        models, _default = state.model_choices(self.analysis, provider)
+        if self.model and self.model not in {v for _, v in models}:
+            models = [*models, (self.model, self.model)]
+        return {
+            "provider": [[p, p] for p in providers.ids()],
+            "model": [list(m) for m in models],
+            "ttl": [["as recorded", ""], *[[t, t] for t in providers.rule_choices("ttl")]],
+            "breakpoints": [
+                [b, "" if b == "recorded" else b] for b in providers.rule_choices("breakpoints")
+            ],
+        }
+
+    @traitlets.observe("provider", "model", "ttl", "breakpoints")
+    def _control_changed(self, change: Any) -> None:
+        if self._applying:
+            return
+        if change["name"] == "provider":
+            # another provider: its default model (the recorded models on the session's own)
+            _options, default = state.model_choices(self.analysis, change["new"])
+            self._applying = True
+            try:
+                self.model = default
+            finally:
+                self._applying = False
+        self.resimulate(
+            self.provider,
+            self.model or None,
+            ttl=self.ttl or None,
+            breakpoints=self.breakpoints or None,
+        )
 
     @property
     def simulation(self) -> Simulation | None:
@@ -105,11 +215,26 @@ class Inspector(anywidget.AnyWidget):
         ttl: str | None = None,
         breakpoints: str | None = None,
     ) -> None:
-        """Re-run the target simulation and redraw the costs (errors go to ``status``)."""
+        """Re-run the target simulation and redraw the costs (errors go to ``status``).
+
+        The controls follow (``provider``, ``model``, ``ttl``, ``breakpoints``).
+        """
         self.status = "simulating…"
         target = state.Target(provider, model, ttl=ttl, breakpoints=breakpoints)
         compare = self.state.compare if self.state is not None else None
-        new = state.build(self.analysis, target, targets=self.targets, compare=compare)
+        new = state.build(
+            self.analysis, target, targets=self.targets, compare=compare, with_compare=False
+        )
+        self._applying = True
+        try:  # the controls show what was asked, whether or not it could be simulated
+            with self.hold_sync():
+                self.provider = provider
+                self.model = model or ""
+                self.ttl = ttl or ""
+                self.breakpoints = "" if breakpoints in (None, "recorded") else breakpoints
+                self._choices = self._choices_of(provider)
+        finally:
+            self._applying = False
         if new.simulation is None and self.state is not None:
             _LOG.error("simulation failed: %s", new.status)
             self.status = new.status  # keep showing the last simulation that worked
@@ -276,8 +401,10 @@ def inspect(
     model: str | None = None,
     ttl: str | None = None,
     breakpoints: str | None = None,
-) -> ipywidgets.VBox:
+) -> Inspector:
     """The inspector with its controls (provider, model, TTL, breakpoint strategy).
+
+    One anywidget: JupyterLab, Notebook 7, VS Code, Voilà and marimo show it as it is.
 
     Parameters
     ----------
@@ -285,70 +412,10 @@ def inspect(
         An :class:`~cacheviz.analysis.Analysis`, or a transcript path to load and analyse.
     provider, model, ttl, breakpoints
         The target simulation shown in the providers view (default: the recorded
-        provider and models).
+        provider and models); the controls start there.
     """
     from cacheviz.analysis import Analysis
     from cacheviz.formats import load
 
     analysis = source if isinstance(source, Analysis) else load(source).analyze()
-    inspector = Inspector(
-        analysis, provider=provider, model=model, ttl=ttl, breakpoints=breakpoints
-    )
-    current = inspector.simulation
-    provider_box = ipywidgets.Dropdown(
-        options=list(providers.ids()),
-        value=current.provider if current else state.default_target(analysis).provider,
-        description="provider",
-    )
-    options, _default = state.model_choices(analysis, provider_box.value)
-    chosen = (current.model or "") if current else ""
-    model_box = ipywidgets.Dropdown(
-        options=options if chosen in {v for _, v in options} else [*options, (chosen, chosen)],
-        value=chosen,
-        description="model",
-    )
-    ttls = providers.rule_choices("ttl")
-    ttl_box = ipywidgets.Dropdown(options=list(ttls), value=ttl or ttls[0], description="TTL")
-    strategies = providers.rule_choices("breakpoints")
-    strategy_box = ipywidgets.Dropdown(
-        options=list(strategies),
-        value=breakpoints or strategies[0],
-        description="breakpoints",
-    )
-
-    switching = False
-
-    def switch_provider(change: Any) -> None:
-        nonlocal switching
-        switching = True  # one simulation for the provider and its default model
-        try:
-            options, default = state.model_choices(analysis, change["new"])
-            model_box.options = options
-            model_box.value = default
-        finally:
-            switching = False
-        rerun()
-
-    def rerun(_: Any = None) -> None:
-        if switching:
-            return
-        inspector.resimulate(
-            provider_box.value,
-            model_box.value or None,
-            ttl=ttl_box.value,
-            breakpoints=strategy_box.value,
-        )
-
-    provider_box.observe(switch_provider, names="value")
-    for control in (model_box, ttl_box, strategy_box):
-        control.observe(rerun, names="value")
-    controls = ipywidgets.HBox([provider_box, model_box, ttl_box, strategy_box])
-    box = ipywidgets.VBox([controls, inspector])
-    box.inspector = inspector
-    box.controls = {
-        "provider": provider_box,
-        "model": model_box,
-        "ttl": ttl_box,
-        "breakpoints": strategy_box,
-    }
-    return box
+    return Inspector(analysis, provider=provider, model=model, ttl=ttl, breakpoints=breakpoints)

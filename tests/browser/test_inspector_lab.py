@@ -75,14 +75,14 @@ def test_inspector_renders_selects_and_resimulates(lab, page, make_payload_sessi
     # switch the provider and name its model: Python re-simulates, the providers view redraws
     providers = root.locator(".cacheviz-providers")
     assert "anthropic" in providers.text_content()
-    provider = page.locator(".widget-dropdown", has_text="provider").locator("select")
+    provider = root.locator("select[data-control=provider]")  # the controls are the widget's
     provider.select_option("deepseek")
     # the model picker lists DeepSeek's priced models and picks the comparable one
     page.wait_for_function(
         "() => /deepseek-chat/.test("
         "document.querySelector('.cacheviz-providers__target').textContent)"
     )
-    model = page.locator(".widget-dropdown", has_text="model").locator("select")
+    model = root.locator("select[data-control=model]")
     assert model.input_value() == "deepseek-chat"
     assert re.search(r"\$\d", providers.text_content())
     # a self-hosted engine: a message, never an empty chart (defect 7)
@@ -106,7 +106,7 @@ def test_inspector_renders_selects_and_resimulates(lab, page, make_payload_sessi
             status, { childList: true, characterData: true, subtree: true, attributes: true });
         }"""
     )
-    page.locator(".widget-dropdown", has_text="breakpoints").locator("select").select_option("auto")
+    root.locator("select[data-control=breakpoints]").select_option("auto")
     page.wait_for_function(
         "() => window.__statusSeen.some(([c]) => c.includes('--done'))"
         " && window.__statusSeen.some(([c]) => c.includes('--busy'))"

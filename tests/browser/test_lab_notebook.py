@@ -34,10 +34,16 @@ def test_lab_playground_renders_and_reacts(lab, page):
     assert closers.count() == 5
     page.wait_for_function("() => document.querySelectorAll('.js-plotly-plot').length >= 3")
 
-    # the last cell removed the breakpoints: nothing is read; turn them back on in the page
+    # the last cell removed the breakpoints, then put them back: the lab ends working
     stats = page.locator(".widget-html:has-text('hit ratio')").last
-    assert "hit ratio 0%" in stats.text_content()
+    assert "hit ratio 0%" not in stats.text_content()
+    assert "check none" in stats.text_content()
+    # a click in the page takes them off (nothing is read), another puts them back
     buttons = page.locator(".widget-toggle-buttons", has_text="cache_control").last
+    buttons.locator("button", has_text="none").click()
+    page.wait_for_function(
+        "(el) => el.textContent.includes('hit ratio 0%')", arg=stats.element_handle()
+    )
     buttons.locator("button", has_text="breakpoints").click()
     page.wait_for_function(
         "(el) => !el.textContent.includes('hit ratio 0%')", arg=stats.element_handle()

@@ -64,6 +64,10 @@ def test_notebook_executes_headless_in_a_kernel(path):
         assert "solution: hit ratio" in text and "LAB-DONE" in text
     if path.name.startswith("03-"):
         assert "billed" in text and "ideal" in text and "POST-MORTEM-DONE" in text
+        views = [
+            o for o in outputs if "application/vnd.jupyter.widget-view+json" in o.get("data", {})
+        ]
+        assert len(views) == 1  # the post-mortem shows the session's inspector
 
 
 def _run_cells(path: Path, replace: dict[str, str] | None = None) -> dict:

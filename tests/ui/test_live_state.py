@@ -105,6 +105,7 @@ def test_the_widget_follows_with_only_the_new_rows(tmp_path, fake_comm):
     live = LiveInspector(log, poll=60)
     live.stop()
     inspector = live.box.inspector
+    inspector._message(None, {"type": "compare"})  # the comparison, once the view asks
     comm = inspector.comm = fake_comm
     for line in lines[1:]:
         with log.open("a", encoding="utf-8") as handle:
@@ -138,6 +139,7 @@ def test_a_target_picked_in_the_widget_is_followed(tmp_path):
     live = LiveInspector(log, poll=60)
     live.stop()
     inspector = live.box.inspector
+    inspector._message(None, {"type": "compare"})  # the comparison, once the view asks
     inspector.resimulate("openai", "gpt-4o")
     for line in lines[4:]:
         with log.open("a", encoding="utf-8") as handle:
@@ -182,6 +184,7 @@ def test_another_format_is_analysed_in_full_and_its_rows_compared(tmp_path):
     live = LiveInspector(log, poll=60)
     live.stop()
     assert live.inspector is not None
+    live.inspector._message(None, {"type": "compare"})  # the comparison, once the view asks
     assert not live.live.log.incremental
     assert live.refresh() == "unchanged"  # nothing written: not analysed again
     reloads = live.live.log.reloads

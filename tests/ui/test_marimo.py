@@ -34,3 +34,7 @@ def test_the_inspector_runs_in_a_marimo_notebook(tmp_path):
     html = out.read_text("utf-8")
     assert "CALLS 10 DRIFTS 3" in html  # the cells ran, the widget's state is in Python
     assert "marimo-anywidget" in html  # the inspector is shown as an anywidget
+    # the README's one line and a bare Analysis, with no mo.ui.anywidget workaround
+    assert "mo.ui.anywidget" not in NOTEBOOK.read_text("utf-8")
+    assert html.count("marimo-anywidget") >= 2
+    assert "not supported in marimo" not in html

@@ -62,14 +62,16 @@ def test_widget_report_and_live_meta_agree(write_log, anthropic_body, tmp_path):
 
     analysis = _session(write_log, anthropic_body)
     widget = Inspector(analysis)
+    widget._message(None, {"type": "compare"})  # the comparison, once the view asks
     report = report_data(analysis)
     live = LiveInspector(analysis.session.path, poll=60)
     try:
+        live.inspector._message(None, {"type": "compare"})
         live_meta = live.inspector.meta
         live_costs = live.inspector.state.costs
     finally:
         live.stop()
-    for key in ("target", "compare", "totals", "billed_usd", "ttl_seconds"):
+    for key in ("target", "compare", "totals", "billed_usd", "ttl_seconds", "waste_of"):
         assert widget.meta.get(key) == report["meta"].get(key) == live_meta.get(key), key
     assert live_costs["billed_usd"].null_count() == 0
 
@@ -152,7 +154,9 @@ def test_a_failed_comparison_row_is_that_rows_error(write_log, anthropic_body, m
     pytest.importorskip("anywidget")
     from cacheviz.ui.widget import Inspector
 
-    assert Inspector(analysis).meta["compare"] == shown.meta["compare"]
+    widget = Inspector(analysis)
+    widget._message(None, {"type": "compare"})  # the comparison, once the view asks
+    assert widget.meta["compare"] == shown.meta["compare"]
 
 
 def test_the_live_state_shows_a_failed_row_as_the_full_build(

@@ -10,6 +10,7 @@ import pytest
 import cacheviz
 from cacheviz._schema import MISS_CAUSES
 from cacheviz.formats.native import record_line
+from cacheviz.ui import _state as state
 from cacheviz.ui._detail import drift_detail
 from cacheviz.ui.widget import Inspector, inspect
 
@@ -27,6 +28,8 @@ def _table(data):
 
 def test_tables_are_arrow_and_text_free(analysis):
     widget = Inspector(analysis)
+    assert widget.meta["compare"] == [] and widget.meta["compare_built"] is False
+    widget._message(None, {"type": "compare"})  # the view asks for the comparison (lazy)
     state = widget.get_state()
     timeline = _table(state["_timeline"])
     assert timeline.height == analysis.calls.height
@@ -67,7 +70,9 @@ def test_tables_are_arrow_and_text_free(analysis):
 
 def test_selecting_a_drift_call_fills_the_detail(analysis):
     widget = Inspector(analysis)
-    assert widget._detail == {}
+    # it opens on the costliest drift, as the report does (issue 33 item 11)
+    assert widget.selected_call == state.opening_call(analysis) >= 0
+    assert widget._detail["call"] == widget.selected_call
     widget.set_state({"selected_call": 3})
     detail = widget._detail
     assert detail["drift"] is True and detail["cause"] == "env_details_stripped"
@@ -80,23 +85,22 @@ def test_selecting_a_drift_call_fills_the_detail(analysis):
 
 
 def test_changing_the_target_resimulates(analysis):
-    box = inspect(analysis)
-    widget = box.inspector
-    provider, model, _ttl, strategy = box.children[0].children
+    widget = inspect(analysis)  # one anywidget: the controls are its traits
+    assert set(widget._choices) == {"provider", "model", "ttl", "breakpoints"}
     before = widget.meta["target"]["total_cost_usd"]
-    strategy.value = "none"
+    widget.breakpoints = "none"
     assert widget.meta["target"]["total_cost_usd"] > before
-    provider.value = "deepseek"  # recorded models are Anthropic ones: a DeepSeek one is picked
-    assert model.value == "deepseek-chat"
+    widget.provider = "deepseek"  # recorded models are Anthropic ones: a DeepSeek one is picked
+    assert widget.model == "deepseek-chat"
     assert widget.status == "" and widget.meta["target"]["provider"] == "deepseek"
     assert widget.meta["target"]["model"] == "deepseek-chat"
-    model.value = ""  # the recorded (Anthropic) models under DeepSeek: named, not priced
+    widget.model = ""  # the recorded (Anthropic) models under DeepSeek: named, not priced
     assert "no price for claude-sonnet-4-5" in widget.status
 
 
 def test_an_analysis_in_a_cell_is_the_inspector(analysis):
-    bundle = analysis._repr_mimebundle_()
-    assert "application/vnd.jupyter.widget-view+json" in bundle
+    data, _metadata = analysis._repr_mimebundle_()
+    assert "application/vnd.jupyter.widget-view+json" in data
 
 
 @pytest.mark.slow
@@ -163,14 +167,12 @@ def test_the_ttl_control_redraws_the_idle_gaps(analysis):
 def test_the_model_picker_lists_priced_models_and_defaults_to_a_comparable_one(analysis):
     from cacheviz.ui.widget import inspect
 
-    box = inspect(analysis)
-    provider, model = box.controls["provider"], box.controls["model"]
-    assert model.value == ""  # the recorded models, priced by their own provider
-    provider.value = "google"
-    values = [value for _, value in model.options]
-    assert model.value in values and model.value.startswith("gemini")
+    inspector = inspect(analysis)
+    assert inspector.model == ""  # the recorded models, priced by their own provider
+    inspector.provider = "google"
+    values = [value for _, value in inspector._choices["model"]]
+    assert inspector.model in values and inspector.model.startswith("gemini")
     assert all(v == "" or v.startswith("gemini") for v in values)  # no Claude-on-Vertex
-    inspector = box.inspector
     assert inspector.status == ""
     assert inspector.meta["target"]["total_cost_usd"] > 0  # never an empty chart
     # priced under another vendor's tokenizer: said so (defect 7)

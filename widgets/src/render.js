@@ -46,6 +46,7 @@ import { CSS } from "./views/styles.js";
  *   on(event: string, callback: (...args: any[]) => void): void,
  *   off?(event?: string | null, callback?: ((...args: any[]) => void) | null): void,
  *   save_changes(): void,
+ *   send?(content: any): void,
  * }} ModelLike
  */
 
@@ -148,6 +149,7 @@ function mount(model, el, hint) {
     costs: null,
     rows: [],
     errors: {},
+    found: null,
   };
   const meta = () => /** @type {import("./lib/data.js").Meta} */ (model.get("meta") ?? {});
   const selected = () => {
@@ -196,7 +198,14 @@ function mount(model, el, hint) {
       drawAll();
     },
     detail: () => model.get("_detail"),
+    requestCompare() {
+      // the comparison is built when the providers panel is first seen (cacheviz/ui/widget.py)
+      if (compareAsked || typeof model.send !== "function") return;
+      compareAsked = true;
+      model.send({ type: "compare" });
+    },
   };
+  let compareAsked = false;
 
   // ---- DOM --------------------------------------------------------------------------
   const header = createHeader(doc, {
@@ -210,7 +219,21 @@ function mount(model, el, hint) {
     },
     onSearch(text) {
       state.search = text;
+      state.found = null;
       refilter();
+      const query = text.trim();
+      if (query.length >= 2 && searchedCall(query) === null && typeof model.send === "function") {
+        model.send({ type: "search", text: query }); // the results arrive in `_found`
+      } else {
+        header.setFound(null);
+      }
+    },
+    onPick(call) {
+      select(call);
+    },
+    onControl(name, value) {
+      model.set(name, value);
+      model.save_changes();
     },
     onCostless(show) {
       state.showCostless = show;
@@ -268,7 +291,7 @@ function mount(model, el, hint) {
   function updateRows() {
     const names = threadNames(meta());
     if (state.thread >= names.length) state.thread = -1;
-    const filter = { thread: state.thread, cause: state.cause, search: state.search };
+    const filter = { thread: state.thread, cause: state.cause, search: state.search, found: state.found };
     const before = state.rows.length;
     state.rows = state.timeline ? filterRows(state.timeline, meta(), filter) : [];
     state.positions = state.timeline ? positionsOf(state.timeline, state.rows) : new Map();
@@ -386,6 +409,22 @@ function mount(model, el, hint) {
     if (state.costs) state.costs = appendRows(state.costs, decodeCosts(buffers[2]));
   });
   on("change:selected_call", updateSelection);
+  on("change:_found", () => {
+    const found = model.get("_found");
+    if (!found || found.text !== state.search.trim()) return; // an older search's answer
+    state.found = new Set((found.results ?? []).map((/** @type {any} */ r) => Number(r.call)));
+    header.setFound(found);
+    updateRows();
+    drawAll();
+  });
+  const showControls = () =>
+    header.setControls(model.get("_choices") ?? {}, {
+      provider: model.get("provider") ?? "",
+      model: model.get("model") ?? "",
+      ttl: model.get("ttl") ?? "",
+      breakpoints: model.get("breakpoints") ?? "",
+    });
+  for (const trait of ["_choices", "provider", "model", "ttl", "breakpoints"]) on(`change:${trait}`, showControls);
   on("change:_detail", views.detail.draw);
   on("change:status", showStatus);
 
@@ -405,6 +444,7 @@ function mount(model, el, hint) {
   showDataErrors();
   updateRows();
   drawAll();
+  showControls();
 
   // plots follow the width of the output area (and appear right once it is attached)
   /** @type {ResizeObserver | null} */

@@ -36,7 +36,7 @@ describe("figures for 2,000 calls", () => {
   const { s, timeline, shape, costs, rows } = load({ calls: 2000, threads: 4 });
 
   it("keep a fixed, small number of traces", () => {
-    expect(timelineFigure(timeline, rows, s.meta).data).toHaveLength(7);
+    expect(timelineFigure(timeline, rows, s.meta).data).toHaveLength(8);
     const shapeFig = shapeFigure(shape, timeline, rows);
     expect(shapeFig.data).toHaveLength(6); // one bar trace per status + the prefix line
     expect(shapeFig.data.slice(0, 5).reduce((n, t) => n + t.y.length, 0)).toBe(shape.n);

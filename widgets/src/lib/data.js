@@ -51,6 +51,7 @@ import { isNumber } from "./format.js";
  * @property {ArrayLike<number>} write
  * @property {ArrayLike<number>} uncached
  * @property {ArrayLike<number | null>} billed reported usage priced (null: not reported or unpriced)
+ * @property {ArrayLike<number | null>} waste each call's waste (money/_metrics.py; null: not counted)
  * @property {Map<number, number>} rowOf call → row
  */
 
@@ -64,6 +65,8 @@ import { isNumber } from "./format.js";
  * @property {string[]} [miss_causes]
  * @property {number | null} [billed_usd]
  * @property {number | null} [waste_usd] the session's waste (billed − ideal, else simulated − ideal)
+ * @property {WasteOf | null} [waste_of] what the waste sums
+ * @property {boolean} [compare_built] false until the comparison was asked for
  * @property {string[]} [unpriced_models] models the target cannot price
  * @property {string[]} [billed_unpriced_models] recorded models without a price (left out of billed)
  * @property {Record<string, any>} [reported]
@@ -104,6 +107,8 @@ import { isNumber } from "./format.js";
  * @property {string | null} [warning] e.g. priced under another vendor's tokenizer
  * @property {boolean} [self_hosted] a self-hosted engine (vllm, sglang): no prices, no bill
  * @property {boolean} [own] the session replayed under its own provider's rules
+ * @property {number | null} [waste_usd] its waste (the session's when `own`)
+ * @property {WasteOf | null} [waste_of] what that waste sums
  *
  * @typedef {object} CompareRow
  * @property {string} target
@@ -199,9 +204,17 @@ export function threadTree(names, parents) {
 }
 
 /**
- * The filter the header controls set: a thread, a cause, a search text.
+ * What a waste figure sums (`cacheviz.money._metrics.Waste`): on the billed basis, billed
+ * and ideal over the calls with reported usage; else simulated and ideal.
  *
- * @typedef {{ thread: number, cause: string, search: string }} Filter
+ * @typedef {{ basis: string, spent_usd: number | null, ideal_usd: number | null, calls: number, excluded: number }} WasteOf
+ */
+
+/**
+ * The filter the header controls set: a thread, a cause, a search text; `found` are the
+ * calls the full-text search found (shown too).
+ *
+ * @typedef {{ thread: number, cause: string, search: string, found?: Set<number> | null }} Filter
  */
 
 /**
@@ -241,6 +254,7 @@ export function filterRows(timeline, meta, filter) {
       if (callQuery !== null) return Number(timeline.call[r]) === callQuery;
       const label = timeline.label[r];
       const causeName = timeline.drift[r] ? nameAt(causes, timeline.cause[r]) : "";
+      if (filter.found?.has(Number(timeline.call[r]))) return true;
       return String(label ?? "").toLowerCase().includes(query) || causeName.toLowerCase().includes(query);
     }
     return true;
@@ -268,6 +282,7 @@ export function decodeCosts(value) {
     cache_write_tokens: 0,
     uncached_tokens: 0,
     billed_usd: null,
+    waste_usd: null,
   });
   return {
     n: numRows,
@@ -278,6 +293,7 @@ export function decodeCosts(value) {
     write: c.cache_write_tokens,
     uncached: c.uncached_tokens,
     billed: c.billed_usd,
+    waste: c.waste_usd,
     rowOf: indexBy(c.call),
   };
 }

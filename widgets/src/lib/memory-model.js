@@ -5,6 +5,7 @@
  * only when a value actually changes.
  */
 import { base64ToBytes } from "./arrow.js";
+import { searchContents } from "./search.js";
 
 /**
  * @typedef {object} MemoryModel
@@ -134,6 +135,18 @@ export function reportModel(data) {
       },
     },
   );
+  // the full-text search, as the notebook's kernel answers it (`_found`)
+  /** @type {string | null} */
+  let searchLater = null;
+  model.send = (/** @type {any} */ content) => {
+    if (content?.type !== "search") return;
+    const text = String(content.text ?? "");
+    if (pending) {
+      searchLater = text; // answered once the details are inflated
+      return;
+    }
+    model.set("_found", searchContents(details, texts, text));
+  };
   // inflate once the charts are drawn (the browser is idle), not in their way
   const later = (/** @type {() => void} */ fn) =>
     typeof requestIdleCallback === "function" ? requestIdleCallback(fn, { timeout: 1000 }) : setTimeout(fn, 0);
@@ -151,6 +164,7 @@ export function reportModel(data) {
       .finally(() => {
         pending = false;
         model.set("_detail", detailFor(Number(model.get("selected_call"))));
+        if (searchLater !== null) model.send({ type: "search", text: searchLater });
       });
   }
   return model;

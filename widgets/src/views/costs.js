@@ -216,16 +216,39 @@ export function createCosts(ctx) {
   p.empty.before(targetBox);
   p.body.after(compareBox);
   const onClick = (/** @type {any} */ point) => ctx.select(callOf(point) ?? -1);
+  // the comparison is built lazily: asked for when this panel comes into view
+  const view = doc.defaultView;
+  /** @type {IntersectionObserver | null} */
+  let watcher = null;
+  function askWhenSeen() {
+    if (watcher || !view) return;
+    if (typeof view.IntersectionObserver !== "function") return ctx.requestCompare();
+    watcher = new view.IntersectionObserver((entries) => {
+      if (entries.some((e) => e.isIntersecting)) {
+        watcher?.disconnect();
+        ctx.requestCompare();
+      }
+    });
+    watcher.observe(p.section);
+  }
 
   function draw() {
     const m = ctx.meta();
     const t = state.timeline;
     const filtered = state.thread >= 0 || state.cause !== "" || state.search !== "";
-    targetBox.replaceChildren(targetFacts(doc, m, filtered && t && state.costs ? { costs: state.costs, timeline: t, rows: state.rows } : null));
-    compareBox.replaceChildren(compareTable(doc, m));
+    const none = filtered && state.rows.length === 0;
+    targetBox.replaceChildren(targetFacts(doc, m, filtered && t && state.costs && !none ? { costs: state.costs, timeline: t, rows: state.rows } : null));
+    if (m.compare_built === false) {
+      compareBox.replaceChildren(h(doc, "p", { className: "cacheviz-panel__empty", text: "Comparing with the other providers…" }));
+      askWhenSeen();
+    } else {
+      compareBox.replaceChildren(compareTable(doc, m));
+    }
     if (!t || !state.costs || state.costs.n === 0 || !m.target) {
       return emptyPlot(p, m.notice ? String(m.notice) : m.target ? "No per-call costs." : "No provider target is simulated.");
     }
+    // a filter that shows no call: say so (not that the models have no price)
+    if (none) return emptyPlot(p, "No calls in this filter.");
     const rows = ctx.windowRows();
     if (!hasCosts(state.costs, t, rows)) return emptyPlot(p, noCostMessage(m));
     drawInto(p, costFigure(state.costs, t, rows, ctx.figureOptions()), onClick, 2);

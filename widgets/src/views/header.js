@@ -17,7 +17,7 @@ export const HELP = {
   billed: "What the provider billed: the usage it reported for each call × the model's dated prices. Calls without reported usage or without a price are left out (see the note).",
   simulated: "What the session costs when cacheviz replays it under the chosen provider's caching rules (breakpoints, minimums, TTL, granularity) and prices.",
   ideal: "A lower bound: the cost had every reusable prefix been read from the cache.",
-  waste: "Billed minus ideal (simulated minus ideal where nothing was billed, or when another provider is simulated): what drifts, misses and cache writes cost above the ideal. Never negative.",
+  waste: "Billed minus ideal over the calls with reported usage (calls without usage are left out and counted); simulated minus ideal where nothing was billed, or when another provider is simulated: what drifts, misses and cache writes cost above the ideal. Summed per call, never negative.",
   hit: "Share of input tokens read from the cache: as the provider reported (calls with usage), and as simulated.",
   scale: "Token scale: the provider's reported input tokens ÷ cacheviz's own count, fitted over the calls with usage (≈1 when the tokenizer is the model's own). Token figures of calls with usage are calibrated to the provider's count call by call; the others are scaled by this ratio.",
   verdicts: "The provider's own verdict on why a call missed (Anthropic cache diagnostics, OpenAI prompt_cache_diagnostics), compared with cacheviz's reading of the same call. Each disagreement is listed with both readings.",
@@ -48,7 +48,8 @@ function disagreementList(doc, verdicts) {
 /**
  * @param {Document} doc
  * @param {{ onThread: (thread: number) => void, onClear: () => void, onCause?: (cause: string) => void,
- *   onSearch?: (text: string) => void, onCostless?: (show: boolean) => void }} actions
+ *   onSearch?: (text: string) => void, onCostless?: (show: boolean) => void,
+ *   onControl?: (name: string, value: string) => void, onPick?: (call: number) => void }} actions
  */
 export function createHeader(doc, actions) {
   const title = h(doc, "div", { className: "cacheviz-header__title" });
@@ -60,7 +61,7 @@ export function createHeader(doc, actions) {
   causeSelect.addEventListener("change", () => actions.onCause?.(causeSelect.value));
   const causeLabel = h(doc, "label", { className: "cacheviz-header__cause" }, ["show ", causeSelect]);
   const search = /** @type {HTMLInputElement} */ (
-    h(doc, "input", { attrs: { type: "search", placeholder: "call # or segment", "aria-label": "search calls" } })
+    h(doc, "input", { attrs: { type: "search", placeholder: "call # or text", "aria-label": "search calls" } })
   );
   let searchTimer = /** @type {any} */ (null);
   search.addEventListener("input", () => {
@@ -75,7 +76,22 @@ export function createHeader(doc, actions) {
   clear.addEventListener("click", () => actions.onClear());
   const status = h(doc, "span", { className: "cacheviz-header__status", attrs: { role: "status", "aria-live": "polite" } });
   const controls = h(doc, "div", { className: "cacheviz-header__controls" }, [thread, causeLabel, search, costlessLabel, selection, clear, status]);
-  const el = h(doc, "header", { className: "cacheviz-header" }, [title, totals, controls]);
+  // the target's controls (provider, model, TTL, breakpoints): the `_choices` trait's
+  // options; hidden where there are none (the report)
+  /** @type {Record<string, HTMLSelectElement>} */
+  const targetSelects = {};
+  const targetRow = h(doc, "div", { className: "cacheviz-header__target" });
+  for (const [name, label] of [["provider", "provider"], ["model", "model"], ["ttl", "TTL"], ["breakpoints", "breakpoints"]]) {
+    const box = /** @type {HTMLSelectElement} */ (h(doc, "select", { attrs: { "aria-label": label, "data-control": name } }));
+    box.addEventListener("change", () => actions.onControl?.(name, box.value));
+    targetSelects[name] = box;
+    targetRow.append(h(doc, "label", { className: "cacheviz-header__control" }, [`${label} `, box]));
+  }
+  targetRow.hidden = true;
+  // the full-text search's results: call, segment, the text around the match
+  const found = h(doc, "div", { className: "cacheviz-header__found", attrs: { role: "list", "aria-label": "search results" } });
+  found.hidden = true;
+  const el = h(doc, "header", { className: "cacheviz-header" }, [title, totals, targetRow, controls, found]);
 
   /** @param {HeaderState} state */
   function update(state) {
@@ -130,8 +146,8 @@ export function createHeader(doc, actions) {
     if (target) {
       const name = target.model ? `${target.provider}:${target.model}` : String(target.provider);
       pairs.push([`simulated (${name})`, formatUsd(cost), HELP.simulated], ["ideal", formatUsd(ideal), HELP.ideal]);
-      const waste = wasteOf(meta, target, { billed, cost, ideal, shown });
-      if (waste !== null) pairs.push(["waste", formatUsd(waste), HELP.waste]);
+      const waste = wasteOf(meta, shown ? { costs: /** @type {Costs} */ (state.costs), timeline, rows: state.rows } : null);
+      if (waste !== null) pairs.push(["waste", wasteText(waste.usd, waste.of), HELP.waste]);
     }
     const reportedHit = meta.reported && isNumber(meta.reported.hit_ratio) ? formatPercent(meta.reported.hit_ratio, 0) : "—";
     const simulatedHit = target && isNumber(target.hit_ratio) ? formatPercent(target.hit_ratio, 0) : "—";
@@ -255,7 +271,50 @@ export function createHeader(doc, actions) {
     clear.disabled = selected < 0;
   }
 
-  return { el, update, setStatus, setSelection, dispose };
+  /**
+   * The target controls: each one's options and current value (no options: hidden).
+   *
+   * @param {Record<string, Array<[string, string]>>} choices
+   * @param {Record<string, string>} values
+   */
+  function setControls(choices, values) {
+    const any = choices && Object.keys(choices).length > 0;
+    targetRow.hidden = !any;
+    if (!any) return;
+    for (const [name, box] of Object.entries(targetSelects)) {
+      const options = Array.isArray(choices[name]) ? choices[name] : [];
+      const value = String(values[name] ?? "");
+      const list = options.some(([, v]) => String(v) === value) ? options : [...options, [value, value]];
+      box.replaceChildren(...list.map(([text, v]) => h(doc, "option", { text: String(text), attrs: { value: String(v) } })));
+      box.value = value;
+      box.disabled = options.length < 2;
+    }
+  }
+
+  /**
+   * The full-text search's results (hidden when there is no search).
+   *
+   * @param {{ text?: string, results?: Array<{ call: number, label: string, part: string, snippet: string, calls: number }>, more?: number } | null} result
+   */
+  function setFound(result) {
+    const results = result?.results ?? [];
+    found.hidden = !result || !result.text;
+    if (found.hidden) return found.replaceChildren();
+    const items = results.map((r) =>
+      h(doc, "button", { className: "cacheviz-header__found-item", attrs: { type: "button", role: "listitem", "data-call": String(r.call) } }, [
+        h(doc, "b", { text: `call ${r.call}` }),
+        ` · ${r.label}${r.calls > 1 ? ` (in ${plural(r.calls, "call")})` : ""}`,
+        r.snippet ? h(doc, "span", { className: "cacheviz-header__found-text", text: ` ${r.snippet}` }) : null,
+      ]),
+    );
+    for (const item of items) item.addEventListener("click", () => actions.onPick?.(Number(item.getAttribute("data-call"))));
+    const head = results.length
+      ? `${plural(results.length + (result?.more ?? 0), "segment")} contain “${result?.text}”${result?.more ? ` (first ${results.length} listed)` : ""}:`
+      : `No segment's text contains “${result?.text}”.`;
+    found.replaceChildren(h(doc, "div", { className: "cacheviz-header__found-head", text: head }), ...items);
+  }
+
+  return { el, update, setStatus, setSelection, setControls, setFound, dispose };
 }
 
 /** @param {number} seconds */
@@ -285,21 +344,57 @@ export function resultText(seconds, before, after) {
 }
 
 /**
- * Waste, defined once (cacheviz.metrics): billed − ideal where the provider billed, else
- * simulated − ideal; never negative. The whole session under its own provider is the
- * analysis' own figure (`meta.waste_usd`); another provider's replay has no bill to
- * compare with, so its waste is its simulated cost above its ideal.
- * @param {{ waste_usd?: number | null }} meta
- * @param {{ own?: boolean } | null} target
- * @param {{ billed: number | null, cost: number | null | undefined, ideal: number | null | undefined, shown: boolean }} sums
- * @returns {number | null}
+ * Waste, defined once (cacheviz/money/_metrics.py) and computed in Python: the whole
+ * session is the target's figure (`target.waste_usd`: the session's own under its own
+ * provider, else the replay's simulated cost above its ideal); a filter sums the shown
+ * calls' per-call waste (`costs.waste`), with billed (or simulated) and ideal over the
+ * same calls. Null when no call counts.
+ *
+ * @param {Meta} meta
+ * @param {{ costs: Costs, timeline: Timeline, rows: number[] } | null} shown
+ * @returns {{ usd: number, of: import("../lib/data.js").WasteOf | null } | null}
  */
-export function wasteOf(meta, target, { billed, cost, ideal, shown }) {
-  const own = Boolean(target && target.own);
-  if (own && !shown && isNumber(meta.waste_usd)) return meta.waste_usd;
-  if (!isNumber(ideal)) return null;
-  const spent = own && isNumber(billed) ? billed : cost;
-  return isNumber(spent) ? Math.max(0, spent - ideal) : null;
+export function wasteOf(meta, shown) {
+  const target = meta.target;
+  if (!target) return null;
+  const of = target.waste_of ?? null;
+  if (!shown) return isNumber(target.waste_usd) ? { usd: target.waste_usd, of } : null;
+  const onBilled = of?.basis === "billed";
+  let usd = 0;
+  let spent = 0;
+  let ideal = 0;
+  let calls = 0;
+  for (const r of shown.rows) {
+    const i = shown.costs.rowOf.get(Number(shown.timeline.call[r]));
+    if (i === undefined) continue;
+    const w = shown.costs.waste[i];
+    if (!isNumber(w)) continue;
+    usd += w;
+    const s = onBilled ? shown.costs.billed[i] : shown.costs.cost[i];
+    spent += isNumber(s) ? s : 0;
+    const d = shown.costs.ideal[i];
+    ideal += isNumber(d) ? d : 0;
+    calls++;
+  }
+  if (!calls) return null;
+  const basis = onBilled ? "billed" : "simulated";
+  return { usd, of: { basis, spent_usd: spent, ideal_usd: ideal, calls, excluded: shown.rows.length - calls } };
+}
+
+/**
+ * What a waste figure sums, in words: "= billed $A − ideal $B of N calls with usage
+ * (M without usage excluded)".
+ *
+ * @param {number} usd
+ * @param {import("../lib/data.js").WasteOf | null} of
+ */
+export function wasteText(usd, of) {
+  if (!of || !isNumber(of.spent_usd) || !isNumber(of.ideal_usd)) return formatUsd(usd);
+  const what = of.basis === "billed" ? "with usage" : "simulated";
+  let text = `${formatUsd(usd)} = ${of.basis} ${formatUsd(of.spent_usd)} − ideal ${formatUsd(of.ideal_usd)} of ${plural(of.calls, "call")} ${what}`;
+  if (usd > of.spent_usd - of.ideal_usd + 5e-7) text += ", summed per call, none below 0";
+  if (of.excluded) text += ` (${of.excluded} ${of.basis === "billed" ? "without a billed cost" : "without a cost"} excluded)`;
+  return text;
 }
 
 /**

@@ -38,6 +38,7 @@ import * as plot from "../lib/plot.js";
  * @property {Costs | null} costs
  * @property {number[]} rows the shown rows (the filter's), in call order
  * @property {Record<string, string>} errors what could not be decoded, by trait
+ * @property {Set<number> | null} found the calls the full-text search found
  */
 
 /**
@@ -56,6 +57,7 @@ import * as plot from "../lib/plot.js";
  * @property {() => string} revision
  * @property {(window: Window) => void} setWindow
  * @property {() => any} detail the selected call's detail (the `_detail` trait)
+ * @property {() => void} requestCompare ask the kernel for the provider comparison (once)
  */
 
 /**

@@ -156,6 +156,12 @@ export const CSS = `
 .cacheviz-inspector .cacheviz-shape .cacheviz-panel__plot { max-height: 560px; overflow-y: auto; }
 .cacheviz-inspector .cacheviz-overview .cacheviz-panel__plot { min-height: 110px; }
 .cacheviz-inspector .cacheviz-header__controls input[type="search"] { width: 14em; }
+.cacheviz-inspector .cacheviz-header__target { display: flex; flex-wrap: wrap; gap: 0.4em 1em; margin: 0.3em 0; }
+.cacheviz-inspector .cacheviz-header__target[hidden], .cacheviz-inspector .cacheviz-header__found[hidden] { display: none; }
+.cacheviz-inspector .cacheviz-header__found { max-height: 14em; overflow-y: auto; margin: 0.3em 0; font-size: 0.9em; }
+.cacheviz-inspector .cacheviz-header__found-item { display: block; width: 100%; text-align: left; background: none; border: 0; border-bottom: 1px solid rgba(128,128,128,0.2); padding: 0.2em 0.3em; color: inherit; font: inherit; cursor: pointer; }
+.cacheviz-inspector .cacheviz-header__found-item:hover { background: rgba(128,128,128,0.12); }
+.cacheviz-inspector .cacheviz-header__found-text { opacity: 0.75; font-family: monospace; }
 .cacheviz-inspector .cacheviz-content { display: flex; flex-direction: column; gap: 4px; }
 .cacheviz-inspector .cacheviz-content details { border: 1px solid var(--cv-border); border-radius: 4px; padding: 2px 6px; }
 .cacheviz-inspector .cacheviz-content summary { cursor: pointer; }

@@ -19,6 +19,12 @@ import { callOf, drawInto, emptyPlot, guarded, moveShapes, panel } from "./panel
  * @typedef {import("./panel.js").View} View
  */
 
+/**
+ * A call whose bar is lower than this share of the tallest gets a marker at its top (a
+ * 200-token side call beside 25k-token main calls would be invisible at y≈0).
+ */
+export const SMALL_BAR = 0.015;
+
 /** Drift labels are drawn on the timeline up to this many drifts (markers only above). */
 export const MAX_DRIFT_LABELS = 40;
 
@@ -133,6 +139,7 @@ export function timelineFigure(t, rows, meta, options = {}) {
   /** @type {number[]} */ const idleX = [];
   /** @type {number[]} */ const idleCalls = [];
   /** @type {string[]} */ const idleHover = [];
+  /** @type {number[]} */ const tops = new Array(rows.length);
   let reported = 0;
   for (let k = 0; k < rows.length; k++) {
     const r = rows[k];
@@ -144,6 +151,7 @@ export function timelineFigure(t, rows, meta, options = {}) {
     hover[k] = callHover(t, r, meta);
     if (isNumber(t.reportedRead[r])) reported++;
     const top = Math.max(Number(t.input[r]) || 0, (Number(t.prefix[r]) || 0) + (Number(t.fresh[r]) || 0));
+    tops[k] = top;
     if (t.drift[r] && (t.material[r] || options.showCostless)) {
       driftX.push(pos);
       driftY.push(top);
@@ -161,6 +169,20 @@ export function timelineFigure(t, rows, meta, options = {}) {
       idleX.push(pos);
       idleCalls.push(t.call[r]);
       idleHover.push(hover[k]);
+    }
+  }
+  // the small calls: a marker at the top of each bar too low to see or click
+  const tallest = tops.reduce((a, b) => Math.max(a, b), 0);
+  /** @type {number[]} */ const smallX = [];
+  /** @type {number[]} */ const smallY = [];
+  /** @type {number[]} */ const smallCalls = [];
+  /** @type {string[]} */ const smallHover = [];
+  for (let k = 0; k < rows.length; k++) {
+    if (tallest > 0 && tops[k] < tallest * SMALL_BAR) {
+      smallX.push(x[k]);
+      smallY.push(tops[k]);
+      smallCalls.push(calls[k]);
+      smallHover.push(hover[k]);
     }
   }
   const line = prefixSteps(t, rows, offset, (r) => Number(t.prefix[r]));
@@ -235,6 +257,19 @@ export function timelineFigure(t, rows, meta, options = {}) {
       hoverinfo: "text",
       showlegend: idleX.length > 0,
       cliponaxis: false,
+    },
+    {
+      type: "scatter",
+      mode: "markers",
+      name: `small call (under ${SMALL_BAR * 100} % of the tallest)`,
+      x: smallX,
+      y: smallY,
+      customdata: smallCalls,
+      cliponaxis: false,
+      marker: { symbol: "diamond", size: 6, color: COLORS.new, line: { width: 1, color: theme.color } },
+      hovertext: smallHover,
+      hoverinfo: "text",
+      showlegend: smallX.length > 0,
     },
   ];
   const range = rows.length ? [offset - 0.5, offset + rows.length - 0.5] : undefined;
