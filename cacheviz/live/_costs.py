@@ -133,7 +133,7 @@ def _miss_of(
         prices_of=log._prices_of,
         holds=unlogged_holds(native.NAME),
         offsets=log.mapped[i],
-        opaque=[contents[h].kind == OPAQUE for h in log.calls[i].hashes],
+        opaque=lambda: [contents[h].kind == OPAQUE for h in log.calls[i].hashes],
         drift=drift,
     )
     if miss.row is not None:

@@ -47,7 +47,7 @@ Misses
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from cacheviz import _schema, providers
@@ -593,7 +593,7 @@ def _misses(
             prices_of=prices_of,
             holds=holds,
             offsets=lists.offsets[i],
-            opaque=[contents[h].kind == OPAQUE for h in call.hashes],
+            opaque=lambda call=call: [contents[h].kind == OPAQUE for h in call.hashes],
             drift=drifts.get(i),
         )
         for name, attribute in MISS_COLUMNS.items():
@@ -677,7 +677,7 @@ def next_miss(
     prices_of: dict[str, RateCache],
     holds: str,
     offsets: Sequence[int],
-    opaque: Sequence[bool],
+    opaque: Callable[[], Sequence[bool]],
     drift: tuple[str, str, str] | None,
 ) -> Miss:
     """Call ``i``'s miss and verdict comparison, the calls before it seen (:func:`miss_at`).
@@ -709,7 +709,8 @@ def next_miss(
     offsets
         The call's block offsets in provider tokens (calibrated), then its total.
     opaque
-        Per block: whether it is an unlogged prefix.
+        Per block: whether it is an unlogged prefix; called only when a comparable
+        provider verdict needs where the layers lie (an O(blocks) list per call).
     drift
         The call's drift ``(part, cause, detail)``, ``None`` when its prefix held.
 
@@ -764,7 +765,11 @@ def next_miss(
         holds=holds,
         compared=compared,
         head=head,
-        spans=layer_spans([b.part for b in call.blocks], opaque, offsets, head),
+        spans=(
+            layer_spans([b.part for b in call.blocks], opaque(), offsets, head)
+            if comparable(cols["provider_verdict"][i])
+            else None  # only a comparable verdict reads where the layers lie
+        ),
         drift=drift,
         uncached=namespace in state.uncached,
     )
