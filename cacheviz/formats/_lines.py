@@ -13,6 +13,7 @@ from io import BufferedIOBase
 from pathlib import Path
 from typing import Any, Protocol
 
+from cacheviz._util import fastjson
 from cacheviz.errors import CacheVizWarning, TranscriptError
 from cacheviz.model import Call, Session, SkippedLine
 from cacheviz.reported._usage import UsageError, lenient_usage
@@ -150,7 +151,7 @@ class LineReader:
         with self.usage_policy() as done:
             for lineno, text in self.lines():
                 try:
-                    add(lineno, json.loads(text))
+                    add(lineno, fastjson.loads(text))
                 except UsageError as exc:
                     self.fail(lineno, str(exc))
                 except ValueError as exc:
