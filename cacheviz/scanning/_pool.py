@@ -154,19 +154,24 @@ def _fork_server() -> Iterator[None]:
     It holds tiktoken's table and genai-prices' data for the workers; stopping it frees
     them, and waiting for it is what counts its workers' CPU time as this process's
     children's (as a spawned pool's workers are). A fork server that ran before (the
-    caller's own) is left running.
+    caller's own) is left running. So is multiprocessing's resource tracker, which the
+    fork server starts: stopped and waited for when the scan started it (else it exits
+    with this process, unwaited: a zombie under PID 1 where PID 1 reaps none).
     """
-    from multiprocessing import forkserver
+    from multiprocessing import forkserver, resource_tracker
 
     server = getattr(forkserver, "_forkserver", None)
     ours = server is not None and getattr(server, "_forkserver_pid", 0) is None
+    tracker = getattr(resource_tracker, "_resource_tracker", None)
+    tracker_ours = tracker is not None and getattr(tracker, "_pid", 0) is None
     try:
         yield
     finally:
-        stop = getattr(server, "_stop", None)
-        if ours and stop is not None:
-            with suppress(Exception):  # a private hook: never let it fail a scan
-                stop()
+        for mine, hook in ((ours, server), (tracker_ours, tracker)):
+            stop = getattr(hook, "_stop", None)
+            if mine and stop is not None:
+                with suppress(Exception):  # a private hook: never let it fail a scan
+                    stop()
 
 
 def _pool_starts() -> bool:
