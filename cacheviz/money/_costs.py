@@ -47,12 +47,13 @@ Misses
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Sequence
+import functools
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from cacheviz import _schema, providers
 from cacheviz.errors import UnknownModelError
-from cacheviz.model import OPAQUE
+from cacheviz.model import OPAQUE, Content
 from cacheviz.money._metrics import call_waste
 from cacheviz.money._simulate import (
     Replay,
@@ -593,7 +594,7 @@ def _misses(
             prices_of=prices_of,
             holds=holds,
             offsets=lists.offsets[i],
-            opaque=lambda call=call: [contents[h].kind == OPAQUE for h in call.hashes],
+            opaque=functools.partial(opaque_blocks, contents, call.hashes),
             drift=drifts.get(i),
         )
         for name, attribute in MISS_COLUMNS.items():
@@ -663,6 +664,11 @@ class CacheActivity:
     def uncached(self) -> frozenset[str]:
         """The namespaces that report cache fields and never a read or a write."""
         return frozenset(self.reported - self.active)
+
+
+def opaque_blocks(contents: Mapping[str, Content], hashes: Sequence[str]) -> list[bool]:
+    """Per block: whether it is an unlogged prefix (its content opaque)."""
+    return [contents[h].kind == OPAQUE for h in hashes]
 
 
 def next_miss(
