@@ -18,7 +18,8 @@ from cacheviz.scanning._child import single_threaded
 from cacheviz.scanning._walk import Unit, shown
 from cacheviz.scanning._worker import UnitResult, run_batch, run_unit
 
-POOL_BYTES = 8 << 20  # less work than this is analysed in this process (spawning costs ~1 s)
+POOL_BYTES = 8 << 20  # less work than this, or one unit, is analysed in this process (a
+# pool costs ~1 s to start, and can share out nothing of one unit)
 _BATCHES_PER_WORKER = 4
 _MAX_BATCH = 32
 
@@ -30,7 +31,7 @@ def execute(
     show: bool,
     prices: str | None,
 ) -> list[UnitResult]:
-    """Run the units, serially for small scans, else in batches on the executor."""
+    """Run the units, serially for small scans and one unit, else in batches on the executor."""
     if not todo:
         return []
     bar = _bar(len(todo)) if show else None
@@ -47,7 +48,8 @@ def execute(
 
     try:
         workers = jobs or os.cpu_count() or 1
-        if executor is None and (workers == 1 or _size(todo) < POOL_BYTES):
+        small = len(todo) == 1 or _size(todo) < POOL_BYTES  # one unit: nothing to share out
+        if executor is None and (workers == 1 or small):
             return serial()
         if executor is None:
             stack.enter_context(_fork_server())

@@ -48,3 +48,19 @@ def test_a_missing_file_fails_with_its_reason(tmp_path: Path) -> None:
     result = run_unit(_unit(path))
     assert result.status == "failed" and result.content_hash == ""
     assert result.error is not None and "No such file" in result.error
+
+
+def test_one_unit_is_analysed_without_a_pool(tmp_path: Path, monkeypatch) -> None:
+    import cacheviz
+    from cacheviz.scanning import _pool
+
+    path = tmp_path / "one.jsonl"
+    shutil.copy(SAMPLES / "append_only.jsonl", path)
+
+    def no_pool(workers: int) -> None:
+        raise AssertionError("a pool was started for one unit")
+
+    monkeypatch.setattr(_pool, "POOL_BYTES", 0)  # however big the unit
+    monkeypatch.setattr(_pool, "_spawned", no_pool)
+    result = cacheviz.scan([path], cache=False, jobs=2)
+    assert result.calls.height > 0
