@@ -5,6 +5,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+from cacheviz._util.visible import one_line
 from cacheviz.cli._shared import dump, formatter, input_options, load_analysis
 from cacheviz.cli._table import width_of, wrap_line
 from cacheviz.errors import CacheVizError
@@ -91,4 +92,4 @@ def write_failure(args: argparse.Namespace, message: str) -> None:
         try:
             _writing.write(target, text, what=what, option=option)
         except CacheVizError as exc:
-            print(f"cacheviz: error: {exc}", file=sys.stderr)
+            print(f"cacheviz: error: {one_line(str(exc))}", file=sys.stderr)

@@ -8,6 +8,7 @@ import sys
 import warnings
 from pathlib import Path
 
+from cacheviz._util.visible import one_line
 from cacheviz.cli._table import Column, ratio, render, width_of, wrap_line
 from cacheviz.errors import CacheVizError, CacheVizWarning
 
@@ -46,6 +47,25 @@ def add_parser(commands: Any) -> None:
     parser.add_argument("--jobs", type=_positive, help="worker processes, 1 or more (every core)")
     parser.add_argument("--no-cache", action="store_true", help="don't read or write the cache")
     parser.add_argument("--strict", action="store_true", help="exit 2 when any file fails")
+    parser.add_argument(
+        "--timeout",
+        dest="unit_timeout",
+        type=_seconds,
+        metavar="SEC",
+        help="give up a session after SEC seconds (300; 0: never)",
+    )
+
+
+def _seconds(text: str) -> float:
+    """``--timeout``: seconds, 0 or more (argparse turns the error into exit 2)."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not 0 <= value < float("inf"):
+        msg = f"{text!r}: expected seconds, 0 (no limit) or more"
+        raise argparse.ArgumentTypeError(msg)
+    return value
 
 
 def _positive(text: str) -> int:
@@ -84,19 +104,24 @@ def run(args: argparse.Namespace) -> int:
         warnings.simplefilter("always", CacheVizWarning)
         try:
             result = scan(
-                paths, jobs=args.jobs, cache=not args.no_cache, prices=args.prices, tree=tree
+                paths,
+                jobs=args.jobs,
+                cache=not args.no_cache,
+                prices=args.prices,
+                tree=tree,
+                unit_timeout=args.unit_timeout,
             )
         except CacheVizError as exc:
-            print(f"cacheviz: error: {exc}", file=sys.stderr)
+            print(f"cacheviz: error: {one_line(str(exc))}", file=sys.stderr)
             return 2
-    notes = [f"cacheviz: warning: {warning.message}" for warning in caught]
+    notes = [f"cacheviz: warning: {one_line(str(warning.message))}" for warning in caught]
     try:
         result = result.between(args.since, args.until, tz=args.tz)
         doc = result.to_dict(by=args.by, tz=args.tz)
     except ValueError as exc:
         for note in notes:
             print(note, file=sys.stderr)
-        print(f"cacheviz: error: {exc}", file=sys.stderr)
+        print(f"cacheviz: error: {one_line(str(exc))}", file=sys.stderr)
         return 2
     try:  # whole or not at all, never over a file the scan read (cacheviz._writing)
         if args.parquet:
@@ -108,7 +133,7 @@ def run(args: argparse.Namespace) -> int:
     except CacheVizError as exc:
         for note in notes:
             print(note, file=sys.stderr)
-        print(f"cacheviz: error: {exc}", file=sys.stderr)
+        print(f"cacheviz: error: {one_line(str(exc))}", file=sys.stderr)
         return 2
     answer = {"doc": doc, "stderr": _messages(result), "failed": result.failed.height}
     if kept is not None and tree is not None and not caught:
@@ -140,14 +165,15 @@ def _messages(result: ScanResult) -> list[str]:
     """The lines printed to stderr after the answer: failed, skipped files, warnings."""
     import polars as pl
 
-    lines = [f"cacheviz: failed: {row['error']}" for row in result.failed.iter_rows(named=True)]
+    failed = result.failed.iter_rows(named=True)
+    lines = [f"cacheviz: failed: {one_line(row['error'])}" for row in failed]
     passed = result.files.filter(pl.col("status").is_in(["skipped", "duplicate"]))
     for row in passed.head(_TOP).iter_rows(named=True):
-        lines.append(f"cacheviz: {row['status']}: {row['path']}: {row['error']}")
+        lines.append(one_line(f"cacheviz: {row['status']}: {row['path']}: {row['error']}"))
     if passed.height > _TOP:
         lines.append(f"cacheviz: and {passed.height - _TOP} more skipped")
     notes = [w for ws in result.files["warnings"].to_list() for w in ws or []]
-    lines += [f"cacheviz: warning: {note}" for note in notes[:_TOP]]
+    lines += [f"cacheviz: warning: {one_line(note)}" for note in notes[:_TOP]]
     if len(notes) > _TOP:
         lines.append(f"cacheviz: warning: and {len(notes) - _TOP} more")
     return lines
@@ -183,6 +209,7 @@ def _kept(args: argparse.Namespace, paths: list[Path] | None) -> tuple[Path, str
         "since": args.since,
         "until": args.until,
         "prices": args.prices,
+        "unit_timeout": args.unit_timeout,
     }
     try:
         folder = versioned(default_dir(), None if args.prices is None else Path(args.prices))

@@ -37,7 +37,7 @@ import polars as pl
 from cacheviz.errors import CacheVizWarning, TranscriptError
 from cacheviz.formats import _lines
 from cacheviz.formats._conversation import UNLOGGED_LABEL, Thread
-from cacheviz.formats._lines import LineReader, order_by_time, short_name
+from cacheviz.formats._lines import LineReader, short_name, special
 from cacheviz.formats._replays import REPEAT, REPLAYED, flag_replays
 from cacheviz.formats._time import parse_ts
 from cacheviz.model import Call, Session, Usage
@@ -535,8 +535,13 @@ def read(path: Path, *, errors: str = "raise") -> Session:
     store = BlockStore()
     main = _read_file(path, store, None, errors)
     calls: list[Call] = list(main.calls)
+    runs: list[list[Call]] = [list(main.calls)]  # each file's calls, in the order written
     folder = path.parent / path.stem / "subagents"
-    agents = sorted(folder.glob("agent-*.jsonl")) if folder.is_dir() else []
+    # a FIFO or a link to /dev/zero there would never end: passed over (a folder or a
+    # broken link of that name is an error naming it)
+    agents = (
+        sorted(a for a in folder.glob("agent-*.jsonl") if not special(a)) if folder.is_dir() else []
+    )
     agents += sibling_agents(path)
     found: set[str] = set()
     named: set[str] = set()
@@ -561,6 +566,8 @@ def read(path: Path, *, errors: str = "raise") -> Session:
         for call in sub.calls:
             call.parent_hint = "main"
         calls += sub.calls
+        runs.append(list(sub.calls))
+        main.in_flight.update(sub.in_flight)
         main.skipped += [type(s)(s.line, f"{agent.name}: {s.reason}") for s in sub.skipped]
         main.usage_nulled += [
             type(s)(s.line, f"{agent.name}: {s.reason}") for s in sub.usage_nulled
@@ -580,7 +587,9 @@ def read(path: Path, *, errors: str = "raise") -> Session:
             CacheVizWarning,
             stacklevel=3,
         )
-    return main.session(NAME, order_by_time(calls), store)
+    kept = {id(call) for call in calls}
+    runs = [[call for call in run if id(call) in kept] for run in runs]
+    return main.session(NAME, calls, store, runs=runs)
 
 
 def drop_replays(calls: list[Call]) -> tuple[list[Call], int]:

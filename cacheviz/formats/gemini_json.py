@@ -137,6 +137,7 @@ def read(path: Path, *, errors: str = "raise") -> Session:
     store = BlockStore()
     main = _read_chat(path, store, "", errors)
     calls: list[Call] = list(main.calls)
+    runs: list[list[Call]] = [list(main.calls)]  # each chat's calls, in the order written
     for chat in subagent_chats(path):
         try:
             sub = _read_chat(chat, store, f"subagent:{chat.stem}:", errors)
@@ -148,7 +149,8 @@ def read(path: Path, *, errors: str = "raise") -> Session:
         for call in sub.calls:
             call.parent_hint = next((c.thread_hint for c in calls), None)
         calls += sub.calls
+        runs.append(list(sub.calls))
         main.skipped += [type(s)(s.line, f"{chat.name}: {s.reason}") for s in sub.skipped]
         for kind, count in sub.ignored.items():
             main.ignored[kind] = main.ignored.get(kind, 0) + count
-    return main.session(NAME, calls, store)
+    return main.session(NAME, calls, store, runs=runs)

@@ -55,7 +55,7 @@ from cacheviz.formats._conversation import Thread
 from cacheviz.formats._lines import LineReader
 from cacheviz.formats._time import parse_epoch
 from cacheviz.model import Call, Session, SkippedLine, Usage
-from cacheviz.reported._usage import normalize_usage
+from cacheviz.reported._usage import MAX_CALL_TOKENS, normalize_usage
 from cacheviz.request._blocks import BlockStore
 from cacheviz.request._jsonspan import json_type
 
@@ -66,7 +66,7 @@ PROVIDER = "moonshot"
 _API = "chat.completions"  # Kimi CLI speaks OpenAI-style chat completions to Moonshot
 _DETECT_LINES = 10
 _USAGE_KEYS = ("input_other", "output", "input_cache_read", "input_cache_creation")
-_MAX_COUNT = 999_999_999
+_MAX_COUNT = MAX_CALL_TOKENS - 1
 _EXPECTED = 'expected a Kimi CLI wire record {"timestamp": ..., "message": {"type", "payload"}}'
 
 
@@ -169,7 +169,7 @@ def _usage(raw: Any, where: str) -> Usage | None:
         ):
             msg = (
                 f"field `{where}.{key}` is {json_type(value)}; expected a whole number of "
-                "tokens from 0 to 999,999,999"
+                f"tokens from 0 to {_MAX_COUNT:,}"
             )
             raise _CountError(msg)
         counts[key] = value

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import difflib
 import json
+import math
 import re
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
@@ -109,6 +110,16 @@ def _in_force(entry: dict[str, Any], at: datetime | None) -> bool:
     if at is None:  # no time: the prices in force now
         return end is None
     return (start is None or start <= at) and (end is None or at < end)
+
+
+_USER_FIELDS = (
+    "input_mtok",
+    "cache_read_mtok",
+    "cache_write_mtok",
+    "cache_write_1h_mtok",
+    "output_mtok",
+    "storage_mtok_hour",
+)
 
 
 def _per_token(entry: dict[str, Any]) -> dict[str, float]:
@@ -411,6 +422,32 @@ class RateCache:
         return self._seen[key]
 
 
+# The plausibility bound of a user's price: the dearest models cost a few hundred USD per
+# million tokens; a price of 10,000 USD per million (a cent a token) or more is a typo.
+MAX_USD_PER_MTOK = 10_000.0
+
+
+def _price(value: Any, path: Path, model: str, field: str, per_mtok: float) -> float | None:
+    """A user price, in USD per million tokens times ``per_mtok``'s unit; one-line error if absurd.
+
+    ``per_mtok`` is 1 for cacheviz's file (``*_mtok`` fields) and 1e-6 for LiteLLM's
+    (per-token fields). ``None`` stays ``None``.
+    """
+    if value is None:
+        return None
+    bound = MAX_USD_PER_MTOK * per_mtok
+    ok = isinstance(value, (int, float)) and not isinstance(value, bool)
+    if ok and math.isfinite(value) and 0 <= value < bound:
+        return float(value)
+    unit = "USD per million tokens" if per_mtok == 1 else "USD per token"
+    shown = repr(value) if len(repr(value)) <= 24 else f"{repr(value)[:21]}..."
+    msg = (
+        f"model {model!r}: field `{field}` is {shown}; expected a price from 0 to "
+        f"{bound:g} {unit} (fix the price file)"
+    )
+    raise TranscriptError(msg, path=path)
+
+
 def _read_user(path: Path) -> list[dict[str, Any]]:
     try:
         document = json.loads(path.read_text("utf-8"))
@@ -427,6 +464,9 @@ def _read_user(path: Path) -> list[dict[str, Any]]:
                 msg = f"models[{i}]: expected an object with `model` and `input_mtok` (USD/MTok)"
                 raise TranscriptError(msg, path=path)
             names = entry.get("model", [])
+            shown = names if isinstance(names, str) else ", ".join(map(str, names or []))
+            for field in _USER_FIELDS:
+                _price(entry.get(field), path, shown or f"models[{i}]", field, 1.0)
             entries.append(
                 {
                     **entry,
@@ -444,6 +484,7 @@ def _read_user(path: Path) -> list[dict[str, Any]]:
                 ours: float(spec[theirs])
                 for theirs, ours in _LITELLM.items()
                 if isinstance(spec.get(theirs), (int, float))
+                and _price(spec[theirs], path, key, theirs, _MTOK) is not None
             }
             if "input" in rates:
                 provider = providers.known(spec.get("litellm_provider"))
