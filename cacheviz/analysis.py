@@ -699,7 +699,7 @@ def _size_unlogged(session: Session, call_cache: list[TokenCache]) -> dict[str, 
             reported = call.usage.input_tokens if call.usage else None
             if reported is None:
                 continue
-            visible = sum(len(cache[h]) for h in call.hashes if h not in opaque)
+            visible = sum(cache.length(h) for h in call.hashes if h not in opaque)
             sizes[digest] = min(max(0, reported - visible), _MAX_UNLOGGED)
     for cache in {id(c): c for c in call_cache}.values():
         for digest in opaque:

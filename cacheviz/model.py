@@ -8,12 +8,13 @@ block re-sent in a thousand requests is stored, rendered and tokenized once.
 from __future__ import annotations
 
 import gc
-import json
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Literal
+
+from cacheviz._util import fastjson
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -101,7 +102,7 @@ class Content:
         """The block's parsed value (a fresh parse of ``raw`` for an unparsed content)."""
         value = self._value
         if value is _UNPARSED:
-            return json.loads(self.raw.decode("utf-8", "surrogatepass"))
+            return fastjson.loads(self.raw)  # lone surrogates: decoded with surrogatepass
         return value
 
     @property

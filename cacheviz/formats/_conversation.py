@@ -12,8 +12,9 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
+from cacheviz._util import fastjson
 from cacheviz.model import OPAQUE, Block, Call, Content, Usage
-from cacheviz.request._blocks import BlockStore, compact_json
+from cacheviz.request._blocks import BlockStore
 from cacheviz.request._jsonspan import digest
 
 UNLOGGED_LABEL = "unlogged prefix"
@@ -99,7 +100,7 @@ class Thread:
         del self._blocks[1 + self._clean :]
         for position in range(self._clean, len(self.messages)):
             message = self.messages[position]
-            raw = compact_json(message).encode("utf-8", "surrogatepass")
+            raw = fastjson.compact_bytes(message)
             role = message.get("role") or message.get("type") or "item"
             self._blocks.append(self._add(position, f"{role}#{position}", raw))
         self._clean = len(self.messages)

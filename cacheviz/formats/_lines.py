@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from cacheviz._limits import LINE
+from cacheviz._util import fastjson
 from cacheviz.errors import CacheVizWarning, TranscriptError
 from cacheviz.model import Call, Session, SkippedLine, name_agent_threads
 from cacheviz.reported._usage import UsageError, lenient_usage
@@ -24,6 +25,46 @@ ERROR_MODES = ("raise", "skip")
 # Set by callers that show progress (the CLI): called as progress(bytes done, bytes in all).
 PROGRESS: ContextVar[Callable[[int, int], None] | None] = ContextVar("progress", default=None)
 _PROGRESS_STEP = 8 << 20  # report every 8 MB
+
+
+class Hasher(Protocol):
+    """A hashlib object: what :class:`ReadTap` feeds."""
+
+    def update(self, data: bytes | memoryview, /) -> None:
+        """Add bytes."""
+
+    def hexdigest(self) -> str:
+        """The digest of the bytes added, hex."""
+
+
+class ReadTap:
+    """The bytes of one file fed to ``hasher`` as its reader reads them (one read, not two).
+
+    ``cacheviz scan`` keeps each session's content hash; set in :data:`READ_TAP`, the
+    first full read of ``path`` by :meth:`LineReader.lines` feeds the hash instead of a
+    read of its own. :meth:`complete` says whether the whole file went through it (else
+    the caller hashes the file itself).
+    """
+
+    def __init__(self, path: Path, hasher: Hasher) -> None:
+        self.path = path
+        self.hasher = hasher
+        self.size: int | None = None  # the file's size when its reader opened it
+        self.fed = 0
+
+    def claim(self, path: Path, size: int) -> bool:
+        """Whether this read of ``path`` (``size`` bytes) feeds the hash: its first one."""
+        if self.size is not None or path != self.path:
+            return False
+        self.size = size
+        return True
+
+    def complete(self) -> bool:
+        """Whether every byte of the file, as opened, was fed to the hash, once."""
+        return self.size is not None and self.fed == self.size
+
+
+READ_TAP: ContextVar[ReadTap | None] = ContextVar("read_tap", default=None)
 _NAMED = 20  # lines a warning names before it only counts
 # LineReader.lines reads WINDOW bytes at a time into one reused buffer: the process holds
 # about a window of the file, never the file. (Not a memory map: a file truncated by
@@ -115,10 +156,14 @@ class LineReader:
             if size > WINDOW:
                 _raise_mmap_threshold()
             progress = PROGRESS.get()
+            tap = READ_TAP.get()
+            if tap is not None and not tap.claim(self.path, size):
+                tap = None
 
             def numbered() -> Iterator[tuple[int, memoryview | bytes]]:
                 reported = 0
-                for lineno, (offset, raw, ended) in enumerate(_file_lines(handle, size, WINDOW), 1):
+                lines = _file_lines(handle, size, WINDOW, tap)
+                for lineno, (offset, raw, ended) in enumerate(lines, 1):
                     if progress is not None and offset - reported >= _PROGRESS_STEP:
                         progress(offset, size)
                         reported = offset
@@ -164,7 +209,7 @@ class LineReader:
         with self.usage_policy() as done:
             for lineno, text in self.lines():
                 try:
-                    add(lineno, json.loads(text))
+                    add(lineno, fastjson.loads(text))
                 except UsageError as exc:
                     self.fail(lineno, str(exc))
                 except ValueError as exc:
@@ -322,23 +367,27 @@ class _ReadInto(Protocol):
     def readinto(self, buffer: bytearray, /) -> int: ...
 
 
-def _file_lines(handle: BufferedIOBase, size: int, window: int) -> _Lines:
+def _file_lines(
+    handle: BufferedIOBase, size: int, window: int, tap: ReadTap | None = None
+) -> _Lines:
     """Yield ``(offset, bytes, ended)`` for each line of ``handle``, newline left out.
 
     ``offset`` is where the line starts in the file; ``ended`` whether a newline ends it
     (only the last line may lack one). The bytes are a view, valid until the next line
     is asked for. The file is read up to the ``size`` it had when opened, through a
-    buffer no bigger than that (a small session does not zero a 4 MB window).
+    buffer no bigger than that (a small session does not zero a 4 MB window). ``tap``:
+    every byte read is fed to its hash too.
     """
-    return _streamed_lines(_Bounded(handle, size), max(1, min(window, size)))
+    return _streamed_lines(_Bounded(handle, size, tap), max(1, min(window, size)))
 
 
 class _Bounded:
     """A binary file read no further than ``size`` bytes (what it held when opened)."""
 
-    def __init__(self, handle: BufferedIOBase, size: int) -> None:
+    def __init__(self, handle: BufferedIOBase, size: int, tap: ReadTap | None = None) -> None:
         self._handle = handle
         self._left = size
+        self._tap = tap
 
     def readinto(self, buffer: bytearray) -> int:
         if self._left <= 0:
@@ -346,6 +395,9 @@ class _Bounded:
         view = memoryview(buffer)[: min(len(buffer), self._left)]
         try:
             filled = self._handle.readinto(view)
+            if filled and self._tap is not None:
+                self._tap.hasher.update(view[:filled])
+                self._tap.fed += filled
         finally:
             view.release()
         self._left -= filled or 0

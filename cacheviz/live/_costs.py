@@ -8,16 +8,17 @@ what-if cost and its miss. Each reads only the call and the state the earlier ca
 
 from __future__ import annotations
 
+import functools
 from typing import TYPE_CHECKING
 
 from cacheviz.formats import native
 from cacheviz.live._sim_stream import SimulationStream
-from cacheviz.model import OPAQUE
 from cacheviz.money._costs import (
     MISS_COLUMNS,
     call_billed,
     drift_cost,
     next_miss,
+    opaque_blocks,
     provider_key,
     unlogged_holds,
 )
@@ -135,7 +136,7 @@ def _miss_of(
         prices_of=log._prices_of,
         holds=unlogged_holds(native.NAME),
         offsets=log.mapped[i],
-        opaque=[contents[h].kind == OPAQUE for h in log.calls[i].hashes],
+        opaque=functools.partial(opaque_blocks, contents, log.calls[i].hashes),
         drift=drift,
     )
     if miss.row is not None:

@@ -326,9 +326,7 @@ class LiveLog:
         cache.ensure(call.hashes)
         same = i and self.call_cache[i - 1] is cache
         previous, before = (self.calls[i - 1].hashes, self.local[i - 1]) if same else ((), ())
-        self.local.append(
-            block_offsets(call.hashes, lambda digest: len(cache[digest]), previous, before)
-        )
+        self.local.append(block_offsets(call.hashes, cache.length, previous, before))
         name, _ = self._threads.step(
             i, call, self.calls, self.local, lambda j, h: self.call_cache[j][h]
         )

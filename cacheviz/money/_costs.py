@@ -47,12 +47,13 @@ Misses
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
+import functools
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from cacheviz import _schema, providers
 from cacheviz.errors import UnknownModelError
-from cacheviz.model import OPAQUE
+from cacheviz.model import OPAQUE, Content
 from cacheviz.money._metrics import call_waste, waste_basis
 from cacheviz.money._simulate import (
     Replay,
@@ -597,7 +598,7 @@ def _misses(
             prices_of=prices_of,
             holds=holds,
             offsets=lists.offsets[i],
-            opaque=[contents[h].kind == OPAQUE for h in call.hashes],
+            opaque=functools.partial(opaque_blocks, contents, call.hashes),
             drift=drifts.get(i),
         )
         for name, attribute in MISS_COLUMNS.items():
@@ -669,6 +670,11 @@ class CacheActivity:
         return frozenset(self.reported - self.active)
 
 
+def opaque_blocks(contents: Mapping[str, Content], hashes: Sequence[str]) -> list[bool]:
+    """Per block: whether it is an unlogged prefix (its content opaque)."""
+    return [contents[h].kind == OPAQUE for h in hashes]
+
+
 def next_miss(
     calls: Sequence[Call],
     cols: dict[str, list[Any]],
@@ -681,7 +687,7 @@ def next_miss(
     prices_of: dict[str, RateCache],
     holds: str,
     offsets: Sequence[int],
-    opaque: Sequence[bool],
+    opaque: Callable[[], Sequence[bool]],
     drift: tuple[str, str, str] | None,
 ) -> Miss:
     """Call ``i``'s miss and verdict comparison, the calls before it seen (:func:`miss_at`).
@@ -713,7 +719,8 @@ def next_miss(
     offsets
         The call's block offsets in provider tokens (calibrated), then its total.
     opaque
-        Per block: whether it is an unlogged prefix.
+        Per block: whether it is an unlogged prefix; called only when a comparable
+        provider verdict needs where the layers lie (an O(blocks) list per call).
     drift
         The call's drift ``(part, cause, detail)``, ``None`` when its prefix held.
 
@@ -768,7 +775,11 @@ def next_miss(
         holds=holds,
         compared=compared,
         head=head,
-        spans=layer_spans([b.part for b in call.blocks], opaque, offsets, head),
+        spans=(
+            layer_spans([b.part for b in call.blocks], opaque(), offsets, head)
+            if comparable(cols["provider_verdict"][i])
+            else None  # only a comparable verdict reads where the layers lie
+        ),
         drift=drift,
         uncached=namespace in state.uncached,
     )

@@ -70,7 +70,7 @@ from collections.abc import Hashable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import cast
 
-from cacheviz._util.seq import common_prefix, differing_block_common
+from cacheviz._util.seq import differing_block_common
 from cacheviz.providers._base import CallResult, SimCall
 from cacheviz.providers._cache import Entry, EntryStore
 from cacheviz.providers._profile import HistoryFix, LongerTTL, ProviderProfile
@@ -162,14 +162,40 @@ def _route(call: SimCall) -> tuple[str, Hashable]:
     return ("prefix", call.chain[min(max(last, 0), len(call.chain) - 1)])
 
 
-def _token_lcp(a: SimCall, b: SimCall) -> int:
-    """Common tokens of two requests: whole equal blocks, then the differing block."""
-    depth = common_prefix(a.hashes, b.hashes)
+def _token_lcp(a: SimCall, b: SimCall, floor: int = -1) -> int:
+    """Common tokens of two requests: whole equal blocks, then the differing block.
+
+    The equal blocks are found by bisecting the prefix identities (``chain[i]`` is the
+    digest of blocks ``0..i``: equal exactly where the blocks up to ``i`` are), in
+    log(blocks) comparisons. When even the whole differing block could not take the
+    result past ``floor`` its tokens are not compared, and the result is at most
+    ``floor`` (what a caller looking for more than ``floor`` needs).
+    """
+    depth = _common_blocks(a.chain, b.chain)
     tokens = a.offsets[depth]
     if depth < len(a.hashes) and depth < len(b.hashes):
+        if min(a.offsets[depth + 1], a.total, b.total) <= floor:
+            return min(tokens, a.total, b.total)
         run = differing_block_common(a.tokens(a.hashes[depth]), b.tokens(b.hashes[depth]))
         tokens += a.partial(depth, run)
     return min(tokens, a.total, b.total)
+
+
+def _common_blocks(a: list[bytes], b: list[bytes]) -> int:
+    """How many leading blocks two prefix-identity chains share (a bisection)."""
+    n = min(len(a), len(b))
+    if not n or a[0] != b[0]:
+        return 0
+    if a[n - 1] == b[n - 1]:
+        return n
+    low, high = 1, n - 1  # a[low - 1] == b[low - 1]; a[high] != b[high]
+    while low < high:
+        mid = (low + high) // 2
+        if a[mid] == b[mid]:
+            low = mid + 1
+        else:
+            high = mid
+    return low
 
 
 def _is_tool_response(role: str | None) -> bool:
@@ -195,7 +221,7 @@ class _Bucket:
             if compared >= cap:
                 break
             compared += 1
-            length = _token_lcp(call, self.prompts[cast(bytes, entry.key)])
+            length = _token_lcp(call, self.prompts[cast(bytes, entry.key)], best)
             if length > best:
                 best, best_entry = length, entry
                 if best >= call.total:

@@ -16,6 +16,7 @@ from __future__ import annotations
 import functools
 import os
 from array import array
+from collections import OrderedDict
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
@@ -34,6 +35,7 @@ UNLOGGED = -3  # one token of a prefix the transcript did not log (size inferred
 # threads are not known to be equal, so they never share a token): UNLOGGED_ID - n.
 UNLOGGED_ID = -1000
 _BATCH_CHARS = 4_000_000
+_KEPT_TOKENS = 1 << 21  # token arrays kept for reuse (~8 MB): the blocks compared lately
 
 
 @functools.cache
@@ -117,29 +119,37 @@ def encoding_for_texts(name: str, texts: list[str]) -> Encoding:
 
 
 class TokenCache:
-    """Token arrays of block contents, keyed by content hash, for one encoding."""
+    """Token counts of block contents, keyed by content hash, for one encoding.
+
+    What a session keeps per block is its length: every token figure is a sum of
+    lengths. A block's token array is needed only where a position inside it is compared
+    or shown (the first difference of two blocks, the drift detail's chips), and is then
+    tokenized again; the latest ones are kept, up to ``_KEPT_TOKENS`` tokens.
+    """
 
     def __init__(self, encoding: str, contents: dict[str, Content]) -> None:
         self.encoding = encoding
         self.contents = contents
-        self._tokens: dict[str, array[int]] = {}
+        self._lengths: dict[str, int] = {}
+        self._kept: OrderedDict[str, array[int]] = OrderedDict()
+        self._kept_tokens = 0
         self._roles: dict[str, list[int]] = {}
 
     def __len__(self) -> int:
-        return len(self._tokens)
+        return len(self._lengths)
 
     def ensure(self, hashes: Iterable[str]) -> None:
-        """Tokenize every hash not seen yet, in batches of about ``_BATCH_CHARS``.
+        """Count every hash not seen yet, in batches of about ``_BATCH_CHARS``.
 
         A batch's texts and token lists (Python ints, ~9 bytes per token) exist only
-        while it is encoded; what is kept is each block's ``array("i")`` (4 bytes per
-        token), so peak memory follows the batch, not the session.
+        while it is encoded; what is kept is each block's length, so peak memory
+        follows the batch, not the session.
         """
         contents = self.contents
-        missing = [h for h in dict.fromkeys(hashes) if h not in self._tokens]
+        missing = [h for h in dict.fromkeys(hashes) if h not in self._lengths]
         for digest in [h for h in missing if self.contents[h].kind == OPAQUE]:
-            self._tokens[digest] = array("i")  # sized later by set_unlogged()
-        missing = [h for h in missing if h not in self._tokens]
+            self._lengths[digest] = 0  # sized later by set_unlogged()
+        missing = [h for h in missing if h not in self._lengths]
         if not missing:
             return
         batch: list[tuple[str, str | None, str]] = []
@@ -165,33 +175,67 @@ class TokenCache:
             encoded = [enc.encode_ordinary(text) for text in texts]
         for (digest, role, _), ids in zip(batch, encoded, strict=True):
             if role is None:
-                self._tokens[digest] = array("i", ids)
+                self._lengths[digest] = len(ids)
             else:
-                role_ids = self._roles.get(role)
-                if role_ids is None:
-                    role_ids = self._roles[role] = enc.encode_ordinary(role)
-                tokens = array("i", [MESSAGE_START, *role_ids])
-                tokens.extend(ids)
-                tokens.append(MESSAGE_END)
-                self._tokens[digest] = tokens
+                self._lengths[digest] = len(ids) + 2 + len(self._role_ids(role, enc))
+
+    def _role_ids(self, role: str, enc: Encoding) -> list[int]:
+        role_ids = self._roles.get(role)
+        if role_ids is None:
+            role_ids = self._roles[role] = enc.encode_ordinary(role)
+        return role_ids
 
     def set_unlogged(self, digest: str, tokens: int) -> None:
         """Give an unlogged-prefix block its inferred size."""
-        if tokens <= 0:
-            self._tokens[digest] = array("i")
-            return
-        marker = UNLOGGED_ID - int(digest[:7], 16)
-        self._tokens[digest] = array("i", [marker]) + array("i", [UNLOGGED]) * (tokens - 1)
+        self._lengths[digest] = max(0, tokens)
+        if self._kept.pop(digest, None) is not None:
+            self._kept_tokens = sum(map(len, self._kept.values()))
 
     def lengths(self) -> dict[str, int]:
         """Token count of every tokenized hash."""
-        return {digest: len(tokens) for digest, tokens in self._tokens.items()}
+        return dict(self._lengths)
+
+    def length(self, digest: str) -> int:
+        """Token count of one block (tokenized now if it was not yet)."""
+        size = self._lengths.get(digest)
+        if size is None:
+            self.ensure([digest])
+            size = self._lengths[digest]
+        return size
 
     def __getitem__(self, digest: str) -> array[int]:
-        tokens = self._tokens.get(digest)
-        if tokens is None:
+        kept = self._kept
+        tokens = kept.get(digest)
+        if tokens is not None:
+            kept.move_to_end(digest)
+            return tokens
+        if digest not in self._lengths:
             self.ensure([digest])
-            tokens = self._tokens[digest]
+        tokens = self._tokenized(digest)
+        kept[digest] = tokens
+        self._kept_tokens += len(tokens)
+        while self._kept_tokens > _KEPT_TOKENS and len(kept) > 1:
+            _, dropped = kept.popitem(last=False)
+            self._kept_tokens -= len(dropped)
+        return tokens
+
+    def _tokenized(self, digest: str) -> array[int]:
+        """The token array of one counted block (the ids :meth:`ensure` counted)."""
+        content = self.contents[digest]
+        size = self._lengths[digest]
+        if content.kind == OPAQUE:
+            if size <= 0:
+                return array("i")
+            marker = UNLOGGED_ID - int(digest[:7], 16)
+            return array("i", [marker]) + array("i", [UNLOGGED]) * (size - 1)
+        role, text = render_text(content)
+        enc = encoding_for_texts(self.encoding, [text] if role is None else [text, role])
+        ids = enc.encode_ordinary(text)
+        if role is None:
+            return array("i", ids)
+        tokens = array("i", [MESSAGE_START, *self._role_ids(role, enc)])
+        tokens.extend(ids)
+        tokens.append(MESSAGE_END)
         return tokens
 
     def decode(self, tokens: Iterable[int]) -> list[str]:

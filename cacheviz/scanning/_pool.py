@@ -18,7 +18,8 @@ from cacheviz.scanning._child import single_threaded
 from cacheviz.scanning._walk import Unit, shown
 from cacheviz.scanning._worker import UnitResult, run_batch, run_unit
 
-POOL_BYTES = 8 << 20  # less work than this is analysed in this process (spawning costs ~1 s)
+POOL_BYTES = 8 << 20  # less work than this, or one unit, is analysed in this process (a
+# pool costs ~1 s to start, and can share out nothing of one unit)
 _BATCHES_PER_WORKER = 4
 _MAX_BATCH = 32
 
@@ -31,7 +32,7 @@ def execute(
     prices: str | None,
     timeout: float | None = None,
 ) -> list[UnitResult]:
-    """Run the units, serially for small scans, else in batches on the executor.
+    """Run the units, serially for small scans and one unit, else in batches on the executor.
 
     Each unit within ``timeout`` seconds (:func:`~cacheviz.scanning._worker.run_unit`).
     """
@@ -51,7 +52,8 @@ def execute(
 
     try:
         workers = jobs or os.cpu_count() or 1
-        if executor is None and (workers == 1 or _size(todo) < POOL_BYTES):
+        small = len(todo) == 1 or _size(todo) < POOL_BYTES  # one unit: nothing to share out
+        if executor is None and (workers == 1 or small):
             return serial()
         if executor is None:
             stack.enter_context(_fork_server())
@@ -160,19 +162,24 @@ def _fork_server() -> Iterator[None]:
     It holds tiktoken's table and genai-prices' data for the workers; stopping it frees
     them, and waiting for it is what counts its workers' CPU time as this process's
     children's (as a spawned pool's workers are). A fork server that ran before (the
-    caller's own) is left running.
+    caller's own) is left running. So is multiprocessing's resource tracker, which the
+    fork server starts: stopped and waited for when the scan started it (else it exits
+    with this process, unwaited: a zombie under PID 1 where PID 1 reaps none).
     """
-    from multiprocessing import forkserver
+    from multiprocessing import forkserver, resource_tracker
 
     server = getattr(forkserver, "_forkserver", None)
     ours = server is not None and getattr(server, "_forkserver_pid", 0) is None
+    tracker = getattr(resource_tracker, "_resource_tracker", None)
+    tracker_ours = tracker is not None and getattr(tracker, "_pid", 0) is None
     try:
         yield
     finally:
-        stop = getattr(server, "_stop", None)
-        if ours and stop is not None:
-            with suppress(Exception):  # a private hook: never let it fail a scan
-                stop()
+        for mine, hook in ((ours, server), (tracker_ours, tracker)):
+            stop = getattr(hook, "_stop", None)
+            if mine and stop is not None:
+                with suppress(Exception):  # a private hook: never let it fail a scan
+                    stop()
 
 
 def _pool_starts() -> bool:

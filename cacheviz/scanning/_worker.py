@@ -29,6 +29,7 @@ from cacheviz._limits import UNIT_SECONDS
 from cacheviz.analysis import AnalysisColumns, analyze_columns
 from cacheviz.errors import CacheVizError, CacheVizWarning, UnknownFormatError
 from cacheviz.formats import READERS, detect
+from cacheviz.formats._lines import READ_TAP, Hasher, ReadTap
 from cacheviz.formats._replays import REPLAYED
 from cacheviz.model import OPAQUE, Session, paused_gc
 from cacheviz.money.pricing import PriceBook, RateCache
@@ -56,9 +57,13 @@ class UnitResult:
     replays: int = 0  # responses the loader dropped as replays of others
 
 
+def _hasher() -> Hasher:
+    return hashlib.blake2b(digest_size=16)
+
+
 def content_hash(members: tuple[Path, ...]) -> str:
     """BLAKE2b over the bytes of every member file (names included), hex."""
-    digest = hashlib.blake2b(digest_size=16)
+    digest = _hasher()
     for path in members:
         if path != members[0]:  # a copy of a session under another name is the same session
             digest.update(os.fsencode(path.name) + b"\0")
@@ -160,20 +165,56 @@ def _run_unit(
         The rates resolved for earlier units with the same ``prices`` (a dict the
         caller keeps for a batch; filled in here): each price period is resolved once.
     """
+    tap = None
+    if known_hash is None and len(unit.members) == 1:
+        # nothing to compare with before reading: the reader's own read feeds the hash
+        tap = ReadTap(unit.members[0], _hasher())
+        digest = ""
+    else:
+        try:
+            digest = content_hash(unit.members)
+        except OSError as exc:
+            return UnitResult(
+                shown(unit.path), "failed", "", error=f"{shown(unit.path)}: {exc.strerror}"
+            )
+        if known_hash is not None and digest == known_hash:
+            return UnitResult(shown(unit.path), "unchanged", digest)
+    token = READ_TAP.set(tap)
     try:
-        digest = content_hash(unit.members)
-    except OSError as exc:
-        return UnitResult(
-            shown(unit.path), "failed", "", error=f"{shown(unit.path)}: {exc.strerror}"
-        )
-    if known_hash is not None and digest == known_hash:
-        return UnitResult(shown(unit.path), "unchanged", digest)
+        return _analysed(unit, digest, tap, prices, rates)
+    finally:
+        READ_TAP.reset(token)
+
+
+def _analysed(
+    unit: Unit,
+    digest: str,
+    tap: ReadTap | None,
+    prices: str | None,
+    rates: dict[str, RateCache] | None,
+) -> UnitResult:
+    """:func:`run_unit` past the hash: ``digest`` is ``""`` when ``tap`` is to give it."""
+
+    def hashed() -> str:
+        if tap is not None and tap.complete():
+            return tap.hasher.hexdigest()
+        try:
+            return digest or content_hash(unit.members)
+        except OSError:
+            return ""
+
     try:
         fmt = detect(unit.path)
     except UnknownFormatError:
-        return UnitResult(shown(unit.path), "unknown", digest)
-    except (CacheVizError, OSError, ValueError) as exc:
-        return UnitResult(shown(unit.path), "failed", digest, error=_one_line(exc, unit.path))
+        return UnitResult(shown(unit.path), "unknown", hashed())
+    except OSError as exc:
+        if tap is not None:  # not hashed first: the error the hash would have met
+            return UnitResult(
+                shown(unit.path), "failed", "", error=f"{shown(unit.path)}: {exc.strerror}"
+            )
+        return UnitResult(shown(unit.path), "failed", hashed(), error=_one_line(exc, unit.path))
+    except (CacheVizError, ValueError) as exc:
+        return UnitResult(shown(unit.path), "failed", hashed(), error=_one_line(exc, unit.path))
     # the collector paused as for cacheviz.load and Session.analyze (model.paused_gc)
     with warnings.catch_warnings(record=True) as caught, paused_gc():
         warnings.simplefilter("always", CacheVizWarning)
@@ -185,7 +226,7 @@ def _run_unit(
             calls, drifts, misses = _rows(unit, fmt, session, analysis)
         except (CacheVizError, OSError, ValueError, RecursionError) as exc:
             return UnitResult(
-                shown(unit.path), "failed", digest, format=fmt, error=_one_line(exc, unit.path)
+                shown(unit.path), "failed", hashed(), format=fmt, error=_one_line(exc, unit.path)
             )
         except Exception as exc:  # a bug must not stop a scan of thousands of files
             text = (str(exc).splitlines() or [""])[0]
@@ -193,7 +234,8 @@ def _run_unit(
                 f"{shown(unit.path)}: internal error ({type(exc).__name__}: {text}); "
                 "please report it"
             )
-            return UnitResult(shown(unit.path), "failed", digest, format=fmt, error=error)
+            return UnitResult(shown(unit.path), "failed", hashed(), format=fmt, error=error)
+    digest = hashed()
     notes = [
         shown(str(w.message).splitlines()[0])
         for w in caught

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 import polars as pl
 
 from cacheviz._schema import clean
-from cacheviz._util.seq import common_prefix
+from cacheviz._util.seq import common_prefix, differing_block_common
 from cacheviz.redact import (
     MARGIN,
     REDACTED,
@@ -183,7 +183,7 @@ def _detail(
     contents = analysis.session.contents
     encoding = row["encoding"]
     sides: dict[str, Any] = {}
-    within = drift["prev_common_tokens"] - drift["block_token_offset"]
+    within = _local_within(analysis, encoding, drift)
     chips_out: dict[str, list[str]] = {"before": [], "prev_after": [], "current_after": []}
     texts: dict[str, str] = {}
     for side, digest in (("prev", drift["prev_hash"]), ("current", drift["hash"])):
@@ -233,6 +233,25 @@ def _detail(
         "current": sides.get("current"),
         "chips": chips_out,
     }
+
+
+def _local_within(analysis: Analysis, encoding: str, drift: dict[str, Any]) -> int:
+    """Where the first difference lies in the drifted block, on the local token axis.
+
+    The chips are that block's local tokens; the drift row's token columns are in
+    provider tokens once the call is calibrated, so its position inside the block is
+    computed again here, on the axis the chips are drawn on: the tokens the two sides
+    share, as the analysis matched them (:func:`cacheviz._util.seq.differing_block_common`).
+    A model switch or a change of cache-keyed parameters starts at a block's start.
+    """
+    digest, before = drift["hash"], drift["prev_hash"]
+    if digest is None or before is None or drift["cause"] in ("model_switch", "params_changed"):
+        return 0
+    contents = analysis.session.contents
+    if any(contents.get(h) is None or contents[h].kind == "opaque" for h in (digest, before)):
+        return 0  # no chips are drawn for an unlogged prefix
+    cache = analysis.token_caches[encoding]
+    return differing_block_common(cache[digest], cache[before])
 
 
 def miss_of(analysis: Analysis, call: int) -> dict[str, Any] | None:

@@ -134,7 +134,7 @@ def test_an_append_only_log_is_extended_call_by_call(tmp_path, monkeypatch):
             cache,
             "ensure",
             lambda hashes, ensure=original_ensure, cache=cache: (
-                tokenized.extend(h for h in hashes if h not in cache._tokens),
+                tokenized.extend(h for h in hashes if h not in cache._lengths),
                 ensure(hashes),
             )[1],
         )
