@@ -126,7 +126,7 @@ bench: venv-test .cache/tiktoken/.copied
 # module's own unit tests (bench/mutation_rates.py); the table goes to bench/out/mutation.md.
 # Narrow it with e.g. MODULES='prefix providers.openai'. Survivors: `mutmut results`.
 MODULES ?= prefix diagnose providers.anthropic providers.openai providers.google \
-	providers.deepseek providers.sglang providers.vllm providers._cache providers._base usage redact
+	providers.deepseek providers.sglang providers.vllm providers.llamacpp providers._cache providers._base usage redact
 mutation: $(UV) .cache/tiktoken/.copied
 	$(UV) sync --quiet --frozen $(TEST_EXTRAS) --extra mutation
 	$(BIN)/python bench/mutation_rates.py --run $(MODULES) --max-children 2
