@@ -159,6 +159,9 @@ class Call:
     hashes: list[str] = field(default_factory=list)  # block hashes, derived when not given
     message_start: int = -1  # index of the first "messages" block, derived when not given
     parent_hint: str | None = None  # the thread a sub-agent was spawned from, when logged
+    # the engine's own token ids of the prompt, when the log holds them (a self-hosted
+    # engine's response ``prompt_token_ids``): its rules then run on them, token-exact
+    prompt_token_ids: list[int] | None = None
 
     def __post_init__(self) -> None:
         if not self.hashes and self.blocks:

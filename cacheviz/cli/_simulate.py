@@ -156,8 +156,30 @@ def _print_simulation(
     total += f"{usd(doc['ideal_usd'])}"
     if doc["score"] is not None:
         total += f"; matches the reported hits on {doc['score']:.0%} of calls"
+    agreement = doc["agreement"]
+    if agreement["share"] is not None:
+        total += (
+            f"; equal to the reported read on {agreement['equal_calls']} of "
+            f"{agreement['reported_calls']} calls ({agreement['basis']})"
+        )
     if doc["token_scale"] is not None:
         total += f"; provider tokens / cacheviz tokens = {doc['token_scale']:.3f}"
     out.write(wrap_line(total, width) + "\n")
+    if doc["parameters"]:
+        used = ", ".join(
+            f"{name}={_shown(item['value'])}"
+            + ("" if item["source"] == "rule" else f" ({item['source']})")
+            for name, item in doc["parameters"].items()
+        )
+        out.write(wrap_line(f"rules: {used}", width) + "\n")
     if doc["price_source"]:
         out.write(wrap_line(f"prices: {doc['price_source']}", width) + "\n")
+
+
+def _shown(value: Any) -> str:
+    """A rule's value as ``--rule`` takes it (``none``, ``true``, ``16``, ``gpu``)."""
+    if value is None:
+        return "none"
+    if isinstance(value, bool):
+        return str(value).lower()
+    return str(value)

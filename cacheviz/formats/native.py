@@ -83,7 +83,19 @@ def _call_from_line(text: str, refs: list[ObjectScan], store: BlockStore) -> Cal
     )
     parent = meta.get("parent")
     call.parent_hint = parent if isinstance(parent, str) else None
+    if isinstance(response, dict):
+        call.prompt_token_ids = _token_ids(response.get("prompt_token_ids"))
     return call
+
+
+def _token_ids(value: Any) -> list[int] | None:
+    """A response's ``prompt_token_ids`` (vLLM's ``return_token_ids``), if a list of ints."""
+    if value is None or value == []:
+        return None
+    if isinstance(value, list) and all(type(t) is int for t in value):
+        return value
+    msg = "`response.prompt_token_ids` is not a list of token ids (whole numbers)"
+    raise ValueError(msg)
 
 
 def read(path: Path, *, errors: str = "raise") -> Session:
