@@ -65,14 +65,20 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _rules(args: argparse.Namespace) -> dict[str, Any]:
+def rules_of(items: list[str]) -> dict[str, Any]:
+    """The rules of ``--rule NAME=VALUE`` options (values: :func:`_value`)."""
     rules: dict[str, Any] = {}
-    for item in args.rule:
+    for item in items:
         name, sep, value = item.partition("=")
         if not sep or not name:
             msg = f"--rule {item!r}: expected NAME=VALUE"
             raise SimulationError(msg)
         rules[name.strip()] = _value(value.strip())
+    return rules
+
+
+def _rules(args: argparse.Namespace) -> dict[str, Any]:
+    rules = rules_of(args.rule)
     for name in ("ttl", "breakpoints"):
         if getattr(args, name) is not None:
             rules[name] = getattr(args, name)
