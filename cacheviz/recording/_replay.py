@@ -35,11 +35,10 @@ from cacheviz.errors import CacheVizError
 from cacheviz.formats.native import record_line
 from cacheviz.recording._log import LogWriter, check_log_path, now_iso, redact_body
 from cacheviz.redact import redact
-from cacheviz.request._blocks import render_text
+from cacheviz.request._chat import chat_messages
 
 ENGINES = ("llamacpp", "vllm", "sglang")
 """The engines ``owned_by`` names (``/v1/models``), as cacheviz's provider ids."""
-CHAT_ROLES = frozenset({"system", "user", "assistant"})
 
 
 class EngineError(CacheVizError):
@@ -98,25 +97,6 @@ class EngineClient:
             return json.loads(raw)
         except ValueError:
             return None
-
-
-def chat_messages(call: Any, contents: dict[str, Any]) -> list[dict[str, str]]:
-    """The call's blocks as chat messages (see the module docstring)."""
-    system: list[str] = []
-    tools: list[str] = []
-    messages: list[dict[str, str]] = []
-    for block in call.blocks:
-        role, text = render_text(contents[block.hash])
-        if block.part == "tools":
-            tools.append(text)
-        elif block.part == "system" and role in (None, "system", "developer"):
-            system.append(text)
-        else:
-            messages.append({"role": role if role in CHAT_ROLES else "user", "content": text})
-    head = "\n\n".join(system)
-    if tools:
-        head = (head + "\n\n" if head else "") + "# Tools\n" + "\n".join(tools)
-    return ([{"role": "system", "content": head}] if head else []) + messages
 
 
 @dataclass
@@ -315,7 +295,6 @@ __all__ = [
     "EngineClient",
     "EngineError",
     "ReplayResult",
-    "chat_messages",
     "engine_base",
     "engine_usage",
     "identify",
