@@ -158,6 +158,13 @@ def _print_simulation(
         )
     for text in render(SIMULATION_COLUMNS, rows, width):
         out.write(text + "\n")
+    if doc["parameters"]:
+        used = ", ".join(
+            f"{name}={_shown(item['value'])}"
+            + ("" if item["source"] == "rule" else f" ({item['source']})")
+            for name, item in doc["parameters"].items()
+        )
+        out.write(wrap_line(f"rules: {used}", width) + "\n")
     total = f"total: {usd(doc['total_cost_usd'])}; ideal (new tokens only): "
     total += f"{usd(doc['ideal_usd'])}"
     if doc["score"] is not None:
@@ -171,13 +178,6 @@ def _print_simulation(
     if doc["token_scale"] is not None:
         total += f"; provider tokens / cacheviz tokens = {doc['token_scale']:.3f}"
     out.write(wrap_line(total, width) + "\n")
-    if doc["parameters"]:
-        used = ", ".join(
-            f"{name}={_shown(item['value'])}"
-            + ("" if item["source"] == "rule" else f" ({item['source']})")
-            for name, item in doc["parameters"].items()
-        )
-        out.write(wrap_line(f"rules: {used}", width) + "\n")
     if doc["price_source"]:
         out.write(wrap_line(f"prices: {doc['price_source']}", width) + "\n")
 
