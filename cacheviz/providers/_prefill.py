@@ -57,9 +57,12 @@ DEFAULTS = PrefillModel(fixed_ms=0.0, per_token_ms=0.0, per_pair_ms=0.0)
 def fit(points: Iterable[tuple[int, int, float]], source: str) -> PrefillModel | None:
     """Least squares of ``(uncached, cached, ms)`` points; ``None`` with fewer than 3.
 
-    A coefficient the fit makes negative is dropped (set to 0) and the others refitted.
+    The errors are relative (each point weighs ``1 / ms``): a call of 80 new tokens counts
+    as much as one of 8,000, so the fixed cost of a short call is fitted as well as the
+    per-token cost of a long one (a drift's factor is their ratio). A coefficient the fit
+    makes negative is dropped (set to 0) and the others refitted.
     """
-    rows = [(u, c, ms) for u, c, ms in points if u > 0 and ms >= 0]
+    rows = [(u, c, ms) for u, c, ms in points if u > 0 and ms > 0]
     if len(rows) < 3:
         return None
     active = [0, 1, 2]
@@ -84,14 +87,14 @@ def _features(u: int, c: int) -> tuple[float, float, float]:
 
 
 def _solve(rows: list[tuple[int, int, float]], active: list[int]) -> list[float] | None:
-    """Normal equations on the ``active`` features (Gaussian elimination)."""
+    """Weighted normal equations on the ``active`` features (Gaussian elimination)."""
     n = len(active)
     a = [[0.0] * n for _ in range(n)]
     b = [0.0] * n
     for u, c, ms in rows:
-        x = _features(u, c)
+        x = [value / ms for value in _features(u, c)]  # relative error: rows scaled by 1/ms
         for i, ki in enumerate(active):
-            b[i] += x[ki] * ms
+            b[i] += x[ki]
             for j, kj in enumerate(active):
                 a[i][j] += x[ki] * x[kj]
     for col in range(n):

@@ -54,4 +54,7 @@ def measured(engine_python, tiny_model) -> dict:
         text=True,
         check=True,
     )
+    saved = os.environ.get("CACHEVIZ_ENGINE_MEASURED")
+    if saved:  # the raw measurements, for the figures in docs/simulation.md
+        Path(saved).write_text(done.stdout, encoding="utf-8")
     return json.loads(done.stdout)
