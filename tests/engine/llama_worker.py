@@ -8,7 +8,9 @@ Run with the engine's Python (``llama_cpp`` installed)::
 (``messages``: an OpenAI chat message list). Each session starts on an empty KV cache.
 Per call the answer holds the prompt's token ids (the model's chat template, its
 tokenizer), the tokens the engine evaluated (counted at ``Llama.eval``, the prefill),
-llama.cpp's own ``n_p_eval`` and the prefill's wall time in milliseconds. One slot, no
+llama.cpp's own ``n_p_eval``, and the prefill's time in milliseconds: CPU time of the
+engine's one thread (``prefill_ms``; a loaded machine makes the wall time of a short
+call swing several-fold, its CPU time does not) and wall time (``wall_ms``). One slot, no
 host cache: ``Llama`` keeps the previous prompt and reuses its common prefix (at most
 ``len - 1``), as ``LlamaCppSimulator(slots=1, host_cache_tokens=0)`` says.
 """
@@ -26,18 +28,25 @@ from llama_cpp.llama_chat_format import Jinja2ChatFormatter
 def main(model: str) -> None:
     sessions = json.load(sys.stdin)
     llm = llama_cpp.Llama(
-        model_path=model, n_ctx=8192, n_batch=512, n_threads=2, seed=0, verbose=False
+        model_path=model,
+        n_ctx=8192,
+        n_batch=512,
+        n_threads=1,
+        n_threads_batch=1,
+        seed=0,
+        verbose=False,
     )
     template = llm.metadata["tokenizer.chat_template"]
     eos = llm._model.token_get_text(llm.token_eos())
     formatter = Jinja2ChatFormatter(template, eos_token=eos, bos_token="")
-    state = {"evaluated": 0, "ms": 0.0}
+    state = {"evaluated": 0, "ms": 0.0, "wall": 0.0}
     plain_eval = llm.eval
 
     def counted_eval(tokens):
-        started = time.perf_counter()
+        cpu, wall = time.process_time(), time.perf_counter()
         plain_eval(tokens)
-        state["ms"] += (time.perf_counter() - started) * 1000
+        state["ms"] += (time.process_time() - cpu) * 1000
+        state["wall"] += (time.perf_counter() - wall) * 1000
         state["evaluated"] += len(tokens)
 
     llm.eval = counted_eval
@@ -48,7 +57,7 @@ def main(model: str) -> None:
         for messages in requests:
             prompt = formatter(messages=messages).prompt
             ids = llm.tokenize(prompt.encode("utf-8"), add_bos=False, special=True)
-            state["evaluated"], state["ms"] = 0, 0.0
+            state["evaluated"], state["ms"], state["wall"] = 0, 0.0, 0.0
             llama_cpp.llama_perf_context_reset(llm._ctx.ctx)
             llm.create_completion(ids, max_tokens=1, temperature=0.0)
             perf = llama_cpp.llama_perf_context(llm._ctx.ctx)
@@ -58,6 +67,7 @@ def main(model: str) -> None:
                     "evaluated": state["evaluated"],
                     "n_p_eval": perf.n_p_eval,
                     "prefill_ms": round(state["ms"], 3),
+                    "wall_ms": round(state["wall"], 3),
                     "t_p_eval_ms": round(perf.t_p_eval_ms, 3),
                 }
             )

@@ -59,7 +59,8 @@ def test_an_early_timestamp_makes_the_engines_prefill_longer():
     assert factor > 2
     # the first call is cold in both: the same prompt head, about the same prefill
     assert prefill_factor(drifting, stable, call=0) == pytest.approx(1, rel=0.2)
-    assert prefill_factor(drifting, stable, call=5) > factor
+    # the later the call, the longer the history recomputed behind the timestamp
+    assert prefill_factor(drifting, stable, call=drifting.calls.height - 1) > factor
 
 
 def test_without_llama_cpp_there_is_no_live_prefill(monkeypatch):
