@@ -50,9 +50,10 @@ def pairs(uncached: int, cached: int) -> float:
 
 
 # fitted 2026-12-06 by the engine tier on this project's machine (docs/simulation.md):
-# llama.cpp (llama-cpp-python 0.3.36, CPU, 2 threads of a shared 2-core Xeon) with a
-# random-weight qwen2 model of 4 layers of width 256, 100 calls of 1.5k-3k tokens
-DEFAULTS = PrefillModel(fixed_ms=139.7, per_token_ms=1.599, per_pair_ms=0.001724)
+# llama.cpp (llama-cpp-python 0.3.36, CPU, one thread of a shared 2-core Xeon, its CPU
+# time) with a random-weight qwen2 model of 4 layers of width 256, 100 calls of 1.5k-3k
+# tokens; R^2 0.974
+DEFAULTS = PrefillModel(fixed_ms=13.82, per_token_ms=0.1874, per_pair_ms=0.000191)
 
 
 def fit(points: Iterable[tuple[int, int, float]], source: str) -> PrefillModel | None:
