@@ -35,6 +35,7 @@ REPORTED_USAGE: dict[str, PolarsDataType] = {
 CALLS: dict[str, PolarsDataType] = {
     "call": _INT,  # position in request-time order
     "line": _INT,  # line (or record) of the transcript it came from
+    "source": _STR,  # the file of that line, relative to the session's folder (a sub-agent's)
     "ts": _TS,
     "thread": _STR,  # the conversation: messages continue from the thread's previous call
     "parent_thread": _STR,  # the thread a sub-agent or side call hangs under, when known
@@ -339,6 +340,8 @@ SCAN_CALLS: dict[str, PolarsDataType] = {
     "usage_only": _BOOL,  # read from a usage ledger: no request bytes
     "call": _INT,  # the call's index in its session's analysis
     "line": _INT,
+    "source": _STR,  # the file of that line, relative to the session's folder
+    "title": _STR,  # what the session was about (its first call's row only; scanning/_title)
     "ts": _TS,
     "thread": _STR,
     "parent_thread": _STR,  # the thread a sub-agent hangs under, when known

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import warnings
 from array import array
 from dataclasses import dataclass
 from dataclasses import field as _field
@@ -12,10 +13,11 @@ import polars as pl
 
 from cacheviz import _schema
 from cacheviz._util.seq import common_prefix
+from cacheviz.errors import CacheVizWarning
 from cacheviz.model import OPAQUE, Call, Session
 from cacheviz.money._costs import CostLists, cost_lists
 from cacheviz.money._metrics import hit_ratio, waste_usd
-from cacheviz.prefix._calibrate import Calibration, calibrate
+from cacheviz.prefix._calibrate import MAX_FACTOR, Calibration, calibrate, disagreements
 from cacheviz.prefix._diagnose import Diagnosis, diagnose
 from cacheviz.prefix._index import Match, PrefixIndex, match_pair
 from cacheviz.prefix._namespace import KeyedParams, keyed_params, level_start, namespace_of
@@ -350,7 +352,9 @@ def prefix_lists(
     unlogged = _size_unlogged(session, call_cache)
     lengths = {name: cache.lengths() for name, cache in caches.items()}
     offsets = _offsets(keys, [lengths[c.encoding] for c in call_cache])
-    threads, parents = assign_threads(calls, offsets, lambda i, h: call_cache[i][h], mode=thread)
+    threads, parents = assign_threads(
+        calls, offsets, lambda i, h: call_cache[i][h], mode=thread, contents=session.contents
+    )
 
     call_cols: dict[str, list[Any]] = {name: [] for name in _schema.CALLS}
     drift_cols: dict[str, list[Any]] = {name: [] for name in _schema.DRIFTS}
@@ -377,11 +381,36 @@ def prefix_lists(
     reported = [call.usage.input_tokens if call.usage else None for call in calls]
     heads = [offsets[i][call.message_start] for i, call in enumerate(calls)]
     calibration = calibrate(offsets, reported, previous, shared, exact, threads, heads)
+    _warn_disagreements(session, [o[-1] for o in offsets], reported)
     _to_provider_tokens(call_cols, drift_cols, offsets, calibration)
     _clean_strings(call_cols, _schema.CALLS)
     _clean_strings(drift_cols, _schema.DRIFTS)
     return PrefixLists(
         session, call_cols, drift_cols, caches, calibration.offsets, offsets, calibration
+    )
+
+
+def _warn_disagreements(
+    session: Session, local_totals: list[int], reported: list[int | None]
+) -> None:
+    """One warning naming the calls whose reported input and local size disagree widely."""
+    found = disagreements(local_totals, reported)
+    if not found:
+        return
+    calls = session.calls
+    named = []
+    for i, factor in found[:5]:
+        line = f" (line {calls[i].line})" if calls[i].line else ""
+        shown = "no" if factor == float("inf") else f"{factor:.3g}x the"
+        named.append(f"#{i}{line}: {reported[i]:,} reported, {shown} {local_totals[i]:,} logged")
+    more = f"; and {len(found) - 5} more" if len(found) > 5 else ""
+    warnings.warn(
+        f"{session.path}: {len(found)} call(s) report an input more than "
+        f"{MAX_FACTOR:g}x the request the log holds ({'; '.join(named)}{more}); "
+        "their token positions are scaled to the report: check that the log holds the "
+        "whole request and that the usage is right",
+        CacheVizWarning,
+        stacklevel=3,
     )
 
 
@@ -479,6 +508,7 @@ class CallWalk:
             common,
             None if drift is None else drift[1],
             unlogged,
+            None if session.path is None else session.path.name,
         )
         return previous, shared, drift is not None
 
@@ -725,12 +755,14 @@ def _add_call(
     common: int | None,
     drift: Diagnosis | None,
     unlogged: dict[str, int],
+    own_file: str | None = None,
 ) -> None:
     head, tail = log_hashes(call)
     hidden = [unlogged.get(h, 0) for h in call.hashes[: call.message_start] if h in unlogged]
     values: dict[str, Any] = {
         "call": call.index,
         "line": call.line,
+        "source": call.source if call.source is not None else own_file,
         "ts": call.ts,
         "thread": thread,
         "parent_thread": parent,

@@ -89,13 +89,19 @@ class RenderError(CacheVizError, ValueError):
 class UsageError(CacheVizError, ValueError):
     """A usage field holds something other than a sane non-negative token count."""
 
-    def __init__(self, field: str, value: object, limit: int) -> None:
+    def __init__(
+        self,
+        field: str,
+        value: object,
+        limit: int,
+        *,
+        reason: str | None = None,
+        prefix: str = "usage.",
+    ) -> None:
         shown = repr(value)
         shown = shown if len(shown) <= 40 else f"{shown[:37]}..."
-        super().__init__(
-            f"field `usage.{field}` is {shown}; expected a whole number of tokens "
-            f"from 0 to {limit - 1:,}"
-        )
+        expected = f"expected a whole number of tokens from 0 to {limit - 1:,}"
+        super().__init__(f"field `{prefix}{field}` is {shown}; {reason or expected}")
         self.field = field
 
 

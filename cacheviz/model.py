@@ -159,6 +159,8 @@ class Call:
     hashes: list[str] = field(default_factory=list)  # block hashes, derived when not given
     message_start: int = -1  # index of the first "messages" block, derived when not given
     parent_hint: str | None = None  # the thread a sub-agent was spawned from, when logged
+    source: str | None = None  # the file ``line`` is in, relative to the session's folder,
+    # when not the session's own file (a sub-agent's log)
     # the engine's own token ids of the prompt, when the log holds them (a self-hosted
     # engine's response ``prompt_token_ids``): its rules then run on them, token-exact
     prompt_token_ids: list[int] | None = None
@@ -209,6 +211,8 @@ class Session:
     reported_totals: Usage | None = None
     # the same, per model: billed at the session's scope (costs.cost_lists)
     session_usage: list[SessionUsage] = field(default_factory=list)
+    # the log's own title for the session (Claude Code: the user's, else its AI title)
+    title: str | None = None
 
     def analyze(
         self, *, thread: str = "auto", encoding: str | None = None, prices: Any = None
@@ -221,3 +225,90 @@ class Session:
 
     def __repr__(self) -> str:
         return f"<Session {self.format} {self.path} calls={len(self.calls)}>"
+
+
+# --- thread names: one scheme for every surface (summary, follow, scan, report, inspector,
+# the calls frame). ``main`` is the conversation; a sub-agent is named by what it was asked
+# to do; a side call by what it is for; either numbered (``#2``) by order of first call
+# only when its name repeats.
+
+MAIN_THREAD = "main"
+"""The session's own conversation (``main #2``: a later part of it, after a compaction)."""
+THREAD_WHAT_CHARS = 40
+"""Longest description a thread name carries (cut with ``…``)."""
+
+
+def _what(text: str) -> str:
+    """``text`` on one line, at most :data:`THREAD_WHAT_CHARS` characters."""
+    flat = " ".join(text.split())
+    return flat if len(flat) <= THREAD_WHAT_CHARS else flat[: THREAD_WHAT_CHARS - 1] + "…"
+
+
+def subagent_name(
+    description: str | None = None, kind: str | None = None, ident: str | None = None
+) -> str:
+    """A sub-agent's thread name: what it was asked to do, else its type, else its id.
+
+    Parameters
+    ----------
+    description : str, optional
+        The task's short description (Claude Code: ``agent-<id>.meta.json``'s
+        ``description``, or the ``Task`` call that spawned it).
+    kind : str, optional
+        The agent's type (``Explore``, ``general-purpose``), used without a description.
+    ident : str, optional
+        The agent's id (its first 8 characters when longer than 12), used without either.
+
+    Returns
+    -------
+    str
+        ``sub-agent: <description>``, ``sub-agent <kind>``, ``sub-agent <id>`` or
+        ``sub-agent``.
+    """
+    if description and description.strip():
+        return f"sub-agent: {_what(description)}"
+    if kind and kind.strip():
+        return f"sub-agent {_what(kind)}"
+    if not ident:
+        return "sub-agent"
+    return f"sub-agent {ident if len(ident) <= 12 else ident[:8]}"
+
+
+def side_call_name(purpose: str | None, model: str) -> str:
+    """A side call's thread name: what it is for (``title``, ``quota probe``), else its model."""
+    return f"side call: {purpose}" if purpose else f"side call {model}"
+
+
+def numbered(base: str, taken: set[str]) -> str:
+    """``base``, or ``base #2``, ``#3``… when taken; the name returned is added to ``taken``."""
+    name, count = base, 1
+    while name in taken:
+        count += 1
+        name = f"{base} #{count}"
+    taken.add(name)
+    return name
+
+
+AGENT_KEY = "agent:"
+"""A reader's thread key for a sub-agent it read: ``agent:<id>`` (``agent:<id>:<more>``)."""
+
+
+def name_agent_threads(calls: list[Call]) -> None:
+    """Rename the ``agent:<id>`` threads of ``calls`` (in request-time order) to their names.
+
+    :func:`subagent_name` of the id, numbered (:func:`numbered`) by order of first call;
+    a reader that knows more (a description) names its threads before.
+    """
+    names: dict[str, str] = {}
+    taken = {
+        c.thread_hint for c in calls if c.thread_hint and not c.thread_hint.startswith(AGENT_KEY)
+    }
+    for call in calls:
+        key = call.thread_hint
+        if key is not None and key.startswith(AGENT_KEY) and key not in names:
+            ident = key.removeprefix(AGENT_KEY).split(":", 1)[0]
+            names[key] = numbered(subagent_name(ident=ident), taken)
+    if names:
+        for call in calls:
+            call.thread_hint = names.get(call.thread_hint or "", call.thread_hint)
+            call.parent_hint = names.get(call.parent_hint or "", call.parent_hint)

@@ -209,10 +209,13 @@ class _Deferred(types.ModuleType):
 def _plugin_classes() -> list[tuple[str, Any]]:
     """detect-secrets' plugin classes of ``_PLUGINS``, ``requests`` deferred."""
     import importlib
+    import logging
+    import warnings
 
     stand_in = None
     if "requests" not in sys.modules:
         stand_in = sys.modules["requests"] = _Deferred("requests")
+    shown = warnings.showwarning
     try:
         return [
             (module, getattr(importlib.import_module(f"detect_secrets.plugins.{module}"), name))
@@ -221,6 +224,10 @@ def _plugin_classes() -> list[tuple[str, Any]]:
     finally:
         if stand_in is not None and sys.modules.get("requests") is stand_in:
             del sys.modules["requests"]  # a later ``import requests`` gets the real one
+        if warnings.showwarning is not shown:
+            # detect-secrets' log module turns on logging.captureWarnings on import: every
+            # warning of the process (cacheviz's own) would go to a logger instead
+            logging.captureWarnings(False)
 
 
 @functools.cache

@@ -37,6 +37,22 @@ def visible(text: str, *, keep_cr: bool = False) -> str:
     return pattern.sub(_escape, text) if pattern.search(text) else text
 
 
+def one_line(text: str) -> str:
+    r"""``text`` as one line of a terminal: :func:`visible`, with line breaks shown too.
+
+    An error or a warning is one line even when it quotes a file name or a value that
+    holds a newline.
+
+    Examples
+    --------
+    >>> one_line("bad\nname.jsonl:1: not JSON\r")
+    'bad\\nname.jsonl:1: not JSON\\r'
+    """
+    if "\n" in text or "\r" in text:
+        text = text.replace("\r", "\\r").replace("\n", "\\n")
+    return visible(text)
+
+
 def visible_all(value: Any) -> Any:
     """:func:`visible` applied to every string inside a JSON-like value (each distinct once)."""
     return _visible_all(value, {})

@@ -16,7 +16,7 @@ import argparse
 import os
 import sys
 
-from cacheviz._util.visible import visible
+from cacheviz._util.visible import one_line, visible
 from cacheviz.cli import _check as check
 from cacheviz.cli import _compare as compare
 from cacheviz.cli import _formats as formats
@@ -108,9 +108,11 @@ def _run_on_transcript(command: ModuleType, args: argparse.Namespace) -> int:
             warnings.simplefilter("always", CacheVizWarning)
             refuse_overwriting_input(args)
             status = command.run(args)
+        from cacheviz.cli._table import stderr_line
+
         for warning in caught:
             if issubclass(warning.category, CacheVizWarning):
-                print(f"cacheviz: warning: {warning.message}", file=sys.stderr)
+                stderr_line(f"cacheviz: warning: {one_line(str(warning.message))}")
     except BrokenPipeError:
         raise  # the reader went away (`| head`): run() exits quietly
     except CacheVizError as exc:
@@ -125,7 +127,7 @@ def _run_on_transcript(command: ModuleType, args: argparse.Namespace) -> int:
 
 def _error(args: argparse.Namespace, message: str) -> int:
     """Print the one-line error; ``check`` still writes its SARIF / JUnit files. Exit 2."""
-    print(f"cacheviz: error: {message}", file=sys.stderr)
+    print(f"cacheviz: error: {one_line(message)}", file=sys.stderr)
     if args.command == "check":
         check.write_failure(args, message)
     return 2

@@ -5,8 +5,9 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+from cacheviz._util.visible import one_line
 from cacheviz.cli._shared import dump, formatter, input_options, load_analysis
-from cacheviz.cli._table import width_of, wrap_line
+from cacheviz.cli._table import short_paths, width_of, wrap_line
 from cacheviz.errors import CacheVizError
 
 TYPE_CHECKING = False  # not typing's: importing typing costs start-up (cacheviz --version)
@@ -59,7 +60,9 @@ def run(args: argparse.Namespace) -> int:
         print(wrap_line(f"{finding.severity}: {finding.rule} (calls {finding.calls}{cost})", width))
         print(wrap_line(f"  {finding.message}", width))
     failing = sum(f.severity != "info" for f in result.findings)
-    print(f"{args.path}: {len(result.findings)} finding(s), {failing} warning(s)/error(s)")
+    where = short_paths(str(args.path))
+    total = f"{where}: {len(result.findings)} finding(s), {failing} warning(s)/error(s)"
+    print(wrap_line(total, width))
     return result.exit_status
 
 
@@ -91,4 +94,4 @@ def write_failure(args: argparse.Namespace, message: str) -> None:
         try:
             _writing.write(target, text, what=what, option=option)
         except CacheVizError as exc:
-            print(f"cacheviz: error: {exc}", file=sys.stderr)
+            print(f"cacheviz: error: {one_line(str(exc))}", file=sys.stderr)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import sys
 
 from cacheviz.cli._shared import TTL_CHOICES, dump, formatter, input_options, load_analysis, usd
-from cacheviz.cli._table import width_of, wrap_line
+from cacheviz.cli._table import Column, render, width_of, wrap_line
 
 TYPE_CHECKING = False  # not typing's: importing typing costs start-up (cacheviz --version)
 if TYPE_CHECKING:
@@ -56,7 +56,8 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         dump({"targets": frame.to_dicts()})
     else:
-        _print_compare(frame, sys.stdout)
+        models = [str(m) for m in analysis.calls["model"].unique(maintain_order=True)]
+        _print_compare(frame, sys.stdout, models)
     failed = frame.filter(frame["error"].is_not_null() & frame["input_tokens"].is_null())
     return 1 if failed.height else 0
 
@@ -65,22 +66,63 @@ def _tokens(value: int | None) -> str:
     return "-" if value is None else f"{value:,}"
 
 
-def _print_compare(frame: Any, out: TextIO) -> None:
-    """The comparison table, then one line per row with an error (wrapped to the width)."""
-    out.write(
-        f"{'target':<36} {'read':>10} {'write':>9} {'uncached':>10} {'cost':>11} {'ideal':>11}\n"
-    )
-    notes = []
+COMPARE_COLUMNS = (
+    Column("target", "<", drop=1, shrink=20),
+    Column("read", drop=4),
+    Column("write", drop=3),
+    Column("uncached", drop=2),
+    Column("cost"),
+    Column("ideal", drop=5),
+)
+
+
+def label(row: dict[str, Any], recorded: list[str]) -> str:
+    """A row's name: ``as recorded (…)`` for a provider alone or the one recorded model."""
+    alone = row["model"] is None and ":" not in row["target"]
+    if alone or (len(recorded) == 1 and row["model"] == recorded[0]):
+        return f"as recorded ({row['target']})"
+    return str(row["target"])
+
+
+def _print_compare(frame: Any, out: TextIO, recorded: list[str] | None = None) -> None:
+    """The comparison table, each row's error, then what the rows price (to the width)."""
+    width = width_of(out)
+    notes, rows, others, own = [], [], [], []
+    recorded = recorded or []
     for row in frame.iter_rows(named=True):
+        name = label(row, recorded)
         cost = usd(row["cost_usd"])
         if row["error"] is not None:
             cost = "no price" if row["input_tokens"] is not None else "failed"
-            notes.append(f"{row['target']}: {row['error']}")
-        out.write(
-            f"{row['target'][:36]:<36} {_tokens(row['cache_read_tokens']):>10} "
-            f"{_tokens(row['cache_write_tokens']):>9} {_tokens(row['uncached_tokens']):>10} "
-            f"{cost:>11} {usd(row['ideal_usd']):>11}\n"
+            notes.append(f"{name}: {row['error']}")
+        if row["model"] is not None and row["model"] not in recorded:
+            others.append(str(row["target"]))
+        elif row["model"] is not None and not name.startswith("as recorded"):
+            own.append(str(row["target"]))
+        rows.append(
+            [
+                name,
+                _tokens(row["cache_read_tokens"]),
+                _tokens(row["cache_write_tokens"]),
+                _tokens(row["uncached_tokens"]),
+                cost,
+                usd(row["ideal_usd"]),
+            ]
         )
-    width = width_of(out)
-    for note in notes:
+    for text in render(COMPARE_COLUMNS, rows, width, wrap=False):
+        out.write(text + "\n")
+    lines = []
+    if any(r[0].startswith("as recorded") for r in rows):
+        lines.append(
+            "as recorded: each call priced as its own model under its provider's rules "
+            "(summary's simulated cost)"
+        )
+    if own:
+        lines.append(f"{', '.join(own)}: the whole session priced as that recorded model")
+    if others and recorded:
+        lines.append(
+            f"{', '.join(others)}: the whole session priced as that model, the comparable "
+            f"model of {', '.join(recorded)}"
+        )
+    for note in [*notes, *lines]:
         out.write(wrap_line(note, width) + "\n")

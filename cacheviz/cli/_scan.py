@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import sys
 import warnings
+from dataclasses import replace
 from pathlib import Path
 
-from cacheviz.cli._table import Column, ratio, render, width_of, wrap_line
+from cacheviz._util.visible import one_line
+from cacheviz.cli._table import Column, ratio, render, stderr_line, width_of, wrap_line
 from cacheviz.errors import CacheVizError, CacheVizWarning
 
 TYPE_CHECKING = False  # not typing's: importing typing costs start-up (cacheviz --version)
@@ -46,6 +49,25 @@ def add_parser(commands: Any) -> None:
     parser.add_argument("--jobs", type=_positive, help="worker processes, 1 or more (every core)")
     parser.add_argument("--no-cache", action="store_true", help="don't read or write the cache")
     parser.add_argument("--strict", action="store_true", help="exit 2 when any file fails")
+    parser.add_argument(
+        "--timeout",
+        dest="unit_timeout",
+        type=_seconds,
+        metavar="SEC",
+        help="give up a session after SEC seconds (300; 0: never)",
+    )
+
+
+def _seconds(text: str) -> float:
+    """``--timeout``: seconds, 0 or more (argparse turns the error into exit 2)."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not 0 <= value < float("inf"):
+        msg = f"{text!r}: expected seconds, 0 (no limit) or more"
+        raise argparse.ArgumentTypeError(msg)
+    return value
 
 
 def _positive(text: str) -> int:
@@ -84,19 +106,24 @@ def run(args: argparse.Namespace) -> int:
         warnings.simplefilter("always", CacheVizWarning)
         try:
             result = scan(
-                paths, jobs=args.jobs, cache=not args.no_cache, prices=args.prices, tree=tree
+                paths,
+                jobs=args.jobs,
+                cache=not args.no_cache,
+                prices=args.prices,
+                tree=tree,
+                unit_timeout=args.unit_timeout,
             )
         except CacheVizError as exc:
-            print(f"cacheviz: error: {exc}", file=sys.stderr)
+            print(f"cacheviz: error: {one_line(str(exc))}", file=sys.stderr)
             return 2
-    notes = [f"cacheviz: warning: {warning.message}" for warning in caught]
+    notes = [f"cacheviz: warning: {one_line(str(warning.message))}" for warning in caught]
     try:
         result = result.between(args.since, args.until, tz=args.tz)
         doc = result.to_dict(by=args.by, tz=args.tz)
     except ValueError as exc:
         for note in notes:
-            print(note, file=sys.stderr)
-        print(f"cacheviz: error: {exc}", file=sys.stderr)
+            stderr_line(note)
+        print(f"cacheviz: error: {one_line(str(exc))}", file=sys.stderr)
         return 2
     try:  # whole or not at all, never over a file the scan read (cacheviz._writing)
         if args.parquet:
@@ -107,8 +134,8 @@ def run(args: argparse.Namespace) -> int:
             write_scan_report(result, args.report, tz=args.tz, option="--report")
     except CacheVizError as exc:
         for note in notes:
-            print(note, file=sys.stderr)
-        print(f"cacheviz: error: {exc}", file=sys.stderr)
+            stderr_line(note)
+        print(f"cacheviz: error: {one_line(str(exc))}", file=sys.stderr)
         return 2
     answer = {"doc": doc, "stderr": _messages(result), "failed": result.failed.height}
     if kept is not None and tree is not None and not caught:
@@ -124,15 +151,15 @@ def _answer(
 ) -> int:
     """Print a scan's answer (fresh, or the one kept from an unchanged tree)."""
     for note in notes:
-        print(note, file=sys.stderr)
+        stderr_line(note)
     doc = answer["doc"]
     if args.json:
         # one write: the stream shows control characters escaped, chunk by chunk
         sys.stdout.write(json.dumps(doc, ensure_ascii=False, indent=1, default=str) + "\n")
     else:
-        _print(locations, doc, sys.stdout)
+        _print(locations, doc, sys.stdout, tz=args.tz)
     for line in answer["stderr"]:
-        print(line, file=sys.stderr)
+        stderr_line(line)
     return 2 if args.strict and answer["failed"] else 0
 
 
@@ -140,14 +167,15 @@ def _messages(result: ScanResult) -> list[str]:
     """The lines printed to stderr after the answer: failed, skipped files, warnings."""
     import polars as pl
 
-    lines = [f"cacheviz: failed: {row['error']}" for row in result.failed.iter_rows(named=True)]
+    failed = result.failed.iter_rows(named=True)
+    lines = [f"cacheviz: failed: {one_line(row['error'])}" for row in failed]
     passed = result.files.filter(pl.col("status").is_in(["skipped", "duplicate"]))
     for row in passed.head(_TOP).iter_rows(named=True):
-        lines.append(f"cacheviz: {row['status']}: {row['path']}: {row['error']}")
+        lines.append(one_line(f"cacheviz: {row['status']}: {row['path']}: {row['error']}"))
     if passed.height > _TOP:
         lines.append(f"cacheviz: and {passed.height - _TOP} more skipped")
     notes = [w for ws in result.files["warnings"].to_list() for w in ws or []]
-    lines += [f"cacheviz: warning: {note}" for note in notes[:_TOP]]
+    lines += [f"cacheviz: warning: {one_line(note)}" for note in notes[:_TOP]]
     if len(notes) > _TOP:
         lines.append(f"cacheviz: warning: and {len(notes) - _TOP} more")
     return lines
@@ -183,6 +211,7 @@ def _kept(args: argparse.Namespace, paths: list[Path] | None) -> tuple[Path, str
         "since": args.since,
         "until": args.until,
         "prices": args.prices,
+        "unit_timeout": args.unit_timeout,
     }
     try:
         folder = versioned(default_dir(), None if args.prices is None else Path(args.prices))
@@ -212,26 +241,58 @@ def _key(value: str | None, by: str) -> str:
     return session_name(value) if by == "session" else str(value)
 
 
+_AMOUNT_COLUMNS = (
+    Column("calls", drop=4),
+    Column("hit", drop=5),
+    Column("input", drop=9),
+    Column("cache read", drop=11),
+    Column("cache write", drop=12),
+    Column("output", drop=10),
+    Column("billed"),
+    Column("ideal", drop=8),
+    Column("waste", drop=2),
+)
+
+_SESSION_COLUMNS = (
+    Column("last activity", "<", drop=2),
+    *(replace(c, drop=1) if c.header == "waste" else c for c in _AMOUNT_COLUMNS),
+    Column("models", "<", drop=6, shrink=12),
+    Column("session", "<", drop=7, shrink=13),
+    Column("title / first prompt", "<"),
+)
+"""``--by session``: when, how much, with which models (most calls first), which file,
+about what. Narrow, the token columns go first, then the session's file name is cut at its
+end (its head names it: a Claude Code session's UUID), then the models, calls and hit
+ratio; the title wraps."""
+
+
 def _rollup_columns(by: str) -> tuple[Column, ...]:
-    """Periods and models first; long keys (sessions, projects) last, wrapped, never cut."""
+    """Periods and models first; a project last, wrapped; sessions with their context."""
+    if by == "session":
+        return _SESSION_COLUMNS
     return (
         *((Column(by, "<"),) if by not in _LONG_KEYS else ()),
-        Column("sessions", drop=5),
-        Column("calls", drop=2),
-        Column("hit", drop=3),
-        Column("input", drop=6),
-        Column("cache read", drop=8),
-        Column("cache write", drop=9),
-        Column("output", drop=7),
-        Column("billed"),
-        Column("ideal", drop=4),
+        Column("sessions", drop=6),
+        *_AMOUNT_COLUMNS,
         *((Column(by, "<"),) if by in _LONG_KEYS else ()),
     )
 
 
-def _rollup_row(key: str, row: dict[str, Any], by: str) -> list[str]:
+def _when(value: str | None, tz: str) -> str:
+    """A session's last activity, ``YYYY-MM-DD HH:MM`` in ``tz`` (``-``: no time)."""
+    if not value:
+        return "-"
+    from datetime import datetime
+    from zoneinfo import ZoneInfo
+
+    at = datetime.fromisoformat(value.replace("Z", "+00:00"))
+    with contextlib.suppress(KeyError, ValueError):  # a bad --tz: the scan said so already
+        at = at.astimezone(ZoneInfo(tz))
+    return at.strftime("%Y-%m-%d %H:%M")
+
+
+def _rollup_row(key: str, row: dict[str, Any], by: str, tz: str = "UTC") -> list[str]:
     cells = [
-        str(row["sessions"]),
         f"{row['calls']:,}",
         ratio(row.get("hit_ratio")),
         _count(row["input_tokens"]),
@@ -240,7 +301,12 @@ def _rollup_row(key: str, row: dict[str, Any], by: str) -> list[str]:
         _count(row["output_tokens"]),
         _money(row["billed_usd"]),
         _money(row["ideal_usd"]),
+        _money(row.get("waste_usd")),
     ]
+    if by == "session":
+        context = [row.get("models") or "-", key, row.get("title") or "-"]
+        return [_when(row.get("last_ts"), tz), *cells, *context]
+    cells = [str(row["sessions"]), *cells]
     return [*cells, key] if by in _LONG_KEYS else [key, *cells]
 
 
@@ -255,7 +321,9 @@ _BUSTER_COLUMNS = (
 )
 
 
-def _print(locations: list[Location] | None, doc: dict[str, Any], out: TextIO) -> None:
+def _print(
+    locations: list[Location] | None, doc: dict[str, Any], out: TextIO, *, tz: str = "UTC"
+) -> None:
     width = width_of(out)
     if locations is not None:
         for loc in locations:
@@ -269,9 +337,13 @@ def _print(locations: list[Location] | None, doc: dict[str, Any], out: TextIO) -
     )
     out.write(wrap_line(summary, width) + "\n\n")
     by = doc["by"]
-    rows = [_rollup_row(_key(row[by], by), row, by) for row in doc["rollup"]]
-    rows.append(_rollup_row("total", totals, by))
-    for text in render(_rollup_columns(by), rows, width, wrap=by in _LONG_KEYS):
+    rows = [_rollup_row(_key(row[by], by), row, by, tz) for row in doc["rollup"]]
+    total = _rollup_row("total", totals, by, tz)
+    if by == "session":
+        total[0], total[-3], total[-2], total[-1] = "total", "", "", ""
+    rows.append(total)
+    columns = _rollup_columns(by)
+    for text in render(columns, rows, width, wrap=by in _LONG_KEYS, min_wrap=20):
         out.write(text + "\n")
     if totals["unpriced_calls"]:
         note = f"({totals['unpriced_calls']} calls with usage but no price: not in billed)"

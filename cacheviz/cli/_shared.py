@@ -150,7 +150,9 @@ def input_path(args: argparse.Namespace) -> Path:
     """The transcript file ``args.path`` names (a folder: its session file, said on stderr)."""
     path, note = session_file(Path(args.path))
     if note:
-        print(f"cacheviz: {note}", file=sys.stderr)
+        from cacheviz.cli._table import stderr_line
+
+        stderr_line(f"cacheviz: {note}")
     return path
 
 

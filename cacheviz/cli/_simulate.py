@@ -35,7 +35,10 @@ def add_parser(commands: Any) -> None:
     )
     simulate.add_argument("--json", action="store_true", help="print the simulation as JSON")
     simulate.add_argument("--provider", help="whose rules to replay (default: the recorded one)")
-    simulate.add_argument("--model", help="price and simulate every call as this model")
+    simulate.add_argument(
+        "--model",
+        help="price every call as this model (default: comparable)",
+    )
     simulate.add_argument("--ttl", choices=TTL_CHOICES, help="override the breakpoints' TTL")
     simulate.add_argument(
         "--breakpoints",
@@ -57,11 +60,20 @@ def run(args: argparse.Namespace) -> int:
     """Run ``cacheviz simulate``; return the exit status."""
     analysis = load_analysis(args)
     provider = args.provider or _recorded_provider(analysis)
-    result = analysis.simulate(provider, args.model, prices=args.prices, **_rules(args))
+    model, priced_as = args.model, None
+    if model is None:  # the one rule: the comparable model (money.pricing.comparable_model)
+        from cacheviz.money.pricing import comparable_model
+
+        pairs = analysis.calls.select("provider", "model").unique(maintain_order=True).rows()
+        pick = comparable_model(provider, pairs)
+        model, priced_as = pick.model, pick.line()
+    result = analysis.simulate(provider, model, prices=args.prices, **_rules(args))
+    doc = result.to_dict()
     if args.json:
-        dump(result.to_dict())
+        dump({**doc, "priced_as": priced_as} if priced_as is not None else doc)
     else:
-        _print_simulation(result.to_dict(), sys.stdout, analysis.calls["billed_usd"].to_list())
+        billed = analysis.calls["billed_usd"].to_list()
+        _print_simulation(doc, sys.stdout, billed, priced_as=priced_as)
     return 0
 
 
@@ -131,11 +143,22 @@ SIMULATION_COLUMNS = (
 
 
 def _print_simulation(
-    doc: dict[str, Any], out: TextIO, billed: list[float | None] | None = None
+    doc: dict[str, Any],
+    out: TextIO,
+    billed: list[float | None] | None = None,
+    *,
+    priced_as: str | None = None,
 ) -> None:
-    """The simulated calls, each with what the provider billed for it beside its cost."""
+    """The simulated calls, each with what the provider billed for it beside its cost.
+
+    ``priced_as`` says which model the calls were priced as when ``--model`` was not
+    given (:meth:`cacheviz.money.pricing.Comparable.line`).
+    """
     width = width_of(out)
-    out.write(f"{doc['provider']} ({doc['model'] or 'recorded models'})\n")
+    out.write(
+        wrap_line(f"{doc['provider']} ({priced_as or doc['model'] or 'recorded models'})", width)
+        + "\n"
+    )
     rows = []
     billed = billed or [None] * len(doc["calls"])
     for call in doc["calls"]:

@@ -30,6 +30,11 @@ def add_parser(commands: Any) -> None:
         parents=[input_options()],
         formatter_class=formatter,
         help="per-call tokens, common prefix, drifts, misses and billed cost",
+        description=(
+            "Per call: tokens sent, the common prefix with earlier calls, the reported "
+            "usage, billed cost and what broke the cache. "
+            + " ".join(f"{m}." for m in MARKS.values())
+        ),
     )
     summary.add_argument(
         "--json", action="store_true", help="print the calls as JSON (docs/format.md)"
@@ -74,17 +79,34 @@ def run(args: argparse.Namespace) -> int:
 
 SUMMARY_COLUMNS = (
     Column("#"),
-    Column("thread", "<", shrink=12),
+    Column("thread", "<", drop=8, shrink=18),
     Column("tokens"),
-    Column("prefix", drop=5),
-    Column("new", drop=6),
-    Column("hit", drop=3),
-    Column("rep.in", drop=9),
-    Column("rep.read", drop=7),
-    Column("rep.write", drop=8),
+    Column("prefix", drop=10),
+    Column("new", drop=9),
+    Column("hit", drop=4),
+    Column("rep.in", drop=7),
+    Column("rep.read", drop=5),
+    Column("rep.write", drop=6),
     Column("billed", drop=2),
     Column("drift / miss", "<"),
 )
+"""Narrow, they give way as the README says: prefix and new tokens first, then the thread
+is cut (to no fewer than 18 characters), then the reported usage, the hit ratio, billed."""
+
+
+MARKS = {
+    "✗": "✗ drift: bytes this thread already sent were changed (−tokens whose prefix it lost, "
+    "what that cost)",
+    "◌": "◌ miss: the provider read less than the common prefix offered (−tokens not read)",
+    "⚑": "⚑ the provider's own verdict on the cache, and whether cacheviz agrees",
+}
+"""The legend of the drift / miss column's marks (printed under a table that uses them)."""
+
+
+def legend(cells: list[str]) -> str | None:
+    """One line saying what the marks in ``cells`` mean; ``None`` when there are none."""
+    used = [text for mark, text in MARKS.items() if any(mark in cell for cell in cells)]
+    return "legend: " + "; ".join(used) if used else None
 
 
 def call_row(call: dict[str, Any], *, all_drifts: bool = False) -> list[str]:
@@ -132,6 +154,9 @@ def _print_table(doc: dict[str, Any], out: TextIO, *, all_drifts: bool = False) 
     rows = [call_row(call, all_drifts=all_drifts) for call in calls]
     for text in render(SUMMARY_COLUMNS, rows, width):
         out.write(text + "\n")
+    key = legend([row[-1] for row in rows])
+    if key is not None:
+        line(key)
     totals = {"input": 0, "prefix": 0, "new": 0}
     shown, folded, misses = [], [], []
     for call in calls:
@@ -214,13 +239,16 @@ def running_totals(doc: dict[str, Any], width: int | None) -> str:
     Returns
     -------
     str
-        The totals line, wrapped to ``width``.
+        The legend of the marks the rows used (when they used one), then the totals
+        line, wrapped to ``width``.
     """
     calls = len(doc["calls"])
     billed = doc.get("billed_usd")
     text = f"totals of the {calls} call(s) read: billed "
     text += usd(billed) if billed is not None else "n/a (no reported usage)"
-    return wrap_line(text + _headline(doc), width, indent=6)
+    key = legend([call_row(call)[-1] for call in doc["calls"]])
+    lines = [] if key is None else [wrap_line(key, width, indent=6)]
+    return "\n".join([*lines, wrap_line(text + _headline(doc), width, indent=6)])
 
 
 def _basis_note(basis: dict[str, int], calls: list[dict[str, Any]]) -> str:

@@ -9,9 +9,11 @@ from __future__ import annotations
 
 import os
 import shutil
+import sys
 import textwrap
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TextIO
 
 _EMPTY = frozenset({"", "-", "n/a"})
@@ -31,10 +33,11 @@ def width_of(out: TextIO) -> int | None:
 
 @dataclass(frozen=True, slots=True)
 class Column:
-    """One column: its header, alignment, and when it goes (``drop``: higher goes first).
+    """One column: its header, alignment, and when it gives way (``drop``: higher goes first).
 
-    ``drop=0`` columns are always kept; ``shrink`` lets a text column be cut (with ``…``
-    at its end) down to that many characters before any column is dropped.
+    ``drop=0`` columns always keep their width. At its turn (``drop``) a column is
+    dropped, or, with ``shrink``, cut (with ``…`` at its end) down to no fewer than
+    ``shrink`` characters; room left once the rest fits goes back to it first.
     """
 
     header: str
@@ -53,11 +56,15 @@ def fit_columns(
     width: int | None,
     *,
     wrap: bool = True,
+    min_wrap: int = MIN_WRAP,
 ) -> tuple[list[int], list[int]]:
     """Which columns to show (their indexes) and their widths.
 
-    With ``wrap``, the last column takes what is left (at least :data:`MIN_WRAP`) and
-    wraps; columns are shrunk, then dropped by ``drop`` until the rest fits.
+    With ``wrap``, the last column takes what is left (at least ``min_wrap``) and
+    wraps. Columns with nothing in them go first; then, by ``drop`` (highest first),
+    each column is dropped, or cut down to its ``shrink``, until the rest fits. Room
+    left over brings back a dropped column that fits (the last to go first), then
+    widens the cut columns again (up to their full width), then the last one.
     """
     natural = [max([len(c.header), *(len(r[i]) for r in rows)]) for i, c in enumerate(columns)]
     shown = list(range(len(columns)))
@@ -70,24 +77,38 @@ def fit_columns(
         fixed = [i for i in shown if i != last]
         total = sum(sizes[i] for i in fixed) + max(0, len(shown) - 1)
         if last is not None:
-            total += min(natural[last], MIN_WRAP) + 1  # two spaces before the last one
+            total += min(natural[last], min_wrap) + 1  # two spaces before the last one
         return total
 
-    droppable = [i for i, c in enumerate(columns) if c.drop > 0 and i != last]
-    # columns with nothing in them ("-", "n/a") go first, then text is cut, then by ``drop``
-    for i in sorted(droppable, key=lambda i: -columns[i].drop):
-        if used() > width and all(r[i] in _EMPTY for r in rows):
+    by_turn = sorted(
+        (i for i, c in enumerate(columns) if c.drop > 0 and i != last),
+        key=lambda i: -columns[i].drop,
+    )
+    for i in by_turn:  # columns with nothing in them ("-", "n/a") go first
+        if used() > width and columns[i].shrink is None and all(r[i] in _EMPTY for r in rows):
             shown.remove(i)
-    for i, column in enumerate(columns):
-        if used() > width and column.shrink is not None:
-            sizes[i] = max(column.shrink, min(sizes[i], sizes[i] - (used() - width)))
-    for i in sorted((i for i in droppable if i in shown), key=lambda i: -columns[i].drop):
+    for i in by_turn:
         if used() <= width:
             break
-        shown.remove(i)
+        if i not in shown:
+            continue
+        floor = columns[i].shrink
+        if floor is None:
+            shown.remove(i)
+        else:
+            sizes[i] = max(min(floor, natural[i]), sizes[i] - (used() - width))
+    for i in reversed(by_turn):  # room left: a dropped column that fits comes back
+        if i not in shown and not all(r[i] in _EMPTY for r in rows):
+            shown.append(i)
+            shown.sort()
+            if used() > width:
+                shown.remove(i)
+    for i in shown:  # then the cut columns get it back
+        if sizes[i] < natural[i] and used() < width:
+            sizes[i] = min(natural[i], sizes[i] + width - used())
     if last is not None:
-        rest = width - (used() - min(natural[last], MIN_WRAP))
-        sizes[last] = max(MIN_WRAP, min(natural[last], rest)) if rest > 0 else natural[last]
+        rest = width - (used() - min(natural[last], min_wrap))
+        sizes[last] = max(min_wrap, min(natural[last], rest)) if rest > 0 else natural[last]
     return shown, sizes
 
 
@@ -122,9 +143,10 @@ def render(
     width: int | None,
     *,
     wrap: bool = True,
+    min_wrap: int = MIN_WRAP,
 ) -> list[str]:
     """The header and the rows as lines that fit ``width`` (see :func:`fit_columns`)."""
-    shown, sizes = fit_columns(columns, rows, width, wrap=wrap)
+    shown, sizes = fit_columns(columns, rows, width, wrap=wrap, min_wrap=min_wrap)
     lines = []
     for row in [[c.header for c in columns], *rows]:
         lines.extend(format_row(columns, shown, sizes, row, wrap=wrap))
@@ -142,6 +164,22 @@ def wrap_line(text: str, width: int | None, indent: int = 4) -> str:
         break_on_hyphens=False,
         break_long_words=True,
     )
+
+
+def short_paths(text: str) -> str:
+    """``text`` with absolute paths shortened: the working folder's relative, the home's ``~``."""
+    cwd, home = str(Path.cwd()), str(Path.home())
+    if len(cwd) > 1:
+        text = text.replace(cwd + os.sep, "")
+    if len(home) > 1:
+        text = text.replace(home + os.sep, "~" + os.sep)
+    return text
+
+
+def stderr_line(text: str, out: TextIO | None = None) -> None:
+    """Write a ``cacheviz: warning: …`` line to stderr: short paths, wrapped to its width."""
+    stream = sys.stderr if out is None else out
+    stream.write(wrap_line(short_paths(text), width_of(stream), indent=4) + "\n")
 
 
 def ratio(value: float | None) -> str:

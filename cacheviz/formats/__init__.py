@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import os
 import select
-import shutil
 import stat
 import sys
 import tempfile
@@ -18,6 +17,7 @@ import warnings
 from pathlib import Path
 from typing import Any
 
+from cacheviz._limits import STREAM
 from cacheviz.errors import CacheVizWarning, TranscriptError, UnknownFormatError
 from cacheviz.formats._folders import session_file
 from cacheviz.formats._lines import describe_lines
@@ -46,7 +46,7 @@ def _spool(source: str | Path) -> tuple[Path, tempfile.TemporaryDirectory[str]]:
                 msg = "standard input is a terminal; pipe a transcript in, e.g. `cat s.jsonl |`"
                 raise TranscriptError(msg, path="<stdin>")
             else:
-                shutil.copyfileobj(sys.stdin.buffer, out)
+                _copy_limited(sys.stdin.buffer.read, out, "<stdin>")
     except BaseException:
         folder.cleanup()
         raise
@@ -64,10 +64,30 @@ def _copy_fifo(path: Path, out: Any) -> None:
             )
             raise TranscriptError(msg, path=path)
         os.set_blocking(fd, True)
-        while chunk := os.read(fd, 1 << 20):
-            out.write(chunk)
+        _copy_limited(lambda n: os.read(fd, n), out, path)
     finally:
         os.close(fd)
+
+
+def _copy_limited(read: Any, out: Any, shown: str | Path) -> None:
+    """Copy a stream to ``out`` up to the stream-size limit (``/dev/zero`` never ends).
+
+    Raises
+    ------
+    TranscriptError
+        Past :data:`cacheviz._limits.STREAM`: one line, the temporary copy removed.
+    """
+    limit = int(STREAM.value())
+    copied = 0
+    while chunk := read(min(1 << 20, limit + 1 - copied)):
+        copied += len(chunk)
+        if copied > limit:
+            msg = (
+                f"more than {limit / (1 << 20):g} MiB arrived, the {STREAM.shown()}; "
+                "save the transcript to a file and read that"
+            )
+            raise TranscriptError(msg, path=shown)
+        out.write(chunk)
 
 
 def _is_stream(path: Path) -> bool:

@@ -18,10 +18,12 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from cacheviz._limits import Expansion
 from cacheviz.request._jsonspan import json_type
 
 ARCHIVE_SUFFIX = ".cxvsession"
@@ -76,7 +78,8 @@ class Archive:
         self.entries: dict[str, _State] = {}  # by entryKey, in order of first revision
         self.first_line: dict[str, int] = {}
         self.threads: dict[str, tuple[str, list[dict[str, Any]]]] = {}
-        self._objects: dict[str, Any] = {}
+        self._objects: dict[str, tuple[Any, int]] = {}  # parsed, and its size in bytes
+        self.budget = Expansion(folder)  # what the objects may expand to, in all
 
     def apply(self, record: Any, line: int) -> None:
         """Apply one timeline record.
@@ -146,8 +149,16 @@ class Archive:
         file = self.folder / "threads" / thread / name
         try:
             with file.open("rb") as handle:
-                handle.seek(max(offset, 0))
-                data = handle.read(max(length, 0))
+                size = os.fstat(handle.fileno()).st_size
+                if isinstance(offset, bool) or not 0 <= offset <= offset + length <= size:
+                    msg = (
+                        f"a reference into threads/{thread[:10]}…/{name} at offset {offset} "
+                        f"of length {length} is outside the file ({size:,} bytes); "
+                        "the archive is corrupt"
+                    )
+                    raise ValueError(msg)
+                handle.seek(offset)
+                data = handle.read(length)
         except OSError:
             msg = f"threads/{thread[:10]}…/{name} is missing; the archive is incomplete"
             raise ValueError(msg) from None
@@ -175,8 +186,10 @@ class Archive:
             if hashlib.sha256(raw).hexdigest() != digest:
                 msg = f"object {digest[:12]}… does not match its hash; the archive is corrupt"
                 raise ValueError(msg)
-            self._objects[digest] = _loads(raw, f"object {digest[:12]}…")
-        return json.loads(json.dumps(self._objects[digest]))  # a fresh copy per entry
+            self._objects[digest] = (_loads(raw, f"object {digest[:12]}…"), len(raw))
+        value, size = self._objects[digest]
+        self.budget.spend(size)  # each use is a copy: a small archive can't expand forever
+        return json.loads(json.dumps(value))  # a fresh copy per entry
 
     def entry(self, key: str) -> dict[str, Any]:
         """The wire entry of ``key`` after its latest revision (like cx-viewer's view).

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import stat
 import warnings
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
@@ -13,8 +14,9 @@ from io import BufferedIOBase
 from pathlib import Path
 from typing import Any, Protocol
 
+from cacheviz._limits import LINE
 from cacheviz.errors import CacheVizWarning, TranscriptError
-from cacheviz.model import Call, Session, SkippedLine
+from cacheviz.model import Call, Session, SkippedLine, name_agent_threads
 from cacheviz.reported._usage import UsageError, lenient_usage
 from cacheviz.request._blocks import BlockStore
 
@@ -35,6 +37,9 @@ WINDOW = 4 << 20
 # mmap threshold"; at most 32 MB): lines then reuse freed memory. Once per process.
 _ALLOCATOR_BLOCK = 16 << 20
 _allocator_raised = False
+# The longest line read, in bytes (None: no limit): set by ``summary --follow``
+# (:data:`cacheviz._limits.LINE`); a longer line is skipped unread, memory bounded.
+MAX_LINE: ContextVar[int | None] = ContextVar("max_line", default=None)
 _BLANK = b" \t\r"  # a line starting with one of these and all whitespace is blank
 _SPACE = b" \t\r\x0b\x0c"  # bytes.isspace() without the newline
 
@@ -65,6 +70,10 @@ class LineReader:
         # line changes the later calls, and the warning names them.
         self.rebuilds = False
         self.torn: SkippedLine | None = None  # an incomplete last line, skipped
+        # Per call (by id), how long its request was in flight, when its record says (a
+        # request log written when the answer ended): it may start before calls written
+        # above it by that much (docs/formats.md, "Call order and clocks").
+        self.in_flight: dict[int, float] = {}
         self._open_line: int | None = None  # the last line, when no newline ends it
         self._open_text = ""
 
@@ -97,6 +106,7 @@ class LineReader:
         The process holds about a window of the file, the line being read and whatever
         the caller keeps, never the whole file nor a copy of it.
         """
+        regular(self.path)
         with self.path.open("rb") as handle:
             size = os.fstat(handle.fileno()).st_size
             if size == 0:
@@ -112,6 +122,10 @@ class LineReader:
                     if progress is not None and offset - reported >= _PROGRESS_STEP:
                         progress(offset, size)
                         reported = offset
+                    if isinstance(raw, Overlong):
+                        mib = raw.length / (1 << 20)
+                        self.fail(lineno, f"the line is {mib:,.1f} MiB, past the {LINE.shown()}")
+                        continue
                     if not ended:
                         self._open_line = lineno
                     yield lineno, raw
@@ -180,8 +194,21 @@ class LineReader:
             "the skipped content, so their token counts may be low"
         )
 
-    def session(self, fmt: str, calls: list[Call], store: BlockStore) -> Session:
-        """Order the calls by request time, number them, and build the session."""
+    def session(
+        self,
+        fmt: str,
+        calls: list[Call],
+        store: BlockStore,
+        *,
+        runs: list[list[Call]] | None = None,
+        by_time: bool = False,
+    ) -> Session:
+        """Put the calls in call order (:func:`call_order`), number them, build the session.
+
+        ``runs``: the calls of each file, when ``calls`` joins several (a session and its
+        sub-agents); ``by_time``: the records' order says nothing (an OTel export), so the
+        calls are ordered by request time alone.
+        """
         if self.torn is not None:
             warnings.warn(
                 f"{self.path}: line {self.torn.line} is incomplete (no newline ends it: the "
@@ -193,9 +220,20 @@ class LineReader:
             detail = f" ({len(self.skipped)} bad lines skipped)" if self.skipped else ""
             msg = f"no API call could be read{detail}"
             raise TranscriptError(msg, path=self.path)
-        ordered = order_by_time(calls)
+        skews: list[tuple[Call, float]] = []
+        if by_time:
+            ordered = order_by_time(calls)
+        else:
+            ordered, skews = call_order(runs if runs is not None else [calls], self.in_flight)
+        name_agent_threads(ordered)
         for index, call in enumerate(ordered):
             call.index = index
+        if skews:
+            warnings.warn(
+                f"{self.path}: {describe_skews(skews)}",
+                CacheVizWarning,
+                stacklevel=3,
+            )
         if self.skipped:
             warnings.warn(
                 f"{self.path}: skipped {len(self.skipped)} bad line(s): "
@@ -324,6 +362,8 @@ def _streamed_lines(handle: _ReadInto, window: int) -> _Lines:
     pieces: list[bytes] = []  # the start of a line that runs past the window
     start_of_line = 0  # file offset of the line being assembled
     position = 0  # file offset of buffer[0]
+    cap = MAX_LINE.get()
+    held = 0  # bytes of the line being assembled
     try:
         while True:
             filled = handle.readinto(buffer)
@@ -334,23 +374,45 @@ def _streamed_lines(handle: _ReadInto, window: int) -> _Lines:
                 end = buffer.find(b"\n", start, filled)
                 if end < 0:
                     break
-                if pieces:
-                    pieces.append(view[start:end].tobytes())
-                    line: memoryview | bytes = b"".join(pieces)
+                if pieces or held:
+                    held += end - start
+                    if cap is not None and held > cap:
+                        yield start_of_line, Overlong(held), True
+                    else:
+                        pieces.append(view[start:end].tobytes())
+                        yield start_of_line, b"".join(pieces), True
                     pieces.clear()
-                    yield start_of_line, line, True
+                    held = 0
+                elif cap is not None and end - start > cap:
+                    yield position + start, Overlong(end - start), True
                 else:
                     yield position + start, view[start:end], True
                 start = end + 1
             if start < filled:
-                if not pieces:
+                if not pieces and not held:
                     start_of_line = position + start
-                pieces.append(view[start:filled].tobytes())
+                held += filled - start
+                if cap is None or held <= cap:
+                    pieces.append(view[start:filled].tobytes())
+                else:
+                    pieces.clear()  # too long to read: only its length is kept
             position += filled
-        if pieces:
-            yield start_of_line, b"".join(pieces), False
+        if pieces or held:
+            last = Overlong(held) if cap is not None and held > cap else b"".join(pieces)
+            yield start_of_line, last, False
     finally:
         view.release()
+
+
+class Overlong(bytes):
+    """A line longer than :data:`MAX_LINE` allows, left unread: only its length is kept."""
+
+    length: int
+
+    def __new__(cls, length: int) -> Overlong:
+        line = super().__new__(cls, b"")
+        line.length = length
+        return line
 
 
 def _cut_short(text: str) -> bool:
@@ -384,6 +446,128 @@ def describe_lines(lines: list[SkippedLine]) -> str:
     return "; ".join(named) + more
 
 
+# A record's clock may step back this much behind the one written before it (clocks of
+# two processes, rounding) before it is named as skewed.
+SKEW_TOLERANCE = 1.0  # seconds
+
+
+def call_order(
+    runs: Iterable[Iterable[Call]], in_flight: dict[int, float] | None = None
+) -> tuple[list[Call], list[tuple[Call, float]]]:
+    """The calls in the order they were made, and the records whose clock stepped back.
+
+    Each run is one file's calls in the order they were written. Within a run the order
+    written is the call order: a record whose time is earlier than a record written
+    above it stays where it was written, and is returned as skewed with how many seconds
+    behind it is, unless it was still in flight then (its request started before, and
+    ``in_flight[id(call)]`` says how long it ran: a request log written when each answer
+    ends), or the step is within :data:`SKEW_TOLERANCE`: those are ordered by request
+    time. Runs (a session and its sub-agents) are merged by request time; a call without
+    a time keeps its place after the call before it.
+
+    A record whose time is later than the records written on both sides of it (its clock
+    ahead) is named instead of the records after it, and keeps its place too.
+
+    Returns
+    -------
+    tuple
+        The calls in call order; ``(call, seconds behind)`` for each skewed record
+        (negative: ahead).
+    """
+    flights = in_flight or {}
+    keyed: list[tuple[Call, datetime | None]] = []
+    skews: list[tuple[Call, float]] = []
+    for written in runs:
+        run = list(written)  # looked ahead into
+        following = _next_times(run)
+        latest: datetime | None = None  # the latest time written so far
+        setter: int | None = None  # which record set it (an index into keyed)
+        before: datetime | None = None  # the latest time before that record
+        for j, call in enumerate(run):
+            ts = call.ts
+            if ts is None:
+                keyed.append((call, None))  # after the call before it (filled below)
+                continue
+            if latest is not None and ts < latest:
+                behind = (latest - ts).total_seconds()
+                if behind <= _flight(call, flights) + SKEW_TOLERANCE:
+                    keyed.append((call, ts))  # in flight when the record above was written
+                    continue
+                after = following[j]
+                fits = before is None or ts >= before
+                if setter is not None and fits and (after is None or after < latest):
+                    # it and the next follow the records before the one that set ``latest``:
+                    # that one's clock was ahead, and it keeps its place
+                    ahead = keyed[setter][0]
+                    keyed[setter] = (ahead, ts if before is None else before)
+                    skews.append((ahead, -behind))
+                    latest = before
+                else:
+                    skews.append((call, behind))  # a clock behind: it keeps its place
+                    keyed.append((call, latest))
+                    continue
+            setter, before = len(keyed), latest
+            latest = ts if latest is None or ts > latest else latest
+            keyed.append((call, ts))
+        carried: datetime | None = None
+        for i in range(len(keyed) - len(run), len(keyed)):
+            if keyed[i][1] is None:
+                keyed[i] = (keyed[i][0], carried)
+            carried = keyed[i][1]
+    known = [key for _, key in keyed if key is not None]
+    if not known:
+        return [call for call, _ in keyed], skews
+    floor = min(known)
+    order = sorted(range(len(keyed)), key=lambda i: keyed[i][1] or floor)
+    return [keyed[i][0] for i in order], skews
+
+
+def _flight(call: Call, in_flight: dict[int, float]) -> float:
+    """Seconds ``call`` was in flight, when known (its reader's note, or ``duration_ms``)."""
+    known = in_flight.get(id(call))
+    if known is not None:
+        return known
+    took = call.meta.get("duration_ms")
+    if isinstance(took, (int, float)) and not isinstance(took, bool) and 0 <= took < 86_400_000:
+        return took / 1000
+    return 0.0
+
+
+def _next_times(run: list[Call]) -> list[datetime | None]:
+    """Per call, the time of the next call of ``run`` that has one."""
+    out: list[datetime | None] = [None] * len(run)
+    upcoming: datetime | None = None
+    for j in range(len(run) - 1, -1, -1):
+        out[j] = upcoming
+        if run[j].ts is not None:
+            upcoming = run[j].ts
+    return out
+
+
+def describe_skews(skews: list[tuple[Call, float]]) -> str:
+    """One line naming the records whose clock stepped back (the first 20, then a count)."""
+    named = [
+        f"line {call.line} is {_seconds(abs(off))} {'behind' if off > 0 else 'ahead'}"
+        for call, off in skews[:_NAMED]
+    ]
+    more = f"; and {len(skews) - _NAMED} more" if len(skews) > _NAMED else ""
+    return (
+        f"{len(skews)} record(s) with a clock out of step with the records written around "
+        f"them ({'; '.join(named)}{more}); kept in the order written, not sorted by that "
+        "time: check the clock of what wrote the log"
+    )
+
+
+def _seconds(value: float) -> str:
+    if value < 120:
+        return f"{value:.3g} s"
+    if value < 7200:
+        return f"{value / 60:.3g} min"
+    if value < 172800:
+        return f"{value / 3600:.3g} h"
+    return f"{value / 86400:,.0f} days"
+
+
 def order_by_time(calls: list[Call]) -> list[Call]:
     """Sort calls by request time, stably; a call without a time keeps its place."""
     keys: list[datetime | None] = []
@@ -398,6 +582,35 @@ def order_by_time(calls: list[Call]) -> list[Call]:
     return [calls[i] for i in order]
 
 
+def special(path: Path) -> bool:
+    """Whether ``path`` is a FIFO, a device or a socket (through links): never to be read."""
+    try:
+        mode = path.stat().st_mode
+    except OSError:
+        return False
+    return not stat.S_ISREG(mode) and not stat.S_ISDIR(mode)
+
+
+def regular(path: Path) -> None:
+    """Refuse a file that is not a regular one before it is opened (a reader's backstop).
+
+    A FIFO waits for a writer forever, ``/dev/zero`` never ends: found in a folder (a
+    sub-agent's log, a member of a store) they are not read. One named on the command
+    line is read once, up to a limit, by :func:`cacheviz.formats.load`.
+
+    Raises
+    ------
+    TranscriptError
+        When ``path`` is a FIFO, a device or a socket.
+    """
+    if special(path):
+        msg = (
+            "not a regular file (a pipe or a device: it may never end); cacheviz reads "
+            "files found in folders only when they are regular files"
+        )
+        raise TranscriptError(msg, path=path)
+
+
 def load_json_document(path: Path) -> object:
     """Parse a whole-file JSON document; a syntax error names its line and column.
 
@@ -406,6 +619,7 @@ def load_json_document(path: Path) -> object:
     TranscriptError
         When the file is empty, not UTF-8, or not valid JSON.
     """
+    regular(path)
     data = path.read_bytes()
     if not data or data.isspace():
         msg = "file is empty; expected a JSON document"

@@ -15,8 +15,9 @@ those calls are ``reconstructed`` (``meta["request_bytes"]`` says so).
 How the log is read, as cc-viewer's own ``readLocalLog`` does:
 
 * Each request is written twice: first in flight (``inProgress: true``, no response),
-  then complete; entries are keyed by ``timestamp`` + ``url`` and the last one of a key
-  is kept, at the place of the first. An in-flight entry never completed is not a call.
+  then complete; entries are keyed by ``timestamp``, ``url`` and the request body's
+  content, and the last one of a key is kept, at the place of the first (two requests in
+  one millisecond to one URL stay two). An in-flight entry never completed is not a call.
 * **Delta storage**: a main-agent entry (``_deltaFormat: 1``) that is not a checkpoint
   (``_isCheckpoint``, or as many messages as ``_totalMessageCount``) holds only the
   messages added since the previous main-agent request; the request is rebuilt as the
@@ -76,7 +77,8 @@ def detect(path: Path, head: bytes) -> bool:
     if path.is_dir():  # a look at the first few logs: a Claude Code folder holds thousands
         if is_archive(path) or archives_in(path):
             return True
-        return any(_is_log(log) for log in sorted(path.glob("*.jsonl"))[:_FOLDER_PEEK])
+        logs = [log for log in sorted(path.glob("*.jsonl")) if log.is_file()]
+        return any(_is_log(log) for log in logs[:_FOLDER_PEEK])
     record = first_record(head)
     return (
         isinstance(record, dict)
@@ -252,8 +254,15 @@ def _meta(entry: dict[str, Any], answer: Any) -> dict[str, Any]:
 
 
 def _entries(reader: LineReader) -> list[_Entry]:
-    """Every entry, de-duplicated by ``timestamp`` + ``url`` (the last kept, first place)."""
-    by_key: dict[tuple[Any, Any], _Entry] = {}
+    """Every entry, de-duplicated by content (the last kept, first place).
+
+    An entry is the same request as another when its ``timestamp``, ``url`` and request
+    ``body`` are: its in-flight copy is replaced by its complete one, a copy written
+    twice is one call. Two requests sharing only ``timestamp`` and ``url`` (parallel
+    calls in one millisecond) are two calls, and so are two complete answers to one body.
+    """
+    by_key: dict[tuple[Any, Any], list[_Entry]] = {}  # timestamp + url -> its entries
+    order: list[_Entry] = []
     for lineno, text in reader.lines():
         if text.strip() == SEPARATOR:
             continue
@@ -269,11 +278,26 @@ def _entries(reader: LineReader) -> list[_Entry]:
             reader.fail(lineno, f"the entry is {json_type(value)}; {_EXPECTED}")
             continue
         key = (_hashable(value.get("timestamp")), _hashable(value.get("url")))
-        if key in by_key:
-            by_key[key].line, by_key[key].value = lineno, value
-        else:
-            by_key[key] = _Entry(lineno, value)
-    return list(by_key.values())
+        held = next((e for e in by_key.get(key, ()) if _same_call(e.value, value)), None)
+        if held is None:
+            entry = _Entry(lineno, value)
+            by_key.setdefault(key, []).append(entry)
+            order.append(entry)
+        elif _complete(value) or not _complete(held.value):
+            held.line, held.value = lineno, value  # its complete copy, or a copy written twice
+    return order
+
+
+def _complete(entry: dict[str, Any]) -> bool:
+    return not entry.get("inProgress") and entry.get("response") is not None
+
+
+def _same_call(held: dict[str, Any], entry: dict[str, Any]) -> bool:
+    """Whether ``entry`` is ``held`` written again: the same body, and no other answer."""
+    if held.get("body") != entry.get("body"):
+        return False
+    both = _complete(held) and _complete(entry)
+    return not both or held.get("response") == entry.get("response")
 
 
 def _hashable(value: Any) -> Any:
@@ -309,6 +333,7 @@ def read(path: Path, *, errors: str = "raise") -> Session:
         raise TranscriptError(msg, path=path)
     folder = LineReader(path, errors=errors)
     calls: list[Call] = []
+    runs: list[list[Call]] = []  # each log's calls, in the order written
     for source, reader in sources:
         if source.is_dir():
             found = _read_archive(source, reader, store)
@@ -317,6 +342,8 @@ def read(path: Path, *, errors: str = "raise") -> Session:
         for call in found:
             call.meta["log_file"] = source.name
             calls.append(call)
+        runs.append(list(found))
+        folder.in_flight.update(reader.in_flight)
         name = source.name if source.is_file() else f"{source.name}/timeline.jsonl"
         folder.skipped += [
             SkippedLine(None, f"{name} line {s.line} ({s.reason})") for s in reader.skipped
@@ -326,12 +353,12 @@ def read(path: Path, *, errors: str = "raise") -> Session:
         ]
         for kind, count in reader.ignored.items():
             folder.ignored[kind] = folder.ignored.get(kind, 0) + count
-    return folder.session(NAME, calls, store)
+    return folder.session(NAME, calls, store, runs=runs)
 
 
 def logs_in(folder: Path) -> list[Path]:
     """The cc-viewer logs of a folder (``*.jsonl`` opening with an entry), by name."""
-    return [log for log in sorted(folder.glob("*.jsonl")) if _is_log(log)]
+    return [log for log in sorted(folder.glob("*.jsonl")) if log.is_file() and _is_log(log)]
 
 
 def _is_log(path: Path) -> bool:

@@ -37,10 +37,10 @@ import polars as pl
 from cacheviz.errors import CacheVizWarning, TranscriptError
 from cacheviz.formats import _lines
 from cacheviz.formats._conversation import UNLOGGED_LABEL, Thread
-from cacheviz.formats._lines import LineReader, order_by_time, short_name
+from cacheviz.formats._lines import LineReader, order_by_time, short_name, special
 from cacheviz.formats._replays import REPEAT, REPLAYED, flag_replays
 from cacheviz.formats._time import parse_ts
-from cacheviz.model import Call, Session, Usage
+from cacheviz.model import Call, Session, Usage, numbered, subagent_name
 from cacheviz.reported._usage import normalize_usage
 from cacheviz.reported._verdict import logged_verdict_meta
 from cacheviz.request._blocks import BlockStore
@@ -51,6 +51,10 @@ DESCRIPTION = (
     "Claude Code session JSONL (~/.claude/projects/*/<session>.jsonl, with its sub-agents)"
 )
 _MESSAGE_TYPES = ("user", "assistant")
+_TITLES = (("customTitle", "custom-title"), ("aiTitle", "ai-title"), ("summary", "summary"))
+"""A session's logged titles, the first found wins: the user's, Claude Code's, a summary."""
+_SPAWNS = ("Task", "Agent")  # the tool that starts a sub-agent (renamed Agent in 2.1)
+_WARMUP = "Warmup"  # the prompt of the sub-agents Claude Code 2.0 starts to warm the cache
 _LINK_STEPS = 100_000  # parentUuid hops looked through for the response a request follows
 _DETECT_LINES = 400  # lines of the head that detection looks at
 _SESSION_TYPES = frozenset(  # records carrying `sessionId` (and, but the last four, `uuid`)
@@ -158,6 +162,19 @@ def session_of_agent(agent: Path) -> Path | None:
     return owner if session_id and owner.is_file() and owner != agent else None
 
 
+def _text_of(content: Any) -> str:
+    """A user message's text (its text blocks joined), on one line."""
+    if isinstance(content, str):
+        return " ".join(content.split())
+    blocks = content if isinstance(content, list) else ()
+    parts = [
+        b["text"]
+        for b in blocks
+        if isinstance(b, dict) and b.get("type") == "text" and isinstance(b.get("text"), str)
+    ]
+    return " ".join(" ".join(parts).split())
+
+
 def _blocks_of(content: Any) -> list[Any]:
     if isinstance(content, list):
         return list(content)
@@ -185,6 +202,10 @@ class _SessionFile:
         self.tools_events: dict[str, list[str]] = {}  # thread -> tools changes since its call
         self.parent_of: dict[str, str | None] = {}  # record uuid -> parentUuid
         self.response_at: dict[str, str] = {}  # assistant record uuid -> its response id
+        self.spawned: dict[str, tuple[str | None, str | None]] = {}  # Task prompt -> type, what
+        self.spawn_ids: dict[str, tuple[str | None, str | None]] = {}  # Task call id -> the same
+        self.first_prompt: dict[str, str] = {}  # thread key -> its first user text
+        self.titles: dict[str, str] = {}  # title kind -> the latest logged (custom, ai, summary)
 
     def _note_agent(self, record: dict[str, Any]) -> None:
         """Remember a sub-agent the session names (its file should sit in subagents/).
@@ -198,6 +219,13 @@ class _SessionFile:
         ):
             if isinstance(value, str) and value and self.thread is None:
                 self.agents.add(value)
+        agent = result.get("agentId") if isinstance(result, dict) else None
+        message = record.get("message")
+        content = message.get("content") if isinstance(message, dict) else None
+        for block in content if isinstance(agent, str) and isinstance(content, list) else ():
+            spawn = isinstance(block, dict) and self.spawn_ids.get(str(block.get("tool_use_id")))
+            if spawn:  # the Task call whose result names the agent: its description
+                self.spawned[f"agent:{agent}"] = spawn
 
     def _thread_key(self, record: dict[str, Any]) -> str:
         if self.thread is not None:
@@ -229,6 +257,9 @@ class _SessionFile:
                 self.last_ts[self._thread_key(record)] = at
         if kind == "attachment":
             self._attachment(record)
+        for field, key in _TITLES:
+            if kind == key and isinstance(record.get(field), str) and record[field].strip():
+                self.titles[key] = record[field]
         if kind not in _MESSAGE_TYPES and isinstance(uuid, str) and uuid not in self.thread_of:
             # a link in a conversation's chain: what follows it is of the same thread
             self.thread_of[uuid] = self._thread_key(record)
@@ -255,11 +286,38 @@ class _SessionFile:
         if thread is None:
             thread = self.threads[key] = Thread(self.store, key)
         if kind == "user":
+            if key not in self.first_prompt and not record.get("isMeta"):
+                self.first_prompt[key] = _text_of(message.get("content"))
             self._user(thread, message)
             self._tool_references(key, message)
         else:
+            self._note_spawns(message)
             self._assistant(lineno, thread, key, record, message, ts)
         self.last_ts[key] = ts or self.last_ts.get(key)
+
+    def _note_spawns(self, message: dict[str, Any]) -> None:
+        """Remember the sub-agents this reply starts: a ``Task`` (``Agent``) call's prompt.
+
+        A sub-agent's first user message is that prompt: it names the sub-agent by the
+        call's ``description`` (its ``subagent_type`` without one).
+        """
+        content = message.get("content")
+        for block in content if isinstance(content, list) else ():
+            if not isinstance(block, dict) or block.get("type") != "tool_use":
+                continue
+            given = block.get("input")
+            if block.get("name") not in _SPAWNS or not isinstance(given, dict):
+                continue
+            kind, what = given.get("subagent_type"), given.get("description")
+            spawn = (
+                kind if isinstance(kind, str) else None,
+                what if isinstance(what, str) else None,
+            )
+            prompt = given.get("prompt")
+            if isinstance(prompt, str) and prompt.strip():
+                self.spawned[" ".join(prompt.split())] = spawn
+            if isinstance(block.get("id"), str):
+                self.spawn_ids[block["id"]] = spawn
 
     def _compaction(self, record: dict[str, Any]) -> None:
         """A ``compact_boundary``: the thread's next request starts from the summary.
@@ -461,6 +519,9 @@ class _FileReader(LineReader):
 
     calls: list[Call]
     agents: set[str]
+    titles: dict[str, str]
+    spawned: dict[str, tuple[str | None, str | None]]
+    prompts: dict[str, str]
 
 
 def _read_file(path: Path, store: BlockStore, thread: str | None, errors: str) -> _FileReader:
@@ -479,6 +540,9 @@ def _read_file(path: Path, store: BlockStore, thread: str | None, errors: str) -
         )
     reader.calls = state.calls
     reader.agents = state.agents
+    reader.spawned = state.spawned
+    reader.titles = state.titles
+    reader.prompts = state.first_prompt
     return reader
 
 
@@ -503,25 +567,69 @@ def _agent_problem(agent: Path) -> str | None:
     return None
 
 
-def _agent_thread(agent: Path, agent_id: str, named: set[str]) -> str:
-    """``sub-agent <type>`` (from ``agent-<id>.meta.json``'s ``agentType``), else by id.
-
-    Numbered (``#2``) only when two sub-agents of the session share a type.
-    """
-    kind = agent_id
+def _agent_meta(agent: Path) -> tuple[str | None, str | None]:
+    """``agent-<id>.meta.json``'s ``agentType`` and ``description`` (``None`` when absent)."""
     try:
         meta = json.loads(agent.with_suffix(".meta.json").read_text(encoding="utf-8"))
     except (OSError, ValueError):
-        meta = None
-    if isinstance(meta, dict) and isinstance(meta.get("agentType"), str) and meta["agentType"]:
-        kind = meta["agentType"]
-    base = name = f"sub-agent {kind}"
-    count = 1
-    while name in named:
-        count += 1
-        name = f"{base} #{count}"
-    named.add(name)
-    return name
+        return None, None
+    if not isinstance(meta, dict):
+        return None, None
+    kind, what = meta.get("agentType"), meta.get("description")
+    return (kind if isinstance(kind, str) else None, what if isinstance(what, str) else None)
+
+
+def _agent_kind(agent_id: str) -> str | None:
+    """The kind an agent id spells (``aside_question-fcbf…``, ``acompact-…``), if any."""
+    head, sep, _ = agent_id.rpartition("-")
+    return head if sep and head and not head[0].isdigit() else None
+
+
+def _name_threads(
+    calls: list[Call],
+    files: dict[str, tuple[Path, str]],
+    spawned: dict[str, tuple[str | None, str | None]],
+    prompts: dict[str, str],
+) -> None:
+    """Give every sub-agent thread its name (:func:`cacheviz.model.subagent_name`).
+
+    What it was asked to do: its ``meta.json``'s description, else the description of
+    the ``Task`` call whose prompt its first message is, or whose result names its id
+    (``warmup`` for Claude Code 2.0's warm-up agents); else its type, else its id.
+    Numbered by order of first call.
+
+    Parameters
+    ----------
+    calls
+        The session's calls, in request-time order; their ``thread_hint`` is renamed.
+    files
+        Thread key of each sub-agent file -> its path and agent id.
+    spawned
+        A ``Task`` call's prompt (on one line), or ``agent:<id>`` of the agent its result
+        names -> its ``subagent_type`` and ``description``.
+    prompts
+        Thread key -> the thread's first user text.
+    """
+    names: dict[str, str] = {"main": "main"}
+    taken = {"main"}
+    for call in calls:
+        key = call.thread_hint
+        if key is None or key in names:
+            continue
+        path_id = files.get(key)
+        kind, what = _agent_meta(path_id[0]) if path_id is not None else (None, None)
+        prompt = prompts.get(key, "")
+        task_kind, task_what = spawned.get(prompt) or spawned.get(key) or (None, None)
+        if prompt == _WARMUP:
+            task_what = "warmup"
+        ident = path_id[1] if path_id is not None else key.removeprefix("sidechain:")
+        base = subagent_name(what or task_what, kind or task_kind or _agent_kind(ident), ident)
+        names[key] = numbered(base, taken)
+    for call in calls:
+        if call.thread_hint is not None:
+            call.thread_hint = names.get(call.thread_hint, call.thread_hint)
+        if call.parent_hint is not None:
+            call.parent_hint = names.get(call.parent_hint, call.parent_hint)
 
 
 def read(path: Path, *, errors: str = "raise") -> Session:
@@ -535,15 +643,22 @@ def read(path: Path, *, errors: str = "raise") -> Session:
     store = BlockStore()
     main = _read_file(path, store, None, errors)
     calls: list[Call] = list(main.calls)
+    runs: list[list[Call]] = [list(main.calls)]  # each file's calls, in the order written
     folder = path.parent / path.stem / "subagents"
-    agents = sorted(folder.glob("agent-*.jsonl")) if folder.is_dir() else []
+    # a FIFO or a link to /dev/zero there would never end: passed over (a folder or a
+    # broken link of that name is an error naming it)
+    agents = (
+        sorted(a for a in folder.glob("agent-*.jsonl") if not special(a)) if folder.is_dir() else []
+    )
     agents += sibling_agents(path)
     found: set[str] = set()
-    named: set[str] = set()
+    files: dict[str, tuple[Path, str]] = {}
+    prompts = dict(main.prompts)
     for agent in agents:
         agent_id = agent.stem.removeprefix("agent-")
         found.add(agent_id)
-        thread = _agent_thread(agent, agent_id, named)
+        thread = f"agent:{agent_id}"
+        files[thread] = (agent, agent_id)
         problem = _agent_problem(agent)
         if problem is not None:
             main.fail(None, f"sub-agent log {_near(agent)} is {problem}")
@@ -558,15 +673,21 @@ def read(path: Path, *, errors: str = "raise") -> Session:
                 raise
             main.fail(None, f"sub-agent log {exc}")
             continue
+        source = str(agent.relative_to(path.parent)) if agent.is_relative_to(path.parent) else None
         for call in sub.calls:
             call.parent_hint = "main"
+            call.source = source or agent.name
         calls += sub.calls
+        prompts |= sub.prompts
+        runs.append(list(sub.calls))
+        main.in_flight.update(sub.in_flight)
         main.skipped += [type(s)(s.line, f"{agent.name}: {s.reason}") for s in sub.skipped]
         main.usage_nulled += [
             type(s)(s.line, f"{agent.name}: {s.reason}") for s in sub.usage_nulled
         ]
         for kind, count in sub.ignored.items():
             main.ignored[kind] = main.ignored.get(kind, 0) + count
+    _name_threads(order_by_time(calls), files, main.spawned, prompts)
     calls, replayed = drop_replays(calls)
     if replayed:
         main.ignored[REPLAYED] = replayed
@@ -580,7 +701,11 @@ def read(path: Path, *, errors: str = "raise") -> Session:
             CacheVizWarning,
             stacklevel=3,
         )
-    return main.session(NAME, order_by_time(calls), store)
+    kept = {id(call) for call in calls}
+    runs = [[call for call in run if id(call) in kept] for run in runs]
+    session = main.session(NAME, calls, store, runs=runs)
+    session.title = next((main.titles[k] for _, k in _TITLES if k in main.titles), None)
+    return session
 
 
 def drop_replays(calls: list[Call]) -> tuple[list[Call], int]:

@@ -63,10 +63,11 @@ from pathlib import Path
 from typing import Any, TypeGuard
 from urllib.parse import unquote
 
+from cacheviz._limits import Expansion
 from cacheviz.errors import TranscriptError
 from cacheviz.formats._body import call_from_request, first_record, provider_for
 from cacheviz.formats._lines import LineReader, load_json_document
-from cacheviz.formats._sqlite import open_read_only
+from cacheviz.formats._sqlite import open_read_only, rows
 from cacheviz.formats._time import parse_ts
 from cacheviz.model import Call, Session
 from cacheviz.reported._usage import UsageError, normalize_usage
@@ -190,17 +191,34 @@ def _is_blob_ref(value: Any) -> bool:
     )
 
 
-def _resolve_at(value: Any, path: tuple[str, ...], load: BlobLoader) -> Any:
-    """``value`` with the blob reference at ``path`` replaced by its payload."""
-    if not path:
-        return load(value[BLOB_MARKER]["hash"]) if _is_blob_ref(value) else value
-    key, rest = path[0], path[1:]
-    if isinstance(value, dict) and key in value:
-        return {**value, key: _resolve_at(value[key], rest, load)}
-    if isinstance(value, list) and key.isdigit() and int(key) < len(value):
-        index = int(key)
-        return [*value[:index], _resolve_at(value[index], rest, load), *value[index + 1 :]]
-    return value
+def _resolve_at(record: Any, path: tuple[str, ...], load: BlobLoader, own: set[int]) -> None:
+    """Replace the blob reference at ``path`` in ``record`` by its payload.
+
+    The containers on the way are copied the first time a path goes through them (their
+    ids are kept in ``own``), then changed in place: a record's references are resolved
+    in time linear in their number (copying a list of n messages once per message was
+    quadratic), and a payload shared by other records is never changed.
+    """
+    parent: Any = None
+    key: Any = None
+    value = record
+    for step in path:
+        if not isinstance(value, (dict, list)):
+            return
+        if id(value) not in own:
+            value = value.copy()
+            own.add(id(value))
+            parent[key] = value  # parent is owned: the root is, and each step makes it so
+        if isinstance(value, dict):
+            if step not in value:
+                return
+            parent, key, value = value, step, value[step]
+        else:
+            if not step.isdigit() or int(step) >= len(value):
+                return
+            parent, key, value = value, int(step), value[int(step)]
+    if parent is not None and _is_blob_ref(value):
+        parent[key] = load(value[BLOB_MARKER]["hash"])
 
 
 def materialize(payload: Any, load: BlobLoader) -> Any:
@@ -223,9 +241,11 @@ def materialize(payload: Any, load: BlobLoader) -> Any:
         raise ValueError(msg)
     refs = marker.get("refs")
     paths = [_ref_path(r.get("path")) for r in refs if isinstance(r, dict)] if refs else []
+    record = dict(record)
+    own = {id(record)}
     for path in paths:
-        if path is not None:
-            record = _resolve_at(record, path, load)
+        if path:
+            _resolve_at(record, path, load, own)
     return record
 
 
@@ -368,7 +388,14 @@ def record_call(
     ts = parse_ts(record.get("timestamp"), "timestamp")
     duration = record.get("duration_ms")
     if ts is not None and _is_duration(duration):
-        ts -= timedelta(milliseconds=duration)
+        try:
+            ts -= timedelta(milliseconds=duration)
+        except OverflowError:  # a time in year 1 less its duration
+            msg = (
+                f"field `timestamp` {record.get('timestamp')!r} less `duration_ms` "
+                f"{duration!r} is before year 1, not a time a call was made"
+            )
+            raise ValueError(msg) from None
     model = body.get("model") if isinstance(body.get("model"), str) else path_model
     provider = provider_for(model) if isinstance(model, str) and model else "unknown"
     if provider == "unknown":
@@ -428,11 +455,18 @@ def _add(
 
 
 class _StoreBlobs:
-    """Blob payloads of the store's ``record_blobs``, by (session, hash), parsed once."""
+    """Blob payloads of the store's ``record_blobs``, by (session, hash), parsed once.
 
-    def __init__(self, conn: sqlite3.Connection, present: bool) -> None:
+    The table is read whole at the first reference (one pass: a store without its index
+    on ``(session_id, hash)`` was searched from the start for every reference). Each
+    payload expanded is counted against the file's reference-expansion budget.
+    """
+
+    def __init__(self, conn: sqlite3.Connection, present: bool, budget: Expansion) -> None:
         self.conn = conn
         self.present = present
+        self.budget = budget
+        self.raw: dict[tuple[str, str], Any] | None = None
         self.cache: dict[tuple[str, str], Any] = {}
 
     def loader(self, session: str) -> BlobLoader:
@@ -440,15 +474,19 @@ class _StoreBlobs:
 
     def load(self, session: str, digest: str) -> Any:
         key = (session, digest)
-        if key not in self.cache:
-            row = None
+        if self.raw is None:
+            self.raw = {}
             if self.present:
-                sql = "SELECT payload_json FROM record_blobs WHERE session_id = ? AND hash = ?"
-                row = self.conn.execute(sql, key).fetchone()
-            if row is None:
-                msg = f"blob {digest[:20]}… is not in `record_blobs`; the store is incomplete"
-                raise ValueError(msg)
-            self.cache[key] = _json(row[0], f"record_blobs[{digest[:20]}…].payload_json")
+                sql = "SELECT session_id, hash, payload_json FROM record_blobs"
+                for sid, name, text in rows(self.conn, sql):
+                    self.raw.setdefault((str(sid), str(name)), text)
+        text = self.raw.get(key)
+        if text is None:
+            msg = f"blob {digest[:20]}… is not in `record_blobs`; the store is incomplete"
+            raise ValueError(msg)
+        self.budget.spend(len(text) if isinstance(text, (str, bytes)) else 0)
+        if key not in self.cache:
+            self.cache[key] = _json(text, f"record_blobs[{digest[:20]}…].payload_json")
         return self.cache[key]
 
 
@@ -468,14 +506,15 @@ def _read_rows(path: Path, reader: LineReader, store: BlockStore) -> list[Call]:
     refs: list[ObjectScan] = []
     with open_store(path) as conn:
         tables = {row[0] for row in conn.execute("SELECT name FROM sqlite_master")}
-        blobs = _StoreBlobs(conn, "record_blobs" in tables)
-        rows = conn.execute(
+        blobs = _StoreBlobs(conn, "record_blobs" in tables, Expansion(path))
+        found = rows(
+            conn,
             "SELECT r.session_id, r.record_index, r.payload_json FROM records AS r "
             "LEFT JOIN sessions AS s ON s.id = r.session_id "
-            "ORDER BY s.started_at, r.session_id, r.record_index"
+            "ORDER BY s.started_at, r.session_id, r.record_index",
         )
         with reader.usage_policy() as done:
-            for position, (session, index, payload) in enumerate(rows, 1):
+            for position, (session, index, payload) in enumerate(found, 1):
                 sid = str(session)
                 where = f"records[session {sid[:8]}, record_index {index}]"
 
@@ -505,12 +544,17 @@ def _read_bundle(doc: dict[str, Any], reader: LineReader, store: BlockStore) -> 
         msg = f"`records` is {json_type(records)}; expected the list of records"
         raise TranscriptError(msg, path=reader.path)
     blobs = blobs if isinstance(blobs, dict) else {}
+    budget = Expansion(reader.path)
+    sizes: dict[str, int] = {}
 
     def load(digest: str) -> Any:
         blob = blobs.get(digest)
         if not isinstance(blob, dict) or "payload" not in blob:
             msg = f"blob {digest[:20]}… is not in `blobs`; the export is incomplete"
             raise ValueError(msg)
+        if digest not in sizes:
+            sizes[digest] = len(json.dumps(blob["payload"], ensure_ascii=False, default=str))
+        budget.spend(sizes[digest])
         return blob["payload"]
 
     calls: list[Call] = []

@@ -72,7 +72,7 @@ def _tasks_in(folder: Path) -> list[str]:
     exported side by side.
     """
     prefixes = []
-    for history in sorted(folder.glob(f"*{HISTORY}")):
+    for history in sorted(h for h in folder.glob(f"*{HISTORY}") if h.is_file()):
         prefix = history.name[: -len(HISTORY)]
         if (folder / f"{prefix}{UI}").is_file():
             prefixes.append(prefix)

@@ -40,7 +40,12 @@ from cacheviz.formats._conversation import Thread
 from cacheviz.formats._lines import LineReader
 from cacheviz.formats._time import parse_ts
 from cacheviz.model import Call, Session, SessionUsage, Usage
-from cacheviz.reported._usage import normalize_usage
+from cacheviz.reported._usage import (
+    MAX_CALL_TOKENS,
+    MAX_SESSION_TOKENS,
+    check_usage,
+    normalize_usage,
+)
 from cacheviz.request._blocks import BlockStore
 from cacheviz.request._jsonspan import json_type
 
@@ -80,11 +85,14 @@ def _text(value: Any, field: str) -> str:
     return value
 
 
-def _count(value: Any, field: str) -> int | None:
+def _count(value: Any, field: str, limit: int = MAX_CALL_TOKENS) -> int | None:
     if value is None:
         return None
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        msg = f"field `{field}` is {json_type(value)}; expected a whole number of tokens"
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value < limit:
+        msg = (
+            f"field `{field}` is {json_type(value)}; expected a whole number of tokens "
+            f"from 0 to {limit - 1:,}"
+        )
         raise ValueError(msg)
     return value
 
@@ -108,6 +116,7 @@ class _Events:
         self.usage_events: set[str] = set()
         self.per_call = 0  # calls given usage by an assistant.usage event
         self.event_id: str | None = None  # the `id` of the event being read
+        self.seen: set[tuple[str, str]] = set()  # the events' (id, type) read so far
 
     def add(self, lineno: int, record: Any) -> None:
         if not isinstance(record, dict):
@@ -123,6 +132,12 @@ class _Events:
         ts = parse_ts(record.get("timestamp"), "timestamp")
         event_id = record.get("id")
         self.event_id = event_id if isinstance(event_id, str) else None
+        if self.event_id is not None:
+            key = (self.event_id, kind)
+            if key in self.seen:  # the file holds an event twice: it happened once
+                self.reader.ignore("event written twice (same id)")
+                return
+            self.seen.add(key)
         handler = _HANDLERS.get(kind)
         if handler is None:
             self.reader.ignore(f"{kind} event")
@@ -259,10 +274,14 @@ class _Events:
                 continue
             mine = self.per_model.setdefault(str(model), {})
             for key in _USAGE_FIELDS:
-                value = _count(usage.get(key), f"data.modelMetrics.{model}.usage.{key}")
+                value = _count(
+                    usage.get(key), f"data.modelMetrics.{model}.usage.{key}", MAX_SESSION_TOKENS
+                )
                 if value is not None:
                     self.metrics[key] = self.metrics.get(key, 0) + value
                     mine[key] = mine.get(key, 0) + value
+            where = f"data.modelMetrics.{model}.usage"
+            check_usage(_metric_usage(mine), _names(where), limit=MAX_SESSION_TOKENS, prefix="")
         self.shutdowns += 1
         self.shutdown_ts = ts or self.last_ts
         self.reader.ignore("session.shutdown event")
@@ -281,6 +300,16 @@ class _Events:
             for model, counts in self.per_model.items()
             if counts
         ]
+
+
+def _names(where: str) -> dict[str, str]:
+    """Each checked ``Usage`` field's name in an events file under ``where``."""
+    return {
+        "input_tokens": f"{where}.inputTokens",
+        "cache_read_tokens": f"{where}.cacheReadTokens",
+        "cache_write_tokens": f"{where}.cacheWriteTokens",
+        "output_tokens": f"{where}.outputTokens",
+    }
 
 
 def _metric_usage(counts: dict[str, int]) -> Usage:
@@ -304,11 +333,15 @@ def _usage_of(used: dict[str, Any], where: str) -> Usage | None:
         counts = {key: _count(used.get(key), f"{where}.{key}") for key in _USAGE_FIELDS}
         if counts["inputTokens"] is None and counts["outputTokens"] is None:
             return None
-        return Usage(
-            input_tokens=counts["inputTokens"],
-            cache_read_tokens=counts["cacheReadTokens"],
-            cache_write_tokens=counts["cacheWriteTokens"],
-            output_tokens=counts["outputTokens"],
+        return check_usage(
+            Usage(
+                input_tokens=counts["inputTokens"],
+                cache_read_tokens=counts["cacheReadTokens"],
+                cache_write_tokens=counts["cacheWriteTokens"],
+                output_tokens=counts["outputTokens"],
+            ),
+            _names(where),
+            prefix="",
         )
     return normalize_usage(
         {

@@ -23,7 +23,7 @@ from cacheviz.errors import TranscriptError
 from cacheviz.formats._conversation import Thread
 from cacheviz.formats._lines import LineReader
 from cacheviz.formats.gemini_cli import ChatReader
-from cacheviz.model import Call, Session
+from cacheviz.model import AGENT_KEY, Call, Session
 from cacheviz.request._blocks import BlockStore
 from cacheviz.request._jsonspan import json_type
 
@@ -137,9 +137,10 @@ def read(path: Path, *, errors: str = "raise") -> Session:
     store = BlockStore()
     main = _read_chat(path, store, "", errors)
     calls: list[Call] = list(main.calls)
+    runs: list[list[Call]] = [list(main.calls)]  # each chat's calls, in the order written
     for chat in subagent_chats(path):
         try:
-            sub = _read_chat(chat, store, f"subagent:{chat.stem}:", errors)
+            sub = _read_chat(chat, store, f"{AGENT_KEY}{chat.stem}:", errors)
         except TranscriptError as exc:
             if errors == "raise":
                 raise
@@ -148,7 +149,8 @@ def read(path: Path, *, errors: str = "raise") -> Session:
         for call in sub.calls:
             call.parent_hint = next((c.thread_hint for c in calls), None)
         calls += sub.calls
+        runs.append(list(sub.calls))
         main.skipped += [type(s)(s.line, f"{chat.name}: {s.reason}") for s in sub.skipped]
         for kind, count in sub.ignored.items():
             main.ignored[kind] = main.ignored.get(kind, 0) + count
-    return main.session(NAME, calls, store)
+    return main.session(NAME, calls, store, runs=runs)

@@ -54,8 +54,8 @@ from typing import Any
 from cacheviz.formats._conversation import Thread
 from cacheviz.formats._lines import LineReader
 from cacheviz.formats._time import parse_epoch
-from cacheviz.model import Call, Session, SkippedLine, Usage
-from cacheviz.reported._usage import normalize_usage
+from cacheviz.model import AGENT_KEY, Call, Session, SkippedLine, Usage
+from cacheviz.reported._usage import MAX_CALL_TOKENS, normalize_usage
 from cacheviz.request._blocks import BlockStore
 from cacheviz.request._jsonspan import json_type
 
@@ -66,7 +66,7 @@ PROVIDER = "moonshot"
 _API = "chat.completions"  # Kimi CLI speaks OpenAI-style chat completions to Moonshot
 _DETECT_LINES = 10
 _USAGE_KEYS = ("input_other", "output", "input_cache_read", "input_cache_creation")
-_MAX_COUNT = 999_999_999
+_MAX_COUNT = MAX_CALL_TOKENS - 1
 _EXPECTED = 'expected a Kimi CLI wire record {"timestamp": ..., "message": {"type", "payload"}}'
 
 
@@ -169,7 +169,7 @@ def _usage(raw: Any, where: str) -> Usage | None:
         ):
             msg = (
                 f"field `{where}.{key}` is {json_type(value)}; expected a whole number of "
-                "tokens from 0 to 999,999,999"
+                f"tokens from 0 to {_MAX_COUNT:,}"
             )
             raise _CountError(msg)
         counts[key] = value
@@ -315,7 +315,7 @@ class _Wire:
                 or payload.get("parent_tool_call_id")
                 or payload.get("task_tool_call_id")
             )
-            sub_key = f"subagent {sub}" if isinstance(sub, str) and sub else "subagent"
+            sub_key = f"{AGENT_KEY}{sub}" if isinstance(sub, str) and sub else AGENT_KEY
             self.event(lineno, sub_key, inner, ts, f"{where}.event")
         else:
             self.reader.ignore(f"{kind} event")

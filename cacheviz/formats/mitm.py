@@ -19,7 +19,6 @@ Headers (credentials) are never kept.
 
 from __future__ import annotations
 
-import gzip
 import json
 import re
 import zlib
@@ -27,6 +26,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from cacheviz._limits import INFLATE, LimitError, inflate
 from cacheviz.errors import TranscriptError
 from cacheviz.formats import claude_trace, openai_log
 from cacheviz.formats._body import call_of_line
@@ -163,25 +163,48 @@ def _decoded(message: dict[str, Any], what: str) -> bytes | None:
     try:
         if encoding in ("", "identity"):
             return content
+        where = f"the {what} body ({encoding})"
         if encoding in ("gzip", "x-gzip"):
-            return gzip.decompress(content)
+            return inflate(content, 31, where=where)  # bounded: a bomb stops at the limit
         if encoding == "deflate":
             try:
-                return zlib.decompress(content)
+                return inflate(content, zlib.MAX_WBITS, where=where)
             except zlib.error:
-                return zlib.decompress(content, -zlib.MAX_WBITS)
+                return inflate(content, -zlib.MAX_WBITS, where=where)
         if encoding == "br":
             try:
                 import brotli
             except ImportError:
                 msg = f"the {what} body is brotli-compressed; install `brotli` to read it"
                 raise ValueError(msg) from None
-            return brotli.decompress(content)
+            return _brotli(brotli, content, where)
     except (OSError, EOFError, zlib.error) as exc:
         msg = f"the {what} body does not decompress as {encoding} ({exc})"
         raise ValueError(msg) from None
     msg = f"the {what} body has content-encoding {encoding!r}, which cacheviz can't decode"
     raise ValueError(msg)
+
+
+def _brotli(brotli: Any, content: bytes, where: str) -> bytes:
+    """A brotli body, within the decompressed-size limit.
+
+    Checked piece by piece when the installed ``brotli`` can bound its output, else after.
+    """
+    limit = int(INFLATE.value())
+    decompressor = brotli.Decompressor()
+    try:
+        out = bytearray(decompressor.process(content, output_buffer_limit=limit + 1))
+        while len(out) <= limit and not decompressor.is_finished():
+            more = decompressor.process(b"", output_buffer_limit=limit + 1 - len(out))
+            if not more:
+                break
+            out += more
+    except TypeError:  # an older brotli: no output_buffer_limit
+        out = bytearray(brotli.decompress(content))
+    if len(out) > limit:
+        msg = f"{where} decompresses to more than the {INFLATE.shown()}"
+        raise LimitError(msg)
+    return bytes(out)
 
 
 def _url(request: dict[str, Any]) -> str:
@@ -264,6 +287,9 @@ def read(path: Path, *, errors: str = "raise") -> Session:
             except ValueError as exc:
                 reader.fail(number, str(exc))
                 continue
+            except LimitError as exc:  # the whole file is refused: a bomb, not a bad flow
+                msg = f"{path}: flow {number}: {exc}"
+                raise LimitError(msg) from None
             if line is None:
                 reader.ignore("flow to another endpoint")
                 continue

@@ -6,9 +6,10 @@
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeGuard
 
 from cacheviz.formats._body import (
     body_calls,
@@ -50,7 +51,12 @@ def _string_field(record: ObjectScan, key: str) -> str | None:
     return value
 
 
-def _call_from_line(text: str, refs: list[ObjectScan], store: BlockStore) -> Call:
+def _call_from_line(
+    text: str,
+    refs: list[ObjectScan],
+    store: BlockStore,
+    in_flight: dict[int, float] | None = None,
+) -> Call:
     record, request = scan_line(text, ("request",), refs)
     if request is None:
         msg = "no `request` object; expected the provider's request body under `request`"
@@ -83,9 +89,21 @@ def _call_from_line(text: str, refs: list[ObjectScan], store: BlockStore) -> Cal
     )
     parent = meta.get("parent")
     call.parent_hint = parent if isinstance(parent, str) else None
+    took = response.get("duration_ms") if isinstance(response, dict) else None
+    if in_flight is not None and _is_ms(took):
+        in_flight[id(call)] = took / 1000  # written when the answer ended: see call_order
     if isinstance(response, dict):
         call.prompt_token_ids = _token_ids(response.get("prompt_token_ids"))
     return call
+
+
+def _is_ms(value: Any) -> TypeGuard[float]:
+    return (
+        isinstance(value, (int, float))
+        and not isinstance(value, bool)
+        and math.isfinite(value)
+        and 0 <= value < 86_400_000
+    )
 
 
 def _token_ids(value: Any) -> list[int] | None:
@@ -144,8 +162,8 @@ def calls_from_lines(
     return body_calls(reader, lines, _line_call, refs, store, expected=_EXPECTED)
 
 
-def _line_call(text: str, refs: list[ObjectScan], store: BlockStore, _reader: Any) -> Call:
-    return _call_from_line(text, refs, store)
+def _line_call(text: str, refs: list[ObjectScan], store: BlockStore, reader: Any) -> Call:
+    return _call_from_line(text, refs, store, getattr(reader, "in_flight", None))
 
 
 _EXPECTED = "expected one JSON object per line with `request`, `model`, `provider` (docs/format.md)"

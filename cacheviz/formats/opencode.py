@@ -47,7 +47,7 @@ from typing import Any
 from cacheviz.errors import TranscriptError
 from cacheviz.formats._conversation import Thread
 from cacheviz.formats._lines import LineReader
-from cacheviz.formats._sqlite import open_read_only
+from cacheviz.formats._sqlite import open_read_only, rows
 from cacheviz.model import Call, Session, Usage
 from cacheviz.reported._usage import normalize_usage
 from cacheviz.request._blocks import BlockStore
@@ -130,18 +130,18 @@ def _from_db(path: Path, reader: LineReader) -> _Store:
 def _rows(con: sqlite3.Connection, path: Path, reader: LineReader) -> _Store:
     store = _Store()
     try:
-        for sid, parent in con.execute("select id, parent_id from session order by id"):
+        for sid, parent in rows(con, "select id, parent_id from session order by id"):
             store.sessions[str(sid)] = parent
-        for mid, sid, created, data in con.execute(
-            "select id, session_id, time_created, data from message order by time_created, id"
+        for mid, sid, created, data in rows(
+            con, "select id, session_id, time_created, data from message order by time_created, id"
         ):
             where = f"message {mid}"
             try:
                 store.messages.append(_Record(mid, sid, created, _object(data, where), None, where))
             except ValueError as exc:
                 reader.fail(None, str(exc))
-        for pid, mid, sid, created, data in con.execute(
-            "select id, message_id, session_id, time_created, data from part order by id"
+        for pid, mid, sid, created, data in rows(
+            con, "select id, message_id, session_id, time_created, data from part order by id"
         ):
             where = f"part {pid}"
             try:
@@ -157,7 +157,7 @@ def _rows(con: sqlite3.Connection, path: Path, reader: LineReader) -> _Store:
 
 
 def _json_files(folder: Path) -> Iterator[Path]:
-    yield from sorted(folder.rglob("*.json"))
+    yield from sorted(p for p in folder.rglob("*.json") if p.is_file())
 
 
 def _from_folders(root: Path, reader: LineReader) -> _Store:
@@ -228,7 +228,7 @@ def _usage(tokens: Any, where: str) -> Usage | None:
         if not isinstance(reasoning, int) or not isinstance(output, int)
         else output + reasoning,
     }
-    return normalize_usage({k: v for k, v in shaped.items() if v is not None})
+    return normalize_usage({k: v for k, v in shaped.items() if v is not None}, where)
 
 
 def _nonzero(usage: Usage | None) -> bool:
@@ -277,7 +277,14 @@ class _Builder:
             raise ValueError(msg)
         provider = str(message.data.get("providerID") or "unknown")
         provider = _PROVIDERS.get(provider, provider)
-        start = _time((message.data.get("time") or {}).get("created"))
+        stamp = message.data.get("time")
+        if stamp is not None and not isinstance(stamp, dict):
+            msg = (
+                f"{message.where}: field `time` is {json_type(stamp)}; "
+                "expected an object with `created` (epoch milliseconds)"
+            )
+            raise ValueError(msg)
+        start = _time((stamp or {}).get("created"))
         turn = _Turn(thread)
         if not any(p.data.get("type") in _STEP_PARTS for p in parts):  # older OpenCode
             usage = _usage(message.data.get("tokens"), message.where)

@@ -627,7 +627,10 @@ def read(path: Path, *, errors: str = "raise") -> Session:
             if instance is not None:
                 _add_instance(instance, runs, calls, store, reader)
             done(lineno)
-    return reader.session(NAME, calls, store)
+    by_line: dict[int, list[Call]] = {}  # each instance ran on its own: one run each
+    for call in calls:
+        by_line.setdefault(call.line, []).append(call)
+    return reader.session(NAME, calls, store, runs=list(by_line.values()))
 
 
 def _instance(reader: LineReader, lineno: int, text: str) -> _Instance | None:

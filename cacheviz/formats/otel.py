@@ -33,8 +33,9 @@ from cacheviz.formats._body import call_from_request, provider_for
 from cacheviz.formats._lines import LineReader, load_json_document
 from cacheviz.formats._time import parse_ts
 from cacheviz.model import Call, Session, Usage
+from cacheviz.reported._usage import check_usage
 from cacheviz.request._blocks import BlockStore
-from cacheviz.request._jsonspan import ObjectScan
+from cacheviz.request._jsonspan import ObjectScan, json_type
 
 NAME = "otel"
 DESCRIPTION = "OpenTelemetry GenAI spans (OpenInference / OpenLLMetry / OTel GenAI; OTLP JSON)"
@@ -140,11 +141,12 @@ def _spans(record: Any, skipped: list[str]) -> list[dict[str, Any]]:
         raise ValueError(msg)
     if "resourceSpans" in record:
         spans = []
-        for resource in record.get("resourceSpans") or []:
-            for scope in (
-                resource.get("scopeSpans") or resource.get("instrumentationLibrarySpans") or []
-            ):
-                for span in scope.get("spans") or []:
+        for r, resource in enumerate(_objects(record.get("resourceSpans"), "resourceSpans")):
+            where = f"resourceSpans[{r}]"
+            key = "scopeSpans" if "scopeSpans" in resource else "instrumentationLibrarySpans"
+            for c, scope in enumerate(_objects(resource.get(key), f"{where}.{key}")):
+                where_spans = f"{where}.{key}[{c}].spans"
+                for span in _objects(scope.get("spans"), where_spans):
                     attributes = _otlp_attributes(span.get("attributes"), skipped)
                     start = span.get("startTimeUnixNano")
                     spans.append(
@@ -161,6 +163,20 @@ def _spans(record: Any, skipped: list[str]) -> list[dict[str, Any]]:
     return [
         {"attributes": _flatten(attributes, "", {}), "start": start, "name": record.get("name")}
     ]
+
+
+def _objects(value: Any, where: str) -> list[dict[str, Any]]:
+    """``value``, a list of objects (``None``: none); a ``ValueError`` naming ``where`` if not."""
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        msg = f"field `{where}` is {json_type(value)}; expected an array of objects"
+        raise ValueError(msg)
+    for i, item in enumerate(value):
+        if not isinstance(item, dict):
+            msg = f"field `{where}[{i}]` is {json_type(item)}; expected an object"
+            raise ValueError(msg)
+    return value
 
 
 def _time(value: Any) -> datetime | None:
@@ -349,20 +365,34 @@ def _first(attributes: dict[str, Any], keys: tuple[str, ...]) -> Any:
 
 
 def _usage(attributes: dict[str, Any]) -> Usage | None:
-    values = []
-    for keys in _USAGE_KEYS:
-        value = _first(attributes, keys)
-        values.append(
-            int(value) if isinstance(value, (int, float, str)) and str(value).isdigit() else None
-        )
+    """The span's token counts, checked once (:func:`~cacheviz.reported._usage.check_usage`).
+
+    OTLP writes an ``intValue`` as a string of digits; another type, a count beyond the
+    plausibility bound or a cache read above the input that includes it is a
+    :class:`~cacheviz.errors.UsageError` naming the attribute.
+    """
+    values: list[Any] = []
+    names: dict[str, str] = {}
+    fields = ("input_tokens", "cache_read_tokens", "cache_write_tokens", "output_tokens")
+    for field, keys in zip(fields, _USAGE_KEYS, strict=True):
+        key = next((k for k in keys if attributes.get(k) is not None), keys[0])
+        names[field] = key
+        value = attributes.get(key)
+        if isinstance(value, str) and value.isascii() and value.isdigit():
+            value = int(value)
+        values.append(value)
     if all(v is None for v in values):
         return None
-    return Usage(
-        input_tokens=values[0],
-        cache_read_tokens=values[1],
-        cache_write_tokens=values[2],
-        output_tokens=values[3],
-        provenance="reported",
+    return check_usage(
+        Usage(
+            input_tokens=values[0],
+            cache_read_tokens=values[1],
+            cache_write_tokens=values[2],
+            output_tokens=values[3],
+            provenance="reported",
+        ),
+        names,
+        prefix="",
     )
 
 
@@ -464,7 +494,7 @@ def read(path: Path, *, errors: str = "raise") -> Session:
             CacheVizWarning,
             stacklevel=2,
         )
-    return reader.session(NAME, calls, store)
+    return reader.session(NAME, calls, store, by_time=True)  # exported in any order
 
 
 def _is_llm(attributes: dict[str, Any]) -> bool:

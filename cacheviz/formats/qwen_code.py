@@ -39,7 +39,7 @@ from cacheviz.formats._body import provider_for
 from cacheviz.formats._conversation import Thread
 from cacheviz.formats._lines import LineReader
 from cacheviz.formats._time import parse_ts
-from cacheviz.model import Call, Session
+from cacheviz.model import AGENT_KEY, Call, Session
 from cacheviz.reported._usage import normalize_usage
 from cacheviz.request._blocks import BlockStore
 from cacheviz.request._jsonspan import json_type
@@ -117,7 +117,7 @@ class _Chat:
             raise ValueError(msg)
         agent = record.get("agentId")
         sub = record.get("isSidechain") is True and isinstance(agent, str) and bool(agent)
-        key = f"agent {agent}" if sub else "main"
+        key = f"{AGENT_KEY}{agent}" if sub else "main"
         thread = self.thread(key)
         if kind == "system":
             self._system(record, thread)

@@ -52,7 +52,7 @@ from cacheviz import _schema, analysis
 from cacheviz.analysis import Analysis, block_offsets, call_to_provider_tokens
 from cacheviz.errors import CacheVizWarning, TranscriptError
 from cacheviz.formats import native
-from cacheviz.formats._lines import LineFilter, LineReader, order_by_time
+from cacheviz.formats._lines import LineFilter, LineReader, call_order
 from cacheviz.live._costs import costs_from
 from cacheviz.live._sim_stream import SimulationStream, append_rows
 from cacheviz.model import OPAQUE, Call, Session
@@ -177,7 +177,8 @@ class LiveLog:
     def _parse(self, lines: list[tuple[int, str]], *, check: bool = True) -> list[Call] | None:
         """The calls of ``lines``; ``None`` when one goes before a logged call (``check``)."""
         new = native.calls_from_lines(self.reader, lines, self._refs, self.store)
-        # the loader orders calls by request time (a call without one keeps its place)
+        # the loader keeps the order written unless a call's time steps back (a call in
+        # flight, or a clock off: formats._lines.call_order): any step back reads it again
         last, latest = self._last_key, self._max_key
         for call in new:
             key = call.ts if call.ts is not None else last
@@ -194,7 +195,7 @@ class LiveLog:
         self.reloads += 1
         self._reset_all()
         new = self._parse(self._new_lines() or [], check=False) or []
-        return order_by_time(new)
+        return call_order([new], self.reader.in_flight)[0]
 
     def update(self) -> int:
         """Read what was appended and extend the analysis; the number of new calls.
@@ -307,7 +308,7 @@ class LiveLog:
         self.exact: list[bool] = []
         self.local: list[list[int]] = []
         self.raw: list[str] = []
-        self._threads = ThreadWalk()
+        self._threads = ThreadWalk(contents=self.store.contents)
         self._ttls = ThreadTTLs()
         self._activity = CacheActivity()
         self._key_counts: dict[str, int] = {}  # calls per provider key, first seen first

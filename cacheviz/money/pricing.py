@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import difflib
 import json
+import math
 import re
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
@@ -109,6 +110,16 @@ def _in_force(entry: dict[str, Any], at: datetime | None) -> bool:
     if at is None:  # no time: the prices in force now
         return end is None
     return (start is None or start <= at) and (end is None or at < end)
+
+
+_USER_FIELDS = (
+    "input_mtok",
+    "cache_read_mtok",
+    "cache_write_mtok",
+    "cache_write_1h_mtok",
+    "output_mtok",
+    "storage_mtok_hour",
+)
 
 
 def _per_token(entry: dict[str, Any]) -> dict[str, float]:
@@ -268,6 +279,74 @@ def priced_models(provider: str, *, retired: bool | list[str] = False) -> list[s
     return sorted(own, key=recency)
 
 
+@dataclass(frozen=True, slots=True)
+class Comparable:
+    """The model a provider prices a session as (:func:`comparable_model`), and why."""
+
+    provider: str
+    model: str | None  # None: each call's recorded model
+    recorded: tuple[str, ...]  # the session's recorded models, first seen first
+    reason: str  # "the recorded models", "the comparable model", "the closest priced model"
+
+    def line(self) -> str:
+        """``priced as google:gemini-2.5-pro, the comparable model of claude-opus-4-6``."""
+        models = ", ".join(self.recorded)
+        if self.model is None:
+            return f"priced as recorded ({models}) under {self.provider}'s rules"
+        return f"priced as {self.provider}:{self.model}, {self.reason} of {models}"
+
+
+def comparable_model(provider: str, recorded: list[tuple[str, str]]) -> Comparable:
+    """The model of ``provider`` a session's recorded models are priced as: the one rule.
+
+    ``simulate`` without ``--model``, the default comparison and the inspector's model
+    picker all use it. The recorded models themselves when ``provider`` is a self-hosted
+    engine (it prices nothing) or it recorded them and prices every one; for another
+    vendor, its comparable model (the provider's ``reference_model``, the default
+    comparison's row) when priced; else the priced model closest to the recorded ones.
+
+    Parameters
+    ----------
+    provider : str
+        A provider id or alias (``gemini``).
+    recorded : list of (str, str)
+        The session's distinct ``(provider, model)`` pairs, first seen first.
+
+    Returns
+    -------
+    Comparable
+        The model (``None``: the recorded ones) and why, with :meth:`Comparable.line`.
+    """
+    name = providers.known(provider) or provider
+    models = tuple(dict.fromkeys(str(m) for _, m in recorded))
+    found = providers.find(name)
+    as_recorded = Comparable(name, None, models, "the recorded models")
+    if found is None or found.self_hosted:
+        return as_recorded
+    priced = priced_models(name, retired=list(models))
+    same = any(providers.known(p) == name for p, _ in recorded)
+    if same and all(m in priced for m in models):
+        return as_recorded
+    if not same and found.reference_model in priced:
+        return Comparable(name, found.reference_model, models, "the comparable model")
+    closest = _closest(list(models), priced)
+    if closest is None or (same and closest in models):
+        return as_recorded  # nothing priced to name: the recorded models (their rows say so)
+    return Comparable(name, closest, models, "the closest priced model")
+
+
+def _closest(recorded: list[str], models: list[str]) -> str | None:
+    """The priced model closest to the recorded ones (None when there is none)."""
+    for name in recorded:
+        if name in models:
+            return name
+    for name in recorded:
+        found = difflib.get_close_matches(name, models, 1, cutoff=0.0)
+        if found:
+            return found[0]
+    return models[0] if models else None
+
+
 class PriceBook:
     """Where prices come from; see the module docstring.
 
@@ -411,6 +490,32 @@ class RateCache:
         return self._seen[key]
 
 
+# The plausibility bound of a user's price: the dearest models cost a few hundred USD per
+# million tokens; a price of 10,000 USD per million (a cent a token) or more is a typo.
+MAX_USD_PER_MTOK = 10_000.0
+
+
+def _price(value: Any, path: Path, model: str, field: str, per_mtok: float) -> float | None:
+    """A user price, in USD per million tokens times ``per_mtok``'s unit; one-line error if absurd.
+
+    ``per_mtok`` is 1 for cacheviz's file (``*_mtok`` fields) and 1e-6 for LiteLLM's
+    (per-token fields). ``None`` stays ``None``.
+    """
+    if value is None:
+        return None
+    bound = MAX_USD_PER_MTOK * per_mtok
+    ok = isinstance(value, (int, float)) and not isinstance(value, bool)
+    if ok and math.isfinite(value) and 0 <= value < bound:
+        return float(value)
+    unit = "USD per million tokens" if per_mtok == 1 else "USD per token"
+    shown = repr(value) if len(repr(value)) <= 24 else f"{repr(value)[:21]}..."
+    msg = (
+        f"model {model!r}: field `{field}` is {shown}; expected a price from 0 to "
+        f"{bound:g} {unit} (fix the price file)"
+    )
+    raise TranscriptError(msg, path=path)
+
+
 def _read_user(path: Path) -> list[dict[str, Any]]:
     try:
         document = json.loads(path.read_text("utf-8"))
@@ -427,6 +532,9 @@ def _read_user(path: Path) -> list[dict[str, Any]]:
                 msg = f"models[{i}]: expected an object with `model` and `input_mtok` (USD/MTok)"
                 raise TranscriptError(msg, path=path)
             names = entry.get("model", [])
+            shown = names if isinstance(names, str) else ", ".join(map(str, names or []))
+            for field in _USER_FIELDS:
+                _price(entry.get(field), path, shown or f"models[{i}]", field, 1.0)
             entries.append(
                 {
                     **entry,
@@ -444,6 +552,7 @@ def _read_user(path: Path) -> list[dict[str, Any]]:
                 ours: float(spec[theirs])
                 for theirs, ours in _LITELLM.items()
                 if isinstance(spec.get(theirs), (int, float))
+                and _price(spec[theirs], path, key, theirs, _MTOK) is not None
             }
             if "input" in rates:
                 provider = providers.known(spec.get("litellm_provider"))

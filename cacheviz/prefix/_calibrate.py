@@ -198,6 +198,41 @@ def calibrate(
     return Calibration(offsets, basis, rates)
 
 
+# A call's reported input above this many times its local count, by at least MIN_GAP
+# tokens: a log missing most of the request, or a corrupt report. On real sessions the
+# ratio stays within 0.78-2.6 (docs/analysis.md, "Calibration"). A report far below the
+# local count is the documented ``rescaled`` case (history the log shows, not sent).
+MAX_FACTOR = 10.0
+MIN_GAP = 1000
+
+
+def disagreements(
+    local_totals: Sequence[int], reported: Sequence[int | None]
+) -> list[tuple[int, float]]:
+    """The calls whose reported input is more than :data:`MAX_FACTOR` times their local count.
+
+    Calibration scales such a call's positions by that factor all the same (the reported
+    input is what was billed); the caller warns, naming them.
+
+    Returns
+    -------
+    list of (call, factor)
+        ``factor`` is reported / local (``inf`` when the log holds no token of it).
+
+    Examples
+    --------
+    >>> disagreements([100, 12, 3000, 50_000], [16500, 60, 3100, 900])
+    [(0, 165.0)]
+    """
+    out = []
+    for i, (local, got) in enumerate(zip(local_totals, reported, strict=True)):
+        if got is None or got - local < MIN_GAP:
+            continue
+        if local <= 0 or got / local > MAX_FACTOR:
+            out.append((i, got / local if local > 0 else float("inf")))
+    return out
+
+
 def reported_rate(reported: int | None, local_total: int) -> float | None:
     """A call's reported inclusive input per local token (``None``: nothing to divide).
 
@@ -344,6 +379,7 @@ __all__ = [
     "Calibration",
     "calibrate",
     "calibrate_call",
+    "disagreements",
     "map_position",
     "median_rate",
     "next_version",

@@ -37,10 +37,11 @@ from __future__ import annotations
 import dataclasses
 import functools
 from array import array
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 
 from cacheviz._util.seq import common_prefix
-from cacheviz.model import Call
+from cacheviz.model import MAIN_THREAD, Call, Content, numbered, side_call_name, subagent_name
 from cacheviz.prefix._segments import prefix_hash
 
 THREAD_MODES = ("auto", "model+prefix", "model", "single")
@@ -49,9 +50,61 @@ EDIT_SHARE = 0.5  # share of a message's tokens an edit in place keeps (prefix +
 _FRAMING = 3  # tokens a rendered message spends on its start, role and end
 MAX_CANDIDATES = 64  # most recent threads compared with each call
 CONVERSATION_CALLS = 3  # calls a found thread needs, besides the main one, to be a sub-agent
-ROOT = "main"  # a transcript's own main thread (``thread_hint``): never a sub-thread
+ROOT = MAIN_THREAD  # a transcript's own main thread (``thread_hint``): never a sub-thread
+PURPOSE_CHARS = 2_000  # characters of a call's text a side call's purpose is read from
+# what a side call is for, by the words of its system prompt or messages (Claude Code's
+# own side calls: lowercase phrases, first match wins)
+PURPOSES = (
+    ("quota probe", ("quota",)),
+    ("title", ("title",)),
+    ("topic check", ("new conversation topic", "isnewtopic")),
+    ("status word", ("gerund",)),
+    ("summary", ("summarize", "summary")),
+    ("bash prefix", ("command prefix",)),
+)
 
 TokensOf = Callable[[int, str], "array[int]"]  # array[int] is not subscriptable before 3.12
+
+
+def _texts(value: Any, out: list[str], budget: list[int]) -> None:
+    """Collect the strings of ``value`` (a block's parsed JSON), up to ``budget[0]`` chars."""
+    if budget[0] <= 0:
+        return
+    if isinstance(value, str):
+        out.append(value[: budget[0]])
+        budget[0] -= len(out[-1])
+    elif isinstance(value, dict):
+        for key in ("text", "content", "system"):
+            if key in value:
+                _texts(value[key], out, budget)
+    elif isinstance(value, list):
+        for item in value:
+            _texts(item, out, budget)
+
+
+def call_purpose(call: Call, contents: Mapping[str, Content]) -> str | None:
+    """What a side call is for, when its words tell (:data:`PURPOSES`), else ``None``.
+
+    A quota probe is a lone ``quota`` message; a title, topic, status-word or summary
+    call says so in its system prompt or its last message. Read from the first
+    :data:`PURPOSE_CHARS` characters of its system prompt and its last message.
+    """
+    found: list[str] = []
+    system = [b for b in call.blocks if b.part == "system"]
+    messages = [b for b in call.blocks if b.part == "messages"]
+    for block in [*system, *messages[-1:]]:
+        content = contents.get(block.hash)
+        if content is not None:
+            _texts(content.value, found, [PURPOSE_CHARS])
+    text = " ".join(" ".join(found).split()).lower()
+    if not text:
+        return None
+    if text == "quota" and len(messages) == 1:
+        return "quota probe"
+    for purpose, words in PURPOSES[1:]:
+        if any(word in text for word in words):
+            return purpose
+    return None
 
 
 def _kept_edit(a: array[int], b: array[int]) -> bool:
@@ -126,6 +179,7 @@ def assign_threads(
     tokens_of: TokensOf,
     *,
     mode: str = "auto",
+    contents: Mapping[str, Content] | None = None,
 ) -> tuple[list[str], list[str | None]]:
     """Return the thread name and the parent thread (or ``None``) of every call.
 
@@ -139,6 +193,9 @@ def assign_threads(
         ``tokens_of(call index, hash)``: token array of one block of that call.
     mode
         One of :data:`THREAD_MODES`.
+    contents
+        The session's block contents: a side call is named by what it is for
+        (:func:`call_purpose`); without them, by its model.
 
     Returns
     -------
@@ -155,7 +212,7 @@ def assign_threads(
     if mode == "model+prefix":
         return [f"{call.model}:{prefix_hash(call)[:6]}" for call in calls], hints
 
-    walk = ThreadWalk()
+    walk = ThreadWalk(contents=contents)
     names = [walk.step(i, call, calls, offsets, tokens_of)[0] for i, call in enumerate(calls)]
     renamed, tree = walk.named()
     return [renamed[n] for n in names], [tree[renamed[n]] for n in names]
@@ -183,6 +240,8 @@ class ThreadWalk:
     logged: set[str] = dataclasses.field(default_factory=set)
     """The threads whose parent the transcript names."""
     totals: ThreadTotals = dataclasses.field(default_factory=lambda: ThreadTotals())
+    contents: Mapping[str, Content] | None = None
+    """The session's block contents, to tell what a side call is for (optional)."""
 
     def step(
         self,
@@ -222,6 +281,8 @@ class ThreadWalk:
         if name not in latest and parent is None and sizes and call.thread_hint != ROOT:
             first = self.first
             parent = max(sizes, key=lambda t: (sizes[t], -first[t]))
+        if name not in latest and self.contents is not None and call.thread_hint is None:
+            self.totals.purposes[name] = call_purpose(call, self.contents)
         latest.pop(name, None)
         latest[name] = i
         self.first.setdefault(name, i)
@@ -255,7 +316,10 @@ def name_threads(
     thread with at least :data:`CONVERSATION_CALLS` calls of the main thread's model is
     a ``sub-agent <model>`` when it runs while the main one does, and a later part of
     the main conversation (``main #2``: after a compaction, say) when it does not; any
-    other is a ``side call <model>``. A name is numbered (``#2``) only when it repeats.
+    other is a side call: ``side call: <purpose>`` when its words tell what it is for
+    (:func:`call_purpose`: ``title``, ``quota probe``…), else ``side call <model>``
+    (:func:`cacheviz.model.side_call_name`). A name is numbered (``#2``, by order of
+    first call) only when it repeats.
     A found thread whose parent was guessed hangs under the guessed parent only when that
     one is the larger; else under the main thread. Threads the transcript names (hinted)
     keep their names and their logged parents.
@@ -283,6 +347,8 @@ class ThreadTotals:
     tokens: dict[str, int] = dataclasses.field(default_factory=dict)
     spans: dict[str, list[int]] = dataclasses.field(default_factory=dict)
     models: dict[str, str] = dataclasses.field(default_factory=dict)
+    purposes: dict[str, str | None] = dataclasses.field(default_factory=dict)
+    """What each found thread's first call is for (:func:`call_purpose`), when read."""
 
     def add(self, i: int, name: str, model: str, weight: int) -> None:
         """Count call ``i`` (of ``model``, ``weight`` tokens) in thread ``name``."""
@@ -300,6 +366,7 @@ def name_from_totals(
 ) -> tuple[dict[str, str], dict[str, str | None]]:
     """:func:`name_threads` from the threads' :class:`ThreadTotals`."""
     sizes, tokens, spans, models = totals.sizes, totals.tokens, totals.spans, totals.models
+    purposes = totals.purposes
     found = [n for n in sizes if n not in hinted]
     if not found:
         return {n: n for n in sizes}, dict(parents)
@@ -310,7 +377,7 @@ def name_from_totals(
     )
     taken = set(hinted)
     renamed = {n: n for n in hinted}
-    renamed[main] = "main" if "main" not in taken else main
+    renamed[main] = ROOT if ROOT not in taken else main
     taken.add(renamed[main])
     for name in found:
         if name == main:
@@ -321,15 +388,10 @@ def name_from_totals(
         if conversation and not overlaps:
             base = renamed[main]  # the main conversation again, e.g. after a compaction
         elif conversation:
-            base = f"sub-agent {models[name]}"
+            base = subagent_name(kind=models[name])
         else:
-            base = f"side call {models[name]}"
-        label, count = base, 1
-        while label in taken:
-            count += 1
-            label = f"{base} #{count}"
-        renamed[name] = label
-        taken.add(label)
+            base = side_call_name(purposes.get(name), models[name])
+        renamed[name] = numbered(base, taken)
     tree: dict[str, str | None] = {}
     for name in sizes:
         parent = parents.get(name)

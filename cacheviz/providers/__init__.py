@@ -109,15 +109,23 @@ def reference_targets() -> list[str]:
 
 
 def comparison_targets(recorded: Iterable[tuple[Any, Any]]) -> list[str]:
-    """The recorded ``provider:model`` pairs, then one comparable model per other vendor.
+    """The session as recorded, each recorded model, then one comparable model per vendor.
 
-    ``recorded`` is a session's distinct ``(provider, model)`` pairs, in order; a pair
-    whose provider has no simulator is left out, and each vendor not recorded adds its
-    comparable model (:func:`reference_targets`): the default provider comparison.
+    ``recorded`` is a session's distinct ``(provider, model)`` pairs, in order. First the
+    row *as recorded* (every call priced as its own model under its provider's rules,
+    what ``summary`` calls simulated): ``provider:model`` when the provider's calls used
+    one model; else the provider alone (``anthropic``), then each ``provider:model`` (the
+    whole session re-priced as that model). A provider with no simulator is left out. Each
+    vendor not recorded adds its comparable model (:func:`reference_targets`, the rule of
+    :func:`cacheviz.money.pricing.comparable_model`): the default provider comparison.
     """
-    targets = [
-        f"{known(provider)}:{model}" for provider, model in recorded if known(provider) is not None
-    ]
+    pairs = [(known(p), str(m)) for p, m in recorded if known(p) is not None]
+    targets: list[str] = []
+    for provider in dict.fromkeys(p for p, _ in pairs):
+        models = [m for p, m in pairs if p == provider]
+        if len(models) > 1:
+            targets.append(str(provider))
+        targets += [f"{provider}:{m}" for m in models]
     have = {target.split(":", 1)[0] for target in targets}
     return targets + [t for t in reference_targets() if t.split(":", 1)[0] not in have]
 

@@ -12,17 +12,20 @@ Nothing here imports an HTTP library: the hooks feed bytes in.
 from __future__ import annotations
 
 import contextlib
+import errno
 import json
 import os
 import threading
 import time
 import warnings
 import zlib
+from collections import deque
 from collections.abc import Callable, Iterable
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from cacheviz._limits import Inflater, LimitError
 from cacheviz.errors import CacheVizWarning, RecordingPathError
 from cacheviz.formats._body import OPENAI_COMPATIBLE
 from cacheviz.redact import redact, redact_all
@@ -40,6 +43,7 @@ _HOST_PROVIDERS = (
     ("googleapis", "google"),
 )
 _MAX_ERROR_BYTES = 64 * 1024
+_MAX_EVENT = 16 << 20  # an SSE event longer than this (characters) is content, not usage
 # the last event of a stream: a client may close the response right after it
 _TERMINAL_EVENTS = (
     "data: [DONE]",
@@ -202,32 +206,51 @@ def one_line(text: str) -> str:
     return text
 
 
+_KEEP_BYTES = 64 << 20  # lines kept while the log can't be written (then the oldest go)
+
+
 class LogWriter:
     """The one writer of a cacheviz request log (a file, or memory when ``path`` is None).
 
-    Lines are written whole under a lock and flushed one by one; :meth:`close` fsyncs.
-    Every line starts on a fresh line: a file whose last line was left incomplete (a
-    crash, a full disk) gets a newline first, so a new line is never glued onto it. An
-    ``OSError`` (disk full, unwritable path) warns once (``error`` keeps the message)
-    and the next lines are tried again; the calls being recorded are never disturbed.
-    Lines are also offered to the ``listeners`` (the live inspector).
+    Each line is one ``write`` of whole bytes, under a lock (appends from threads never
+    interleave); :meth:`close` fsyncs. Every line starts on a fresh line: a file whose
+    last line was left incomplete (a crash) gets a newline first, so a new line is never
+    glued onto it.
+
+    A write that fails (a full disk, a quota, a file-size limit, a missing folder) is
+    cut back to the last whole line (nothing half written stays), warned once in one
+    line (the path, why, what to do) and **kept**: the kept lines are written first on
+    the next call, so nothing is lost once space is back (up to ``keep`` bytes of them:
+    past that the oldest are dropped, and counted). :meth:`close` says how many calls
+    were never written. The calls being recorded are never disturbed. Lines are also
+    offered to the ``listeners`` (the live inspector).
     """
 
-    def __init__(self, path: str | Path | None = None) -> None:
+    def __init__(self, path: str | Path | None = None, *, keep: int = _KEEP_BYTES) -> None:
         self.path = None if path is None else Path(path)
         self.lines: list[str] = []  # memory mode only
         self.listeners: list[Callable[[str], None]] = []
-        self.written = 0
+        self.written = 0  # lines given to write (on disk, or kept to retry)
+        self.lost = 0  # lines dropped: more than ``keep`` bytes waited
+        self.keep = keep
         self._lock = threading.Lock()
-        self._file: Any = None
-        self._failed = False
+        self._fd: int | None = None
+        self._failing = False  # the last write failed (warned once until one succeeds)
         self.error: str | None = None  # the first write error, as warned
         self._fresh = False  # whether the file is known to end with a newline
+        self._waiting: deque[bytes] = deque()  # lines not on disk yet, oldest first
+        self._waiting_bytes = 0
+        self._reason = "it could not be written"
+
+    @property
+    def unwritten(self) -> int:
+        """Lines not (yet) in the file: kept to retry, plus those dropped."""
+        return len(self._waiting) + self.lost
 
     def open(self) -> None:
         """Open the file for appending (a failure warns once)."""
         with self._lock:
-            if self.path is not None and self._file is None:
+            if self.path is not None and self._fd is None:
                 try:
                     self._open()
                 except OSError as exc:
@@ -235,7 +258,8 @@ class LogWriter:
 
     def _open(self) -> None:
         assert self.path is not None
-        self._file = self.path.open("a", encoding="utf-8")
+        flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | getattr(os, "O_CLOEXEC", 0)
+        self._fd = os.open(self.path, flags, 0o666)
         self._fresh = not _ends_open(self.path)
 
     def write(self, line: str) -> None:
@@ -245,19 +269,12 @@ class LogWriter:
             if self.path is None:
                 self.lines.append(line)
             else:
-                closed = self._file is None  # a call that ended after its recorder closed
-                try:
-                    if closed:
-                        self._open()
-                    text = line + "\n" if self._fresh else "\n" + line + "\n"
-                    self._fresh = False  # until the write is known to be whole
-                    self._file.write(text)
-                    self._file.flush()
-                    self._fresh = True
-                    if closed:
+                self._keep((line + "\n").encode("utf-8"))
+                closed = self._fd is None  # a call that ended after its recorder closed
+                self._drain()
+                if closed and self._fd is not None:
+                    with contextlib.suppress(OSError):
                         self._close_file()
-                except OSError as exc:
-                    self._fail(exc)
             listeners = list(self.listeners)
         for listener in listeners:
             try:
@@ -265,36 +282,110 @@ class LogWriter:
             except Exception as exc:
                 _warn_once(self, f"a recording listener failed: {exc!r}")
 
+    def _keep(self, data: bytes) -> None:
+        self._waiting.append(data)
+        self._waiting_bytes += len(data)
+        while self._waiting_bytes > self.keep and len(self._waiting) > 1:
+            self._waiting_bytes -= len(self._waiting.popleft())
+            self.lost += 1
+
+    def _drain(self) -> None:
+        """Write the waiting lines, oldest first; stop at the first that fails."""
+        try:
+            if self._fd is None:
+                self._open()
+            assert self._fd is not None
+            while self._waiting:
+                data = self._waiting[0]
+                self._append(self._fd, data if self._fresh else b"\n" + data)
+                self._fresh = True
+                self._waiting.popleft()
+                self._waiting_bytes -= len(data)
+        except OSError as exc:
+            self._fail(exc)
+            return
+        if self._failing:
+            self._failing = False
+            warnings.warn(
+                f"{self.path}: the request log can be written again; the calls kept "
+                "meanwhile are in it",
+                CacheVizWarning,
+                stacklevel=4,
+            )
+
+    def _append(self, fd: int, data: bytes) -> None:
+        """``data`` at the file's end whole, or (on an error) not at all."""
+        start = os.fstat(fd).st_size
+        view = memoryview(data)
+        try:
+            while view:
+                view = view[os.write(fd, view) :]
+        except OSError:
+            try:
+                if os.fstat(fd).st_size > start:
+                    os.ftruncate(fd, start)  # back to the last whole line
+            except OSError:
+                self._fresh = False  # a part may be left: the next line starts anew
+            raise
+
     def close(self) -> None:
-        """Flush, fsync and close the file."""
+        """Write what waits (when it can be), fsync and close the file.
+
+        Warns (one line) when calls could not be written at all.
+        """
         with self._lock:
+            if self._waiting and self.path is not None:
+                self._drain()
             try:
                 self._close_file()
             except OSError as exc:
                 self._fail(exc)
+            if self.unwritten:
+                warnings.warn(
+                    f"{self.path}: {self.unwritten} recorded call(s) were never written to "
+                    f"the request log ({self._reason}); "
+                    "they are lost",
+                    CacheVizWarning,
+                    stacklevel=3,
+                )
+                self._waiting.clear()
+                self._waiting_bytes = 0
+                self.lost = 0
 
     def _close_file(self) -> None:
-        handle, self._file = self._file, None
-        if handle is None:
+        fd, self._fd = self._fd, None
+        if fd is None:
             return
-        handle.flush()
-        os.fsync(handle.fileno())
-        handle.close()
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
 
     def _fail(self, exc: OSError) -> None:
-        handle, self._file = self._file, None
-        self._fresh = False  # a line may be half written: the next one starts anew
-        if handle is not None:
-            with contextlib.suppress(OSError, ValueError):
-                handle.close()
-        if not self._failed:
-            self._failed = True
-            self.error = (
-                f"{self.path}: can't write the request log ({exc.strerror or exc}); "
-                "recording is off while this lasts (your calls go on; each later line is "
-                "tried again); free space or pick another path"
-            )
-            warnings.warn(self.error, CacheVizWarning, stacklevel=3)
+        fd, self._fd = self._fd, None
+        if fd is not None:
+            with contextlib.suppress(OSError):
+                os.close(fd)
+        if self._failing:
+            return
+        self._failing = True
+        reason = _WRITE_REASONS.get(exc.errno or 0) or exc.strerror or str(exc)
+        self._reason = reason
+        message = (
+            f"{self.path}: can't write the request log ({reason}); recording is off while "
+            "this lasts: your calls go on, and their lines are kept and written when the "
+            "log can be written again; free space or pick another path"
+        )
+        if self.error is None:
+            self.error = message
+        warnings.warn(message, CacheVizWarning, stacklevel=4)
+
+
+_WRITE_REASONS = {
+    errno.ENOSPC: "No space left on device",
+    errno.EDQUOT: "the disk quota is used up",
+    errno.EFBIG: "the file-size limit is reached",
+}
 
 
 def _ends_open(path: Path) -> bool:
@@ -336,10 +427,14 @@ class _UsageParser:
         self.ok = encoding in ("", "identity", "gzip", "deflate", "x-gzip")
         self.complete = False  # an SSE stream's last event was seen
         self._inflate = (
-            zlib.decompressobj(47) if encoding in ("gzip", "x-gzip", "deflate") else None
+            Inflater(47, where="the response")
+            if encoding in ("gzip", "x-gzip", "deflate")
+            else None
         )
         self._deflate = encoding == "deflate"
-        self._tail = ""
+        self._tail: list[str] = []  # the event being received, in pieces (never re-joined)
+        self._tail_size = 0
+        self._skipping = False  # the event being received is too long to be read
         self._after_cr = False  # the last chunk ended with CR (its LF may come next)
         self._chunks: list[bytes] = []
         self._size = 0
@@ -355,20 +450,20 @@ class _UsageParser:
             else:
                 self._chunks.append(data)
                 self._size += len(data)
-        except (zlib.error, UnicodeDecodeError, ValueError):
-            self.ok = False
+        except (zlib.error, UnicodeDecodeError, ValueError, LimitError):
+            self.ok = False  # the bytes still pass to the caller; the usage is unknown
 
     def _decode(self, chunk: bytes) -> bytes:
         if self._inflate is None:
             return chunk
         try:
-            return self._inflate.decompress(chunk)
+            return self._inflate.feed(chunk)
         except zlib.error:
             if not self._deflate:
                 raise
-            self._inflate = zlib.decompressobj(-15)  # raw deflate, as some servers send
+            self._inflate = Inflater(-15, where="the response")  # raw deflate, as sent by some
             self._deflate = False
-            return self._inflate.decompress(chunk)
+            return self._inflate.feed(chunk)
 
     def _feed_sse(self, text: str) -> None:
         if self._after_cr and text.startswith("\n"):
@@ -376,12 +471,34 @@ class _UsageParser:
         self._after_cr = text.endswith("\r")
         if "\r" in text:  # CRLF, or CR alone (both valid SSE line ends)
             text = text.replace("\r\n", "\n").replace("\r", "\n")
-        *events, self._tail = (self._tail + text).split("\n\n")
+        if not text:
+            return
+        ends_line = bool(self._tail) and self._tail[-1].endswith("\n")
+        if "\n\n" not in text and not (ends_line and text.startswith("\n")):
+            self._hold(text)  # no event ends here: kept in pieces, not joined (linear time)
+            return
+        *events, rest = ("".join(self._tail) + text).split("\n\n")
+        if self._skipping:  # the end of an event too long to read: dropped
+            events = events[1:]
+            self._skipping = False
+        self._tail, self._tail_size = ([rest], len(rest)) if rest else ([], 0)
         for event in events:
             if '"usage"' in event or '"error"' in event:
                 self._event(event)
             if any(marker in event for marker in _TERMINAL_EVENTS):
                 self.complete = True
+
+    def _hold(self, text: str) -> None:
+        """Keep ``text`` of the event being received; drop an event past ``_MAX_EVENT``."""
+        if self._skipping:
+            self._tail = ["\n"] if text.endswith("\n") else []  # an end may span chunks
+            return
+        self._tail.append(text)
+        self._tail_size += len(text)
+        if self._tail_size > _MAX_EVENT:  # usage comes in small events: this is content
+            self._skipping = True
+            self._tail = ["\n"] if text.endswith("\n") else []
+            self._tail_size = 0
 
     def _event(self, event: str) -> None:
         data = "\n".join(
@@ -410,12 +527,16 @@ class _UsageParser:
 
     def finish(self, status: int | None) -> None:
         if not self.ok or self.sse:
-            if self.sse and self._tail.strip():
-                self._event(self._tail)
+            tail = "".join(self._tail)
+            if self.sse and tail.strip() and not self._skipping:
+                self._event(tail)
             return
         body = b"".join(self._chunks)
         if self._inflate is not None:
-            body += self._inflate.flush()
+            try:
+                body += self._inflate.flush()
+            except (zlib.error, LimitError):
+                return
         try:
             obj = json.loads(body) if body else None
         except ValueError:

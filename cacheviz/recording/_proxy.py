@@ -388,6 +388,7 @@ def main(
         return 2
     meta = {"thread": thread} if thread else None
     out = Path(output)
+    _one_line_warnings()
 
     def ready(bound: int) -> None:
         print(
@@ -434,6 +435,16 @@ def main(
         print("cacheviz proxy: stopped", file=sys.stderr)
         return 0
     return 0
+
+
+def _one_line_warnings() -> None:
+    """The command's warnings (a full disk, ...) as one line each on stderr."""
+    import warnings
+
+    def show(message: Any, category: Any, *_args: Any, **_kwargs: Any) -> None:
+        print(f"cacheviz proxy: warning: {message}", file=sys.stderr, flush=True)
+
+    warnings.showwarning = show
 
 
 def _loopback(host: str) -> bool:

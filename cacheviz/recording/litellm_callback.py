@@ -112,7 +112,9 @@ def _logger_class() -> type:
                 api = _APIS.get(provider or "", "chat.completions")
                 if "input" in body and "messages" not in body:
                     api = "responses"
-                text = json.dumps(body, ensure_ascii=False, separators=(",", ":"))
+                text = json.dumps(
+                    body, ensure_ascii=False, separators=(",", ":"), default=_json_default
+                )
                 text = one_line(redact_body(text, self.redactor))
                 exchange = Exchange([self.writer], provider, api, str(model), text, self.meta)
                 exchange.ts = _iso(start) or exchange.ts
@@ -160,6 +162,33 @@ def _logger_class() -> type:
             self._write(kwargs, response_obj, start_time, end_time)
 
     return CacheVizLogger
+
+
+def _json_default(value: Any) -> Any:
+    """A body value JSON has no type for, kept visible in the log (never dropped).
+
+    Bytes as ``"base64:<the bytes in base64>"``, a date or time in ISO 8601, a set as a
+    sorted list, anything else as its ``repr``.
+
+    Examples
+    --------
+    >>> import datetime
+    >>> _json_default(b"hi"), _json_default({3, 1}), _json_default(datetime.date(2026, 1, 2))
+    ('base64:aGk=', [1, 3], '2026-01-02')
+    """
+    import base64
+    import datetime
+
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        return "base64:" + base64.b64encode(bytes(value)).decode("ascii")
+    if isinstance(value, (datetime.date, datetime.time)):
+        return value.isoformat()
+    if isinstance(value, (set, frozenset)):
+        try:
+            return sorted(value)
+        except TypeError:  # of mixed types: by their text
+            return sorted(value, key=repr)
+    return repr(value)
 
 
 def __getattr__(name: str) -> Any:

@@ -11,7 +11,7 @@ import hashlib
 import os
 from pathlib import Path
 
-CACHE_VERSION = 8  # bump when what the cached tables hold changes
+CACHE_VERSION = 9  # bump when what the cached tables hold changes
 
 
 def default_dir() -> Path:

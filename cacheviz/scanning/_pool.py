@@ -29,8 +29,12 @@ def execute(
     jobs: int | None,
     show: bool,
     prices: str | None,
+    timeout: float | None = None,
 ) -> list[UnitResult]:
-    """Run the units, serially for small scans, else in batches on the executor."""
+    """Run the units, serially for small scans, else in batches on the executor.
+
+    Each unit within ``timeout`` seconds (:func:`~cacheviz.scanning._worker.run_unit`).
+    """
     if not todo:
         return []
     bar = _bar(len(todo)) if show else None
@@ -41,7 +45,7 @@ def execute(
         results = []
         rates: dict[str, Any] = {}  # one price book for the scan's sessions
         for unit, known in todo:
-            results.append(run_unit(unit, known, prices, rates))
+            results.append(run_unit(unit, known, prices, rates, timeout))
             update(1)
         return results
 
@@ -52,7 +56,7 @@ def execute(
         if executor is None:
             stack.enter_context(_fork_server())
             try:
-                return _on_pool(todo, None, workers, update, prices)
+                return _on_pool(todo, None, workers, update, prices, timeout)
             except _Broken as broken:
                 if not broken.done and not _pool_starts():
                     warnings.warn(
@@ -64,9 +68,9 @@ def execute(
                     )
                     todo = broken.left
                     return serial()
-                rest = _isolated(broken.left, update, prices)
+                rest = _isolated(broken.left, update, prices, timeout)
                 return sorted(broken.done + rest, key=lambda r: r.path)
-        return _on_pool(todo, executor, workers, update, prices)
+        return _on_pool(todo, executor, workers, update, prices, timeout)
     finally:
         stack.close()
         if bar is not None:
@@ -79,6 +83,7 @@ def _on_pool(
     workers: int,
     update: Callable[[int], Any],
     prices: str | None,
+    timeout: float | None = None,
 ) -> list[UnitResult]:
     """Run the units in batches on ``executor`` (default: a spawned process pool)."""
     own = executor is None
@@ -91,6 +96,7 @@ def _on_pool(
                 [u for u, _ in todo[i : i + size]],
                 [k for _, k in todo[i : i + size]],
                 prices,
+                timeout,
             )
             for i in range(0, len(todo), size)
         ]
@@ -182,7 +188,10 @@ def _pool_starts() -> bool:
 
 
 def _isolated(
-    todo: list[tuple[Unit, str | None]], update: Callable[[int], Any], prices: str | None
+    todo: list[tuple[Unit, str | None]],
+    update: Callable[[int], Any],
+    prices: str | None,
+    timeout: float | None = None,
 ) -> list[UnitResult]:
     """Run the units a broken pool left, one at a time in a worker of their own.
 
@@ -195,7 +204,7 @@ def _isolated(
         for unit, known in todo:
             pool = pool or _spawned(1)
             try:
-                results += pool.submit(run_batch, [unit], [known], prices).result()
+                results += pool.submit(run_batch, [unit], [known], prices, timeout).result()
             except BrokenProcessPool:
                 pool.shutdown(wait=False)
                 pool = None

@@ -178,6 +178,8 @@ def _document(result: ScanResult, *, by: str | None = None, **options: Any) -> d
             "drifts",
             "first_ts",
             "last_ts",
+            "models",
+            "title",
         )
     )
     doc["totals"] = result.totals()

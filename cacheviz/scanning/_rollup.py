@@ -56,6 +56,12 @@ def _amounts() -> list[pl.Expr]:
     ]
 
 
+def _by_use(column: str) -> pl.Expr:
+    """A group's distinct values, most calls first (then by name), joined with ``, ``."""
+    counts = pl.col(column).drop_nulls().value_counts(sort=True, name="_n")
+    return counts.struct.field(column).str.join(", ")
+
+
 def _waste(frame: pl.DataFrame) -> pl.DataFrame:
     """The waste column, summed per call (metrics.py: billed - ideal, never negative)."""
     return frame
@@ -71,7 +77,8 @@ def sessions(calls: pl.DataFrame, drifts: pl.DataFrame) -> pl.DataFrame:
         pl.col("usage_only").first(),
         pl.col("ts").min().alias("first_ts"),
         pl.col("ts").max().alias("last_ts"),
-        pl.col("model").unique().sort().str.join(", ").alias("models"),
+        _by_use("model").alias("models"),
+        pl.col("title").drop_nulls().first().alias("title"),
         *_amounts(),
     )
     frame = _waste(frame.drop("sessions")).join(counts, on="session", how="left")
@@ -242,7 +249,15 @@ def rollup(
         "project": pl.col("project"),
         "model": pl.col("model"),
     }[by]
-    grouped = frame.with_columns(key.alias(by)).group_by(by).agg(*_amounts())
+    context = []
+    if by == "session":  # what each session was: when, with which models, about what
+        context = [
+            pl.col("ts").max().alias("last_ts"),
+            _by_use("model").alias("models"),
+            pl.col("title").drop_nulls().first().alias("title"),
+            pl.col("project").first().alias("project"),
+        ]
+    grouped = frame.with_columns(key.alias(by)).group_by(by).agg(*context, *_amounts())
     grouped = _waste(grouped)
     if by in ("day", "week", "month"):
         return grouped.sort(by, nulls_last=True)

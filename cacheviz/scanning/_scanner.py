@@ -38,6 +38,7 @@ def scan(
     progress: bool | None = None,
     prices: str | Path | None = None,
     tree: Tree | None = None,
+    unit_timeout: float | None = None,
 ) -> ScanResult:
     """Analyse every session under ``paths`` (folders or files).
 
@@ -61,6 +62,10 @@ def scan(
     tree
         Record there what the walk saw (:class:`~cacheviz.scanning._walk.Tree`), e.g. to
         keep the answer while the tree stays the same (:mod:`cacheviz.scanning._answers`).
+    unit_timeout
+        Seconds one session may take (default ``$CACHEVIZ_UNIT_TIMEOUT``, else 300; 0:
+        no limit). A session past it is not analysed: it is listed as failed, its error
+        naming it, and the scan goes on.
 
     Returns
     -------
@@ -115,7 +120,8 @@ def scan(
         else:
             todo.append((unit, None if entry is None else entry["content_hash"]))
     show = sys.stderr.isatty() if progress is None else progress
-    results = pool.execute(todo, executor, jobs, show, None if prices is None else str(prices))
+    price_file = None if prices is None else str(prices)
+    results = pool.execute(todo, executor, jobs, show, price_file, unit_timeout)
     hits |= {r.path for r in results if r.status == "unchanged"}
     fresh = [r for r in results if r.status != "unchanged"]
     cached = store.rows(hits) if store is not None else {n: _empty(n) for n in TABLES}

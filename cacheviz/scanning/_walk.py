@@ -213,8 +213,10 @@ def walk(paths: list[Path], tree: Tree | None = None) -> tuple[list[Unit], list[
     """The units under ``paths`` and the files passed over, with the reason.
 
     Symlinked folders are followed (a folder reached twice, a loop included, is walked
-    once). A file is read once however many paths reach it (same device and inode);
-    only regular files are read: a FIFO, a device or a broken link is listed as skipped.
+    once; a link up to the scanned folder or above, or into ``/proc``, ``/sys`` or
+    ``/dev``, is listed as skipped, see :class:`_Inside`). A file is read once however many
+    paths reach it (same device and inode); only regular files are read: a FIFO, a
+    device or a broken link is listed as skipped.
     ``tree``, when given, records every root and folder the walk listed, as it listed
     them (:class:`Tree`).
     """
@@ -252,6 +254,7 @@ def walk(paths: list[Path], tree: Tree | None = None) -> tuple[list[Unit], list[
             if (root.exists() or root.is_symlink()) and admit(root):
                 _add_file(units, root, root.parent, set())
             continue
+        inside = _Inside(root, skipped)
         for folder, dirs, files in _folders(str(root), tree):
             here = Path(folder)
             try:
@@ -263,7 +266,7 @@ def walk(paths: list[Path], tree: Tree | None = None) -> tuple[list[Unit], list[
                 dirs[:] = []  # reached before (a loop, or a second path to it)
                 continue
             folders.add((info.st_dev, info.st_ino))
-            dirs[:] = sorted(d for d in dirs if d not in _SKIP_DIRS)
+            dirs[:] = sorted(d for d in dirs if d not in _SKIP_DIRS and _inside(here, d, inside))
             if here.name.endswith(_CXV_SESSION) and "manifest.json" in files:
                 dirs[:] = []  # a cx-viewer session archive is read whole, as one unit
                 if tree is not None:
@@ -302,6 +305,51 @@ def walk(paths: list[Path], tree: Tree | None = None) -> tuple[list[Unit], list[
         tree.add_members(m for unit in units.values() for m in unit.members)
     ordered = sorted(units.values(), key=lambda u: str(u.path))
     return ordered, sorted(skipped.values(), key=lambda s: str(s.path))
+
+
+# file systems of the kernel, not of files: endless files (/proc/kcore), links back up
+_PSEUDO = tuple(Path(p) for p in ("/proc", "/sys", "/dev"))
+
+
+class _Inside:
+    """Which folders a walk from ``root`` enters: not the kernel's, not the ones above.
+
+    A symlinked folder is followed (a project kept elsewhere), except a link up to
+    ``root`` or a folder above it (``/`` included), which would walk the whole file
+    system, and the kernel's file systems (``/proc``, ``/sys``, ``/dev``: ``/proc/self``
+    links back into everything, ``/proc/kcore`` never ends), never entered from a folder
+    by a link or not. Each is listed as skipped, with why (scan it by naming it).
+    """
+
+    def __init__(self, root: Path, skipped: dict[Path, Skipped]) -> None:
+        try:
+            self.root = root.resolve()
+        except (OSError, RuntimeError):
+            self.root = root.absolute()
+        self.skipped = skipped
+
+    def allows(self, path: Path) -> bool:
+        link = path.is_symlink()
+        if not link and not any(path == p for p in _PSEUDO):
+            return True
+        try:
+            target = path.resolve(strict=True)
+        except (OSError, RuntimeError):
+            return False  # a loop or a dangling link: nothing to walk
+        if any(target == p or p in target.parents for p in _PSEUDO) and not any(
+            self.root == p or p in self.root.parents for p in _PSEUDO
+        ):
+            why = f"a folder of the kernel ({target}); not walked"
+        elif link and (target == self.root or target in self.root.parents):
+            why = f"a symbolic link up to {shown(target)}, above the scanned folder; not followed"
+        else:
+            return True
+        self.skipped.setdefault(path, Skipped(path, "skipped", why))
+        return False
+
+
+def _inside(here: Path, name: str, inside: _Inside) -> bool:
+    return inside.allows(here / name)
 
 
 def _kimi_companion(name: str) -> bool:
@@ -374,28 +422,31 @@ def _folders(top: str, tree: Tree | None) -> Iterator[tuple[str, list[str], list
 
     The caller prunes ``dirs`` in place, as with :func:`os.walk`. The entries recorded
     are the ones the walk went by (one listing for both), so a later
-    :meth:`Tree.unchanged` compares what this walk saw.
+    :meth:`Tree.unchanged` compares what this walk saw. The walk keeps its own stack,
+    so a chain of folders thousands deep is walked like any other (no recursion limit).
     """
-    try:
-        with os.scandir(top) as listing:
-            entries = list(listing)
-    except OSError as exc:
-        if tree is not None:
-            tree.add_folder(top, None, exc)
-        return
-    if tree is not None:
-        tree.add_folder(top, entries)
-    dirs: list[str] = []
-    files: list[str] = []
-    for entry in entries:
+    stack = [top]
+    while stack:
+        here = stack.pop()
         try:
-            is_dir = entry.is_dir()
-        except OSError:
-            is_dir = False
-        (dirs if is_dir else files).append(entry.name)
-    yield top, dirs, files
-    for name in dirs:
-        yield from _folders(os.path.join(top, name), tree)  # noqa: PTH118 - os.walk's paths
+            with os.scandir(here) as listing:
+                entries = list(listing)
+        except OSError as exc:
+            if tree is not None:
+                tree.add_folder(here, None, exc)
+            continue
+        if tree is not None:
+            tree.add_folder(here, entries)
+        dirs: list[str] = []
+        files: list[str] = []
+        for entry in entries:
+            try:
+                is_dir = entry.is_dir()
+            except OSError:
+                is_dir = False
+            (dirs if is_dir else files).append(entry.name)
+        yield here, dirs, files
+        stack += [os.path.join(here, name) for name in reversed(dirs)]  # noqa: PTH118
 
 
 def _entry(entry: os.DirEntry[str]) -> list[object]:

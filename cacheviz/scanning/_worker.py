@@ -12,7 +12,11 @@ from __future__ import annotations
 import hashlib
 import os
 import re
+import signal
+import threading
 import warnings
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from functools import cache
 from pathlib import Path
@@ -21,12 +25,14 @@ from typing import Any
 import polars as pl
 
 from cacheviz import _schema
+from cacheviz._limits import UNIT_SECONDS
 from cacheviz.analysis import AnalysisColumns, analyze_columns
 from cacheviz.errors import CacheVizError, CacheVizWarning, UnknownFormatError
 from cacheviz.formats import READERS, detect
 from cacheviz.formats._replays import REPLAYED
 from cacheviz.model import OPAQUE, Session, paused_gc
 from cacheviz.money.pricing import PriceBook, RateCache
+from cacheviz.scanning._title import session_title
 from cacheviz.scanning._walk import Unit, shown
 
 _HASH_CHUNK = 1 << 20
@@ -62,7 +68,78 @@ def content_hash(members: tuple[Path, ...]) -> str:
     return digest.hexdigest()
 
 
+class _OutOfTime(BaseException):
+    """Raised by the alarm in the unit's thread when its time is up."""
+
+
+@contextmanager
+def _time_limit(seconds: float | None, expired: list[bool]) -> Iterator[None]:
+    """Stop the block after ``seconds`` (``SIGALRM``; ``expired[0]`` then says so).
+
+    The alarm raises in the block between two Python steps, and inside a query through
+    SQLite's progress handler; a single long step of C code ends first. Only where there
+    is an interval timer and in the main thread (a worker process's task, ``cacheviz
+    scan`` serially); elsewhere the block runs without a limit.
+    """
+    usable = (
+        seconds is not None
+        and seconds > 0
+        and hasattr(signal, "setitimer")
+        and threading.current_thread() is threading.main_thread()
+    )
+    if not usable:
+        yield
+        return
+
+    def ring(_signum: int, _frame: Any) -> None:
+        expired[0] = True
+        raise _OutOfTime
+
+    previous = signal.signal(signal.SIGALRM, ring)
+    signal.setitimer(signal.ITIMER_REAL, float(seconds or 0))
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+def unit_timeout(seconds: float | None) -> float:
+    """The time a unit may take: ``seconds``, else :data:`cacheviz._limits.UNIT_SECONDS`."""
+    return UNIT_SECONDS.value() if seconds is None else seconds
+
+
 def run_unit(
+    unit: Unit,
+    known_hash: str | None = None,
+    prices: str | None = None,
+    rates: dict[str, RateCache] | None = None,
+    timeout: float | None = None,
+) -> UnitResult:
+    """Load and analyse one unit within ``timeout`` seconds (see :func:`_run_unit`).
+
+    Past the time (``timeout``, default ``CACHEVIZ_UNIT_TIMEOUT`` or 300 s; 0: none) the
+    unit is given up and marked failed, its error naming the file and the limit.
+    """
+    seconds = unit_timeout(timeout)
+    expired = [False]
+    try:
+        with _time_limit(seconds, expired):
+            result = _run_unit(unit, known_hash, prices, rates)
+    except _OutOfTime:
+        result = UnitResult(shown(unit.path), "failed", "")
+    if expired[0]:  # also when the alarm ended in an error (an interrupted query)
+        result.status = "failed"
+        result.calls = result.drifts = result.misses = None
+        result.error = (
+            f"{shown(unit.path)}: not analysed: it took longer than {seconds:g} s, the time "
+            "a scan gives one session (--timeout, CACHEVIZ_UNIT_TIMEOUT); the other "
+            "files were scanned"
+        )
+    return result
+
+
+def _run_unit(
     unit: Unit,
     known_hash: str | None = None,
     prices: str | None = None,
@@ -146,11 +223,14 @@ def _book_of(prices: str | None, size: int, mtime_ns: int) -> PriceBook:
 
 
 def run_batch(
-    units: list[Unit], known: list[str | None], prices: str | None = None
+    units: list[Unit],
+    known: list[str | None],
+    prices: str | None = None,
+    timeout: float | None = None,
 ) -> list[UnitResult]:
     """:func:`run_unit` over a batch (one task per batch keeps process overhead low)."""
     rates: dict[str, RateCache] = {}  # the batch's sessions share one price book
-    return [run_unit(u, k, prices, rates) for u, k in zip(units, known, strict=True)]
+    return [run_unit(u, k, prices, rates, timeout) for u, k in zip(units, known, strict=True)]
 
 
 _CWD = re.compile(rb'"cwd"\s*:\s*"((?:[^"\\]|\\.)+)"')
@@ -173,7 +253,7 @@ def _one_line(exc: BaseException, path: Path) -> str:
 
 
 _OF_THE_UNIT = {"path", "session", "format", "project", "usage_only"}
-_FROM_META = {"response_id", "reported_cost_usd"}
+_FROM_META = {"response_id", "reported_cost_usd", "title"}
 _FROM_ANALYSIS = tuple(n for n in _schema.SCAN_CALLS if n not in _OF_THE_UNIT | _FROM_META)
 _SCHEMAS = {
     "calls": _schema.SCAN_CALLS,
@@ -205,14 +285,16 @@ def _rows(unit: Unit, fmt: str, session: Session, analysis: AnalysisColumns) -> 
         for m, h, known in zip(metas, out["prefix_hash"], logged, strict=True)
     ]
     usage_only = bool(getattr(READERS[fmt], "USAGE_ONLY", False))
+    keys = [f"{path}#{m['session']}" if m.get("session") else path for m in metas]
     out |= {
         "path": [path] * n,
-        "session": [f"{path}#{m['session']}" if m.get("session") else path for m in metas],
+        "session": keys,
         "format": [fmt] * n,
         "project": [unit.project] * n,
         "usage_only": [usage_only] * n,
         "response_id": [m.get("response_id") for m in metas],
         "reported_cost_usd": [m.get("reported_cost_usd") for m in metas],
+        "title": _titles(session, keys, list(frame["thread"])),
     }
     total = analysis.costs.billed_usd
     if session.session_usage and n and total is not None:
@@ -227,6 +309,20 @@ def _rows(unit: Unit, fmt: str, session: Session, analysis: AnalysisColumns) -> 
         out["waste_usd"] = [None] * n
     drifts = _own(path, analysis.drifts, _schema.SCAN_DRIFTS)
     return out, drifts, _own(path, analysis.costs.misses, _schema.SCAN_MISSES)
+
+
+def _titles(session: Session, keys: list[str], threads: list[str]) -> list[str | None]:
+    """Each session's title on its first row (null on the others): its main thread's."""
+    first: dict[str, int] = {}
+    main: dict[str, int] = {}
+    for i, (key, thread) in enumerate(zip(keys, threads, strict=True)):
+        first.setdefault(key, i)
+        if thread == "main":
+            main.setdefault(key, i)
+    titles: list[str | None] = [None] * len(keys)
+    for key, i in first.items():
+        titles[i] = session_title(session, session.calls[main.get(key, i)])
+    return titles
 
 
 def _own(path: str, columns: Columns, schema: dict[str, Any]) -> Columns:

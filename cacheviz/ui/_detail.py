@@ -160,6 +160,9 @@ def _detail(
         "call": call,
         "thread": clean(row["thread"]),
         "model": clean(row["model"]),
+        # which file the call came from (a sub-agent's log), and its line there
+        "source": clean(row["source"]),
+        "line": row["line"],
         "input_tokens": row["input_tokens"],
         "prefix_tokens": row["prefix_tokens"],
         "new_tokens": row["new_tokens"],

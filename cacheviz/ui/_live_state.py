@@ -240,6 +240,7 @@ class LiveState:
                 compare = self._compare(analysis, targets)
             except (CacheVizError, ValueError) as exc:  # a target names no known provider
                 status = status or f"comparison: {exc}"
+        compare = state.with_target_row(compare, targets, target, simulation)
         ttl_seconds = target.ttl_seconds(analysis)
         status = status or state.unpriced_status(analysis, target, simulation)
         mode = state.timeline_mode(analysis, target, ttl_seconds)

@@ -38,7 +38,8 @@ def pricing_notes(analysis: Analysis, simulation: Simulation | None) -> dict[str
     if provider in providers.self_hosted():
         notice = (
             f"{provider} is a self-hosted engine: it has no prices, so there is no cost to "
-            "chart; the comparison shows the prefill tokens its prefix cache saves."
+            "chart; its row in the comparison shows the prefill tokens its prefix cache "
+            "saves (cache read)."
         )
     else:
         missing = unpriced_models(analysis, simulation)

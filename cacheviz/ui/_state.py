@@ -13,10 +13,10 @@ from typing import TYPE_CHECKING, Any
 
 import polars as pl
 
-from cacheviz import providers
+from cacheviz import _schema, providers
 from cacheviz.errors import CacheVizError
 from cacheviz.money import pricing
-from cacheviz.money._simulate import failure_line
+from cacheviz.money._simulate import compare_row, failure_line
 from cacheviz.ui import _costs as costs
 from cacheviz.ui import _header as header
 from cacheviz.ui import _shape as shape
@@ -77,35 +77,15 @@ def default_target(analysis: Analysis) -> Target:
 def model_choices(analysis: Analysis, provider: str) -> tuple[list[tuple[str, str]], str]:
     """The model picker's options for ``provider`` (label, value) and its default.
 
-    The default is the recorded models when ``provider`` prices them, else the provider's
-    comparable model, else the closest priced one.
+    The default is :func:`cacheviz.money.pricing.comparable_model`'s (the one rule
+    ``simulate`` and ``compare`` follow): the recorded models when ``provider`` prices
+    them, else the provider's comparable model, else the closest priced one.
     """
     recorded = analysis.calls["model"].unique(maintain_order=True).to_list()
     models = pricing.priced_models(provider, retired=recorded)  # retired: only the session's
     options = [("recorded models", ""), *[(m, m) for m in models]]
-    same = provider in analysis.calls["provider"].unique().to_list()
-    if provider in providers.self_hosted() or (same and all(m in models for m in recorded)):
-        return options, ""
-    if not same:  # another vendor: its comparable model, as in the provider comparison
-        for target in DEFAULT_TARGETS:
-            name, _, model = target.partition(":")
-            if name == provider and model in models:
-                return options, model
-    return options, closest_model(recorded, models) or ""
-
-
-def closest_model(recorded: list[str], models: list[str]) -> str | None:
-    """The priced model closest to the recorded ones (None when there is none)."""
-    import difflib
-
-    for name in recorded:
-        if name in models:
-            return name
-    for name in recorded:
-        found = difflib.get_close_matches(name, models, 1, cutoff=0.0)
-        if found:
-            return found[0]
-    return models[0] if models else None
+    pairs = analysis.calls.select("provider", "model").unique(maintain_order=True).rows()
+    return options, pricing.comparable_model(provider, pairs).model or ""
 
 
 def comparison_targets(analysis: Analysis) -> list[str]:
@@ -196,6 +176,30 @@ def timeline_mode(analysis: Analysis, target: Target, ttl_seconds: float | None)
     return ttl_seconds
 
 
+def with_target_row(
+    compare: pl.DataFrame | None,
+    targets: tuple[str, ...],
+    target: Target,
+    simulation: Simulation | None,
+) -> pl.DataFrame | None:
+    """``compare``'s rows of ``targets``, and a row for a self-hosted ``target`` (its own).
+
+    An engine has no prices: the default comparison names none, and its row is where the
+    prefill tokens its prefix cache saves are shown (the cost chart's notice says so). Made
+    from ``simulation``; a row an earlier target added is dropped.
+    """
+    if compare is None:
+        return compare
+    compare = compare.filter(pl.col("target").is_in(list(targets)))
+    if simulation is None or target.provider not in providers.self_hosted():
+        return compare
+    key = target.provider if target.model is None else f"{target.provider}:{target.model}"
+    if key in compare["target"].to_list():
+        return compare
+    row = pl.DataFrame([compare_row(key, simulation)], schema=_schema.COMPARE)
+    return pl.concat([compare, row])
+
+
 def build(
     analysis: Analysis,
     target: Target | None = None,
@@ -228,6 +232,7 @@ def build(
             compare = analysis.compare(list(targets))  # a failed target: its row's error
         except (CacheVizError, ValueError) as exc:  # a target names no known provider
             status = status or f"comparison: {exc}"
+    compare = with_target_row(compare, targets, target, simulation)
     ttl_seconds = target.ttl_seconds(analysis)
     status = status or unpriced_status(analysis, target, simulation)
     return InspectorState(
@@ -260,7 +265,6 @@ __all__ = [
     "InspectorState",
     "Target",
     "build",
-    "closest_model",
     "comparison_targets",
     "default_target",
     "model_choices",
@@ -270,4 +274,5 @@ __all__ = [
     "simulate_target",
     "timeline_mode",
     "unpriced_status",
+    "with_target_row",
 ]

@@ -30,6 +30,8 @@ ALLOWED = {
     ("ui/_detail.py", "MAX_SEGMENTS"): "rows of the segment list",
     ("scanning/_walk.py", "claude"): "a folder name (~/.config/claude)",
     ("redact.py", "openai"): "the name of a detect-secrets plugin",
+    ("_limits.py", "STREAM"): "MiB read from a stream at most",
+    ("_limits.py", "UNIT_SECONDS"): "seconds a scan gives one session",
 }
 
 

@@ -162,7 +162,7 @@ def test_a_real_claude_code_session_with_a_sub_agent(tmp_path, page):
     assert segments and max(segments) <= 1
     # the sub-agent sits under its parent in the thread tree
     options = root.locator(".cacheviz-header__thread option").all_text_contents()
-    assert any("└ sidechain" in option for option in options)
+    assert any("└ sub-agent" in option for option in options)
     assert not any("(1 calls)" in option for option in options)  # defect 9
     # defect 4: the unlogged prefix is one labelled band, not 75-95 % of each row
     band = _plot(page, "Cache shape", "div._fullData[4].x")
@@ -180,7 +180,7 @@ def test_a_real_claude_code_session_with_a_sub_agent(tmp_path, page):
     thread = root.locator(".cacheviz-header__thread select")
     value = page.evaluate(
         "() => [...document.querySelectorAll('.cacheviz-header__thread option')]"
-        ".find((o) => o.textContent.includes('sidechain')).value"
+        ".find((o) => o.textContent.includes('sub-agent')).value"
     )
     thread.select_option(value)
     page.wait_for_function(

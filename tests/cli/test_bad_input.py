@@ -1,14 +1,18 @@
 """The command line's output and errors on bad input, pipes and hostile text."""
 
 import json
+import shutil
+import sqlite3
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
 from cacheviz import cli
 from cacheviz._util.visible import visible
 from cacheviz.cli import _summary as summary
+from cacheviz.formats.native import record_line
 from cacheviz.ui.report import read_details
 
 ESCAPES = "\x1b]0;pwned\x07\x1b[31mred\x9b\u202eevil\u2066"
@@ -146,3 +150,289 @@ def test_report_keeps_secrets_only_when_asked(write_log, tmp_path):
         data = json.loads(embedded)
         text = json.dumps({**data, "details": read_details(data)})
         assert (key[20:40] in text) is shown
+
+
+def test_an_endless_stream_stops_at_the_stream_limit_in_one_line(capsys, monkeypatch):
+    """Issue 29 item 9: ``summary /dev/zero`` filled the temporary disk; it is read up to
+    the stream-size limit (lowered to 2 MiB here), then refused in one line."""
+    from pathlib import Path
+
+    from cacheviz.cli import _app
+
+    if not Path("/dev/zero").exists():
+        pytest.skip("no /dev/zero here")
+    monkeypatch.setenv("CACHEVIZ_MAX_STREAM_MB", "2")
+    assert _app.main(["summary", "/dev/zero"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "\n" not in err and err.startswith("cacheviz: error: /dev/zero")
+    assert "more than 2 MiB arrived" in err and "CACHEVIZ_MAX_STREAM_MB" in err
+
+
+# -- issue 29 item 15: bad input across readers, one stderr line naming the right file --
+
+ROOT = Path(__file__).resolve().parents[2]
+T0_MS = 1_767_000_000_000
+
+
+def _replace_line(path, lineno, text):
+    lines = path.read_text().splitlines()
+    lines[lineno - 1] = text
+    path.write_text("\n".join(lines) + "\n")
+
+
+def _native_bad_json(tmp):
+    path = tmp / "log.jsonl"
+    path.write_text((ROOT / "sample_sessions" / "append_only.jsonl").read_text())
+    _replace_line(path, 3, "{oops")
+    return [str(path)], f"{path}:3: not valid JSON"
+
+
+def _claude_code(tmp):
+    shutil.copytree(ROOT / "tests" / "fixtures" / "claude_code_subagents", tmp / "cc")
+    main = next((tmp / "cc").rglob("5e551011-*.jsonl"))
+    return main, next((tmp / "cc").rglob("agent-a2e9*.jsonl"))
+
+
+def _claude_code_subagent_bad_line(tmp):
+    main, agent = _claude_code(tmp)
+    _replace_line(agent, 2, "{oops")
+    return [str(main)], f"{agent}:2: "  # the sub-agent's file, not the session's
+
+
+def _claude_code_subagent_bad_usage(tmp):
+    main, agent = _claude_code(tmp)
+    lines = agent.read_text().splitlines()
+    for number, text in enumerate(lines, 1):
+        record = json.loads(text)
+        if isinstance(record.get("message"), dict) and "usage" in record["message"]:
+            record["message"]["usage"]["output_tokens"] = -3
+            _replace_line(agent, number, json.dumps(record))
+            return [str(main)], f"{agent}:{number}: field `usage.output_tokens` is -3"
+    raise AssertionError("the fixture has no usage")
+
+
+def _opencode_records(time_of_msg_2, finish_tokens):
+    messages = [
+        ("msg_1", {"role": "user", "time": {"created": T0_MS}}),
+        (
+            "msg_2",
+            {
+                "role": "assistant",
+                "providerID": "anthropic",
+                "modelID": "claude-sonnet-4-5",
+                "time": time_of_msg_2,
+                "tokens": {"input": 3, "output": 4, "cache": {"read": 0, "write": 0}},
+            },
+        ),
+    ]
+    parts = [
+        ("prt_01", "msg_1", {"type": "text", "text": "list the files"}),
+        ("prt_02", "msg_2", {"type": "step-start"}),
+        ("prt_03", "msg_2", {"type": "text", "text": "a.py"}),
+        ("prt_04", "msg_2", {"type": "step-finish", "tokens": finish_tokens}),
+    ]
+    return messages, parts
+
+
+def _opencode_db_time_not_an_object(tmp):
+    path = tmp / "opencode.db"
+    messages, parts = _opencode_records("yesterday", {"input": 3, "output": 4})
+    con = sqlite3.connect(path)
+    con.executescript(
+        "create table session (id text primary key, parent_id text, title text);"
+        "create table message (id text primary key, session_id text, time_created integer,"
+        " time_updated integer, data text);"
+        "create table part (id text primary key, message_id text, session_id text,"
+        " time_created integer, time_updated integer, data text);"
+        "insert into session values ('ses_a', null, 't');"
+    )
+    con.executemany(
+        "insert into message values (?, 'ses_a', ?, ?, ?)",
+        [(m, T0_MS, T0_MS, json.dumps(d)) for m, d in messages],
+    )
+    con.executemany(
+        "insert into part values (?, ?, 'ses_a', ?, ?, ?)",
+        [(p, m, T0_MS, T0_MS, json.dumps(d)) for p, m, d in parts],
+    )
+    con.commit()
+    con.close()
+    return [str(path)], f"{path}: message msg_2: field `time` is a string"
+
+
+def _opencode_folder_bad_part_usage(tmp):
+    storage = tmp / "opencode" / "storage"
+    messages, parts = _opencode_records({"created": T0_MS + 10}, {"input": -4, "output": 4})
+    session = storage / "session" / "prj_1" / "ses_a.json"
+    session.parent.mkdir(parents=True)
+    session.write_text(json.dumps({"id": "ses_a", "parentID": None, "title": "t"}))
+    for mid, data in messages:
+        path = storage / "message" / "ses_a" / f"{mid}.json"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps({"id": mid, "sessionID": "ses_a", **data}))
+    for pid, mid, data in parts:
+        path = storage / "part" / mid / f"{pid}.json"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps({"id": pid, "messageID": mid, "sessionID": "ses_a", **data}))
+    return [str(storage)], f"{storage}: part/msg_2/prt_04.json: field `usage.input_tokens` is -4"
+
+
+def _gemini_subagent_bad_tokens(tmp):
+    sid = "f328310d-05ea-45ce-b9cb-fe2717bebe12"
+    folder = tmp / ".gemini" / "tmp" / "f1995df9" / "chats"
+    (folder / sid).mkdir(parents=True)
+
+    def chat(session_id, messages, kind):
+        return {
+            "sessionId": session_id,
+            "projectHash": "f1995df9",
+            "startTime": "2026-04-13T18:00:01.405Z",
+            "lastUpdated": "2026-04-13T18:05:00.000Z",
+            "messages": messages,
+            "kind": kind,
+        }
+
+    def said(mid, tokens, ts):
+        return {"id": mid, "timestamp": ts, "type": "gemini", "content": "ok", "thoughts": []} | {
+            "tokens": tokens,
+            "model": "gemini-2.5-pro",
+        }
+
+    tokens = {"input": 12000, "output": 20, "cached": 0, "thoughts": 0, "tool": 0, "total": 12020}
+    user = {"id": "u1", "timestamp": "2026-04-13T18:00:02Z", "type": "user", "content": "hi"}
+    main = folder / "session-2026-04-13T18-00-f328310d.json"
+    main.write_text(
+        json.dumps(chat(sid, [user, said("g1", tokens, "2026-04-13T18:00:05Z")], "main"))
+    )
+    agent = folder / sid / "twynek.json"
+    bad = said("s2", {"input": "many"}, "2026-04-13T18:02:04Z")
+    agent.write_text(json.dumps(chat("twynek", [user, bad], "subagent")))
+    return [str(main)], f"{agent}: messages[1]: field `tokens.input` is a string"
+
+
+def _cline_truncated_events(tmp):
+    task = tmp / "tasks" / "1767000000000"
+    task.mkdir(parents=True)
+    history = [
+        {"role": "user", "content": [{"type": "text", "text": "task"}]},
+        {"role": "assistant", "content": [{"type": "text", "text": "answer"}]},
+    ]
+    (task / "api_conversation_history.json").write_text(json.dumps(history))
+    (task / "ui_messages.json").write_text('[{"ts": 1767000000000, "type": "say"')
+    return [str(task / "api_conversation_history.json")], f"{task / 'ui_messages.json'}:1: "
+
+
+def _claude_tap_year_one(tmp):
+    record = {
+        "timestamp": "0001-01-01T00:00:00.100000+00:00",
+        "request_id": "r1",
+        "turn": 1,
+        "duration_ms": 500,
+        "request": {
+            "method": "POST",
+            "path": "/v1/messages",
+            "headers": {},
+            "body": {"model": "claude-sonnet-4-5", "messages": [{"role": "user", "content": "hi"}]},
+        },
+        "response": {
+            "status": 200,
+            "headers": {"Content-Type": "application/json"},
+            "body": {"id": "msg_1", "usage": {"input_tokens": 5, "output_tokens": 1}},
+        },
+        "upstream_base_url": "https://api.anthropic.com",
+    }
+    path = tmp / "trace.jsonl"
+    path.write_text(json.dumps(record) + "\n")
+    return [str(path)], f"{path}:1: field `timestamp` '0001-01-01T00:00:00.100000+00:00'"
+
+
+def _otel(attributes, spans=None):
+    span = {
+        "traceId": "5b8efff798038103d269b633813fc60c",
+        "spanId": "b1",
+        "name": "ChatCompletion",
+        "startTimeUnixNano": "1767000000000000000",
+        "attributes": [{"key": k, "value": v} for k, v in attributes.items()],
+    }
+    scope = {"spans": [span] if spans is None else spans}
+    return {"resourceSpans": [{"scopeSpans": [scope]}]}
+
+
+OTEL_LLM = {
+    "openinference.span.kind": {"stringValue": "LLM"},
+    "llm.model_name": {"stringValue": "gpt-4o"},
+    "llm.input_messages.0.message.role": {"stringValue": "user"},
+    "llm.input_messages.0.message.content": {"stringValue": "hello"},
+}
+
+
+def _otel_spans_of_the_wrong_type(tmp):
+    path = tmp / "spans.jsonl"
+    path.write_text(json.dumps(_otel(OTEL_LLM, spans="x")) + "\n")
+    return [str(path), "--format", "otel"], (
+        f"{path}:1: field `resourceSpans[0].scopeSpans[0].spans` is a string"
+    )
+
+
+def _otel_twenty_digit_count(tmp):
+    path = tmp / "spans.jsonl"
+    count = {"llm.token_count.prompt": {"intValue": "12345678901234567890"}}
+    path.write_text(json.dumps(_otel(OTEL_LLM | count)) + "\n")
+    return [str(path)], f"{path}:1: field `llm.token_count.prompt` is 12345678901234567890"
+
+
+def _usage_contradiction(tmp):
+    path = tmp / "log.jsonl"
+    body = {"model": "gpt-4o", "messages": [{"role": "user", "content": "hi " * 300}]}
+    usages = [
+        {"prompt_tokens": 400},
+        {"prompt_tokens": 100, "prompt_tokens_details": {"cached_tokens": 5000}},
+    ]
+    lines = [
+        record_line(body, provider="openai", model="gpt-4o", api="chat.completions", usage=u)
+        for u in usages
+    ]
+    path.write_text("\n".join(lines) + "\n")
+    return [str(path)], f"{path}:2: field `usage.prompt_tokens_details.cached_tokens` is 5000"
+
+
+def _a_name_holding_a_newline(tmp):
+    path = tmp / "bad\nname.jsonl"
+    path.write_text("{oops\n")
+    return [str(path)], f"{tmp}/bad\\nname.jsonl:1:2: "
+
+
+def _prices_nan(tmp):
+    prices = tmp / "prices.json"
+    prices.write_text('{"models": [{"model": "claude-sonnet-4-5", "input_mtok": NaN}]}')
+    args = ["simulate", str(ROOT / "sample_sessions" / "append_only.jsonl")]
+    return [*args, "--provider", "anthropic", "--prices", str(prices)], (
+        f"{prices}: model 'claude-sonnet-4-5': field `input_mtok` is nan"
+    )
+
+
+BAD_INPUTS = {
+    "native, a line that is not JSON": _native_bad_json,
+    "claude-code, a bad line of a sub-agent": _claude_code_subagent_bad_line,
+    "claude-code, a negative count in a sub-agent": _claude_code_subagent_bad_usage,
+    "opencode db, a message time that is a string": _opencode_db_time_not_an_object,
+    "opencode folder, a negative count in a part": _opencode_folder_bad_part_usage,
+    "gemini-cli json, a bad count in a sub-agent chat": _gemini_subagent_bad_tokens,
+    "cline, a truncated ui_messages.json": _cline_truncated_events,
+    "claude-tap, a time in year 1": _claude_tap_year_one,
+    "otel, spans of the wrong type": _otel_spans_of_the_wrong_type,
+    "otel, a 20-digit token count": _otel_twenty_digit_count,
+    "native, a cache read above its input": _usage_contradiction,
+    "a file name holding a newline": _a_name_holding_a_newline,
+    "prices, NaN": _prices_nan,
+}
+
+
+@pytest.mark.parametrize("make", BAD_INPUTS.values(), ids=BAD_INPUTS.keys())
+def test_bad_input_is_one_stderr_line_naming_the_right_file(tmp_path, capsys, make):
+    args, where = make(tmp_path)
+    if args[0] != "simulate":
+        args = ["summary", *args]
+    assert cli.main(args) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1, err
+    assert err.startswith(f"cacheviz: error: {where}"), err

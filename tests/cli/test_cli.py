@@ -20,7 +20,7 @@ def test_summary_table_has_a_row_per_call_and_totals(capsys):
     assert cli.main(["summary", str(SAMPLES / "timestamp_in_system.jsonl")]) == 0
     out = capsys.readouterr().out.splitlines()
     assert out[0].endswith("(cacheviz, 8 calls)")
-    rows = out[2 : next(i for i, line in enumerate(out) if line.startswith("drifts"))]
+    rows = out[2 : next(i for i, line in enumerate(out) if line.startswith("legend"))]
     assert len(rows) == 8
     # call 1's prefix (833 tokens) is below Sonnet 4.5's 1,024-token minimum: the break
     # cost nothing, so it is folded; calls 2-7 each lost a cached prefix

@@ -10,9 +10,11 @@ from pathlib import Path
 import polars as pl
 import pytest
 
+import cacheviz
 from cacheviz import _schema
 from cacheviz.cli import _app as app
 from cacheviz.cli._follow import follow
+from cacheviz.cli._summary import running_totals
 
 SAMPLES = Path(__file__).resolve().parents[2] / "sample_sessions"
 
@@ -225,3 +227,158 @@ def test_follow_prints_totals_when_stop_ends_it(tmp_path):
         totals_of=totals_of,
     )
     assert seen == [12] and out.getvalue().splitlines()[-1] == "totals: seen"
+
+
+# -- issue 29 items 5 and 9: a rotated log, what can't be followed, an endless line ----------
+
+
+def _rows(out: io.StringIO) -> list[int]:
+    return [int(r.split()[0]) for r in out.getvalue().splitlines()[1:] if r[:4].strip().isdigit()]
+
+
+@pytest.mark.parametrize("how", ["truncated", "replaced"])
+def test_follow_starts_again_when_the_log_is_truncated_or_rotated(tmp_path, capsys, how):
+    lines = (SAMPLES / "environment_details.jsonl").read_text().splitlines()
+    path = tmp_path / "live.jsonl"
+    path.write_text("\n".join(lines[:4]) + "\n")
+    out = io.StringIO()
+    checks = [0]
+
+    def stop() -> bool:
+        checks[0] += 1
+        if checks[0] == 3:  # after the first four calls were printed
+            if how == "truncated":
+                path.write_text("\n".join(lines[:2]) + "\n")  # shorter: cut and rewritten
+            else:
+                new = tmp_path / "new.jsonl"
+                new.write_text("\n".join(lines[:6]) + "\n")
+                new.replace(path)  # a new file under the same name (logrotate's create)
+        return checks[0] >= 8
+
+    printed = follow(
+        path, out, columns=app.SUMMARY_COLUMNS, row_of=app.call_row, poll=0.01, stop=stop
+    )
+    err = capsys.readouterr().err
+    again = [0, 1] if how == "truncated" else [0, 1, 2, 3, 4, 5]
+    assert _rows(out) == [0, 1, 2, 3, *again]  # the new file's calls, from its first
+    assert printed == len(again)
+    [said] = [e for e in err.splitlines() if "from its start" in e]
+    word = "truncated" if how == "truncated" else "replaced by a new file"
+    assert said == f"cacheviz: {path} was {word}; following it again from its start"
+
+
+@pytest.mark.parametrize("target", ["folder", "/dev/zero", "fifo"])
+def test_follow_refuses_what_never_grows_in_one_line(tmp_path, capsys, target):
+    import os
+
+    if target == "folder":
+        path = tmp_path
+    elif target == "fifo":
+        path = tmp_path / "pipe.jsonl"
+        os.mkfifo(path)
+    else:
+        path = Path(target)
+        if not path.exists():
+            pytest.skip("no /dev/zero here")
+    started = time.monotonic()
+    status = app.main(["summary", str(path), "--follow"])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert status == 2 and time.monotonic() - started < 30
+    assert err[-1].startswith(f"cacheviz: error: {path}: --follow reads a file as it grows")
+
+
+@pytest.mark.slow
+def test_follow_skips_a_line_past_the_limit_unread(tmp_path, capsys, monkeypatch):
+    """A 12 MiB line with the line limit lowered to 1 MiB: named, skipped, the calls
+    around it printed."""
+    monkeypatch.setenv("CACHEVIZ_MAX_LINE_MB", "1")
+    lines = (SAMPLES / "environment_details.jsonl").read_text().splitlines()
+    huge = '{"junk": "' + "x" * (12 << 20) + '"}'
+    path = tmp_path / "live.jsonl"
+    path.write_text("\n".join([*lines[:2], huge, *lines[2:4]]) + "\n")
+    out = io.StringIO()
+    checks = [0]
+
+    def stop() -> bool:
+        checks[0] += 1
+        return checks[0] >= 2
+
+    follow(path, out, columns=app.SUMMARY_COLUMNS, row_of=app.call_row, poll=0.01, stop=stop)
+    assert _rows(out) == [0, 1, 2, 3]
+    err = capsys.readouterr().err
+    said = "cacheviz: skipped line 3: the line is 12.0 MiB, past the line length limit of 1 MiB"
+    assert said in err and "CACHEVIZ_MAX_LINE_MB" in err
+
+
+@pytest.mark.parametrize("window", [1 << 20, 4 << 20])
+def test_a_line_past_the_limit_is_never_held_whole(tmp_path, window):
+    """The line is read through the window and only counted: the memory of the read
+    stays near the window (held whole, the 24 MiB line would take 24 MiB at least)."""
+    import tracemalloc
+
+    from cacheviz.formats import _lines
+
+    path = tmp_path / "log.jsonl"
+    path.write_bytes(b'{"a": 1}\n' + b"x" * (24 << 20) + b'\n{"b": 2}\n{"c": 3')
+    token = _lines.MAX_LINE.set(1 << 20)
+    tracemalloc.start()
+    try:
+        with path.open("rb") as handle:
+            got = [
+                (offset, raw.length if isinstance(raw, _lines.Overlong) else bytes(raw), ended)
+                for offset, raw, ended in _lines._file_lines(handle, path.stat().st_size, window)
+            ]
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+        _lines.MAX_LINE.reset(token)
+    start = 9 + (24 << 20) + 1
+    assert got == [
+        (0, b'{"a": 1}', True),
+        (9, 24 << 20, True),
+        (start, b'{"b": 2}', True),
+        (start + 9, b'{"c": 3', False),
+    ]
+    assert peak < window + (2 << 20)
+
+
+def test_follow_names_threads_as_summary_does_and_explains_its_marks(realdata, tmp_path):
+    # issue 33, items 7 and 10: one naming scheme (no `sidechain:6340ddef` in the follow
+    # view), and the legend of the drift / miss marks when following stops
+    (source,) = (realdata / "claude_code_jsonl").glob("d-kimuson*5c0375b4*.jsonl")
+    path = tmp_path / source.name
+    path.write_bytes(source.read_bytes())
+    out = io.StringIO()
+    checks = iter([False, True])
+    follow(
+        path,
+        out,
+        columns=app.SUMMARY_COLUMNS,
+        row_of=app.call_row,
+        poll=0.01,
+        stop=lambda: next(checks),
+        totals_of=lambda doc: running_totals(doc, None),
+    )
+    lines = out.getvalue().splitlines()
+    summary = cacheviz.load(path).analyze().calls
+    named = {line.split()[1] for line in lines[1:] if line[:3].strip().isdigit()}
+    assert "sidechain" not in out.getvalue()
+    assert named == {name.split()[0] for name in summary["thread"]} == {"main", "sub-agent:"}
+    assert lines[-1].startswith("totals of the 20 call(s) read")
+    # a session with a miss: the legend comes with the totals
+    path = tmp_path / "usage.jsonl"
+    path.write_text((SAMPLES / "reported_usage.jsonl").read_text())
+    out = io.StringIO()
+    checks = iter([False, True])
+    follow(
+        path,
+        out,
+        columns=app.SUMMARY_COLUMNS,
+        row_of=app.call_row,
+        poll=0.01,
+        stop=lambda: next(checks),
+        totals_of=lambda doc: running_totals(doc, None),
+    )
+    lines = out.getvalue().splitlines()
+    assert any("◌ miss: ttl_expired" in line for line in lines)
+    assert lines[-2].startswith("legend: ◌ miss: the provider read less")

@@ -105,18 +105,40 @@ def _long_names(tmp_path: Path) -> Path:
 
 
 @pytest.mark.parametrize("width", WIDTHS)
-def test_scan_fits_the_width_and_keeps_session_ids_whole(capsys, monkeypatch, width, tmp_path):
-    folder = _long_names(tmp_path)
+def test_scan_by_session_fits_and_gives_each_session_its_context(
+    capsys, monkeypatch, width, tmp_path
+):
+    # issue 33, items 8 and 14: when, billed and waste, models, the session (never
+    # wrapped mid-word), what it was about; no always-1 `sessions` column
+    folder = tmp_path / "logs"
+    folder.mkdir()
+    for i, name in enumerate(("append_only", "compaction")):
+        shutil.copy(
+            SAMPLES / f"{name}.jsonl", folder / f"7ef4b236-d946-48a6-a856-e45b02af7be{i}.jsonl"
+        )
+    with_usage(folder / "0c1d2e3f-aaaa-bbbb-cccc-dddddddddddd.jsonl")
     monkeypatch.setenv("CACHEVIZ_CACHE_DIR", str(tmp_path / "cache"))
     out = _run(capsys, monkeypatch, width, "scan", str(folder), "--by", "session")
     assert max(map(len, out)) <= width
     table = out[out.index("") + 1 :]
-    header = table[0].split()
-    assert header[-1] == "session" and "hit" in header and "billed" in header
-    joined = "".join(line.strip() for line in table)
-    for path in folder.iterdir():
-        assert path.name in joined  # wrapped, never cut
-    assert "…" not in joined
+    table = table[: table.index("")] if "" in table else table
+    header = table[0]
+    assert header.startswith("last activity") and header.endswith("title / first prompt")
+    assert "sessions" not in header.split()
+    for column in ("billed", "waste", "models", "session"):
+        assert column in header.split(), column
+    rows = [line for line in table[1:] if line[:4].isdigit()]
+    assert len(rows) == 3 and all(row[:16].count(":") == 1 for row in rows)  # date HH:MM
+    at = header.index("session")
+    heads = {row[at : at + 8] for row in rows}  # each session's UUID head, on its row
+    assert heads == {"7ef4b236", "0c1d2e3f"}
+    titles = " ".join(line[header.index("title") :].strip() for line in table[1:])
+    assert "step 0" in titles  # with_usage's first prompt
+    doc = json.loads("\n".join(_run(capsys, monkeypatch, width, "scan", str(folder), "--json")))
+    by_name = {Path(s["path"]).name: s for s in doc["sessions"]}
+    usage = by_name["0c1d2e3f-aaaa-bbbb-cccc-dddddddddddd.jsonl"]
+    assert usage["models"] == "claude-sonnet-4-5" and usage["title"].startswith("step 0 step 0")
+    assert len(usage["title"]) <= 80 and usage["last_ts"] == "2026-03-02T09:03:00Z"
 
 
 def test_scan_day_table_has_the_hit_ratio(capsys, monkeypatch, tmp_path):
@@ -194,6 +216,19 @@ def _claude_code_session(folder: Path, agents: list[str]) -> Path:
     return session
 
 
+def _stderr(capsys, width: int = 80) -> list[str]:
+    """stderr's messages, each line fitting ``width``, continuation lines joined."""
+    lines = capsys.readouterr().err.splitlines()
+    assert all(len(line) <= width for line in lines), lines
+    messages: list[str] = []
+    for line in lines:
+        if line.startswith("    ") and messages:
+            messages[-1] += " " + line.strip()
+        else:
+            messages.append(line)
+    return messages
+
+
 def test_warnings_on_stderr_are_one_short_line_at_80_columns(tmp_path, monkeypatch, capsys):
     # a missing sub-agent folder's warning named two absolute paths: 182-368 characters
     monkeypatch.setenv("COLUMNS", "80")
@@ -202,14 +237,14 @@ def test_warnings_on_stderr_are_one_short_line_at_80_columns(tmp_path, monkeypat
     agents = ["a957850183dbc96f4", "aside_question-fcbf929fc3d4fdc0"]
     session = _claude_code_session(project, agents)
     assert app.main(["summary", str(session)]) == 0
-    (warning,) = capsys.readouterr().err.splitlines()
+    (warning,) = _stderr(capsys)
     assert len(warning) < 120 and str(tmp_path) not in warning
     assert warning.startswith("cacheviz: warning: 7ef4b236")
     assert "2 sub-agent(s) missing from subagents/ (a957850183db…, +1); not counted" in warning
     # a project folder of several sessions: which one is read, on one line
     shutil.copy(session, project / "0000-older.jsonl")
     assert app.main(["summary", str(project)]) == 0
-    lines = capsys.readouterr().err.splitlines()
+    lines = _stderr(capsys)
     assert any("2 sessions here; reading the newest" in line for line in lines)
     assert all(len(line) < 120 and str(tmp_path) not in line for line in lines)
     # a message logged twice with other usage: which lines, on one line
@@ -220,6 +255,72 @@ def test_warnings_on_stderr_are_one_short_line_at_80_columns(tmp_path, monkeypat
     again["message"]["usage"]["input_tokens"] = 999
     session.write_text("\n".join([*records, json.dumps(again)]) + "\n")
     assert app.main(["summary", str(session)]) == 0
-    lines = capsys.readouterr().err.splitlines()
+    lines = _stderr(capsys)
     assert any(":7: repeats line 4's message with other usage" in line for line in lines)
     assert all(len(line) < 120 and str(tmp_path) not in line for line in lines)
+
+
+def _projects_layout(realdata: Path, home: Path) -> Path:
+    """The real Claude Code session with sub-agents, put back in Claude Code's layout."""
+    stem = "7ef4b236-d946-48a6-a856-e45b02af7be7"
+    found = sorted((realdata / "claude_code_jsonl").glob(f"Xu-Wentao__dotfile__{stem}*"))
+    if not found:
+        pytest.skip("the Xu-Wentao session is not in ../shared/realdata")
+    project = home / ".claude" / "projects" / ("-Users-someone-Project-" + "deep-" * 10 + "volcano")
+    agents = project / stem / "subagents"
+    agents.mkdir(parents=True)
+    for path in found:
+        _, _, rest = path.name.partition(f"{stem}__subagents__")
+        target = agents / rest if rest else project / f"{stem}.jsonl"
+        shutil.copy(path, target)
+    return project / f"{stem}.jsonl"
+
+
+@pytest.mark.parametrize("width", WIDTHS)
+def test_every_command_fits_the_width_on_stdout_and_stderr(
+    realdata, tmp_path, monkeypatch, capsys, width
+):
+    # issue 33, item 8: summary, scan, check, compare, simulate on a real session with
+    # sub-agents in the projects layout (one sub-agent log missing: a warning), at 80/100
+    session = _projects_layout(realdata, tmp_path)
+    (session.parent / session.stem / "subagents" / "agent-a957850183dbc96f4.meta.json").unlink()
+    lost = session.parent / session.stem / "subagents" / "agent-a957850183dbc96f4.jsonl"
+    lost.rename(tmp_path / "elsewhere.jsonl")
+    monkeypatch.setenv("COLUMNS", str(width))
+    monkeypatch.setenv("CACHEVIZ_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.chdir(tmp_path)
+    runs = [
+        ["summary", str(session)],
+        ["scan", str(session.parent), "--by", "session"],
+        ["scan", str(session.parent)],
+        ["check", str(session)],
+        ["compare", str(session)],
+        ["simulate", str(session)],
+        ["simulate", str(session), "--provider", "google"],
+    ]
+    for argv in runs:
+        assert app.main(argv) in (0, 1), argv  # check: 1 with warnings
+        captured = capsys.readouterr()
+        for stream, text in (("stdout", captured.out), ("stderr", captured.err)):
+            long = [line for line in text.splitlines() if len(line) > width]
+            assert not long, (argv, stream, long[:3])
+        assert str(tmp_path) not in captured.err, argv  # paths shortened
+        if argv[0] in ("summary", "check", "compare", "simulate"):
+            assert "sub-agent(s) missing" in captured.err, argv
+
+
+def test_a_legend_says_what_the_marks_mean(capsys, monkeypatch):
+    # issue 33, item 10: the drift / miss cells' notation (✗, ◌, −335 tok) is explained
+    out = _run(capsys, monkeypatch, 80, "summary", str(SAMPLES / "environment_details.jsonl"))
+    (legend,) = [line for line in out if line.startswith("legend:")]
+    assert legend.startswith("legend: ✗ drift: bytes this thread already sent were changed")
+    assert "◌" not in legend  # only the marks the table uses
+    out = _run(capsys, monkeypatch, 200, "summary", str(SAMPLES / "reported_usage.jsonl"))
+    (legend,) = [line for line in out if line.startswith("legend:")]
+    assert "◌ miss: the provider read less than the common prefix offered" in legend
+    at = out.index(legend)  # under the table, after its last row
+    assert out[at - 1].split()[0] == "14" and any("◌ miss:" in line for line in out[:at])
+    with pytest.raises(SystemExit):
+        app.main(["summary", "--help"])
+    help_text = capsys.readouterr().out
+    assert "◌ miss: the provider read less" in " ".join(help_text.split())

@@ -281,11 +281,12 @@ def test_threads_keep_a_drifting_thread_together_and_side_calls_apart(write_log,
     bodies = [main(0), side, main(1), probe, main(2)]
     path = write_log(bodies)
     auto = cacheviz.load(path).analyze()
+    # a side call is named by what its words say it is for (issue 33, item 7)
     assert auto.calls["thread"].to_list() == [
         "main",
-        "side call claude-haiku-4-5",
+        "side call: title",
         "main",
-        "side call claude-haiku-4-5 #2",
+        "side call: quota probe",
         "main",
     ]
     assert auto.calls["parent_thread"].to_list() == [None, "main", None, "main", None]
@@ -426,7 +427,8 @@ def test_the_main_conversation_is_the_root_even_after_side_calls(analyze, anthro
     assert parents["main"] is None
     assert all(parents[t] == "main" for t in set(threads) - {"main"})
     # the quota probe sent twice is one side call; the topic conversation another
+    # (the topic conversation's words say nothing of its purpose: named by its model)
     assert {t for t in threads if t != "main"} == {
+        "side call: quota probe",
         "side call claude-haiku-4-5",
-        "side call claude-haiku-4-5 #2",
     }

@@ -370,3 +370,34 @@ def test_a_body_of_the_wrong_shape_is_one_line_naming_the_field(write_log, chang
         cacheviz.load(path)
     assert caught.value.line == 1
     assert "\n" not in str(caught.value)
+
+
+def test_a_fifo_or_a_device_in_a_session_folder_is_not_read(tmp_path):
+    """Issue 29 item 9: a sub-agent log that is a FIFO (no writer: reading waits forever)
+    or a link to /dev/zero (never ends) is passed over; the session loads as without."""
+    import os
+    import shutil
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    fixture = Path(__file__).parents[1] / "fixtures" / "claude_code_subagents" / "-home-dev-shop"
+    project = tmp_path / "project"
+    shutil.copytree(fixture, project)
+    [session] = project.glob("*.jsonl")
+    before = len(cacheviz.load(session).calls)
+    subagents = project / session.stem / "subagents"
+    os.mkfifo(subagents / "agent-fifo.jsonl")
+    if Path("/dev/zero").exists():
+        (subagents / "agent-zero.jsonl").symlink_to("/dev/zero")
+    # in a child with a time limit: before the fix, this waited for a writer forever
+    code = "import cacheviz, sys; print(len(cacheviz.load(sys.argv[1]).calls))"
+    done = subprocess.run(
+        [sys.executable, "-c", code, str(session)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert int(done.stdout) == before

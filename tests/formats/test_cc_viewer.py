@@ -703,6 +703,22 @@ def test_a_damaged_archive_names_its_timeline_line(archive, tmp_path):
         assert len(cacheviz.load(copy, errors="skip").calls) == 3
 
 
+@pytest.mark.parametrize("length", [2**40, -5])
+def test_a_reference_length_outside_its_file_is_one_line(archive, tmp_path, length):
+    """Issue 29 item 14: a reference length of 2^40 was a traceback (a read of 1 TiB)."""
+    folder, _ = archive
+    copy = tmp_path / folder.name
+    shutil.copytree(folder, copy)
+    timeline = copy / "timeline.jsonl"
+    text = timeline.read_text()
+    timeline.write_text(re.sub(r'"length":\s*\d+', f'"length":{length}', text, count=1))
+    with pytest.raises(TranscriptError) as info:
+        cacheviz.load(copy)
+    message = str(info.value)
+    assert "timeline.jsonl:1:" in message and "outside the file" in message
+    assert "\n" not in message
+
+
 @settings(
     max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )
@@ -730,3 +746,43 @@ def test_fuzzed_archives_load_or_fail_in_one_line(
     loads_or_fails_cleanly(
         copy, lambda p, e: cacheviz.load(p, format="cc-viewer", errors=e), secret=SECRET
     )
+
+
+def test_entries_sharing_timestamp_and_url_are_kept_apart_by_content(tmp_path):
+    """Issue 29 item 5: two calls in one millisecond to one URL are two calls; a request
+    written in flight then complete, or written twice, is one."""
+    first, second = _main_agent_requests(2)
+    usage = {"input_tokens": 10, "output_tokens": 1}
+    a_flight = _entry(1, first, main=False, inProgress=True)
+    a_flight["response"] = None
+    a_done = _entry(1, first, usage=usage, main=False)
+    b_done = _entry(1, second, usage={"input_tokens": 20, "output_tokens": 2}, main=False)
+    again = _entry(1, first, usage={"input_tokens": 30, "output_tokens": 3}, main=False)
+    entries = (a_flight, b_done, a_done, a_done, again)
+    log = tmp_path / "log.jsonl"
+    log.write_text("".join(json.dumps(e) + "\n---\n" for e in entries))
+    calls = cacheviz.load(log).calls
+    # a's in-flight copy completed at its place; a written twice once; a second answer
+    # to the same body (a retry in the same millisecond) is a call of its own
+    assert [c.usage.input_tokens for c in calls] == [10, 20, 30]
+
+
+def test_a_cx_viewer_archive_expands_its_objects_within_the_budget(tmp_path, monkeypatch):
+    """Issue 29 item 8: every use of an object is a copy; past the reference-expansion
+    budget (here lowered below what the archive expands to) the archive is refused in
+    one line naming it and the limit."""
+    from cacheviz._limits import LimitError
+
+    _bodies, entries = _codex_entries()
+    folder = _write_archive(tmp_path / "proj", entries)
+    loaded = cacheviz.load(folder)
+    monkeypatch.setenv("CACHEVIZ_MIN_EXPANSION_MB", "0.001")
+    monkeypatch.setenv("CACHEVIZ_MAX_EXPANSION", "0.01")
+    with pytest.raises(LimitError) as caught:
+        cacheviz.load(folder)
+    message = str(caught.value)
+    assert message.startswith(f"{folder}: its references expand to more than")
+    assert "\n" not in message and "CACHEVIZ_MAX_EXPANSION" in message
+    monkeypatch.delenv("CACHEVIZ_MIN_EXPANSION_MB")
+    monkeypatch.delenv("CACHEVIZ_MAX_EXPANSION")
+    assert len(cacheviz.load(folder).calls) == len(loaded.calls) > 0

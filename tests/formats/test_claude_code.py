@@ -128,7 +128,8 @@ def test_one_call_per_response_with_its_final_usage(session_file):
     assert detect(session_file) == "claude-code"
     session = cacheviz.load(session_file)
     # request time = the thread's last record before the response
-    assert [c.thread_hint for c in session.calls] == ["main", "main", "sidechain:s1"]
+    # an inline sidechain no Task call names: its id (issue 33, item 7)
+    assert [c.thread_hint for c in session.calls] == ["main", "main", "sub-agent s1"]
     first, second, _ = session.calls
     assert first.usage.output_tokens == 40  # the last line of msg_1
     assert first.usage.input_tokens == 15003
@@ -192,7 +193,7 @@ def test_subagent_files_beside_the_session_are_threads(session_file):
     assert [c.thread_hint for c in session.calls] == [
         "main",
         "main",
-        "sidechain:s1",
+        "sub-agent s1",
         "sub-agent a1b2",
     ]
 
@@ -293,7 +294,7 @@ def test_real_sessions(realdata, name, calls, sidechain_calls):
         sums["input_tokens"] + sums["cache_read_input_tokens"] + sums["cache_creation_input_tokens"]
     )
     assert frame["reported_input_tokens"].sum() == inclusive
-    sidechains = frame.filter(pl.col("thread").str.starts_with("sidechain")).height
+    sidechains = frame.filter(pl.col("thread").str.starts_with("sub-agent")).height
     if sidechain_calls is not None:
         assert sidechains == sidechain_calls
     else:
@@ -301,7 +302,7 @@ def test_real_sessions(realdata, name, calls, sidechain_calls):
         assert frame.filter(pl.col("thread") == "main").height + sidechains == count
 
 
-def test_subagent_threads_are_named_by_their_type(session_file):
+def test_subagent_threads_are_named_by_their_description(session_file):
     folder = session_file.parent / session_file.stem / "subagents"
     folder.mkdir(parents=True)
     records = [
@@ -315,7 +316,7 @@ def test_subagent_threads_are_named_by_their_type(session_file):
             "2026-01-01T10:00:07Z",
         ),
     ]
-    for agent in ("a1", "b2", "c3"):
+    for agent in ("a1", "b2", "c3", "d4"):
         lines = [
             json.dumps({**r, "message": {**r["message"], "id": f"{agent}-{r['uuid']}"}})
             if r["type"] == "assistant"
@@ -323,11 +324,29 @@ def test_subagent_threads_are_named_by_their_type(session_file):
             for r in records
         ]
         (folder / f"agent-{agent}.jsonl").write_text("\n".join(lines) + "\n")
-    for agent in ("a1", "b2"):
-        meta = {"agentType": "Explore", "description": "look around"}
+    metas = {
+        "a1": {"agentType": "Explore", "description": "look around"},
+        "b2": {"agentType": "Explore", "description": "look around"},
+        "c3": {"agentType": "Plan"},
+    }
+    for agent, meta in metas.items():
         (folder / f"agent-{agent}.meta.json").write_text(json.dumps(meta))
+    # what each was asked to do, else its type, else its id; #2 when a name repeats
     hints = {c.thread_hint for c in cacheviz.load(session_file).calls}
-    assert {"sub-agent Explore", "sub-agent Explore #2", "sub-agent c3"} <= hints
+    assert hints - {"main", "sub-agent s1"} == {  # s1: the session's inline sidechain
+        "sub-agent: look around",
+        "sub-agent: look around #2",
+        "sub-agent Plan",
+        "sub-agent d4",
+    }
+    # which file each call came from, beside its line (issue 33, item 13)
+    calls = cacheviz.load(session_file).analyze().calls
+    sources = dict(calls.select("thread", "source").unique().iter_rows())
+    assert sources["main"] == session_file.name
+    stem = session_file.stem
+    assert sources["sub-agent Plan"] == f"{stem}/subagents/agent-c3.jsonl"
+    assert sources["sub-agent d4"] == f"{stem}/subagents/agent-d4.jsonl"
+    assert calls.filter(calls["thread"] == "sub-agent d4")["line"].to_list() == [2]
 
 
 def _replay_call(response_id, thread="main", minute=0):

@@ -150,7 +150,15 @@ def test_sibling_sub_agents_of_claude_code_2_0_are_loaded(bestlove_session):
     calls = session.analyze().calls
     assert _frame_sums(calls) == expected
     assert expected["calls"] == 244
-    assert calls.filter(pl.col("thread").str.starts_with("sub-agent ")).height == 16
+    assert calls.filter(pl.col("thread").str.starts_with("sub-agent")).height == 16
+    # named by the Task call whose result names each agent (its file logs no prompt)
+    assert set(calls["thread"]) == {
+        "main",
+        "sub-agent: Analyze test failures comprehensively",
+        "sub-agent: Configure statusLine from PS1",
+        "sub-agent: warmup",
+        "sub-agent: warmup #2",
+    }
     assert calls.filter(pl.col("thread") == "main")["parent_thread"].null_count() == 228
     # the scan reads the agents with their session, not as sessions of their own
     result = cacheviz.scan([bestlove_session.parent], cache=False)

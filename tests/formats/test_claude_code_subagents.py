@@ -48,7 +48,12 @@ def test_the_committed_fixture_is_what_its_generator_writes(tmp_path):
 def test_the_fixture_still_has_the_shape_that_crashed(analysis):
     """A versioned unlogged prefix, then a new thread's first call after it."""
     calls = sim_calls(analysis)
-    assert {c.thread for c in calls} == {"main", "sub-agent Explore", "sub-agent Explore #2"}
+    # each sub-agent named by its meta.json's description (issue 33, item 7)
+    assert {c.thread for c in calls} == {
+        "main",
+        "sub-agent: Find the orders table schema",
+        "sub-agent: Find where totals are rendered",
+    }
     versioned = [c.index for c in calls if "@v" in c.hashes[0]]
     assert versioned and {calls[i].thread for i in versioned} == {"main"}
     later_first = [
@@ -80,7 +85,7 @@ def test_deepseek_and_google_replay_it(analysis, provider, model):
     assert frame.height == analysis.calls.height
     threads = frame["thread"].to_list()
     # each sub-agent's first call: its own system prompt was never cached, nothing is read
-    for name in ("sub-agent Explore", "sub-agent Explore #2"):
+    for name in sorted(set(threads) - {"main"}):
         first = threads.index(name)
         assert frame["cache_read_tokens"][first] == 0, (provider, name)
         assert frame["input_tokens"][first] == analysis.calls["reported_input_tokens"][first]

@@ -678,3 +678,88 @@ def test_fuzzed_stores_load_or_fail_in_one_line(
     loads_or_fails_cleanly(
         db, lambda p, e: cacheviz.load(p, format="claude-tap", errors=e), secret=SECRET
     )
+
+
+# -- issue 29 item 8: references expanded within a budget, in linear time -----------------
+
+
+def _compact_store(db, records: list[tuple[list[str], dict]], blobs: dict[str, str]) -> None:
+    """A claude-tap store without the index on `record_blobs` (none is made here)."""
+    import sqlite3
+
+    con = sqlite3.connect(db)
+    con.executescript(
+        "create table sessions (id text primary key, started_at text);"
+        "create table records (session_id text, record_index integer, turn integer,"
+        " timestamp text, payload_json text);"
+        "create table record_blobs (session_id text, hash text, payload_json text);"
+        "insert into sessions values ('s', '2026-04-01T08:00:00+00:00');"
+    )
+    for index, (messages, usage) in enumerate(records, 1):
+        refs = [{"path": f"/request/body/messages/{i}"} for i in range(len(messages))]
+        body = {
+            "model": "claude-sonnet-4-5",
+            "max_tokens": 8,
+            "messages": [{"__claude_tap_blob_ref__": {"hash": h}} for h in messages],
+        }
+        record = {
+            "timestamp": f"2026-04-01T{8 + index // 3600:02d}:{index // 60 % 60:02d}:{index % 60:02d}Z",
+            "duration_ms": 10,
+            "request": {"method": "POST", "path": "/v1/messages", "body": body},
+            "response": {"status": 200, "body": {"usage": usage}},
+        }
+        compact = {"__claude_tap_compact_record__": {"version": 1, "refs": refs}, "record": record}
+        con.execute("insert into records values ('s', ?, 1, 't', ?)", (index, json.dumps(compact)))
+    con.executemany("insert into record_blobs values ('s', ?, ?)", list(blobs.items()))
+    con.commit()
+    con.close()
+
+
+def _message(n: int, size: int) -> str:
+    return json.dumps({"role": "user" if n % 2 == 0 else "assistant", "content": f"{n} " * size})
+
+
+def test_references_expanding_past_the_budget_refuse_the_store_in_one_line(tmp_path, monkeypatch):
+    from cacheviz._limits import LimitError
+
+    db = tmp_path / "traces.sqlite3"
+    usage = {"input_tokens": 5, "output_tokens": 1}
+    # one 32 KiB message referenced 400 times by each of 10 records: ~125 MiB from ~100 KiB
+    _compact_store(db, [(["sha256:big"] * 400, usage)] * 10, {"sha256:big": _message(0, 16000)})
+    size = db.stat().st_size
+    monkeypatch.setenv("CACHEVIZ_MIN_EXPANSION_MB", "4")
+    monkeypatch.setenv("CACHEVIZ_MAX_EXPANSION", "20")
+    with pytest.raises(LimitError) as caught:
+        cacheviz.load(db)
+    message = str(caught.value)
+    assert "\n" not in message and message.startswith(f"{db}: its references expand to more than")
+    assert "CACHEVIZ_MAX_EXPANSION" in message and "CACHEVIZ_MIN_EXPANSION_MB" in message
+    assert size < 1 << 20
+    monkeypatch.setenv("CACHEVIZ_MAX_EXPANSION", "100000")  # allowed: read as before
+    assert len(cacheviz.load(db).calls) == 10
+
+
+@pytest.mark.parametrize("records", [1000, 4000])
+def test_a_store_without_its_blob_index_is_read_in_linear_time(tmp_path, monkeypatch, records):
+    """Records of 2 references each over twice as many blobs: each reference looked up by
+    scanning the table visits every blob (4,000 records: 64 million rows); one pass
+    visits each once. SQLite's steps are counted (its progress handler), not seconds."""
+    from cacheviz.formats import _sqlite
+
+    db = tmp_path / "traces.sqlite3"
+    usage = {"input_tokens": 5, "output_tokens": 1}
+    blobs = {f"sha256:{n}": _message(n, 3) for n in range(2 * records)}
+    _compact_store(
+        db, [([f"sha256:{2 * i}", f"sha256:{2 * i + 1}"], usage) for i in range(records)], blobs
+    )
+    steps = [0]
+
+    def counting(conn, path):
+        conn.set_progress_handler(lambda: steps.__setitem__(0, steps[0] + 1) or 0, 100)
+        return lambda: False
+
+    monkeypatch.setattr(_sqlite, "_limited", counting)
+    session = cacheviz.load(db)
+    assert len(session.calls) == records
+    per_record = steps[0] * 100 / records
+    assert per_record < 500  # a scan of the blobs per reference: over 20,000 at 1,000

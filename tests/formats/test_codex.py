@@ -314,11 +314,13 @@ def test_a_rollout_without_usage_is_an_error(tmp_path):
         codex.read(path)
 
 
-def test_out_of_order_times_are_sorted(tmp_path):
+def test_out_of_order_times_keep_the_order_written_and_are_named(tmp_path):
+    """Issue 29 item 12: a record's clock never reorders the session silently."""
     records = _records()
     records[11] = _rec(59, "turn_context", {"cwd": "/repo", "model": MODEL})
-    session = codex.read(_write(tmp_path / "r.jsonl", records))
-    assert [c.line for c in session.calls] == [10, 22, 15]
+    with pytest.warns(CacheVizWarning, match=r"\(line 15 is 29 s ahead\); kept in the order"):
+        session = codex.read(_write(tmp_path / "r.jsonl", records))
+    assert [c.line for c in session.calls] == [10, 15, 22]
     assert [c.index for c in session.calls] == [0, 1, 2]
 
 

@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 
 import cacheviz
 from cacheviz import cli
-from cacheviz.errors import TranscriptError
+from cacheviz.errors import CacheVizWarning, TranscriptError
 from cacheviz.formats import detect
 
 
@@ -83,8 +83,11 @@ def test_calls_per_message_and_usage_only_for_the_session(events):
 
 def test_a_resumed_session_adds_up_its_shutdowns(events):
     lines = events.read_text().splitlines()
-    events.write_text("\n".join(lines + lines[1:]) + "\n")
-    totals = cacheviz.load(events).analyze().summary()["reported_totals"]
+    resumed = [line.replace('"id": "e-', '"id": "r-') for line in lines[1:]]  # new events
+    events.write_text("\n".join(lines + resumed) + "\n")
+    with pytest.warns(CacheVizWarning, match="out of step"):  # the copy repeats the times
+        session = cacheviz.load(events)
+    totals = session.analyze().summary()["reported_totals"]
     assert totals["input_tokens"] == 18000 and totals["output_tokens"] == 140
 
 
@@ -414,7 +417,7 @@ def test_per_call_usage_events_and_new_compaction_names_are_read(tmp_path):
         for u in (c.usage for c in session.calls)
     ]
     assert reported == [(5000, 0, 4900, 50), (4000, 4000, 0, 20), (9000, 8000, 100, 300)]
-    assert session.ignored["assistant.usage event repeated"] == 1
+    assert session.ignored["event written twice (same id)"] == 1
     assert session.session_usage == [] and session.reported_totals is None  # calls billed
     doc = session.analyze().summary()
     assert doc["reported_totals"]["scope"] == "calls"
@@ -431,3 +434,18 @@ def test_scan_bills_the_session_figure(tmp_path):
     assert result.calls["billed_usd"].sum() == pytest.approx(billed)
     assert result.sessions["billed_usd"].to_list() == [pytest.approx(billed)]
     assert result.sessions["unpriced_calls"].to_list() == [0]
+
+
+def test_every_event_written_twice_counts_once(tmp_path, events):
+    """Issue 29 item 5: an events file holding each event twice (same ids) gives the
+    same calls and totals as the file written once; the repeats are counted."""
+    doubled = tmp_path / "doubled" / "events.jsonl"
+    doubled.parent.mkdir()
+    lines = events.read_text().splitlines(keepends=True)
+    doubled.write_text("".join(line + line for line in lines))
+    once, twice = cacheviz.load(events), cacheviz.load(doubled)
+    assert len(twice.calls) == len(once.calls) == 2
+    assert (
+        twice.analyze().summary()["reported_totals"] == once.analyze().summary()["reported_totals"]
+    )
+    assert twice.ignored["event written twice (same id)"] == len(lines)

@@ -86,7 +86,7 @@ def test_one_call_per_gemini_message_with_sub_agent_threads(chats):
     assert [c.thread_hint for c in session.calls] == [
         "gemini-2.5-pro",
         "gemini-2.5-flash",
-        "subagent:twynek:gemini-2.5-pro",
+        "sub-agent twynek",
     ]
     first, second, sub = session.calls
     assert first.usage.input_tokens == 12000 and first.usage.output_tokens == 50  # + thoughts

@@ -225,7 +225,7 @@ def test_protocol_13_calls_usage_and_sub_agent(tmp_path):
         "chatcmpl-S1",
         "chatcmpl-A3",
     ]
-    assert [c.thread_hint for c in session.calls] == ["main", "main", "subagent tc2", "main"]
+    assert [c.thread_hint for c in session.calls] == ["main", "main", "sub-agent tc2", "main"]
     assert session.calls[2].parent_hint == "main"
     assert {c.model for c in session.calls} == {"kimi-k2-turbo-preview"}  # config.toml's
     assert session.calls[0].usage.provenance == "derived"
@@ -249,7 +249,7 @@ def test_protocol_19_interrupt_compaction_and_agent_id(tmp_path):
         "output": 100 + 25 + 50,
     }
     assert by_hand == independent(new) == _sums(session)
-    assert [c.thread_hint for c in session.calls] == ["main", "subagent a1b2c3d4", "main"]
+    assert [c.thread_hint for c in session.calls] == ["main", "sub-agent a1b2c3d4", "main"]
     assert session.calls[0].meta["wire_protocol"] == "1.9"
     assert session.ignored["StepInterrupted (the step got no answer; not a call)"] == 1
     # the interrupted step's partial answer is not in the next request

@@ -442,3 +442,35 @@ def test_an_api_exchange_in_mitmproxy_10s_layout(tmp_path):
     [call] = cacheviz.load(_dump(tmp_path, [flow])).calls
     assert call.provider == "anthropic" and call.usage.input_tokens == 1205
     assert call.meta["response_id"] == "msg_1"
+
+
+@pytest.mark.parametrize("encoding", ["gzip", "deflate", "raw-deflate"])
+def test_a_decompression_bomb_stops_at_the_limit_in_one_line(tmp_path, monkeypatch, encoding):
+    """Issue 29 item 8: a body that inflates past the decompressed-size limit (lowered
+    to 1 MiB here; 16 MiB of zeros in a few KiB) refuses the file, naming it and the
+    limit, without inflating the rest; a body under the limit reads as before."""
+    import zlib
+
+    from cacheviz._limits import LimitError
+
+    monkeypatch.setenv("CACHEVIZ_MAX_INFLATE_MB", "1")
+    answer = json.dumps({"id": "m", "type": "message", "usage": USAGE_1}).encode()
+    padded = answer + b" " * (16 << 20)
+    if encoding == "gzip":
+        bomb = gzip.compress(padded)
+    else:
+        packer = zlib.compressobj(9, zlib.DEFLATED, 15 if encoding == "deflate" else -15)
+        bomb = packer.compress(padded) + packer.flush()
+    assert len(bomb) < 64 << 10
+    flow = _flow("api.anthropic.com", "/v1/messages", BODY_1, answer, ts=1)
+    flow["response"]["content"] = bomb
+    name = "deflate" if encoding != "gzip" else "gzip"
+    flow["response"]["headers"].append([b"content-encoding", name.encode()])
+    path = _dump(tmp_path, [flow])
+    with pytest.raises(LimitError) as caught:
+        cacheviz.load(path)
+    message = str(caught.value)
+    assert "\n" not in message and str(path) in message
+    assert "decompressed-size limit of 1 MiB" in message and "CACHEVIZ_MAX_INFLATE_MB" in message
+    monkeypatch.setenv("CACHEVIZ_MAX_INFLATE_MB", "32")
+    assert cacheviz.load(path).calls[0].usage.output_tokens == 9

@@ -39,36 +39,35 @@ def test_load_reads_calls_blocks_and_reported_usage(write_log, anthropic_body):
     assert call.usage.cache_read_tokens == 100
 
 
-def test_calls_are_ordered_by_request_time(write_log):
+def _timed(ts, duration_ms=None):
+    record = {"ts": ts, "provider": "anthropic", "model": "m", "request": {"messages": MSG}}
+    if duration_ms is not None:
+        record["response"] = {"duration_ms": duration_ms}
+    return json.dumps(record)
+
+
+def test_calls_in_flight_are_ordered_by_request_time(write_log, recwarn):
+    """Each line is written when its answer ends: one that started earlier ran longer."""
     lines = [
-        json.dumps(
-            {
-                "ts": "2026-01-01T00:00:05Z",
-                "provider": "anthropic",
-                "model": "m",
-                "request": {"messages": MSG},
-            }
-        ),
-        json.dumps(
-            {
-                "ts": "2026-01-01T00:00:01+00:00",
-                "provider": "anthropic",
-                "model": "m",
-                "request": {"messages": MSG},
-            }
-        ),
-        json.dumps(
-            {
-                "ts": "2026-01-01T02:00:03+02:00",
-                "provider": "anthropic",
-                "model": "m",
-                "request": {"messages": MSG},
-            }
-        ),
+        _timed("2026-01-01T00:00:05Z", 500),
+        _timed("2026-01-01T00:00:01+00:00", 6000),  # started at 1 s, ended at 7 s
+        _timed("2026-01-01T02:00:03+02:00", 5000),  # 00:00:03 UTC, ended at 8 s
     ]
     session = cacheviz.load(write_log(lines))
     assert [c.line for c in session.calls] == [2, 3, 1]
     assert [c.index for c in session.calls] == [0, 1, 2]
+    assert not [w for w in recwarn if "out of step" in str(w.message)]
+
+
+def test_a_time_behind_the_lines_above_keeps_its_place_and_is_named(write_log):
+    lines = [
+        _timed("2026-01-01T00:00:05Z"),
+        _timed("2026-01-01T00:00:01+00:00"),
+        _timed("2026-01-01T02:00:07+02:00"),
+    ]
+    with pytest.warns(CacheVizWarning, match=r"\(line 2 is 4 s behind\); kept in the order"):
+        session = cacheviz.load(write_log(lines))
+    assert [c.line for c in session.calls] == [1, 2, 3]
 
 
 def test_missing_fields_are_inferred(write_log):

@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 import cacheviz
 from cacheviz import cli
-from cacheviz.errors import TranscriptError
+from cacheviz.errors import CacheVizWarning, TranscriptError
 from cacheviz.formats import detect
 
 T0 = 1_781_674_674_000
@@ -198,6 +198,24 @@ def test_a_bad_record_is_named(tmp_path):
     path = _write_db(tmp_path / "opencode.db", sessions, messages, parts)
     with pytest.raises(TranscriptError, match=r"message msg_2: field `modelID` is a number"):
         cacheviz.load(path)
+
+
+@pytest.mark.parametrize("kind", ["db", "folders"])
+@pytest.mark.parametrize("stamp", ["2026-01-01", 5, [1]])
+def test_a_message_time_that_is_not_an_object_is_one_line(tmp_path, kind, stamp):
+    """Issue 29 item 14: ``time`` as a string or a number was a traceback."""
+    sessions, messages, parts = _records()
+    messages[1] = (*messages[1][:3], {**messages[1][3], "time": stamp})
+    if kind == "db":
+        path = _write_db(tmp_path / "opencode.db", sessions, messages, parts)
+    else:
+        path = _write_folders(tmp_path / "opencode", sessions, messages, parts)
+    with pytest.raises(TranscriptError) as info:
+        cacheviz.load(path)
+    message = str(info.value)
+    assert "msg_2" in message and "field `time` is" in message and "\n" not in message
+    with pytest.warns(CacheVizWarning, match="skipped"):
+        assert len(cacheviz.load(path, errors="skip").calls) == 2
 
 
 @settings(

@@ -10,7 +10,7 @@ import cacheviz
 from cacheviz.errors import CacheVizWarning, TranscriptError
 from cacheviz.formats import detect
 
-SYSTEM = "You are a careful coding agent. " * 40
+SYSTEM = "You are a careful coding agent. " * 100  # within 10x of the usage reported
 TOOL = {
     "type": "function",
     "function": {

@@ -141,7 +141,7 @@ def test_told_from_claude_code_and_one_call_per_assistant_record(chat):
         "main",
         "main",
         "main",
-        "agent explore-7f3c",
+        "sub-agent explore-7f3c",
         "main",
     ]
     assert session.calls[3].parent_hint == "main"

@@ -211,3 +211,150 @@ def test_the_helper_reads_a_hot_rollback_journal_from_a_copy(tmp_path):
         assert conn.execute("select v from t").fetchall() == [(1,)]
     assert db.read_bytes() == original
     assert sorted(p.name for p in tmp_path.iterdir()) == ["x.db", "x.db-journal"]
+
+
+# -- issue 29 items 6, 7, 8: limits shared by every SQLite reader ------------------------
+
+_ENDLESS = (
+    "with recursive r(n) as (select 0 union all select n + 1 from r) select 'm' || n, 'ses', n, "
+    "'{}' from r"
+)
+
+
+def _endless_opencode(path: Path) -> None:
+    """An OpenCode database whose `message` is a recursive view that never ends."""
+    con = sqlite3.connect(path)
+    con.executescript(
+        "create table session (id text primary key, parent_id text);"
+        "insert into session values ('ses', null);"
+        f"create view message (id, session_id, time_created, data) as {_ENDLESS};"
+        "create table part (id text primary key, message_id text, session_id text,"
+        " time_created integer, time_updated integer, data text);"
+    )
+    con.close()
+
+
+def test_a_view_that_never_ends_stops_at_the_sql_time_limit(tmp_path, monkeypatch):
+    import time
+
+    from cacheviz._limits import LimitError
+
+    db = tmp_path / "opencode.db"
+    _endless_opencode(db)
+    monkeypatch.setenv("CACHEVIZ_MAX_SQL_SECONDS", "0.5")
+    started = time.monotonic()
+    with pytest.raises(LimitError) as caught:
+        cacheviz.load(db, format="opencode")
+    assert time.monotonic() - started < 10
+    message = str(caught.value)
+    assert "\n" not in message and str(db) in message
+    assert "SQL time limit of 0.5" in message and "CACHEVIZ_MAX_SQL_SECONDS" in message
+
+
+def test_a_query_giving_rows_without_end_stops_at_the_row_limit(tmp_path, monkeypatch):
+    """claude-tap's `record_blobs` as an endless view (its query has no ORDER BY: rows
+    come at once, and never stop)."""
+    from cacheviz._limits import LimitError
+
+    db = tmp_path / "traces.sqlite3"
+    con = sqlite3.connect(db)
+    con.executescript(
+        "create table sessions (id text primary key, started_at text);"
+        "create table records (session_id text, record_index integer, turn integer,"
+        " timestamp text, payload_json text);"
+        "insert into sessions values ('s', '2026-04-01T08:00:00+00:00');"
+        "create view record_blobs (session_id, hash, payload_json) as "
+        "with recursive r(n) as (select 0 union all select n + 1 from r)"
+        " select 's', 'sha256:' || n, '{}' from r;"
+    )
+    ref = {"__claude_tap_blob_ref__": {"hash": "sha256:x"}}
+    compact = {
+        "__claude_tap_compact_record__": {"version": 1, "refs": [{"path": "/request/body"}]},
+        "record": {"timestamp": "2026-04-01T08:00:01+00:00", "request": {"body": ref}},
+    }
+    con.execute("insert into records values ('s', 1, 1, 't', ?)", (json.dumps(compact),))
+    con.commit()
+    con.close()
+    monkeypatch.setenv("CACHEVIZ_MAX_SQL_ROWS", "1000")
+    with pytest.raises(LimitError, match=r"more rows than the SQL rows limit of 1000"):
+        cacheviz.load(db, format="claude-tap")
+
+
+@pytest.mark.slow
+def test_scan_goes_on_past_an_endless_store_and_names_it(tmp_path, monkeypatch):
+    from cacheviz.scanning import scan
+
+    _endless_opencode(tmp_path / "opencode.db")
+    good = tmp_path / "good" / "kilo.db"
+    good.parent.mkdir()
+    _wal_db(good, 2, keep_open=False)
+    monkeypatch.setenv("CACHEVIZ_MAX_SQL_SECONDS", "0.5")
+    result = scan([tmp_path], cache=False, jobs=1)
+    assert result.calls.height == 2  # the good store is read
+    [error] = result.failed["error"].to_list()
+    assert error.startswith(str(tmp_path / "opencode.db")) and "SQL time limit" in error
+
+
+def test_reading_wal_stores_in_a_scan_leaves_their_folders_as_they_were(tmp_path):
+    """Issue 29 item 6: the scan's walk, detection and both SQLite readers (OpenCode,
+    claude-tap) create and change no file beside a WAL-mode store."""
+    from cacheviz.scanning import scan
+
+    _wal_db(tmp_path / "opencode.db", 2, keep_open=False)
+    tap = tmp_path / "tap" / "traces.sqlite3"
+    tap.parent.mkdir()
+    con = sqlite3.connect(tap)
+    con.execute("pragma journal_mode = wal")
+    con.executescript(
+        "create table sessions (id text primary key, started_at text);"
+        "create table records (session_id text, record_index integer, turn integer,"
+        " timestamp text, payload_json text);"
+        "insert into sessions values ('s', '2026-04-01T08:00:00+00:00');"
+    )
+    record = {
+        "timestamp": "2026-04-01T08:00:01+00:00",
+        "duration_ms": 10,
+        "request": {
+            "method": "POST",
+            "path": "/v1/messages",
+            "body": {"model": "claude-sonnet-4-5", "messages": [{"role": "user", "content": "hi"}]},
+        },
+        "response": {"status": 200, "body": {"usage": {"input_tokens": 5, "output_tokens": 1}}},
+    }
+    con.execute("insert into records values ('s', 1, 1, 't', ?)", (json.dumps(record),))
+    con.commit()
+    con.close()
+
+    def tree():
+        return {
+            str(p.relative_to(tmp_path)): hashlib.sha256(p.read_bytes()).hexdigest()
+            for p in sorted(tmp_path.rglob("*"))
+            if p.is_file()
+        }
+
+    before = tree()
+    assert sorted(before) == ["opencode.db", "tap/traces.sqlite3"]
+    result = scan([tmp_path], cache=False, jobs=1)
+    assert tree() == before  # no -wal, no -shm, no byte changed
+    assert sorted(result.files["format"].drop_nulls().to_list()) == ["claude-tap", "opencode"]
+
+
+@pytest.mark.slow
+def test_scan_gives_up_a_session_past_its_time_and_names_it(tmp_path, monkeypatch, capsys):
+    """Issue 29 item 7: ``--timeout`` (here 2 s; the SQL limit far above it) stops
+    the endless store, names it on stderr, counts it as failed, and scans the rest."""
+    from cacheviz.cli import _app as app
+
+    _endless_opencode(tmp_path / "opencode.db")
+    good = tmp_path / "good" / "kilo.db"
+    good.parent.mkdir()
+    _wal_db(good, 2, keep_open=False)
+    monkeypatch.setenv("CACHEVIZ_MAX_SQL_SECONDS", "600")
+    cacheviz.load(good).analyze()  # tokenizer and prices loaded before the clock runs
+    status = app.main(["scan", str(tmp_path), "--no-cache", "--jobs", "1", "--timeout", "2"])
+    out, err = capsys.readouterr()
+    assert status == 0
+    [failed] = [line for line in err.splitlines() if line.startswith("cacheviz: failed:")]
+    assert str(tmp_path / "opencode.db") in failed
+    assert "took longer than 2 s" in failed and "--timeout" in failed
+    assert "1 failed" in out and "2 calls" in out

@@ -19,8 +19,13 @@ def test_raw_claude_code_capture_with_haiku_side_calls(realdata):
     assert set(calls.filter(calls["thread"] == "main")["model"]) == {"claude-sonnet-4-20250514"}
     others = set(tree) - {"main"}
     assert others and all(tree[name] == "main" for name in others)
-    assert all(name.startswith("side call claude-3-5-haiku") for name in others)
-    assert not any("#" in name and not name.endswith(("#2", "#3", "#4")) for name in others)
+    # each side call says what it is for, from its words (issue 33, item 7)
+    assert others == {
+        "side call: title",
+        "side call: quota probe",
+        "side call: status word",
+        "side call: status word #2",
+    }
 
 
 def test_every_real_transcript_has_one_root_named_for_what_it_is(realdata):

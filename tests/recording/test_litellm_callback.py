@@ -147,3 +147,39 @@ def test_async_calls_and_failures_are_recorded(recorded, litellm):
     assert by_status[429]["response"]["usage"] is None
     assert "fake 429" in by_status[429]["response"]["error"]
     assert by_status[200]["request"] == json.loads(fake.received[0].body)
+
+
+def test_a_body_holding_bytes_datetimes_or_sets_is_recorded_visibly(tmp_path, litellm):
+    """Issue 29 item 5: such a body was dropped (json.dumps raised); it is written, each
+    value visible: bytes as base64, a datetime in ISO 8601, a set as a sorted list."""
+    import base64
+    import datetime
+    import warnings
+
+    from cacheviz.errors import CacheVizWarning
+    from cacheviz.recording.litellm_callback import CacheVizLogger
+
+    logger = CacheVizLogger(tmp_path / "run.jsonl")
+    start = datetime.datetime(2026, 1, 2, 3, 4, 5, tzinfo=datetime.UTC)
+    body = {
+        "model": "claude-sonnet-4-5",
+        "messages": [{"role": "user", "content": "hi"}],
+        "metadata": {"blob": b"\x00\xffdata", "at": start, "tags": {"b", "a"}},
+    }
+    kwargs = {
+        "litellm_call_id": "c1",
+        "custom_llm_provider": "anthropic",
+        "additional_args": {"complete_input_dict": body},
+    }
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", CacheVizWarning)
+        logger.log_success_event(kwargs, None, start, start + datetime.timedelta(seconds=1))
+    logger.close()
+    [line] = [json.loads(t) for t in (tmp_path / "run.jsonl").read_text().splitlines()]
+    metadata = line["request"]["metadata"]
+    assert metadata == {
+        "blob": "base64:" + base64.b64encode(b"\x00\xffdata").decode(),
+        "at": "2026-01-02T03:04:05+00:00",
+        "tags": ["a", "b"],
+    }
+    assert line["request"]["messages"] == body["messages"]

@@ -112,9 +112,65 @@ def test_what_is_not_recorded(path, body):
 def test_a_full_disk_warns_once(tmp_path):
     writer = LogWriter("/dev/full")
     writer.open()
-    with pytest.warns(CacheVizWarning, match="/dev/full: can't write the request log") as caught:
+    with pytest.warns(CacheVizWarning, match="^/dev/full: ") as caught:
         for _ in range(3):
             writer.write('{"a":1}')
         writer.close()
-    assert len(caught) == 1
+    messages = [str(w.message) for w in caught]
+    assert len([m for m in messages if "can't write the request log" in m]) == 1
+    assert [m for m in messages if "never written" in m] == [
+        "/dev/full: 3 recorded call(s) were never written to the request log "
+        "(No space left on device); they are lost"
+    ]
     assert writer.written == 3
+
+
+def test_a_gzip_bomb_from_the_upstream_is_not_inflated_past_the_limit(monkeypatch):
+    """Issue 29 item 8: the answer passes as sent; the usage parser stops at the
+    decompressed-size limit (lowered to 1 MiB) instead of inflating it all."""
+    import tracemalloc
+
+    monkeypatch.setenv("CACHEVIZ_MAX_INFLATE_MB", "1")
+    writer = LogWriter()
+    exchange = _exchange(writer)
+    exchange.respond(200, "application/json", "gzip")
+    bomb = gzip.compress(b" " * (64 << 20))  # 64 MiB of spaces in ~64 KiB
+    tracemalloc.start()
+    try:
+        for at in range(0, len(bomb), 8192):
+            exchange.feed(bomb[at : at + 8192])
+        exchange.finish()
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 8 << 20
+    [line] = writer.lines
+    assert json.loads(line)["response"] == {
+        "status": 200,
+        "usage": None,
+        "duration_ms": json.loads(line)["response"]["duration_ms"],
+    }
+
+
+def test_one_huge_sse_event_is_relayed_in_linear_time_and_usage_still_read():
+    """Issue 29 item 9: one 64 MiB content event fed in 16 KiB chunks (the audit's
+    150 MB event took 201 s: the held text was re-joined for every chunk)."""
+    import time
+
+    writer = LogWriter()
+    exchange = _exchange(writer)
+    exchange.respond(200, "text/event-stream", "")
+    events = anthropic_events("claude-sonnet-4-5")
+    big = b'data: {"type":"content_block_delta","delta":{"text":"' + b"x" * (64 << 20) + b'"}}\n\n'
+    stream = events[0] + big + b"".join(events[1:])
+    started = time.perf_counter()
+    for at in range(0, len(stream), 16384):
+        exchange.feed(stream[at : at + 16384])
+    exchange.finish()
+    took = time.perf_counter() - started
+    assert took < 10  # linear: about a second here; quadratic was minutes
+    [line] = writer.lines
+    assert json.loads(line)["response"]["usage"] == {
+        **ANTHROPIC_USAGE,
+        "output_tokens": ANTHROPIC_FINAL_OUTPUT,
+    }

@@ -6,6 +6,7 @@ import asyncio
 import contextlib
 import http.client
 import json
+import os
 import select
 import socket
 import threading
@@ -373,47 +374,44 @@ def test_record_refuses_a_folder_or_a_device_up_front(tmp_path, target):
 
 
 def test_a_full_disk_warns_once_and_the_recorder_says_so(monkeypatch, upstream, tmp_path):
+    """Simulated: half a line reaches the disk, then ``ENOSPC`` (the real one, a file-size
+    limit, is in test_full_disk.py); the half is cut back and the call written later."""
     import errno
 
     from cacheviz.recording import _log as log_module
     from cacheviz.recording import record
 
     log = tmp_path / "run.jsonl"
-    real_open = log_module.Path.open
-    full = {"on": True}
+    real_write = os.write
+    full = {"failures": 2, "fd": None}  # the disk is full for two writes, then has space
+    real_open = os.open
 
-    class Full:
-        def __init__(self, handle):
-            self.handle = handle
+    def opener(path, flags, *args, **kwargs):
+        fd = real_open(path, flags, *args, **kwargs)
+        if str(path) == str(log):
+            full["fd"] = fd
+        return fd
 
-        def write(self, text):
-            if full["on"]:
-                self.handle.write(text[: len(text) // 2])  # half a line reaches the disk
-                self.handle.flush()
-                raise OSError(errno.ENOSPC, "No space left on device")
-            return self.handle.write(text)
+    def write(fd, data):
+        if full["failures"] and fd == full["fd"]:
+            full["failures"] -= 1
+            real_write(fd, bytes(data)[: len(data) // 2])  # half a line reaches the disk
+            raise OSError(errno.ENOSPC, "No space left on device")
+        return real_write(fd, data)
 
-        def __getattr__(self, name):
-            return getattr(self.handle, name)
-
-    def opener(self, mode="r", *args, **kwargs):
-        handle = real_open(self, mode, *args, **kwargs)
-        return Full(handle) if self == log and "a" in mode else handle
-
-    monkeypatch.setattr(log_module.Path, "open", opener)
-    with pytest.warns(CacheVizWarning, match="No space left") as caught, record(log) as rec:
-        assert _post(upstream.url) == 200
-        assert _post(upstream.url) == 200
-        rec_error = rec.error
-        full["on"] = False  # space again
-        assert _post(upstream.url) == 200
+    monkeypatch.setattr(log_module.os, "open", opener)
+    monkeypatch.setattr(log_module.os, "write", write)
+    said = "No space left|written again"
+    with pytest.warns(CacheVizWarning, match=said) as caught, record(log) as rec:
+        for _ in range(3):
+            assert _post(upstream.url) == 200
+    monkeypatch.undo()
+    rec_error = rec.error
     assert len([w for w in caught if "No space" in str(w.message)]) == 1
     assert rec_error is not None and "No space left" in rec_error
-    lines = log.read_text(encoding="utf-8").splitlines()
-    assert json.loads(lines[-1])["response"]["status"] == 200  # its own line
-    with pytest.warns(CacheVizWarning, match=r"incomplete|bad line"):
-        session = rec.session(errors="skip")
-    assert len(session.calls) >= 1
+    lines = [json.loads(t) for t in log.read_text(encoding="utf-8").splitlines()]
+    assert [line["response"]["status"] for line in lines] == [200, 200, 200]  # none lost
+    assert len(rec.session().calls) == 3
 
 
 def test_stopping_with_a_call_in_flight_is_prompt_and_recorded(upstream, tmp_path):

@@ -280,9 +280,9 @@ def _counting(monkeypatch):
     seen = []
     original = pool_module.run_unit
 
-    def run(unit, known=None, prices=None, rates=None):
+    def run(unit, known=None, prices=None, rates=None, timeout=None):
         seen.append(unit.path.name)
-        return original(unit, known, prices, rates)
+        return original(unit, known, prices, rates, timeout)
 
     monkeypatch.setattr(pool_module, "run_unit", run)
     return seen

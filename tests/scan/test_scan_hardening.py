@@ -6,6 +6,7 @@ import json
 import os
 import sys
 import warnings
+from pathlib import Path
 
 import polars as pl
 import pytest
@@ -221,6 +222,29 @@ def test_a_fifo_and_a_link_to_a_device_are_skipped_with_a_reason(tmp_path):
     assert rows["zero.jsonl"]["status"] == "skipped"
 
 
+@pytest.mark.skipif(not Path("/proc/self").is_dir(), reason="needs /proc")
+def test_links_to_proc_the_root_or_above_are_not_walked_and_are_counted(tmp_path):
+    """Issue 29 item 9: a link to /proc/self, /, /dev or a folder above the scanned one
+    would walk the whole file system (or never end); each is skipped, with why, and a
+    link to a project kept elsewhere is still followed."""
+    folder = tmp_path / "scan" / "logs"
+    _write(folder / "good.jsonl")
+    _write(tmp_path / "elsewhere" / "kept.jsonl", tag="k")
+    (folder / "proc").symlink_to("/proc/self", target_is_directory=True)
+    (folder / "everything").symlink_to("/", target_is_directory=True)
+    (folder / "devices").symlink_to("/dev", target_is_directory=True)
+    (folder / "up").symlink_to(tmp_path, target_is_directory=True)
+    (folder / "project").symlink_to(tmp_path / "elsewhere", target_is_directory=True)
+    result = _scan(folder)
+    assert result.calls.height == 6  # good.jsonl and the linked project's kept.jsonl
+    rows = {os.path.basename(r["path"]): r for r in result.files.iter_rows(named=True)}
+    for name in ("proc", "everything", "devices", "up"):
+        assert rows[name]["status"] == "skipped", name
+    assert "kernel" in rows["proc"]["error"] and "kernel" in rows["devices"]["error"]
+    assert "above the scanned folder" in rows["everything"]["error"]
+    assert "above the scanned folder" in rows["up"]["error"]
+
+
 # -- item 22: the scan page escapes control and bidi characters ---------------------------------
 
 
@@ -281,3 +305,76 @@ def test_a_killed_worker_fails_its_file_only(tmp_path, monkeypatch):
     [failed] = result.failed.iter_rows(named=True)
     assert failed["path"].endswith("kill-me.jsonl")
     assert "worker process" in failed["error"] and "died" in failed["error"]
+
+
+@pytest.mark.slow
+def test_a_killed_worker_is_named_on_stderr_counted_and_the_scan_goes_on(
+    tmp_path, monkeypatch, capsys
+):
+    """Issue 29 item 10: ``cacheviz scan`` names the file whose worker was killed (SIGKILL,
+    as the out-of-memory killer sends) in one line on stderr and counts it as failed."""
+    monkeypatch.syspath_prepend(os.path.dirname(__file__))  # the workers import it too
+    import _killer
+
+    from cacheviz.scanning import _pool as pool
+
+    folder = tmp_path / "logs"
+    for i in range(4):
+        _write(folder / f"s{i}.jsonl", tag=f"t{i}")
+    killer = _write(folder / "kill-me.jsonl", tag="k")
+    monkeypatch.setattr(pool, "run_batch", _killer.run_batch)
+    monkeypatch.setattr(pool, "POOL_BYTES", 0)
+    assert main(["scan", str(folder), "--no-cache", "--jobs", "2"]) == 0
+    out, err = capsys.readouterr()
+    [line] = [e for e in err.splitlines() if str(killer) in e]
+    assert line.startswith(f"cacheviz: failed: {killer}: the worker process reading it died")
+    assert "4 files" in out and "1 failed" in out and "12 calls" in out  # 4 read, 1 failed
+
+
+# -- issue 29 item 14: a folder chain 1,500 levels deep ---------------------------------------
+
+
+@pytest.mark.slow  # 7 s on a loaded machine
+def test_a_folder_chain_1500_deep_is_walked_without_a_traceback(tmp_path):
+    """The walk kept one generator frame per level: Python's recursion limit at ~1,000."""
+    root = tmp_path / "root"
+    root.mkdir()
+    here = os.open(root, os.O_RDONLY)
+    try:
+        for _ in range(1500):  # by descriptor: the whole path is longer than one name
+            os.mkdir("d", dir_fd=here)
+            deeper = os.open("d", os.O_RDONLY, dir_fd=here)
+            os.close(here)
+            here = deeper
+        log = os.open("s.jsonl", os.O_WRONLY | os.O_CREAT, 0o644, dir_fd=here)
+        os.write(log, ("\n".join(_lines(3, "a")) + "\n").encode())
+        os.close(log)
+    finally:
+        os.close(here)
+    try:
+        result = _scan(root)
+    finally:
+        _remove_deep(root)  # pytest's own clean-up of old temp folders recurses: it would fail
+    assert result.files["status"].to_list() == ["ok"]
+    assert result.calls.height == 3
+
+
+def _remove_deep(top):
+    """Remove a folder tree of any depth, by descriptors (no recursion, no long paths)."""
+    stack = [(os.open(top, os.O_RDONLY), None, "")]  # (folder, its parent, its name there)
+    while stack:
+        here, parent, name = stack[-1]
+        folders = []
+        for entry in os.scandir(here):
+            if entry.is_dir(follow_symlinks=False):
+                folders.append(entry.name)
+            else:
+                os.unlink(entry.name, dir_fd=here)
+        if folders:
+            stack.append((os.open(folders[0], os.O_RDONLY, dir_fd=here), here, folders[0]))
+            continue
+        stack.pop()
+        os.close(here)
+        if parent is not None:
+            os.rmdir(name, dir_fd=parent)
+    os.rmdir(top)

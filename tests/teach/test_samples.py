@@ -69,7 +69,7 @@ def test_the_usage_sample_has_a_bill_and_one_ttl_miss():
     assert analysis.billed_usd is not None and analysis.billed_usd > 0.05
     assert analysis.misses["call"].to_list() == [8]
     assert analysis.misses["cause"].to_list() == ["ttl_expired"]
-    assert set(analysis.calls["thread"]) == {"main", "side call claude-haiku-4-5"}
+    assert set(analysis.calls["thread"]) == {"main", "side call: title"}
 
 
 def test_thread_names_say_what_each_thread_is():
@@ -79,8 +79,8 @@ def test_thread_names_say_what_each_thread_is():
     tree = dict(side.select("thread", "parent_thread").unique().iter_rows())
     assert tree == {
         "main": None,
-        "side call claude-haiku-4-5": "main",
-        "side call claude-haiku-4-5 #2": "main",
+        "side call: title": "main",
+        "side call: quota probe": "main",
         "sub-agent explore": "main",
     }
     compaction = cacheviz.load(SAMPLE_DIR / "compaction.jsonl").analyze().calls

@@ -144,4 +144,6 @@ def test_a_detail_in_the_live_inspector_does_not_build_the_segments_frame(tmp_pa
     assert getattr(inspector.analysis, "_segments", None) is None
     full = cacheviz.load(SAMPLES / "compaction.jsonl").analyze()
     full.segments  # noqa: B018 - the detail read from the frame
-    assert detail == drift_detail(full, last, simulation=inspector.simulation)
+    assert detail["source"] == "live.jsonl"  # the file the call came from
+    expected = drift_detail(full, last, simulation=inspector.simulation)
+    assert detail == {**expected, "source": "live.jsonl"}

@@ -183,3 +183,16 @@ def test_a_failed_target_simulation_is_the_status_not_a_traceback(
     assert shown.status.startswith("anthropic: internal error KeyError: ")
     assert "\n" not in shown.status
     assert shown.compare["error"].to_list() == [None]  # the comparison is still computed
+
+
+def test_a_self_hosted_target_has_its_row_in_the_comparison(write_log, anthropic_body):
+    # issue 33, item 10: the notice promises the engine's row; it is there, then gone
+    analysis = _session(write_log, anthropic_body, model="claude-sonnet-4-6")
+    engine = state.build(analysis, state.Target("vllm"))
+    assert "its row in the comparison shows the prefill tokens" in engine.meta["notice"]
+    row = engine.compare.filter(engine.compare["target"] == "vllm").row(0, named=True)
+    assert row["cache_read_tokens"] == int(engine.simulation.calls["cache_read_tokens"].sum())
+    assert row["cost_usd"] is None and row["error"] is None
+    back = state.build(analysis, state.Target("anthropic"), compare=engine.compare)
+    assert "vllm" not in back.compare["target"].to_list()
+    assert back.compare.height == engine.compare.height - 1

@@ -235,7 +235,7 @@ def test_billed_cost_and_sub_agents_travel_to_the_front_end():
     costs = _table(widget._costs)
     assert costs["billed_usd"].sum() == pytest.approx(analysis.billed_usd)
     parents = dict(zip(meta["threads"], meta["thread_parents"], strict=True))
-    side = next(name for name in meta["threads"] if name.startswith("sidechain"))
+    side = next(name for name in meta["threads"] if name.startswith("sub-agent"))
     assert meta["threads"][parents[side]] == "main"
     assert meta["reported"]["hit_ratio"] is not None
 
