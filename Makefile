@@ -23,7 +23,7 @@ export TIKTOKEN_CACHE_DIR := $(CURDIR)/.cache/tiktoken
 endif
 endif
 
-.PHONY: demo test test-fast test-latest test-oldest-sdks test-js lock jupyter widgets bench samples clean mutation \
+.PHONY: demo test test-fast test-engine test-latest test-oldest-sdks test-js lock jupyter widgets bench samples clean mutation \
 	venv-test venv-demo
 
 $(UV):
@@ -81,6 +81,17 @@ test-fast: venv-test .cache/tiktoken/.copied
 
 # The suite on the newest versions pyproject.toml allows, in a venv of its own (.venv-latest):
 # what `pip install cacheviz` gives a user today. Run it when the lock is updated.
+# The engine tier (opt-in, never part of `make test`; docs/testing.md): llama.cpp itself,
+# through llama-cpp-python built once from its source package into ENGINE_DIR (a cached
+# wheel reinstalls in seconds), a tiny random-weight model written from its vocab file.
+ENGINE_DIR ?= $(CURDIR)/.cache/engine
+LLAMA_CPP_VERSION = 0.3.36
+test-engine: venv-test .cache/tiktoken/.copied
+	bench/engine_setup.sh $(ENGINE_DIR) $(LLAMA_CPP_VERSION)
+	CACHEVIZ_ENGINE_PYTHON=$(ENGINE_DIR)/venv/bin/python \
+	CACHEVIZ_ENGINE_VOCAB=$(ENGINE_DIR)/src/llama_cpp_python-$(LLAMA_CPP_VERSION)/vendor/llama.cpp/models/ggml-vocab-qwen2.gguf \
+	$(BIN)/pytest -q -m engine tests/engine
+
 test-latest: $(UV) $(TAP_VENV)/.installed .cache/tiktoken/.copied
 	rm -rf .venv-latest
 	$(UV) venv --quiet .venv-latest
@@ -126,7 +137,7 @@ bench: venv-test .cache/tiktoken/.copied
 # module's own unit tests (bench/mutation_rates.py); the table goes to bench/out/mutation.md.
 # Narrow it with e.g. MODULES='prefix providers.openai'. Survivors: `mutmut results`.
 MODULES ?= prefix diagnose providers.anthropic providers.openai providers.google \
-	providers.deepseek providers.sglang providers.vllm providers._cache providers._base usage redact
+	providers.deepseek providers.sglang providers.vllm providers.llamacpp providers._cache providers._base usage redact
 mutation: $(UV) .cache/tiktoken/.copied
 	$(UV) sync --quiet --frozen $(TEST_EXTRAS) --extra mutation
 	$(BIN)/python bench/mutation_rates.py --run $(MODULES) --max-children 2

@@ -53,6 +53,7 @@ TESTS: dict[str, list[str]] = {
     ],
     "providers.sglang": [_PROVIDER.format("sglang"), _PROVIDER.format("sglang_rules")],
     "providers.vllm": [_PROVIDER.format("vllm"), _PROVIDER.format("vllm_rules")],
+    "providers.llamacpp": [_PROVIDER.format("llamacpp")],
     # the shared modules: the unit tests of the simulators that use them
     "providers._cache": [
         "tests/providers/test_token_scale.py",

@@ -140,6 +140,7 @@ SIMULATION: dict[str, PolarsDataType] = {
     "cost_usd": pl.Float64,  # null for self-hosted engines
     "ideal_usd": pl.Float64,  # prefix read from cache, new tokens at the input price
     "prefill_tokens_saved": _INT,  # self-hosted engines only
+    "prefill_ms": pl.Float64,  # self-hosted engines only: the estimated prefill time
     "reported_input_tokens": _INT,  # the provider's report, when simulating its own calls
     "reported_cache_read_tokens": _INT,
     "reported_cache_write_tokens": _INT,

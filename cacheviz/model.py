@@ -165,6 +165,9 @@ class Call:
     parent_hint: str | None = None  # the thread a sub-agent was spawned from, when logged
     source: str | None = None  # the file ``line`` is in, relative to the session's folder,
     # when not the session's own file (a sub-agent's log)
+    # the engine's own token ids of the prompt, when the log holds them (a self-hosted
+    # engine's response ``prompt_token_ids``): its rules then run on them, token-exact
+    prompt_token_ids: list[int] | None = None
 
     def __post_init__(self) -> None:
         if not self.hashes and self.blocks:

@@ -1,7 +1,7 @@
 """The ``cacheviz`` command line: the parser and the table of commands.
 
 Each command is a module of this package (``summary``, ``simulate``, ``compare``,
-``report``, ``check``, ``formats``, ``scan``, ``proxy``) with ``add_parser(commands)``,
+``report``, ``check``, ``formats``, ``scan``, ``proxy``, ``replay``) with ``add_parser(commands)``,
 its argparse setup, and ``run(args)``, its exit status; what they share is in
 :mod:`cacheviz.cli._shared`.
 
@@ -21,6 +21,7 @@ from cacheviz.cli import _check as check
 from cacheviz.cli import _compare as compare
 from cacheviz.cli import _formats as formats
 from cacheviz.cli import _proxy as proxy
+from cacheviz.cli import _replay as replay
 from cacheviz.cli import _report as report
 from cacheviz.cli import _scan as scan
 from cacheviz.cli import _simulate as simulate
@@ -52,6 +53,7 @@ COMMANDS: dict[str, ModuleType] = {
     "formats": formats,
     "scan": scan,
     "proxy": proxy,
+    "replay": replay,
 }
 """Each command's module, in the order ``cacheviz --help`` lists them."""
 PLAIN = frozenset({"formats", "proxy"})

@@ -146,7 +146,8 @@ def session_file(path: Path) -> tuple[Path, str | None]:
     return resolved.path, resolved.note
 
 
-def _input(args: argparse.Namespace) -> Path:
+def input_path(args: argparse.Namespace) -> Path:
+    """The transcript file ``args.path`` names (a folder: its session file, said on stderr)."""
     path, note = session_file(Path(args.path))
     if note:
         from cacheviz.cli._table import stderr_line
@@ -160,7 +161,7 @@ def load_analysis(args: argparse.Namespace) -> Analysis:
     from cacheviz.formats import load
     from cacheviz.formats._lines import PROGRESS
 
-    args.path = str(_input(args))
+    args.path = str(input_path(args))
     token = None
     if sys.stderr.isatty() and Path(args.path).is_file():
         token = PROGRESS.set(_Progress(f"reading {Path(args.path).name}"))

@@ -103,14 +103,20 @@ def _verdict(call: dict[str, Any]) -> str:
     return shown + (" (sized from usage)" if call.get("sized_from_usage") else "")
 
 
-def _rules(args: argparse.Namespace) -> dict[str, Any]:
+def rules_of(items: list[str]) -> dict[str, Any]:
+    """The rules of ``--rule NAME=VALUE`` options (values: :func:`_value`)."""
     rules: dict[str, Any] = {}
-    for item in args.rule:
+    for item in items:
         name, sep, value = item.partition("=")
         if not sep or not name:
             msg = f"--rule {item!r}: expected NAME=VALUE"
             raise SimulationError(msg)
         rules[name.strip()] = _value(value.strip())
+    return rules
+
+
+def _rules(args: argparse.Namespace) -> dict[str, Any]:
+    rules = rules_of(args.rule)
     for name in ("ttl", "breakpoints"):
         if getattr(args, name) is not None:
             rules[name] = getattr(args, name)
@@ -201,6 +207,13 @@ def _print_simulation(
         )
     for text in render(SIMULATION_COLUMNS, rows, width):
         out.write(text + "\n")
+    if doc["parameters"]:
+        used = ", ".join(
+            f"{name}={_shown(item['value'])}"
+            + ("" if item["source"] == "rule" else f" ({item['source']})")
+            for name, item in doc["parameters"].items()
+        )
+        out.write(wrap_line(f"rules: {used}", width) + "\n")
     total = f"total: {usd(doc['total_cost_usd'])}; ideal (new tokens only): "
     total += f"{usd(doc['ideal_usd'])}"
     if doc["score"] is not None:
@@ -215,8 +228,23 @@ def _print_simulation(
                 f" ({sized} left out: their simulated unlogged prefix was sized from their "
                 "own reported read)"
             )
+    agreement = doc["agreement"]
+    if agreement["share"] is not None:
+        total += (
+            f"; equal to the reported read on {agreement['equal_calls']} of "
+            f"{agreement['reported_calls']} calls ({agreement['basis']})"
+        )
     if doc["token_scale"] is not None:
         total += f"; provider tokens / cacheviz tokens = {doc['token_scale']:.3f}"
     out.write(wrap_line(total, width) + "\n")
     if doc["price_source"]:
         out.write(wrap_line(f"prices: {doc['price_source']}", width) + "\n")
+
+
+def _shown(value: Any) -> str:
+    """A rule's value as ``--rule`` takes it (``none``, ``true``, ``16``, ``gpu``)."""
+    if value is None:
+        return "none"
+    if isinstance(value, bool):
+        return str(value).lower()
+    return str(value)

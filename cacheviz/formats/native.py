@@ -92,6 +92,8 @@ def _call_from_line(
     took = response.get("duration_ms") if isinstance(response, dict) else None
     if in_flight is not None and _is_ms(took):
         in_flight[id(call)] = took / 1000  # written when the answer ended: see call_order
+    if isinstance(response, dict):
+        call.prompt_token_ids = _token_ids(response.get("prompt_token_ids"))
     return call
 
 
@@ -102,6 +104,16 @@ def _is_ms(value: Any) -> TypeGuard[float]:
         and math.isfinite(value)
         and 0 <= value < 86_400_000
     )
+
+
+def _token_ids(value: Any) -> list[int] | None:
+    """A response's ``prompt_token_ids`` (vLLM's ``return_token_ids``), if a list of ints."""
+    if value is None or value == []:
+        return None
+    if isinstance(value, list) and all(type(t) is int for t in value):
+        return value
+    msg = "`response.prompt_token_ids` is not a list of token ids (whole numbers)"
+    raise ValueError(msg)
 
 
 def read(path: Path, *, errors: str = "raise") -> Session:

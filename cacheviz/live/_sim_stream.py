@@ -21,12 +21,14 @@ from cacheviz.money._simulate import (
     TokenScale,
     call_rates,
     make_simulator,
+    prefill_model,
     provider_id,
     sim_row,
     simulation_of,
 )
 from cacheviz.money.pricing import PriceBook, RateCache
 from cacheviz.providers._base import CallResult, SimCall
+from cacheviz.providers._prefill import PrefillModel
 
 MAX_CHUNKS = 16  # a grown frame is made one chunk again past this many
 
@@ -115,6 +117,7 @@ class SimulationStream:
         self._scale = TokenScale()
         self._reported = 0
         self._matched = 0
+        self._prefills: dict[str, PrefillModel] = {}
         self.n = 0
 
     def extend(self, calls: list[SimCall], recorded: list[str], prefixes: list[int]) -> None:
@@ -145,7 +148,14 @@ class SimulationStream:
             if rates is not None and rates.source not in self.sources:
                 self.sources.append(rates.source)
             reported = call.reported if origin == self.provider and same else None
-            values = sim_row(call, result, rates, prefixes[call.index], reported, self.self_hosted)
+            prefill = (
+                prefill_model(self.provider, call.model, self._prefills)
+                if self.self_hosted
+                else None
+            )
+            values = sim_row(
+                call, result, rates, prefixes[call.index], reported, self.self_hosted, prefill
+            )
             verdict = values["verdict"]
             if verdict != "not_reported" and not values["sized_from_usage"]:
                 self._reported += 1

@@ -46,6 +46,8 @@ from cacheviz.money.pricing import PriceBook, RateCache, Rates
 from cacheviz.prefix._calibrate import next_version
 from cacheviz.prefix._ttl import idle_seconds
 from cacheviz.providers._base import Breakpoint, CallResult, SimCall, Simulator
+from cacheviz.providers._prefill import PrefillModel
+from cacheviz.providers._prefill import load as load_prefill
 from cacheviz.providers.anthropic import automatic_ttl
 
 if TYPE_CHECKING:
@@ -418,6 +420,16 @@ class Simulation:
     token_scale: float | None  # reported inclusive input / the local count (least squares)
     score: float | None  # share of reported calls whose hit/miss the simulation matches
     rules: dict[str, Any] = field(default_factory=dict)
+    parameters: dict[str, dict[str, Any]] = field(default_factory=dict)
+    """Every parameter the rules ran with, defaults included: ``{name: {value, source}}``
+    (``source``: ``rule`` given, ``log`` the engine the log names, ``default``)."""
+    agreement: float | None = None
+    """Calls whose simulated read equals the reported one exactly, over the calls that
+    report a read (``None``: none does); beside :attr:`score`'s tolerant verdict."""
+    agreement_calls: tuple[int, int] = (0, 0)
+    """``(equal, reported)``: the counts behind :attr:`agreement`."""
+    token_exact: bool = False
+    """Whether the rules ran on the engine's own token ids (else the agreement is approximate)."""
     prices: PriceBook | None = field(default=None, repr=False, compare=False)
     """The price book it was priced with (``None``: not known)."""
     unpriced: str = field(default="raise", repr=False, compare=False)
@@ -455,6 +467,13 @@ class Simulation:
             "ideal_usd": self.ideal_usd,
             "token_scale": self.token_scale,
             "score": self.score,
+            "parameters": self.parameters,
+            "agreement": {
+                "share": self.agreement,
+                "equal_calls": self.agreement_calls[0],
+                "reported_calls": self.agreement_calls[1],
+                "basis": "engine token ids" if self.token_exact else "approximate",
+            },
         }
 
 
@@ -568,10 +587,17 @@ def simulate(
     Simulation
     """
     provider = provider_id(provider)
-    simulator = make_simulator(provider, **rules)
     self_hosted = providers.profile(provider).self_hosted
+    logged = engine_rules(analysis.session.calls, provider, rules) if self_hosted else {}
+    simulator = make_simulator(provider, **logged, **rules)
+    exact = False
     if calls is None or self_hosted:
         calls = sim_calls(analysis, local=self_hosted)
+        if self_hosted:
+            ids = [call.prompt_token_ids for call in analysis.session.calls]
+            exact = all(found is not None for found in ids)
+            if exact:
+                calls = on_engine_tokens(calls, ids)
     elif model is not None:
         calls = [copy.copy(call) for call in calls]  # the caller's stay as they are
     if model is not None:
@@ -590,7 +616,74 @@ def simulate(
         unpriced=unpriced,
         self_hosted=self_hosted,
         rules=rules,
+        parameters=used_parameters(simulator, rules, logged),
+        token_exact=exact,
     ).simulation()
+
+
+def engine_rules(calls: Sequence[Call], provider: str, rules: dict[str, Any]) -> dict[str, Any]:
+    """The rules a log gives for its engine: ``meta.engine`` of its calls.
+
+    A recorded engine (``cacheviz replay``) says what it is and, when it can, how it is
+    set up (``{"name": "vllm", "block_size": 128}``). Only an engine of ``provider``
+    counts, only parameters its simulator takes, and a rule given wins.
+    """
+    names = _rule_names(provider)
+    found: dict[str, Any] = {}
+    for call in calls:
+        engine = call.meta.get("engine")
+        if not isinstance(engine, dict) or providers.known(engine.get("name")) != provider:
+            continue
+        for name, value in engine.items():
+            if name in names and name not in rules and name not in found:
+                found[name] = value
+    return found
+
+
+def used_parameters(
+    simulator: Simulator, rules: dict[str, Any], logged: dict[str, Any]
+) -> dict[str, dict[str, Any]]:
+    """Every parameter of ``simulator`` with its value and where it came from."""
+    names = getattr(simulator, "__dataclass_fields__", {})
+    out: dict[str, dict[str, Any]] = {}
+    for name in names:
+        if name == "provider":
+            continue
+        source = "rule" if name in rules else "log" if name in logged else "default"
+        out[name] = {"value": getattr(simulator, name), "source": source}
+    return out
+
+
+def on_engine_tokens(calls: list[SimCall], ids: Sequence[list[int] | None]) -> list[SimCall]:
+    """``calls`` rebuilt on the engine's token ids of each prompt (``ids`` by call index).
+
+    Each prompt is one block of the engine's tokens: a self-hosted simulator then counts
+    exactly what the engine counts (its chat template and tokenizer included).
+    """
+    from array import array
+
+    tokens: dict[str, array[int]] = {}
+    out = []
+    for call in calls:
+        own = ids[call.index]
+        assert own is not None  # the caller checked every call has them
+        run = array("i", own)
+        digest = hashlib.sha1(run.tobytes()).hexdigest()
+        tokens[digest] = run
+        out.append(
+            dataclasses.replace(
+                call,
+                hashes=[digest],
+                chain=extend_chain([], [digest]),
+                offsets=[0, len(run)],
+                parts=["messages"],
+                roles=[None],
+                tokens=tokens.__getitem__,
+                breakpoints=[],
+                local_offsets=None,
+            )
+        )
+    return out
 
 
 @dataclass(slots=True)
@@ -611,6 +704,8 @@ class Replay:
     rules: dict[str, Any]
     book: PriceBook
     unpriced: str
+    parameters: dict[str, dict[str, Any]] = field(default_factory=dict)
+    token_exact: bool = False
 
     def simulation(self) -> Simulation:
         """The :class:`Simulation` of this replay.
@@ -634,6 +729,8 @@ class Replay:
             rules=self.rules,
             prices=self.book,
             unpriced=self.unpriced,
+            parameters=self.parameters,
+            token_exact=self.token_exact,
         )
 
 
@@ -649,6 +746,8 @@ def simulation_of(
     rules: dict[str, Any],
     prices: PriceBook | None = None,
     unpriced: str = "raise",
+    parameters: dict[str, dict[str, Any]] | None = None,
+    token_exact: bool = False,
 ) -> Simulation:
     """The :class:`Simulation` of a replay's rows ``frame`` (:data:`~cacheviz._schema.SIMULATION`).
 
@@ -656,6 +755,7 @@ def simulation_of(
     sums, ``None`` for a self-hosted engine or when no call was priced.
     """
     priced = not self_hosted and bool(sources)
+    equal, reported = exact_agreement(frame)
     return Simulation(
         provider=provider,
         model=model,
@@ -668,7 +768,19 @@ def simulation_of(
         rules=dict(rules),
         prices=prices,
         unpriced=unpriced,
+        parameters=dict(parameters or {}),
+        agreement=equal / reported if reported else None,
+        agreement_calls=(equal, reported),
+        token_exact=token_exact,
     )
+
+
+def exact_agreement(frame: pl.DataFrame) -> tuple[int, int]:
+    """``(equal, reported)``: calls whose simulated read is exactly the reported one."""
+    read = frame["reported_cache_read_tokens"]
+    shown = frame.filter(read.is_not_null())
+    equal = int((shown["cache_read_tokens"] == shown["reported_cache_read_tokens"]).sum())
+    return equal, shown.height
 
 
 def replay(
@@ -682,6 +794,8 @@ def replay(
     unpriced: str = "raise",
     self_hosted: bool = False,
     rules: dict[str, Any] | None = None,
+    parameters: dict[str, dict[str, Any]] | None = None,
+    token_exact: bool = False,
 ) -> Replay:
     """Replay ``calls`` with ``simulator`` and price each call (:func:`simulate`'s rows).
 
@@ -692,6 +806,7 @@ def replay(
     """
     provider = price.provider
     results = simulator.run(calls)
+    prefills: dict[str, PrefillModel] = {}
     cols: dict[str, list[Any]] = {name: [] for name in _schema.SIMULATION}
     appends = [(cols[name].append, name) for name in _schema.SIMULATION]
     sources: list[str] = []
@@ -706,12 +821,31 @@ def replay(
                 sources.append(rates.source)
         same = model is None or model == call.model
         reported = call.reported if origin == provider and same else None
-        values = sim_row(call, result, rates, prefixes[call.index], reported, self_hosted)
+        prefill = prefill_model(provider, call.model, prefills) if self_hosted else None
+        values = sim_row(call, result, rates, prefixes[call.index], reported, self_hosted, prefill)
         for append, name in appends:
             append(values[name])
     return Replay(
-        provider, model, calls, cols, sources, self_hosted, dict(rules or {}), price.book, unpriced
+        provider,
+        model,
+        calls,
+        cols,
+        sources,
+        self_hosted,
+        dict(rules or {}),
+        price.book,
+        unpriced,
+        dict(parameters or {}),
+        token_exact,
     )
+
+
+def prefill_model(provider: str, model: str, kept: dict[str, PrefillModel]) -> PrefillModel:
+    """The prefill-time model of ``provider``'s engine running ``model`` (``kept``: by model)."""
+    found = kept.get(model)
+    if found is None:
+        found = kept[model] = load_prefill(provider, model)
+    return found
 
 
 def call_rates(
@@ -753,11 +887,13 @@ def sim_row(
     line: int,
     reported: Any,
     self_hosted: bool,
+    prefill: PrefillModel | None = None,
 ) -> dict[str, Any]:
     """One row of :data:`cacheviz._schema.SIMULATION`: the call's replay, priced.
 
     ``line`` is the call's common-prefix line, ``reported`` its reported usage when it
-    is comparable (same provider and model), else ``None``.
+    is comparable (same provider and model), else ``None``; ``prefill`` the engine's
+    prefill-time model (self-hosted engines).
     """
     cost = ideal = None
     if rates is not None:
@@ -786,6 +922,9 @@ def sim_row(
         "prefill_tokens_saved": int(result.extra.get("prefill_tokens_saved", 0))
         if self_hosted
         else None,
+        "prefill_ms": None
+        if prefill is None
+        else round(prefill.estimate(result.uncached_tokens, result.cache_read_tokens), 3),
         "reported_input_tokens": reported.input_tokens if reported else None,
         "reported_cache_read_tokens": reported.cache_read_tokens if reported else None,
         "reported_cache_write_tokens": reported.cache_write_tokens if reported else None,

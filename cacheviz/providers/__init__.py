@@ -9,7 +9,7 @@ One module per provider holds its caching facts (a :class:`ProviderProfile` name
     >>> providers.profile("anthropic").ttls["1h"]
     3600
     >>> [p.id for p in providers.profiles() if p.self_hosted]
-    ['vllm', 'sglang']
+    ['vllm', 'sglang', 'llamacpp']
 
 Provider modules are imported on first use, so reading a transcript does not load the
 simulators.
@@ -28,7 +28,7 @@ if TYPE_CHECKING:
     from collections.abc import Iterable
 
 # the provider modules, in the order users see them (CLI choices, pickers)
-MODULES = ("anthropic", "openai", "deepseek", "google", "vllm", "sglang")
+MODULES = ("anthropic", "openai", "deepseek", "google", "vllm", "sglang", "llamacpp")
 
 
 @cache

@@ -1,6 +1,9 @@
 """vLLM automatic prefix caching (V1 engine; providers.md §5.7 and §7).
 
-The prompt is cut into ``block_size`` (16) token blocks; each full block is keyed by a
+The prompt is cut into ``block_size`` token blocks (the deployment's: 16 on GPU, 128 on
+vLLM's CPU build, whose attention takes multiples of 32 only; ``device`` picks the
+default, ``block_size`` any other, and a log that says its engine's block size, in
+``meta.engine.block_size``, gives it); each full block is keyed by a
 chain hash, ``sha256(parent key + the block's token ids)``, rooted in the model name and
 the request's ``cache_salt`` (vLLM puts the salt into block 0; a server serves one
 model). The hit is the run of leading blocks whose keys are cached, capped at
@@ -39,6 +42,8 @@ from cacheviz.providers._base import CallResult, SimCall
 from cacheviz.providers._profile import ProviderProfile
 
 BLOCK_SIZE = 16
+DEVICE_BLOCK_SIZES = {"gpu": BLOCK_SIZE, "cpu": 128}
+"""vLLM's default ``--block-size`` per device (vLLM 0.32: GPU 16; the CPU build 128)."""
 
 
 def prompt_tokens(call: SimCall, start: int = 0) -> array[int]:
@@ -145,20 +150,36 @@ class VLLMSimulator:
     Parameters
     ----------
     block_size
-        Tokens per KV block (``--block-size``; 16).
+        Tokens per KV block (``--block-size``); ``None``: the ``device``'s default.
+    device
+        ``gpu`` (16-token blocks) or ``cpu`` (128, vLLM's CPU build).
     capacity_blocks
         KV blocks in the pool (``num_gpu_blocks``); ``None``: unbounded, never evicts.
     """
 
-    block_size: int = BLOCK_SIZE
+    block_size: int | None = None  # set to the device's when not given
+    device: str = "gpu"
     capacity_blocks: int | None = None
     provider: str = "vllm"
 
     def __post_init__(self) -> None:
+        if self.device not in DEVICE_BLOCK_SIZES:
+            msg = f"device must be one of {', '.join(DEVICE_BLOCK_SIZES)}, not {self.device!r}"
+            raise ValueError(msg)
+        if self.block_size is None:
+            self.block_size = DEVICE_BLOCK_SIZES[self.device]
+        if isinstance(self.block_size, bool) or not isinstance(self.block_size, int):
+            msg = f"block_size must be a whole number, not {self.block_size!r}"
+            raise ValueError(msg)
         if self.block_size < 1:
             raise ValueError("block_size must be at least 1")
         if self.capacity_blocks is not None and self.capacity_blocks < 1:
             raise ValueError("capacity_blocks must be at least 1 (or None)")
+
+    @property
+    def size(self) -> int:
+        """The block size in use (``block_size``, else the device's)."""
+        return self.block_size or DEVICE_BLOCK_SIZES[self.device]
 
     def run(self, calls: Sequence[SimCall]) -> list[CallResult]:
         """Replay the calls; see the module docstring for the algorithm."""
@@ -170,12 +191,12 @@ class VLLMSimulator:
         The live inspector feeds the calls as they are logged (:mod:`cacheviz.live._incremental`).
         """
         pool = _BlockPool(self.capacity_blocks)
-        hasher = _Hasher(self.block_size)
+        hasher = _Hasher(self.size)
         for call in calls:
             yield self._one(call, pool, hasher)
 
     def _one(self, call: SimCall, pool: _BlockPool, hasher: _Hasher) -> CallResult:
-        size, total = self.block_size, call.total
+        size, total = self.size, call.total
         keys = hasher.keys(call)
         found = pool.leading(keys)
         hit_blocks = min(found, max(0, (total - 1) // size))

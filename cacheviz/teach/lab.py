@@ -6,8 +6,10 @@ in that order: blocks before ``history`` are system blocks, blocks after it are 
 appended to the latest user message of each call (dynamic information appended at the
 end, as the KV-cache guide's rule 2 says, and kept in the history). :func:`estimate_ttft`
 turns a simulation into an estimated time to first token with a documented prefill
-model. Nothing here imports Jupyter; notebooks/02-prompt-caching-lab.ipynb wires it to
-widgets.
+model. :func:`prefill_factor` compares two replays on a self-hosted engine's rule (their
+``prefill_ms``), and :func:`live_prefill` runs a session on llama.cpp itself when
+llama-cpp-python is installed. Nothing here imports Jupyter;
+notebooks/02-prompt-caching-lab.ipynb wires it to widgets.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from cacheviz.formats import load
 from cacheviz.formats.native import record_line
+from cacheviz.request._chat import chat_messages
 from cacheviz.teach.samples import Prose
 
 if TYPE_CHECKING:
@@ -210,3 +213,58 @@ def layout_session(order: list[str] | tuple[str, ...], **options: Any) -> Sessio
         path = Path(folder) / "layout.jsonl"
         path.write_text("\n".join(lines) + "\n", encoding="utf-8")
         return load(path)
+
+
+def prefill_factor(drifting: Simulation, stable: Simulation, call: int | None = None) -> float:
+    """How many times ``stable``'s prefill time ``drifting`` takes (self-hosted replays).
+
+    ``call``: at that call (its index); ``None``: over the whole session. Read from each
+    replay's estimated ``prefill_ms`` (:mod:`cacheviz.providers._prefill`).
+    """
+    if call is None:
+        return float(drifting.calls["prefill_ms"].sum()) / float(stable.calls["prefill_ms"].sum())
+    rows = [
+        sim.calls.filter(sim.calls["call"] == call)["prefill_ms"][0] for sim in (drifting, stable)
+    ]
+    return float(rows[0]) / float(rows[1])
+
+
+def live_prefill(session: Session, model_path: str | Path) -> list[tuple[int, int, float]] | None:
+    """Each call of ``session`` run on llama.cpp: ``(tokens, reused tokens, prefill ms)``.
+
+    The calls are sent in order, as chat messages (:func:`cacheviz.request._chat.chat_messages`)
+    rendered by the model's own template, to one in-process ``llama_cpp.Llama`` (one
+    slot: it reuses the previous prompt's common prefix); 1 token is generated. ``None``
+    when llama-cpp-python is not installed.
+    """
+    try:
+        import llama_cpp
+        from llama_cpp.llama_chat_format import Jinja2ChatFormatter
+    except ImportError:
+        return None
+    import time
+
+    llm = llama_cpp.Llama(model_path=str(model_path), n_ctx=8192, verbose=False, seed=0)
+    formatter = Jinja2ChatFormatter(
+        llm.metadata["tokenizer.chat_template"],
+        eos_token=llm._model.token_get_text(llm.token_eos()),
+        bos_token="",
+    )
+    state = {"evaluated": 0, "ms": 0.0}
+    plain_eval = llm.eval
+
+    def counted_eval(tokens: Any) -> None:
+        started = time.perf_counter()
+        plain_eval(tokens)
+        state["ms"] += (time.perf_counter() - started) * 1000
+        state["evaluated"] += len(tokens)
+
+    llm.eval = counted_eval
+    out = []
+    for call in session.calls:
+        prompt = formatter(messages=chat_messages(call, session.contents)).prompt
+        ids = llm.tokenize(prompt.encode("utf-8"), add_bos=False, special=True)
+        state["evaluated"], state["ms"] = 0, 0.0
+        llm.create_completion(ids, max_tokens=1, temperature=0.0)
+        out.append((len(ids), len(ids) - int(state["evaluated"]), round(float(state["ms"]), 3)))
+    return out

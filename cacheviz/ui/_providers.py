@@ -81,7 +81,7 @@ def target_facts(
     return {
         "provider": simulation.provider,
         "model": simulation.model,
-        # a self-hosted engine (vllm, sglang) has no prices: nothing is billed or priced
+        # a self-hosted engine (vllm, sglang, llamacpp) has no prices: nothing is billed or priced
         "self_hosted": providers.profile(simulation.provider).self_hosted,
         # the session replayed under its own provider's rules: its waste is the
         # session's (billed - ideal), the same number as summary, scan and check

@@ -31,7 +31,7 @@ def test_find_and_profile_agree_and_an_unknown_name_lists_the_ids():
 
 
 def test_self_hosted_and_priced_split_the_providers():
-    assert set(providers.self_hosted()) == {"vllm", "sglang"}
+    assert set(providers.self_hosted()) == {"vllm", "sglang", "llamacpp"}
     assert set(providers.priced()) | set(providers.self_hosted()) == set(providers.ids())
     assert not set(providers.priced()) & set(providers.self_hosted())
 

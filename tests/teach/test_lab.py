@@ -46,3 +46,27 @@ def test_ttft_model():
     assert len(estimates) == simulation.calls.height
     first = simulation.calls.row(0, named=True)
     assert estimates[0] == pytest.approx(model.ttft(first["input_tokens"], 0))
+
+
+def test_an_early_timestamp_makes_the_engines_prefill_longer():
+    from cacheviz.teach.lab import prefill_factor
+
+    rules = {"slots": 1, "host_cache_tokens": 0}
+    first = layout_session(["time", "tools", "system", "history"], steps=6).analyze()
+    last = layout_session(["tools", "system", "history", "time"], steps=6).analyze()
+    drifting, stable = first.simulate("llamacpp", **rules), last.simulate("llamacpp", **rules)
+    factor = prefill_factor(drifting, stable)
+    assert factor > 2
+    # the first call is cold in both: the same prompt head, about the same prefill
+    assert prefill_factor(drifting, stable, call=0) == pytest.approx(1, rel=0.2)
+    # the later the call, the longer the history recomputed behind the timestamp
+    assert prefill_factor(drifting, stable, call=drifting.calls.height - 1) > factor
+
+
+def test_without_llama_cpp_there_is_no_live_prefill(monkeypatch):
+    import sys
+
+    from cacheviz.teach.lab import live_prefill
+
+    monkeypatch.setitem(sys.modules, "llama_cpp", None)  # not importable
+    assert live_prefill(layout_session(["system", "history"]), "model.gguf") is None
