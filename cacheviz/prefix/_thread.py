@@ -307,6 +307,7 @@ def name_threads(
     hinted: set[str],
     logged: set[str],
     weights: Sequence[int],
+    contents: Mapping[str, Content] | None = None,
 ) -> tuple[dict[str, str], dict[str, str | None]]:
     """Names that say what each found thread is, and a tree with the main one at its root.
 
@@ -324,6 +325,9 @@ def name_threads(
     one is the larger; else under the main thread. Threads the transcript names (hinted)
     keep their names and their logged parents.
 
+    ``contents`` (the session's block contents) lets a side call be named by its purpose,
+    as :class:`ThreadWalk` does; without them it is named by its model.
+
     Returns
     -------
     tuple of dict
@@ -331,6 +335,9 @@ def name_threads(
     """
     totals = ThreadTotals()
     for i, (name, call) in enumerate(zip(names, calls, strict=True)):
+        new = name not in totals.sizes
+        if new and contents is not None and call.thread_hint is None:
+            totals.purposes[name] = call_purpose(call, contents)
         totals.add(i, name, call.model, weights[i])
     return name_from_totals(totals, parents, hinted, logged)
 
