@@ -89,6 +89,7 @@ LLAMA_CPP_VERSION = 0.3.36
 test-engine: venv-test .cache/tiktoken/.copied
 	bench/engine_setup.sh $(ENGINE_DIR) $(LLAMA_CPP_VERSION)
 	CACHEVIZ_ENGINE_PYTHON=$(ENGINE_DIR)/venv/bin/python \
+	CACHEVIZ_ENGINE_SERVER=$(ENGINE_DIR)/server-build/bin/llama-server \
 	CACHEVIZ_ENGINE_VOCAB=$(ENGINE_DIR)/src/llama_cpp_python-$(LLAMA_CPP_VERSION)/vendor/llama.cpp/models/ggml-vocab-qwen2.gguf \
 	$(BIN)/pytest -q -m engine tests/engine
 
