@@ -1,7 +1,7 @@
 """A fake self-hosted engine on 127.0.0.1 speaking the OpenAI chat API, as llama-server or vLLM do.
 
 Its tokenizer is a ChatML render cut into bytes (one token a byte). As ``llamacpp`` it
-has one slot (previous-prompt reuse, at most ``len - 1``), reports
+has one slot (previous-prompt reuse, at most ``len - 1``; ``/props`` says so), reports
 ``prompt_tokens_details.cached_tokens`` and llama-server's ``timings``, and has
 ``/apply-template`` and ``/tokenize``; as ``vllm`` it keeps every full block of
 ``block_size`` tokens it has seen, returns ``prompt_token_ids`` when asked
@@ -64,6 +64,8 @@ class FakeEngine:
                 if self.path == "/v1/models":
                     data = [{"id": MODEL, "object": "model", "owned_by": engine.kind}]
                     self._send(200, {"object": "list", "data": data})
+                elif self.path == "/props" and engine.kind == "llamacpp":
+                    self._send(200, {"total_slots": 1, "model_path": MODEL})
                 elif self.path == "/metrics" and engine.kind == "vllm":
                     line = f'vllm:cache_config_info{{block_size="{engine.block_size}",x="y"}} 1.0\n'
                     self._send(200, line, text=True)

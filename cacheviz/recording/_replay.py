@@ -14,8 +14,9 @@ sent, ``response.usage`` (``prompt_tokens_details.cached_tokens``; from llama-se
 ``prompt_n``, ``prompt_ms``, ...), ``response.duration_ms``, and the prompt's token ids
 in ``response.prompt_token_ids`` (the engine's own, from the response with vLLM's
 ``return_token_ids``, else from its ``/tokenize`` endpoint). ``meta.engine`` names the
-engine (``owned_by`` of its ``/v1/models``) and, for vLLM, its block size (its
-``/metrics``), so that ``cacheviz simulate`` runs its rule as the engine was set up.
+engine (``owned_by`` of its ``/v1/models``), for vLLM its block size (its
+``/metrics``), for llama-server its slots (``/props``), so that ``cacheviz simulate``
+runs its rule as the engine was set up.
 """
 
 from __future__ import annotations
@@ -109,7 +110,10 @@ class Engine:
 
 
 def identify(client: EngineClient, kind: str | None, model: str | None) -> Engine:
-    """The engine's kind and model (``/v1/models``) unless given; vLLM's block size."""
+    """The engine's kind and model (``/v1/models``) unless given, and its setup.
+
+    vLLM's block size (``/metrics``); llama-server's slots (``/props`` ``total_slots``).
+    """
     listing = client.json("/v1/models") if kind is None or model is None else None
     first = {}
     if isinstance(listing, dict) and isinstance(listing.get("data"), list) and listing["data"]:
@@ -125,6 +129,11 @@ def identify(client: EngineClient, kind: str | None, model: str | None) -> Engin
         found = re.search(rb'vllm:cache_config_info\{[^}]*block_size="(\d+)"', raw)
         if status < 400 and found:
             setup["block_size"] = int(found.group(1))
+    elif kind == "llamacpp":
+        props = client.json("/props")
+        slots = props.get("total_slots") if isinstance(props, dict) else None
+        if type(slots) is int and slots > 0:
+            setup["slots"] = slots
     return Engine(kind, model, setup)
 
 

@@ -77,7 +77,13 @@ def test_a_replay_on_a_one_slot_engine_agrees_with_the_llamacpp_rule_call_by_cal
     # only the engine was asked, in order: what it is, then each call and its tokens
     assert paths[0] == "/v1/models"
     assert paths.count("/v1/chat/completions") == 8
-    assert set(paths) == {"/v1/models", "/v1/chat/completions", "/apply-template", "/tokenize"}
+    assert set(paths) == {
+        "/v1/models",
+        "/props",
+        "/v1/chat/completions",
+        "/apply-template",
+        "/tokenize",
+    }
 
 
 def test_the_replay_log_is_a_cacheviz_log_with_the_engine_answers(
@@ -92,7 +98,8 @@ def test_the_replay_log_is_a_cacheviz_log_with_the_engine_answers(
     lines = _lines(log)
     first = lines[1]
     assert first["provider"] == "llamacpp" and first["api"] == "chat.completions"
-    assert first["meta"]["engine"] == {"name": "llamacpp", "url": engine.url}
+    # the server's slots (/props total_slots): simulate runs the rule with them
+    assert first["meta"]["engine"] == {"name": "llamacpp", "url": engine.url, "slots": 1}
     assert first["meta"]["replay_of"] == 1
     assert first["response"]["usage"]["prompt_tokens_details"]["cached_tokens"] > 0
     assert first["response"]["timings"]["prompt_n"] > 0
@@ -102,6 +109,10 @@ def test_the_replay_log_is_a_cacheviz_log_with_the_engine_answers(
     assert SECRET not in sent and SECRET not in log.read_text("utf-8")
     loaded = cacheviz.load(log)
     assert loaded.calls[1].prompt_token_ids == first["response"]["prompt_token_ids"]
+    assert loaded.analyze().simulate("llamacpp").parameters["slots"] == {
+        "value": 1,
+        "source": "log",
+    }
 
 
 def test_a_vllm_engine_gives_its_token_ids_and_block_size(write_log, anthropic_body, tmp_path):
