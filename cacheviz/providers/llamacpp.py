@@ -17,7 +17,12 @@ KV cache. A request is served by one slot:
    beats the slot's own on both ``LCP / len(cached)`` and ``LCP / len(request)`` (and
    keeps at least a quarter of itself) is loaded into the slot and leaves the cache. The
    oldest prompts are dropped while the cache holds more than its token limit.
-3. **Reuse** (``update_slots``). With ``cache_prompt`` (the request's, default true), the
+3. **Idle slots** (``--cache-idle-slots``, on by default; it needs the host cache). Once
+   the request has its slot, every other slot (all idle: requests run one at a time) is
+   saved to the host cache as in 2, then cleared when the KV cache is unified
+   (``--kv-unified``, set by ``--parallel`` auto): only the slot that served the last
+   request keeps its prompt in the KV cache, the others' prompts are in the host cache.
+4. **Reuse** (``update_slots``). With ``cache_prompt`` (the request's, default true), the
    hit is the common prefix of the slot's tokens and the request, at most ``len - 1``
    (one token is always evaluated for the logits); without it, nothing. The request's
    prompt becomes the slot's tokens.
@@ -111,12 +116,20 @@ class LlamaCppSimulator:
     host_cache_tokens
         Token limit of the host prompt cache (``--cache-ram``); ``None``: unbounded,
         0: no host cache (the in-process ``Llama`` API).
+    cache_idle_slots
+        ``--cache-idle-slots``: idle slots are saved to the host cache when a request
+        starts (no effect without the host cache).
+    kv_unified
+        ``--kv-unified`` (on with ``--parallel`` auto, off with an explicit ``--parallel
+        N`` unless given): a saved idle slot is also cleared.
     """
 
     slots: int = SLOTS
     slot_similarity: float = SLOT_SIMILARITY
     cache_prompt: bool = True
     host_cache_tokens: int | None = None
+    cache_idle_slots: bool = True
+    kv_unified: bool = True
     provider: str = "llamacpp"
 
     def __post_init__(self) -> None:
@@ -173,6 +186,14 @@ class LlamaCppSimulator:
         reuse = self.cache_prompt if asked is None else bool(asked)
         hit = min(common_prefix(slot.tokens, request), max(0, total - 1)) if reuse else 0
         slot.tokens, slot.last_used = request, tick
+        if self.cache_idle_slots and host is not None:
+            for idle in slots:
+                if idle is slot:
+                    continue
+                host.save(idle.tokens)
+                host.trim()
+                if self.kv_unified:
+                    idle.tokens = array("i")
         detail = f"slot {at} ({how}{', from the host cache' if loaded else ''}): "
         detail += f"{hit} of {total} tokens reused"
         return CallResult(

@@ -76,6 +76,22 @@ def test_the_host_cache_drops_the_oldest_prompts_beyond_its_limit():
     assert hits(LlamaCppSimulator(slots=1, host_cache_tokens=40), [a, b, c, a]) == [0, 0, 0, 19]
 
 
+def test_idle_slots_move_to_the_host_cache_and_leave_the_kv_cache():
+    # each request shares 1 head token of 21 (< 0.1): the least recently used slot
+    # serves. a's slot is idle when b starts: saved to the host cache and, with a unified
+    # KV cache (llama-server's defaults), cleared; c finds it empty, and the host cache
+    # loads no prompt that would keep less than a quarter of itself (1/21)
+    a, b, c = [run(1), run(20, 100)], [run(1), run(20, 200)], [run(1), run(20, 300)]
+    assert hits(LlamaCppSimulator(slots=2), [a, b, c]) == [0, 0, 0]
+    # without clearing (an explicit --parallel N), c's slot still holds a: the head is reused
+    assert hits(LlamaCppSimulator(slots=2, kv_unified=False), [a, b, c]) == [0, 0, 1]
+    assert hits(LlamaCppSimulator(slots=2, cache_idle_slots=False), [a, b, c]) == [0, 0, 1]
+    # without the host cache there is nowhere to save them: nothing is cleared
+    assert hits(LlamaCppSimulator(slots=2, host_cache_tokens=0), [a, b, c]) == [0, 0, 1]
+    # a thread that comes back finds its cleared prompt in the host cache
+    assert hits(LlamaCppSimulator(slots=2), [a, b, [*a, run(1, 900)]]) == [0, 0, 21]
+
+
 def test_cache_prompt_off_reuses_nothing():
     assert hits(LlamaCppSimulator(cache_prompt=False), [[run(10)], [run(10)]]) == [0, 0]
     calls = [call(0, [run(10)]), call(1, [run(10)], cache_prompt=False)]
