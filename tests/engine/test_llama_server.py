@@ -147,6 +147,7 @@ def test_replay_on_llama_server_equals_the_llamacpp_rule_on_every_call(replayed,
     doc = replayed[kind]["doc"]
     assert doc["engine"] == "llamacpp" and doc["model"] == MODEL
     assert doc["agreement"]["basis"] == "engine token ids"
+    assert doc["parameters"]["slots"] == {"value": 4, "source": "log"}  # its /props
     mismatched = [
         (c["call"], c["engine_cached_tokens"], c["simulated_cached_tokens"])
         for c in doc["calls"]
