@@ -9,18 +9,42 @@ usage not reported and bill the totals at the session's scope
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Mapping
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
+from cacheviz.formats import _sqlite
 from cacheviz.formats._body import provider_for
 from cacheviz.model import Call, SessionUsage, Usage
 
 
 def rows(con: sqlite3.Connection, sql: str) -> list[dict[str, Any]]:
-    """The rows of ``sql`` as dicts by column name."""
-    cursor = con.execute(sql)
-    names = [d[0] for d in cursor.description]
-    return [dict(zip(names, row, strict=True)) for row in cursor]
+    """The rows of ``sql`` as dicts by column name, within the shared SQL limits.
+
+    Read through :func:`cacheviz.formats._sqlite.rows` (the row and time limits of
+    :func:`~cacheviz.formats._sqlite.open_read_only`), a row a dict of its columns.
+    """
+    con.row_factory = sqlite3.Row
+    try:
+        return [dict(row) for row in _sqlite.rows(con, sql)]
+    finally:
+        con.row_factory = None
+
+
+def holds_tables(path: Path, head: bytes, wanted: Mapping[str, frozenset[str]]) -> bool:
+    """Whether ``path`` is an SQLite database whose tables hold at least ``wanted``'s columns.
+
+    What a session store's ``detect`` asks (``{"sessions": {...}, "messages": {...}}``);
+    opened read-only and immutable, an unreadable file is not one.
+    """
+    if path.is_dir() or not _sqlite.is_sqlite(head):
+        return False
+    try:
+        with _sqlite.open_read_only(path) as con:
+            return all(columns(con, table) >= need for table, need in wanted.items())
+    except (sqlite3.Error, OSError):
+        return False
 
 
 def columns(con: sqlite3.Connection, table: str) -> set[str]:

@@ -35,8 +35,8 @@ from typing import Any
 from cacheviz.errors import TranscriptError
 from cacheviz.formats._conversation import Thread
 from cacheviz.formats._lines import LineReader
-from cacheviz.formats._sqlite import is_sqlite, open_read_only
-from cacheviz.formats._totals import columns, epoch, rows, runs_by_thread, vendor
+from cacheviz.formats._sqlite import open_read_only
+from cacheviz.formats._totals import epoch, holds_tables, rows, runs_by_thread, vendor
 from cacheviz.model import Call, Session
 from cacheviz.request._blocks import BlockStore
 
@@ -49,15 +49,7 @@ _UNANSWERED = frozenset({"canceled", "cancelled", "error"})
 
 def detect(path: Path, head: bytes) -> bool:
     """Whether ``path`` is a Crush ``crush.db`` (its ``sessions`` and ``messages`` tables)."""
-    if path.is_dir() or not is_sqlite(head):
-        return False
-    try:
-        with open_read_only(path) as con:
-            sessions = columns(con, "sessions")
-            messages = columns(con, "messages")
-    except (sqlite3.Error, OSError):
-        return False
-    return sessions >= _SESSION_COLUMNS and messages >= _MESSAGE_COLUMNS
+    return holds_tables(path, head, {"sessions": _SESSION_COLUMNS, "messages": _MESSAGE_COLUMNS})
 
 
 def _parts(raw: Any) -> list[dict[str, Any]]:

@@ -34,8 +34,16 @@ from typing import Any
 from cacheviz.errors import TranscriptError
 from cacheviz.formats._conversation import Thread
 from cacheviz.formats._lines import LineReader
-from cacheviz.formats._sqlite import is_sqlite, open_read_only
-from cacheviz.formats._totals import columns, count, epoch, rows, runs_by_thread, summed, vendor
+from cacheviz.formats._sqlite import open_read_only
+from cacheviz.formats._totals import (
+    count,
+    epoch,
+    holds_tables,
+    rows,
+    runs_by_thread,
+    summed,
+    vendor,
+)
 from cacheviz.model import Call, Session, SessionUsage, Usage
 from cacheviz.request._blocks import BlockStore
 
@@ -47,15 +55,7 @@ _MESSAGE_COLUMNS = frozenset({"session_id", "role", "content_json", "created_tim
 
 def detect(path: Path, head: bytes) -> bool:
     """Whether ``path`` is a Goose ``sessions.db`` (its ``sessions`` and ``messages`` tables)."""
-    if path.is_dir() or not is_sqlite(head):
-        return False
-    try:
-        with open_read_only(path) as con:
-            sessions = columns(con, "sessions")
-            messages = columns(con, "messages")
-    except (sqlite3.Error, OSError):
-        return False
-    return sessions >= _SESSION_COLUMNS and messages >= _MESSAGE_COLUMNS
+    return holds_tables(path, head, {"sessions": _SESSION_COLUMNS, "messages": _MESSAGE_COLUMNS})
 
 
 def _model(raw: Any) -> str | None:

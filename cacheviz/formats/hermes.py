@@ -39,12 +39,12 @@ from typing import Any
 from cacheviz.errors import TranscriptError
 from cacheviz.formats._conversation import Thread
 from cacheviz.formats._lines import LineReader
-from cacheviz.formats._sqlite import is_sqlite, open_read_only
+from cacheviz.formats._sqlite import open_read_only
 from cacheviz.formats._totals import (
-    columns,
     count,
     epoch,
     has_table,
+    holds_tables,
     rows,
     runs_by_thread,
     summed,
@@ -62,15 +62,7 @@ _COUNTS = ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_to
 
 def detect(path: Path, head: bytes) -> bool:
     """Whether ``path`` is a Hermes ``state.db`` (its ``sessions`` and ``messages`` tables)."""
-    if path.is_dir() or not is_sqlite(head):
-        return False
-    try:
-        with open_read_only(path) as con:
-            sessions = columns(con, "sessions")
-            messages = columns(con, "messages")
-    except (sqlite3.Error, OSError):
-        return False
-    return sessions >= _SESSION_COLUMNS and messages >= _MESSAGE_COLUMNS
+    return holds_tables(path, head, {"sessions": _SESSION_COLUMNS, "messages": _MESSAGE_COLUMNS})
 
 
 def _usage(row: dict[str, Any], where: str) -> Usage | None:
