@@ -3,7 +3,8 @@
 Hermes Agent and Goose keep per session a running total of tokens (and, for Hermes, an
 API-call count), never per call. Their readers rebuild the conversation as calls with
 usage not reported and bill the totals at the session's scope
-(``Session.session_usage``); these are the pieces they share.
+(``Session.session_usage``); these are the pieces they share, with Crush's reader (its
+``detect``, rows within the shared SQL limits, messages by session, the one error line).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from cacheviz.errors import TranscriptError
 from cacheviz.formats import _sqlite
 from cacheviz.formats._body import provider_for
 from cacheviz.model import Call, SessionUsage, Usage
@@ -30,6 +32,23 @@ def rows(con: sqlite3.Connection, sql: str) -> list[dict[str, Any]]:
         return [dict(row) for row in _sqlite.rows(con, sql)]
     finally:
         con.row_factory = None
+
+
+def by_session(messages: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
+    """``messages`` grouped by their ``session_id`` (as text), each group in the rows' order."""
+    grouped: dict[str, list[dict[str, Any]]] = {}
+    for row in messages:
+        grouped.setdefault(str(row["session_id"]), []).append(row)
+    return grouped
+
+
+def unreadable(agent: str, path: Path, exc: sqlite3.Error) -> TranscriptError:
+    """The one-line error of a session store SQLite could not read (what, and what to do)."""
+    msg = (
+        f"can't read the {agent} database ({exc}); "
+        f"pass the {agent} store itself, or a copy taken while {agent} is not writing it"
+    )
+    return TranscriptError(msg, path=path)
 
 
 def holds_tables(path: Path, head: bytes, wanted: Mapping[str, frozenset[str]]) -> bool:

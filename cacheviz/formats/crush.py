@@ -36,7 +36,15 @@ from cacheviz.errors import TranscriptError
 from cacheviz.formats._conversation import Thread
 from cacheviz.formats._lines import LineReader
 from cacheviz.formats._sqlite import open_read_only
-from cacheviz.formats._totals import epoch, holds_tables, rows, runs_by_thread, vendor
+from cacheviz.formats._totals import (
+    by_session,
+    epoch,
+    holds_tables,
+    rows,
+    runs_by_thread,
+    unreadable,
+    vendor,
+)
 from cacheviz.model import Call, Session
 from cacheviz.request._blocks import BlockStore
 
@@ -87,18 +95,15 @@ def read(path: Path, *, errors: str = "raise") -> Session:
             sessions = rows(con, "select * from sessions order by created_at, id")
             messages = rows(con, "select * from messages order by session_id, created_at, id")
     except sqlite3.Error as exc:
-        msg = f"can't read the Crush database ({exc})"
-        raise TranscriptError(msg, path=path) from None
-    by_session: dict[str, list[dict[str, Any]]] = {}
-    for row in messages:
-        by_session.setdefault(str(row["session_id"]), []).append(row)
+        raise unreadable("Crush", path, exc) from None
+    grouped = by_session(messages)
     calls: list[Call] = []
     for index, session in enumerate(sessions):
         key = str(session["id"])
         thread = Thread(store, f"crush {key}")
         parent = session.get("parent_session_id")
         mine: list[Call] = []
-        for row in by_session.get(key, []):
+        for row in grouped.get(key, []):
             role = str(row.get("role"))
             parts = _parts(row.get("parts"))
             if role == "assistant":

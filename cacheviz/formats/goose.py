@@ -36,12 +36,14 @@ from cacheviz.formats._conversation import Thread
 from cacheviz.formats._lines import LineReader
 from cacheviz.formats._sqlite import open_read_only
 from cacheviz.formats._totals import (
+    by_session,
     count,
     epoch,
     holds_tables,
     rows,
     runs_by_thread,
     summed,
+    unreadable,
     vendor,
 )
 from cacheviz.model import Call, Session, SessionUsage, Usage
@@ -108,11 +110,8 @@ def read(path: Path, *, errors: str = "raise") -> Session:
                 "select * from messages order by session_id, created_timestamp, id",
             )
     except sqlite3.Error as exc:
-        msg = f"can't read the Goose database ({exc})"
-        raise TranscriptError(msg, path=path) from None
-    by_session: dict[str, list[dict[str, Any]]] = {}
-    for row in messages:
-        by_session.setdefault(str(row["session_id"]), []).append(row)
+        raise unreadable("Goose", path, exc) from None
+    grouped = by_session(messages)
     calls: list[Call] = []
     usages: list[SessionUsage] = []
     for index, session in enumerate(sessions):
@@ -131,7 +130,7 @@ def read(path: Path, *, errors: str = "raise") -> Session:
         parent = session.get("parent_session_id")
         first = True
         last_id: object = object()
-        for row in by_session.get(key, []):
+        for row in grouped.get(key, []):
             if not _visible(row.get("metadata_json")):
                 reader.ignore("message not sent to the model (agentVisible false)")
                 continue

@@ -41,6 +41,7 @@ from cacheviz.formats._conversation import Thread
 from cacheviz.formats._lines import LineReader
 from cacheviz.formats._sqlite import open_read_only
 from cacheviz.formats._totals import (
+    by_session,
     count,
     epoch,
     has_table,
@@ -48,6 +49,7 @@ from cacheviz.formats._totals import (
     rows,
     runs_by_thread,
     summed,
+    unreadable,
     vendor,
 )
 from cacheviz.model import Call, Session, SessionUsage, Usage
@@ -116,11 +118,8 @@ def read(path: Path, *, errors: str = "raise") -> Session:
                 else None
             )
     except sqlite3.Error as exc:
-        msg = f"can't read the Hermes database ({exc})"
-        raise TranscriptError(msg, path=path) from None
-    by_session: dict[str, list[dict[str, Any]]] = {}
-    for row in messages:
-        by_session.setdefault(str(row["session_id"]), []).append(row)
+        raise unreadable("Hermes", path, exc) from None
+    grouped = by_session(messages)
     calls: list[Call] = []
     usages: list[SessionUsage] = []
     for index, session in enumerate(sessions):
@@ -151,7 +150,7 @@ def read(path: Path, *, errors: str = "raise") -> Session:
             thread.append({"role": "system", "content": session["system_prompt"]})
         first = True
         parent = session.get("parent_session_id")
-        for row in by_session.get(key, []):
+        for row in grouped.get(key, []):
             if row["role"] == "assistant":
                 meta: dict[str, Any] = {"hermes_session": key, "source": session.get("source")}
                 if first:
