@@ -98,6 +98,17 @@ def run(args: argparse.Namespace) -> int:
         answer = answers.load(*kept)
         if answer is not None:  # nothing changed since this question was last answered
             return _answer(answer, args, _locations(paths), [])
+    from cacheviz.scanning import _child
+
+    with _child.stopped():  # what the scan's pool started, started here or in the scan
+        # the pool's fork server preloads while this process imports the scan and walks
+        _child.start_early(paths, args.jobs, _child.cold(not args.no_cache, args.prices))
+        return _scan(args, paths, kept)
+
+
+def _scan(args: argparse.Namespace, paths: list[Path] | None, kept: tuple[Path, str] | None) -> int:
+    """Scan (no kept answer), write what is asked, print the answer; the exit status."""
+    from cacheviz.scanning import _answers as answers
     from cacheviz.scanning._scanner import scan
     from cacheviz.scanning._walk import Tree
 

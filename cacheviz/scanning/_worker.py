@@ -2,9 +2,11 @@
 
 It runs in worker processes (or on any ``concurrent.futures.Executor``), so its input
 and output are plain picklable values: a :class:`~cacheviz.scanning._walk.Unit` in, a
-:class:`UnitResult` of rows as plain lists out (:func:`table` builds the frames).
-Nothing here depends on other units; de-duplication across files happens afterwards
-(:mod:`cacheviz.scanning._scanner`).
+:class:`UnitResult` of rows as plain lists out (:func:`table` builds the frames). A
+batch (:func:`run_batch`) sends its units' rows back as one Arrow IPC stream per table
+(:class:`Batch`), which the scanning process reads and concatenates with polars without
+making a Python object per value. Nothing here depends on other units; de-duplication
+across files happens afterwards (:mod:`cacheviz.scanning._scanner`).
 """
 
 from __future__ import annotations
@@ -264,15 +266,60 @@ def _book_of(prices: str | None, size: int, mtime_ns: int) -> PriceBook:
     return PriceBook(prices)
 
 
+@dataclass(slots=True)
+class Batch:
+    """What a batch of units gave: each unit's result, and all their rows as Arrow IPC.
+
+    ``results`` are in the batch's order, without rows (their ``calls``, ``drifts`` and
+    ``misses`` are ``None``); ``tables`` holds, per table, the rows of every unit of the
+    batch in that order, as the bytes of an Arrow IPC file of the scan's schema
+    (:func:`frames` reads them back).
+    """
+
+    results: list[UnitResult]
+    tables: dict[str, bytes]
+
+
 def run_batch(
     units: list[Unit],
     known: list[str | None],
     prices: str | None = None,
     timeout: float | None = None,
-) -> list[UnitResult]:
-    """:func:`run_unit` over a batch (one task per batch keeps process overhead low)."""
+) -> Batch:
+    """:func:`run_unit` over a batch (one task per batch keeps process overhead low).
+
+    The rows go back as one Arrow IPC file per table (:class:`Batch`): built here, in the
+    worker, they cost the scanning process a read instead of a Python object per value
+    to unpickle and convert.
+    """
     rates: dict[str, RateCache] = {}  # the batch's sessions share one price book
-    return [run_unit(u, k, prices, rates, timeout) for u, k in zip(units, known, strict=True)]
+    pairs = zip(units, known, strict=True)
+    return packed([run_unit(unit, k, prices, rates, timeout) for unit, k in pairs])
+
+
+def packed(results: list[UnitResult]) -> Batch:
+    """``results`` with their rows moved into one Arrow IPC file per table, in their order."""
+    tables = {}
+    for name in _SCHEMAS:
+        rows = table(name, [part for r in results if (part := getattr(r, name)) is not None])
+        tables[name] = rows.write_ipc(None, compression="uncompressed").getvalue()
+    for result in results:
+        result.calls = result.drifts = result.misses = None
+    return Batch(results, tables)
+
+
+def frames(batches: list[Batch]) -> dict[str, pl.DataFrame]:
+    """The scan's tables of these batches' rows, each one frame of one chunk, by path.
+
+    Rows keep their order within a unit (a stable sort on the path column, which the
+    units of a scan do not share).
+    """
+    out = {}
+    for name, schema in _SCHEMAS.items():
+        parts = [pl.read_ipc(batch.tables[name]) for batch in batches]
+        rows = pl.concat(parts, rechunk=False) if parts else pl.DataFrame(schema=schema)
+        out[name] = rows.sort("path", maintain_order=True).rechunk()
+    return out
 
 
 _CWD = re.compile(rb'"cwd"\s*:\s*"((?:[^"\\]|\\.)+)"')
