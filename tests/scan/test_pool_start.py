@@ -55,6 +55,20 @@ def test_a_batch_sends_its_rows_as_arrow_ipc_equal_to_the_lists() -> None:
     assert read["calls"].height > 0 and read["drifts"].height > 0
 
 
+def test_times_go_in_as_microseconds_with_the_values_polars_gives_datetimes() -> None:
+    """``table`` builds the time column from integers: the frame polars builds from the
+    datetime objects themselves, value for value (rows of every real file and sample)."""
+    real = Path(__file__).resolve().parents[3] / "shared" / "realdata"
+    paths = sorted(SAMPLES.glob("*.jsonl")) + sorted(real.glob("*/*.jsonl"))
+    listed = [run_unit(Unit(p, (p,), "x")) for p in paths]
+    parts = [r.calls for r in listed if r.calls is not None]
+    assert sum(len(p["ts"]) for p in parts) > 0
+    parts.append({**{c: v[:1] for c, v in parts[0].items()}, "ts": [None]})  # no time
+    columns = {c: [v for part in parts for v in part[c]] for c in _schema.SCAN_CALLS}
+    direct = _schema.frame(_schema.SCAN_CALLS, columns)
+    assert_frame_equal(table("calls", parts), direct, check_exact=True)
+
+
 def test_batches_keep_each_units_rows_together_and_in_order() -> None:
     """Units of several batches, out of path order: by path, each unit's rows as it gave them."""
     first = run_batch(_units(["sliding_window.jsonl", "append_only.jsonl"]), [None, None])
