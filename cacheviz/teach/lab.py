@@ -288,7 +288,7 @@ def live_prefill(session: Session, model_path: str | Path) -> list[tuple[int, in
     return out
 
 
-ONE_SLOT = {"slots": 1, "host_cache_tokens": 0}
+ONE_SLOT: dict[str, Any] = {"slots": 1, "host_cache_tokens": 0}
 """The ``llamacpp`` rule of the in-process ``llama_cpp.Llama`` API: one slot, no host cache."""
 EARLY_ORDER = ("time", "tools", "system", "history")
 """The early drift's layout: a timestamp at the very top of the system prompt."""
