@@ -115,3 +115,15 @@ def test_simulate_prints_and_writes_the_prefill_factor(tmp_path, capsys):
     assert f"{doc['prefill_factor']:.2f}x the " in out
     assert "ms of the same session without drift" in out
     assert f"call {DRIFT_AT} {drift['prefill_factor']:.1f}x" in out
+
+
+def test_compare_gives_an_engines_prefill_factor(tmp_path, capsys):
+    log = _log(tmp_path / "l.jsonl")
+    factor = cacheviz.load(log).analyze().simulate("llamacpp").prefill_factor
+    assert cli.main(["compare", str(log), "--targets", "llamacpp,openai:gpt-4o", "--json"]) == 0
+    rows = {r["target"]: r for r in json.loads(capsys.readouterr().out)["targets"]}
+    assert rows["llamacpp"]["prefill_factor"] == pytest.approx(factor)
+    assert rows["openai:gpt-4o"]["prefill_factor"] is None
+    assert cli.main(["compare", str(log), "--targets", "llamacpp,openai:gpt-4o"]) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert f"estimated prefill {factor:.2f}x the same session without drift" in out
