@@ -7,8 +7,9 @@ appended to the latest user message of each call (dynamic information appended a
 end, as the KV-cache guide's rule 2 says, and kept in the history). :func:`estimate_ttft`
 turns a simulation into an estimated time to first token with a documented prefill
 model. :func:`prefill_factor` compares two replays on a self-hosted engine's rule (their
-``prefill_ms``), and :func:`live_prefill` runs a session on llama.cpp itself when
-llama-cpp-python is installed. Nothing here imports Jupyter;
+``prefill_ms``), :func:`live_prefill` runs a session on llama.cpp itself when
+llama-cpp-python is installed, and :func:`early_drift` measures (or else estimates) an
+early drift's prefill factor for the lab's chart. Nothing here imports Jupyter;
 notebooks/02-prompt-caching-lab.ipynb wires it to widgets.
 """
 
@@ -227,7 +228,10 @@ def prefill_factor(drifting: Simulation, stable: Simulation, call: int | None = 
     """How many times ``stable``'s prefill time ``drifting`` takes (self-hosted replays).
 
     ``call``: at that call (its index); ``None``: over the whole session. Read from each
-    replay's estimated ``prefill_ms`` (:mod:`cacheviz.providers._prefill`).
+    replay's estimated ``prefill_ms`` (:mod:`cacheviz.providers._prefill`). The prefill
+    factor against a twin session given as ``stable``; one session's own, against
+    itself without drift, is ``Simulation.prefill_factor`` (the per-call
+    ``prefill_factor`` column).
     """
     if call is None:
         return float(drifting.calls["prefill_ms"].sum()) / float(stable.calls["prefill_ms"].sum())
