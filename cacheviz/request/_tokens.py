@@ -261,8 +261,12 @@ class TokenCache:
         return tokens
 
     def decode(self, tokens: Iterable[int]) -> list[str]:
-        """Return the text of each token (markers as ``<|start|>``/``<|end|>``)."""
-        enc = get_encoding(self.encoding)
+        """Return the text of each token (markers as ``<|start|>``/``<|end|>``).
+
+        With ``sizes="bytes"``, a pseudo-token is its 4 bytes (a character they cut is
+        shown as U+FFFD).
+        """
+        enc = None if self.sizes == "bytes" else get_encoding(self.encoding)
         out = []
         for token in tokens:
             if token == MESSAGE_START:
@@ -271,6 +275,9 @@ class TokenCache:
                 out.append("<|end|>")
             elif token == UNLOGGED or token <= UNLOGGED_ID:
                 out.append("<|unlogged|>")
+            elif enc is None:
+                chunk = token.to_bytes(_BYTES_PER_TOKEN, "little").rstrip(b"\0")
+                out.append(chunk.decode("utf-8", "replace"))
             else:
                 out.append(enc.decode_single_token_bytes(token).decode("utf-8", "replace"))
         return out

@@ -60,6 +60,12 @@ def test_non_ascii_bytes_above_the_sign_bit_stay_distinct() -> None:
     assert all(t >= 0 for t in cache["1"])
 
 
+def test_pseudo_tokens_decode_to_their_bytes() -> None:
+    content = Content(b'{"type":"text","text":"hello"}', None, "system")
+    cache = TokenCache("o200k_base", {"h": content}, sizes="bytes")
+    assert "".join(cache.decode(cache["h"])) == content.raw.decode()
+
+
 def test_an_unknown_sizes_value_is_refused_in_one_line() -> None:
     with pytest.raises(ValueError, match=r"^sizes='chars' is not one of tokens, bytes$"):
         TokenCache("o200k_base", {}, sizes="chars")
