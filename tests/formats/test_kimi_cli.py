@@ -338,7 +338,9 @@ def _real_wires() -> list[Path]:
     return sorted(Path(folder).rglob("wire.jsonl"))
 
 
-@pytest.mark.skipif(not _real_wires(), reason="CACHEVIZ_KIMI_SESSIONS (or CACHEVIZ_EXAMPLES) is not set")
+@pytest.mark.skipif(
+    not _real_wires(), reason="CACHEVIZ_KIMI_SESSIONS (or CACHEVIZ_EXAMPLES) is not set"
+)
 @pytest.mark.parametrize("wire", _real_wires(), ids=lambda p: p.parent.name)
 def test_real_kimi_sessions_match_an_independent_reading(wire):
     if "subagents" in wire.parts:

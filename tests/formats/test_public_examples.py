@@ -37,7 +37,9 @@ def _files(agent: str, pattern: str) -> list[Path]:
 
 def _needs(paths: list[Path], agent: str) -> None:
     if not paths:
-        pytest.skip(f"$CACHEVIZ_EXAMPLES/{agent} is absent (CACHEVIZ_EXAMPLES unset or no such files)")
+        pytest.skip(
+            f"$CACHEVIZ_EXAMPLES/{agent} is absent (CACHEVIZ_EXAMPLES unset or no such files)"
+        )
 
 
 def _tree(folder: Path) -> dict[str, tuple]:
@@ -45,7 +47,12 @@ def _tree(folder: Path) -> dict[str, tuple]:
     for path in sorted(folder.rglob("*")):
         info = path.stat()
         digest = hashlib.sha256(path.read_bytes()).hexdigest() if path.is_file() else ""
-        out[str(path.relative_to(folder))] = (path.is_file(), info.st_size, info.st_mtime_ns, digest)
+        out[str(path.relative_to(folder))] = (
+            path.is_file(),
+            info.st_size,
+            info.st_mtime_ns,
+            digest,
+        )
     return out
 
 
@@ -182,9 +189,13 @@ def test_crush_store(db, tmp_path):
     con = _snapshot(db, tmp_path)
     answered = 0
     for row in con.execute("select parts from messages where role = 'assistant'"):
-        reasons = [p["data"].get("reason") for p in json.loads(row["parts"]) if p["type"] == "finish"]
+        reasons = [
+            p["data"].get("reason") for p in json.loads(row["parts"]) if p["type"] == "finish"
+        ]
         answered += not (reasons and reasons[0] in ("canceled", "error"))
-    cost = con.execute("select sum(cost) from sessions where parent_session_id is null").fetchone()[0]
+    cost = con.execute("select sum(cost) from sessions where parent_session_id is null").fetchone()[
+        0
+    ]
     copy = _untouched_copy(db, tmp_path)
     before = _tree(copy.parent)
     session = cacheviz.load(copy)
