@@ -14,9 +14,12 @@ billed nothing); newer files name it (``apiCallId``). The older flat files write
 followed by that tool's ``tool.execution_start``): consecutive messages are one call
 until a tool result comes back (``tool.execution_complete``: the parts of a response are
 written before any of its tools answer), a user message or an ``assistant.turn_start``
-comes, or the ``apiCallId`` changes. Copilot usually logs **no per-call input or cache
-usage**: its usage is a session figure, per model, in each ``session.shutdown``'s ``modelMetrics`` (a resumed
-session writes one per run; they are added up). It is kept as
+comes, or the ``apiCallId`` changes (a real older file: 70 messages, 50 calls).
+
+Copilot usually logs **no per-call input or cache usage**: its usage is a session
+figure, per model, in each ``session.shutdown``'s ``modelMetrics`` (a resumed session
+writes one per run; they are added up; ``requests.count`` equals the calls read, on
+real files). It is kept as
 ``Session.reported_totals`` (``inputTokens`` inclusive of ``cacheReadTokens`` and
 ``cacheWriteTokens``; ``reasoningTokens``, part of ``outputTokens``, as the reasoning
 column) and, per model, as ``Session.session_usage``, which the costs bill
