@@ -178,6 +178,13 @@ def test_copilot_cli_session(path):
         "output": sum(u["outputTokens"] for u in usage),
         "reasoning": sum(u["reasoningTokens"] for u in usage),
     }
+    nano = sum(
+        e["data"].get("totalNanoAiu") or 0 for e in events if e["type"] == "session.shutdown"
+    )
+    if nano:
+        # Copilot's own figure: on these files the session's cost at list prices, in units
+        # of 1e-11 USD (it matched to the last digit on every one)
+        assert session.analyze().billed_usd == pytest.approx(nano / 1e11, rel=1e-9)
 
 
 # --- Crush -----------------------------------------------------------------------------
