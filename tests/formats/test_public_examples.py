@@ -2,8 +2,9 @@
 
 ``$CACHEVIZ_EXAMPLES`` names a folder of real files kept outside the repository, one
 sub-folder per agent in its own layout (``continue/``, ``copilot-cli/``, ``crush/``,
-``hermes/``, ``goose/``, ``qwen-code/``; ``kimi-cli/`` and ``openclaw/`` are read by
-``test_kimi_cli.py`` and ``test_pi.py``), each with a ``SOURCES.txt`` naming the
+``hermes/``, ``goose/``, ``qwen-code/``, ``kilo/``; ``kimi-cli/``, ``openclaw/``, ``pi/``,
+``amp/`` and ``droid/`` are read by ``test_kimi_cli.py``, ``test_pi.py``, ``test_amp.py``
+and ``test_droid.py``), each with a ``SOURCES.txt`` naming the
 repository, path and commit every file came from (docs/testing.md). Every test skips
 when the variable is unset or the agent's folder is absent.
 
@@ -242,6 +243,40 @@ def test_hermes_store(db, tmp_path):
     assert all(c.usage is None for c in session.calls)  # session scope only
     assert len(session.session_usage) == len(billed)
     assert _session_sums(session) == expected
+
+
+# --- OpenCode and Kilo CLI ------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "db", _files("kilo", "kilo.db") + _files("opencode", "opencode.db") or [None]
+)
+def test_opencode_or_kilo_store(db, tmp_path):
+    _needs([db] if db else [], "kilo")
+    con = _snapshot(db, tmp_path)
+    starts = finishes = 0
+    sums = {"input": 0, "output": 0, "reasoning": 0}
+    for row in con.execute("select data from part"):
+        part = json.loads(row["data"])
+        starts += part.get("type") == "step-start"
+        if part.get("type") == "step-finish":  # a step answered: one API call
+            finishes += 1
+            tokens = part["tokens"]
+            cache = tokens.get("cache") or {}
+            # OpenCode's input excludes the cache; its output excludes the reasoning
+            sums["input"] += tokens["input"] + cache.get("read", 0) + cache.get("write", 0)
+            sums["output"] += tokens["output"] + tokens.get("reasoning", 0)
+            sums["reasoning"] += tokens.get("reasoning", 0)
+    copy = _untouched_copy(db, tmp_path)
+    before = _tree(copy.parent)
+    session = cacheviz.load(copy)
+    assert _tree(copy.parent) == before
+    assert session.format == "opencode"
+    assert _call_sums(session) == {"calls": finishes, **{k: sums[k] for k in ("input", "output")}}
+    assert _total(c.usage.reasoning_tokens for c in session.calls) == sums["reasoning"]
+    # every step started and never finished (retried, aborted) is counted apart, not a call
+    apart = {k: n for k, n in session.ignored.items() if k.startswith(("retried", "aborted"))}
+    assert sum(apart.values()) == starts - finishes
 
 
 # --- Goose and Qwen Code: real files that hold no answered call ------------------------
