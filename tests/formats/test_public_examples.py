@@ -223,15 +223,16 @@ def test_hermes_store(db, tmp_path):
     _needs([db] if db else [], "hermes")
     con = _snapshot(db, tmp_path)
     rows = con.execute(
-        "select input_tokens, cache_read_tokens, cache_write_tokens, output_tokens from sessions"
+        "select input_tokens, cache_read_tokens, cache_write_tokens, output_tokens,"
+        " reasoning_tokens from sessions"
     ).fetchall()
-    billed = [r for r in rows if any(r)]
+    billed = [r for r in rows if any(r[:4])]
     expected = {
         "input": sum((r[0] or 0) + (r[1] or 0) + (r[2] or 0) for r in billed),  # uncached + cache
         "cache_read": sum(r[1] or 0 for r in billed),
         "cache_write": sum(r[2] or 0 for r in billed),
         "output": sum(r[3] or 0 for r in billed),
-        "reasoning": None,
+        "reasoning": sum(r[4] or 0 for r in billed),  # part of the output, shown apart
     }
     assistants = con.execute("select count(*) from messages where role = 'assistant'").fetchone()[0]
     copy = _untouched_copy(db, tmp_path)
