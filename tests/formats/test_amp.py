@@ -256,7 +256,9 @@ def _real_threads() -> list[Path]:
     return sorted(Path(folder).rglob("T-*.json")) if folder else []
 
 
-@pytest.mark.skipif(not _real_threads(), reason="CACHEVIZ_AMP_THREADS (or CACHEVIZ_EXAMPLES) is not set")
+@pytest.mark.skipif(
+    not _real_threads(), reason="CACHEVIZ_AMP_THREADS (or CACHEVIZ_EXAMPLES) is not set"
+)
 @pytest.mark.parametrize("path", _real_threads(), ids=lambda p: p.name)
 def test_real_amp_threads_match_an_independent_reading(path):
     expected = independent(path)
