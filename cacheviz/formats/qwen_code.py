@@ -145,7 +145,12 @@ class _Chat:
             self.model = body["modelId"]
             self.reader.ignore("session_model record")
         elif subtype == "ui_telemetry":
-            self.reader.ignore("ui_telemetry record (sub-agent calls are logged only here)")
+            event = body.get("uiEvent")
+            name = event.get("event.name") if isinstance(event, dict) else None
+            if name == "qwen-code.api_error":  # a request that failed: nothing answered
+                self.reader.ignore("failed request (ui_telemetry api_error: no answer)")
+            else:
+                self.reader.ignore("ui_telemetry record (sub-agent calls are logged only here)")
         else:
             self.reader.ignore(f"system record ({subtype})" if subtype else "system record")
 
