@@ -11,8 +11,14 @@ content}``, and only it writes ``usageMetadata`` and ``systemPayload``.
 * ``type: "user"`` (the prompt) and ``"tool_result"`` (``functionResponse`` parts) are
   sent with the next request; ``"assistant"`` is the model's answer: **one call per
   assistant record**, its usage Gemini's ``usageMetadata`` (``promptTokenCount``
-  includes ``cachedContentTokenCount``; ``thoughtsTokenCount`` is output, added to
-  ``candidatesTokenCount``; no cache writes are reported). An assistant record without
+  includes ``cachedContentTokenCount``; ``thoughtsTokenCount`` is the reasoning part of
+  the output; no cache writes are reported). Qwen Code's OpenAI-compatible generator
+  (``openaiContentGenerator/converter.ts``, used for Qwen OAuth and every OpenAI-style
+  endpoint) writes ``candidatesTokenCount = completion_tokens``, which already holds the
+  reasoning, and ``thoughtsTokenCount = reasoning_tokens`` beside it
+  (``totalTokenCount = prompt + candidates``, as real files show): the output is then
+  ``candidatesTokenCount`` alone. Only when ``totalTokenCount`` counts the thoughts on top
+  (Gemini's own generator) are they added to ``candidatesTokenCount``. An assistant record without
   ``usageMetadata`` is a call whose usage was not reported. Thought parts are not sent
   back.
 * ``type: "system"``: ``subtype: "chat_compression"`` replaces the conversation by its
@@ -32,6 +38,7 @@ Gemini's ``contents`` shape.
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -60,6 +67,25 @@ def is_record(record: Any) -> bool:
     message = record.get("message")
     gemini = isinstance(message, dict) and isinstance(message.get("parts"), list)
     return gemini or "usageMetadata" in record or isinstance(record.get("systemPayload"), dict)
+
+
+def _thoughts_inside(raw: dict[str, Any]) -> bool:
+    """Whether ``candidatesTokenCount`` already holds ``thoughtsTokenCount`` (module doc)."""
+
+    def whole(key: str) -> int | None:
+        value = raw.get(key)
+        return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+    candidates, thoughts = whole("candidatesTokenCount"), whole("thoughtsTokenCount")
+    if candidates is None or not thoughts:
+        return False
+    total, prompt = whole("totalTokenCount"), whole("promptTokenCount")
+    if total is not None and prompt is not None:
+        if total == prompt + candidates + thoughts:
+            return False  # Gemini's convention: the thoughts on top of the candidates
+        if total == prompt + candidates:
+            return True
+    return True  # Qwen Code's usual (OpenAI-compatible) generator
 
 
 def detect(path: Path, head: bytes) -> bool:
@@ -166,6 +192,8 @@ class _Chat:
             msg = f"field `usageMetadata` is {json_type(raw)}; expected an object"
             raise ValueError(msg)
         usage = normalize_usage(raw) if raw else None
+        if usage is not None and raw and _thoughts_inside(raw):
+            usage = replace(usage, output_tokens=raw.get("candidatesTokenCount"))
         meta: dict[str, Any] = {"message_id": record.get("uuid")}
         if not (isinstance(found, str) and found):
             meta["model_source"] = "the session's last model" if self.model else "unknown"

@@ -297,12 +297,46 @@ def test_goose_store_without_messages(db, tmp_path):
     assert f"holds {sessions} session(s) and no assistant message" in str(caught.value)
 
 
-@pytest.mark.parametrize("path", _files("qwen-code", "*.jsonl") or [None])
-def test_qwen_code_chat_with_only_a_failed_request(path):
+def _qwen_chats(answered: bool) -> list[Path]:
+    out = []
+    for path in _files("qwen-code", "*.jsonl"):
+        kinds = {json.loads(line).get("type") for line in path.read_text().splitlines() if line}
+        if ("assistant" in kinds) == answered:
+            out.append(path)
+    return out
+
+
+@pytest.mark.parametrize("path", _qwen_chats(answered=True) or [None])
+def test_qwen_code_chat(path):
     _needs([path] if path else [], "qwen-code")
     records = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
-    if any(r.get("type") == "assistant" for r in records):
-        pytest.skip("this chat holds answered calls")
+    metas = [r.get("usageMetadata") for r in records if r.get("type") == "assistant"]
+    output = 0
+    for m in metas:
+        # Qwen Code's OpenAI-compatible generator: candidates = completion_tokens, which
+        # holds the reasoning (total = prompt + candidates); Gemini's: thoughts on top
+        on_top = m["totalTokenCount"] == m["promptTokenCount"] + m["candidatesTokenCount"] + (
+            m.get("thoughtsTokenCount") or 0
+        ) and m.get("thoughtsTokenCount")
+        output += m["candidatesTokenCount"] + (m["thoughtsTokenCount"] if on_top else 0)
+    assert detect(path) == "qwen-code"
+    session = cacheviz.load(path)
+    assert _call_sums(session) == {
+        "calls": len(metas),  # one call per assistant record
+        "input": sum(m["promptTokenCount"] for m in metas),  # cached tokens inside
+        "output": output,
+    }
+    assert _total(c.usage.cache_read_tokens for c in session.calls) == sum(
+        m.get("cachedContentTokenCount") or 0 for m in metas
+    )
+    assert _total(c.usage.reasoning_tokens for c in session.calls) == sum(
+        m.get("thoughtsTokenCount") or 0 for m in metas
+    )
+
+
+@pytest.mark.parametrize("path", _qwen_chats(answered=False) or [None])
+def test_qwen_code_chat_with_only_a_failed_request(path):
+    _needs([path] if path else [], "qwen-code")
     assert detect(path) == "qwen-code"
     with pytest.raises(TranscriptError, match=r"no API call .*the file holds: .*1 failed request"):
         cacheviz.load(path)

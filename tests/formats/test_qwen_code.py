@@ -198,3 +198,28 @@ def test_fuzzed_lines_load_or_fail_in_one_line(tmp_path_factory, data, loads_or_
     path = tmp_path_factory.mktemp("qwen") / "chat.jsonl"
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
     loads_or_fails_cleanly(path, lambda p, e: cacheviz.load(p, format="qwen-code", errors=e))
+
+
+def test_openai_compatible_candidates_already_hold_the_thoughts(tmp_path):
+    """Qwen Code's OpenAI-compatible generator: candidates = completion_tokens (reasoning
+    included), total = prompt + candidates; Gemini's own: the thoughts on top."""
+    openai_style = {
+        "promptTokenCount": 16009,
+        "cachedContentTokenCount": 0,
+        "candidatesTokenCount": 234,
+        "thoughtsTokenCount": 37,
+        "totalTokenCount": 16009 + 234,
+    }
+    gemini_style = _usage(5000, 4096, 20, thoughts=7)  # total = prompt + out + thoughts
+    records = [
+        _record(1, "user", message={"role": "user", "parts": [{"text": "hi"}]}),
+        _record(2, "assistant", model=MODEL, usageMetadata=openai_style,
+                message={"role": "model", "parts": [{"text": "a"}]}),
+        _record(3, "user", message={"role": "user", "parts": [{"text": "more"}]}),
+        _record(4, "assistant", model=MODEL, usageMetadata=gemini_style,
+                message={"role": "model", "parts": [{"text": "b"}]}),
+    ]  # fmt: skip
+    session = cacheviz.load(_write(tmp_path / "chats" / "s.jsonl", records))
+    first, second = (c.usage for c in session.calls)
+    assert (first.output_tokens, first.reasoning_tokens) == (234, 37)  # not 271
+    assert (second.output_tokens, second.reasoning_tokens) == (27, 7)
