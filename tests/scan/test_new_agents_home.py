@@ -47,6 +47,16 @@ def _gemini_cli(home: Path) -> None:
     _lines(home / ".gemini/tmp/f1995df9/chats/session-2026-01-01T10-00-s1.jsonl", _records())
 
 
+def _gemini_json(home: Path) -> None:
+    from tests.formats.test_gemini_json import _gemini, _note, _tokens, _write
+
+    messages = [
+        _note("user", "u1", "2026-04-13T18:00:02.000Z", "hello"),
+        _gemini("g1", "hi", _tokens(1200, 0, 5), "2026-04-13T18:00:04.000Z"),
+    ]
+    _write(home / ".gemini/tmp/0a0b0c0d/chats/session-2026-04-13T18-00-aaaa.json", "a-1", messages)
+
+
 def _cline(home: Path) -> None:
     from tests.formats.test_cline import _task
 
@@ -194,7 +204,8 @@ class Agent:
 AGENTS = [
     Agent("claude-code", _claude_code, ".claude/projects", 1, True),
     Agent("codex", _codex, ".codex/sessions", 1, True),
-    Agent("gemini-cli", _gemini_cli, ".gemini/tmp", 1, True),
+    Agent("gemini-cli", _gemini_cli, ".gemini/tmp/f1995df9", 1, True),
+    Agent("gemini-cli-json", _gemini_json, ".gemini/tmp/0a0b0c0d", 1, True),  # older chats
     Agent("cline", _cline, ".config/Code/User/globalStorage", 1, True),
     Agent("opencode", _opencode, ".local/share/opencode", 1, True),
     Agent("opencode", _kilo, ".local/share/kilo", 1, True),  # Kilo CLI: OpenCode's store
@@ -240,7 +251,7 @@ def test_every_reader_of_an_agent_with_a_default_folder_has_a_row():
     readers = set(cacheviz.formats.READERS)
     # read only from a file or folder named on the command line: no default folder
     elsewhere = {"cacheviz", "openai-log", "claude-trace", "mitmproxy", "inspect", "openhands",
-                 "swe-agent", "aider", "otel", "gemini-cli-json", "cline-ui"}  # fmt: skip
+                 "swe-agent", "aider", "otel", "cline-ui"}  # fmt: skip
     assert readers - elsewhere <= {agent.format for agent in AGENTS}
 
 
