@@ -83,8 +83,11 @@ def default_locations(home: Path | None = None) -> list[Location]:
 
     ``CLAUDE_CONFIG_DIR`` (comma-separated), ``CODEX_HOME``, ``KILO_DATA_DIR``
     (comma-separated), ``KIMI_SHARE_DIR``, ``AMP_DATA_DIR``, ``PI_AGENT_DIR``,
-    ``OPENCLAW_DIR``, ``HERMES_HOME`` and ``DROID_SESSIONS_DIR`` (each comma-separated) and
-    ``GOOSE_PATH_ROOT`` are honoured.
+    ``OPENCLAW_DIR``, ``HERMES_HOME`` and ``DROID_SESSIONS_DIR`` (each comma-separated),
+    ``GOOSE_PATH_ROOT`` and ``CRUSH_GLOBAL_DATA`` are honoured. Crush keeps a store in each
+    project (``<project>/.crush/crush.db``): the projects it lists in its
+    ``projects.json`` are looked in. Antigravity's conversations are listed so that a scan
+    names them (they are encrypted: each is a failed file saying so).
     """
     home = Path.home() if home is None else home
     claude = [Path(p) for p in os.environ.get("CLAUDE_CONFIG_DIR", "").split(",") if p.strip()]
@@ -128,6 +131,8 @@ def default_locations(home: Path | None = None) -> list[Location]:
     out += [Location("droid", folder) for folder in _listed("DROID_SESSIONS_DIR", factory)]
     continue_dev = home / ".continue" / "dev_data"
     out += [Location("continue", continue_dev / "0.2.0" / "tokensGenerated.jsonl")]
+    out += [Location("crush", db) for db in _crush_databases(home)]
+    out += [Location("antigravity", home / ".gemini" / "antigravity" / "conversations")]
     out += [Location("claude-tap", _claude_tap_store(home))]
     ccv = os.environ.get("CCV_LOG_DIR", "").strip()
     out += [Location("cc-viewer", Path(ccv))] if ccv else []
@@ -154,6 +159,35 @@ def _goose_databases(home: Path) -> list[Path]:
         home / ".local" / "share" / "Block" / "goose",
     ]
     return [folder / "sessions" / "sessions.db" for folder in folders]
+
+
+def _crush_databases(home: Path) -> list[Path]:
+    """Each ``crush.db`` of the projects Crush lists in its ``projects.json``.
+
+    The list is beside Crush's global data file: ``$CRUSH_GLOBAL_DATA``, else
+    ``$XDG_DATA_HOME/crush``, else ``~/.local/share/crush`` (Crush's
+    ``internal/projects``); each entry's ``data_dir`` (``<project>/.crush``) holds the
+    project's ``crush.db``. A list that cannot be read gives none.
+    """
+    override = os.environ.get("CRUSH_GLOBAL_DATA", "").strip()
+    xdg = os.environ.get("XDG_DATA_HOME", "").strip()
+    if override:
+        folder = Path(override).expanduser()
+    else:
+        folder = (Path(xdg).expanduser() if xdg else home / ".local" / "share") / "crush"
+    try:
+        listed = json.loads((folder / "projects.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError, RecursionError):
+        return []
+    projects = listed.get("projects") if isinstance(listed, dict) else None
+    out: list[Path] = []
+    for project in projects if isinstance(projects, list) else []:
+        data = project.get("data_dir") if isinstance(project, dict) else None
+        if isinstance(data, str) and data.strip():
+            db = Path(data).expanduser() / "crush.db"
+            if db not in out:
+                out.append(db)
+    return out
 
 
 def _kilo_folders(home: Path) -> list[Path]:
