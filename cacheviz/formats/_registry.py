@@ -45,6 +45,7 @@ _MODULES = {
     "hermes": "hermes",
     "goose": "goose",
     "droid": "droid",
+    "grok": "grok",
     "crush": "crush",
     "antigravity": "antigravity",  # encrypted: named, then refused in one line
     "swe-agent": "swe_agent",

@@ -36,6 +36,8 @@ _KIMI_WIRE = "wire.jsonl"
 _OPENCLAW_INDEX = "sessions.json"
 _DROID_SETTINGS = ".settings.json"
 _KIMI_OTHERS = frozenset({"state.json", "meta.json", "prompt.txt", "output"})
+# a Grok Build session folder: updates.jsonl is the session; the rest is its own state
+_GROK_UPDATES = "updates.jsonl"
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,7 +85,8 @@ def default_locations(home: Path | None = None) -> list[Location]:
 
     ``CLAUDE_CONFIG_DIR`` (comma-separated), ``CODEX_HOME``, ``KILO_DATA_DIR``
     (comma-separated), ``KIMI_SHARE_DIR``, ``AMP_DATA_DIR``, ``PI_AGENT_DIR``,
-    ``OPENCLAW_DIR``, ``HERMES_HOME`` and ``DROID_SESSIONS_DIR`` (each comma-separated) and
+    ``OPENCLAW_DIR``, ``HERMES_HOME``, ``DROID_SESSIONS_DIR`` and ``GROK_HOME`` (each
+    comma-separated) and
     ``GOOSE_PATH_ROOT`` are honoured.
     """
     home = Path.home() if home is None else home
@@ -126,6 +129,8 @@ def default_locations(home: Path | None = None) -> list[Location]:
     out += [Location("goose", db) for db in _goose_databases(home)]
     factory = home / ".factory" / "sessions"
     out += [Location("droid", folder) for folder in _listed("DROID_SESSIONS_DIR", factory)]
+    grok = _listed("GROK_HOME", home / ".grok")
+    out += [Location("grok", folder / "sessions") for folder in grok]
     continue_dev = home / ".continue" / "dev_data"
     out += [Location("continue", continue_dev / "0.2.0" / "tokensGenerated.jsonl")]
     out += [Location("claude-tap", _claude_tap_store(home))]
@@ -321,6 +326,9 @@ def walk(paths: list[Path], tree: Tree | None = None) -> tuple[list[Unit], list[
                     tree.add_subtree(folder)
                 continue
             names = set(files)
+            grok_session = _GROK_UPDATES in names and _grok_session(here)
+            if grok_session:
+                dirs[:] = []  # its sub-agents' pointers, terminal logs: not transcripts
             cline, used = _cline_units(here, names, root)
             for unit in cline:
                 if admit(unit.path):
@@ -341,6 +349,8 @@ def walk(paths: list[Path], tree: Tree | None = None) -> tuple[list[Unit], list[
                     continue  # OpenClaw's index of its sessions, not a transcript
                 if _KIMI_WIRE in names and _kimi_companion(name):
                     continue  # a Kimi CLI session's context and state: its wire log is read
+                if grok_session and name != _GROK_UPDATES:
+                    continue  # a Grok Build session's state and history: its updates are read
                 if admit(path):
                     _add_file(units, path, root, names, beside)
     for unit in units.values():
@@ -399,6 +409,18 @@ class _Inside:
 
 def _inside(here: Path, name: str, inside: _Inside) -> bool:
     return inside.allows(here / name)
+
+
+def _grok_session(folder: Path) -> bool:
+    """Whether ``folder`` is a Grok Build session folder (its ``updates.jsonl`` is one)."""
+    from cacheviz.formats import grok
+
+    try:
+        with (folder / _GROK_UPDATES).open("rb") as handle:
+            head = handle.read(1 << 16)
+    except OSError:
+        return False
+    return grok.detect(folder / _GROK_UPDATES, head)
 
 
 def _kimi_companion(name: str) -> bool:
