@@ -11,9 +11,11 @@ import os
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 import cacheviz
-from cacheviz.errors import TranscriptError
+from cacheviz.errors import CacheVizWarning, TranscriptError
 from cacheviz.formats import detect
 
 SESSION = "019f8870-0000-7000-8000-00000000a001"
@@ -177,7 +179,8 @@ def test_a_bad_line_is_one_error_naming_its_line(tmp_path, bad, where):
         cacheviz.load(path, format="grok")
     message = str(info.value)
     assert "\n" not in message and ":4" in message and where in message
-    skipped = cacheviz.load(path, format="grok", errors="skip")
+    with pytest.warns(CacheVizWarning, match="line 4"):
+        skipped = cacheviz.load(path, format="grok", errors="skip")
     assert len(skipped.calls) == 2
 
 
@@ -194,3 +197,28 @@ def test_real_public_sessions_match_an_independent_reading():
                  and r.get("params", {}).get("update", {}).get("sessionUpdate") == "turn_completed"]  # fmt: skip
         session = cacheviz.load(path, format="grok")
         assert len(session.calls) == len(turns), path
+
+
+JUNK = st.one_of(
+    st.just("{oops"),
+    st.just("[1]"),
+    st.just("null"),
+    st.just(json.dumps(_line(1, {"sessionUpdate": "turn_completed", "usage": "lots"}))),
+    st.just(json.dumps(_line(1, {"sessionUpdate": "turn_completed",
+                                 "usage": {"modelUsage": {"m": {"outputTokens": 1.5}}}}))),  # fmt: skip
+    st.just(json.dumps(_line(1, {"sessionUpdate": "tool_call_update", "toolCallId": 3,
+                                 "status": "completed"}))),  # fmt: skip
+    st.just(json.dumps({"method": "session/update", "params": {"update": {"sessionUpdate": 1}}})),
+    st.text(max_size=20),
+)
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(data=st.data())
+def test_fuzzed_updates_load_or_fail_in_one_line(tmp_path_factory, data, loads_or_fails_cleanly):
+    lines = [json.dumps(r) for r in updates()]
+    for _ in range(data.draw(st.integers(1, 3))):
+        lines[data.draw(st.integers(0, len(lines) - 1))] = data.draw(JUNK)
+    path = grok_session(tmp_path_factory.mktemp("grok"))
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    loads_or_fails_cleanly(path, lambda p, e: cacheviz.load(p, format="grok", errors=e))

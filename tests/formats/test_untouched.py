@@ -151,6 +151,12 @@ def _antigravity(folder: Path) -> Path:
     return conversation(folder)
 
 
+def _grok(folder: Path) -> Path:
+    from tests.formats.test_grok import grok_session
+
+    return grok_session(folder)
+
+
 BUILDERS: dict[str, Callable[[Path], Path]] = {
     "cacheviz": _sample,
     "claude-code": _real("claude_code_jsonl", "chiphuyen*.jsonl"),
@@ -172,6 +178,7 @@ BUILDERS: dict[str, Callable[[Path], Path]] = {
     "crush": _crush,
     "continue": _continue,
     "antigravity": _antigravity,
+    "grok": _grok,
 }
 REFUSES = {"antigravity"}  # named and refused in one line (encrypted): still nothing written
 # readers whose case is still to write here (their own tests build their inputs)
