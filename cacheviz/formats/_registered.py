@@ -43,6 +43,7 @@ from cacheviz.formats import (
     qwen_code,
     swe_agent,
     whale_usage,
+    zcode,
 )
 from cacheviz.formats._reader import Reader
 
@@ -62,6 +63,7 @@ MODULES: Sequence[Reader] = [
     inspect_log,
     cline,
     openhands,
+    zcode,
     opencode,
     copilot_cli,
     kimi_cli,

@@ -36,6 +36,7 @@ _MODULES = {
     "inspect": "inspect_log",
     "cline": "cline",
     "openhands": "openhands",
+    "zcode": "zcode",  # before opencode: its store has a `session` and a `message` table too
     "opencode": "opencode",
     "copilot-cli": "copilot_cli",
     "kimi-cli": "kimi_cli",

@@ -85,8 +85,8 @@ def default_locations(home: Path | None = None) -> list[Location]:
 
     ``CLAUDE_CONFIG_DIR`` (comma-separated), ``CODEX_HOME``, ``KILO_DATA_DIR``
     (comma-separated), ``KIMI_SHARE_DIR``, ``AMP_DATA_DIR``, ``PI_AGENT_DIR``,
-    ``OPENCLAW_DIR``, ``HERMES_HOME``, ``DROID_SESSIONS_DIR`` and ``GROK_HOME`` (each
-    comma-separated) and
+    ``OPENCLAW_DIR``, ``HERMES_HOME``, ``DROID_SESSIONS_DIR``, ``GROK_HOME`` and
+    ``ZCODE_HOME`` (each comma-separated) and
     ``GOOSE_PATH_ROOT`` are honoured.
     """
     home = Path.home() if home is None else home
@@ -131,6 +131,8 @@ def default_locations(home: Path | None = None) -> list[Location]:
     out += [Location("droid", folder) for folder in _listed("DROID_SESSIONS_DIR", factory)]
     grok = _listed("GROK_HOME", home / ".grok")
     out += [Location("grok", folder / "sessions") for folder in grok]
+    zcode = _listed("ZCODE_HOME", home / ".zcode")
+    out += [Location("zcode", folder / "cli" / "db" / "db.sqlite") for folder in zcode]
     continue_dev = home / ".continue" / "dev_data"
     out += [Location("continue", continue_dev / "0.2.0" / "tokensGenerated.jsonl")]
     out += [Location("claude-tap", _claude_tap_store(home))]

@@ -157,6 +157,12 @@ def _grok(folder: Path) -> Path:
     return grok_session(folder)
 
 
+def _zcode(folder: Path) -> Path:
+    from tests.formats.test_zcode import zcode_db
+
+    return zcode_db(folder)
+
+
 BUILDERS: dict[str, Callable[[Path], Path]] = {
     "cacheviz": _sample,
     "claude-code": _real("claude_code_jsonl", "chiphuyen*.jsonl"),
@@ -179,6 +185,7 @@ BUILDERS: dict[str, Callable[[Path], Path]] = {
     "continue": _continue,
     "antigravity": _antigravity,
     "grok": _grok,
+    "zcode": _zcode,
 }
 REFUSES = {"antigravity"}  # named and refused in one line (encrypted): still nothing written
 # readers whose case is still to write here (their own tests build their inputs)
