@@ -227,7 +227,7 @@ class _Grok:
         if output is None:
             output = update.get("content")
         text = output if isinstance(output, str) else json.dumps(output, ensure_ascii=False)
-        block = {"type": "tool_result", "tool_use_id": tool_id, "content": text}
+        block: dict[str, Any] = {"type": "tool_result", "tool_use_id": tool_id, "content": text}
         if status == "failed":
             block["is_error"] = True
         self._say("user", block)
@@ -267,7 +267,7 @@ class _Grok:
         self.last_role = None
 
     def _rows(self, usage: dict[str, Any]) -> list[tuple[str, Usage]]:
-        """The turn's usage per model (``modelUsage``), else its totals under the session's model."""
+        """The turn's usage per model (``modelUsage``), else its totals as the session's model."""
         per_model = usage.get("modelUsage")
         rows: list[tuple[str, Usage]] = []
         if isinstance(per_model, dict) and per_model:

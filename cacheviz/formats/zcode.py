@@ -74,7 +74,9 @@ def _usage(row: dict[str, Any], where: str) -> tuple[Usage | None, dict[str, Any
     if not any((uncached, read, write, output, reasoning)):
         return None, meta
     parts = [p for p in (uncached, read, write) if p is not None]
-    apart = reasoning if reasoning is not None and output is not None and reasoning <= output else None
+    apart = (
+        reasoning if reasoning is not None and output is not None and reasoning <= output else None
+    )
     if reasoning is not None and apart is None:
         meta["zcode_reasoning_tokens"] = reasoning
     usage = Usage(
@@ -132,8 +134,7 @@ def read(path: Path, *, errors: str = "raise") -> Session:
             number += 1
             started = epoch(row.get("started_at"))
             while pending and (
-                started is None
-                or (epoch(pending[0].get("time_created")) or started) <= started
+                started is None or (epoch(pending[0].get("time_created")) or started) <= started
             ):
                 message = _message(pending.pop(0))
                 if message is not None:

@@ -27,7 +27,11 @@ def _line(ts: int, update: dict, method: str = "session/update", event: int = 0)
     return {
         "timestamp": ts,
         "method": method,
-        "params": {"sessionId": SESSION, "update": update, "_meta": {"eventId": f"{SESSION}-{event}"}},
+        "params": {
+            "sessionId": SESSION,
+            "update": update,
+            "_meta": {"eventId": f"{SESSION}-{event}"},
+        },
     }
 
 
@@ -36,15 +40,26 @@ def _chunk(kind: str, text: str) -> dict:
 
 
 def _turn(prompt: str, per_model: dict[str, dict], calls: int, ticks: int | None = None) -> dict:
-    totals = {k: sum(m.get(k, 0) for m in per_model.values()) for k in
-              ("inputTokens", "outputTokens", "cachedReadTokens", "cacheCreationTokens",
-               "reasoningTokens")}  # fmt: skip
+    totals = {
+        k: sum(m.get(k, 0) for m in per_model.values())
+        for k in (
+            "inputTokens",
+            "outputTokens",
+            "cachedReadTokens",
+            "cacheCreationTokens",
+            "reasoningTokens",
+        )
+    }
     totals["totalTokens"] = totals["inputTokens"] + totals["outputTokens"]
     usage = {**totals, "modelCalls": calls, "numTurns": calls, "modelUsage": per_model}
     if ticks is not None:
         usage["costUsdTicks"] = ticks
-    return {"sessionUpdate": "turn_completed", "prompt_id": prompt, "stop_reason": "end_turn",
-            "usage": usage}  # fmt: skip
+    return {
+        "sessionUpdate": "turn_completed",
+        "prompt_id": prompt,
+        "stop_reason": "end_turn",
+        "usage": usage,
+    }
 
 
 def updates() -> list[dict]:
@@ -56,22 +71,66 @@ def updates() -> list[dict]:
         _line(t + 1, _chunk("user_message_chunk", "failing test")),
         _line(t + 2, _chunk("agent_thought_chunk", "Let me look.")),
         _line(t + 3, _chunk("agent_message_chunk", "Reading it.")),
-        _line(t + 3, {"sessionUpdate": "tool_call", "toolCallId": "call-1", "title": "read_file",
-                      "kind": "read", "rawInput": {"target_file": "test_app.py"}}),  # fmt: skip
+        _line(
+            t + 3,
+            {
+                "sessionUpdate": "tool_call",
+                "toolCallId": "call-1",
+                "title": "read_file",
+                "kind": "read",
+                "rawInput": {"target_file": "test_app.py"},
+            },
+        ),
         _line(t + 4, {"sessionUpdate": "tool_call_update", "toolCallId": "call-1"}),
-        _line(t + 4, {"sessionUpdate": "tool_call_update", "toolCallId": "call-1",
-                      "status": "completed", "rawOutput": "def test(): assert 1 == 2"}),  # fmt: skip
+        _line(
+            t + 4,
+            {
+                "sessionUpdate": "tool_call_update",
+                "toolCallId": "call-1",
+                "status": "completed",
+                "rawOutput": "def test(): assert 1 == 2",
+            },
+        ),
         _line(t + 5, _chunk("agent_message_chunk", "The assertion is wrong; fixed.")),
-        _line(t + 6, _turn("p-1", {MODEL: {"inputTokens": 30_000, "cachedReadTokens": 24_000,
-              "cacheCreationTokens": 0, "outputTokens": 900, "reasoningTokens": 300,
-              "modelCalls": 2}}, calls=2, ticks=1_250_000_000), "_x.ai/session/update"),  # fmt: skip
+        _line(
+            t + 6,
+            _turn(
+                "p-1",
+                {
+                    MODEL: {
+                        "inputTokens": 30_000,
+                        "cachedReadTokens": 24_000,
+                        "cacheCreationTokens": 0,
+                        "outputTokens": 900,
+                        "reasoningTokens": 300,
+                        "modelCalls": 2,
+                    }
+                },
+                calls=2,
+                ticks=1_250_000_000,
+            ),
+            "_x.ai/session/update",
+        ),
         _line(t + 60, _chunk("user_message_chunk", "now run it")),
         _line(t + 61, _chunk("agent_message_chunk", "It passes.")),
-        _line(t + 62, _turn("p-2", {
-            MODEL: {"inputTokens": 17_000, "cachedReadTokens": 16_000, "outputTokens": 120,
-                    "reasoningTokens": 40, "modelCalls": 1},
-            "grok-code-fast-1": {"inputTokens": 2_000, "outputTokens": 50, "modelCalls": 1},
-        }, calls=2), "_x.ai/session/update"),  # fmt: skip
+        _line(
+            t + 62,
+            _turn(
+                "p-2",
+                {
+                    MODEL: {
+                        "inputTokens": 17_000,
+                        "cachedReadTokens": 16_000,
+                        "outputTokens": 120,
+                        "reasoningTokens": 40,
+                        "modelCalls": 1,
+                    },
+                    "grok-code-fast-1": {"inputTokens": 2_000, "outputTokens": 50, "modelCalls": 1},
+                },
+                calls=2,
+            ),
+            "_x.ai/session/update",
+        ),
     ]
 
 
@@ -90,8 +149,11 @@ def grok_session(root: Path, records: list[dict] | None = None) -> Path:
 
 def _expected(records: list[dict]) -> tuple[int, dict[str, int]]:
     """Turns, and the sums of the per-model rows, from the format's rules."""
-    turns = [r["params"]["update"] for r in records
-             if r["params"]["update"]["sessionUpdate"] == "turn_completed"]  # fmt: skip
+    turns = [
+        r["params"]["update"]
+        for r in records
+        if r["params"]["update"]["sessionUpdate"] == "turn_completed"
+    ]
     sums = dict.fromkeys(("input", "read", "write", "output", "reasoning"), 0)
     for turn in turns:
         for row in turn["usage"]["modelUsage"].values():
@@ -165,9 +227,12 @@ def test_a_sub_agents_session_is_read_without_billing_its_parents_usage_again(tm
     [
         ('{"timestamp": 1, "method": "session/update", "params": {"update": 3}}', "sessionUpdate"),
         ("not json", "Grok Build update"),
-        ('{"timestamp": 1, "method": "_x.ai/session/update", "params": {"sessionId": "s", '
-         '"update": {"sessionUpdate": "turn_completed", "usage": {"modelUsage": {"m": '
-         '{"inputTokens": -5}}}}}}', "inputTokens"),  # fmt: skip
+        (
+            '{"timestamp": 1, "method": "_x.ai/session/update", "params": {"sessionId": "s", '
+            '"update": {"sessionUpdate": "turn_completed", "usage": {"modelUsage": {"m": '
+            '{"inputTokens": -5}}}}}}',
+            "inputTokens",
+        ),
     ],
 )
 def test_a_bad_line_is_one_error_naming_its_line(tmp_path, bad, where):
@@ -193,8 +258,12 @@ def test_real_public_sessions_match_an_independent_reading():
     assert files, f"no updates.jsonl under {REAL}"
     for path in files:
         records = [json.loads(x) for x in path.read_text().splitlines() if x.strip()]
-        turns = [r for r in records if isinstance(r, dict)
-                 and r.get("params", {}).get("update", {}).get("sessionUpdate") == "turn_completed"]  # fmt: skip
+        turns = [
+            r
+            for r in records
+            if isinstance(r, dict)
+            and r.get("params", {}).get("update", {}).get("sessionUpdate") == "turn_completed"
+        ]
         session = cacheviz.load(path, format="grok")
         assert len(session.calls) == len(turns), path
 
@@ -204,16 +273,30 @@ JUNK = st.one_of(
     st.just("[1]"),
     st.just("null"),
     st.just(json.dumps(_line(1, {"sessionUpdate": "turn_completed", "usage": "lots"}))),
-    st.just(json.dumps(_line(1, {"sessionUpdate": "turn_completed",
-                                 "usage": {"modelUsage": {"m": {"outputTokens": 1.5}}}}))),  # fmt: skip
-    st.just(json.dumps(_line(1, {"sessionUpdate": "tool_call_update", "toolCallId": 3,
-                                 "status": "completed"}))),  # fmt: skip
+    st.just(
+        json.dumps(
+            _line(
+                1,
+                {
+                    "sessionUpdate": "turn_completed",
+                    "usage": {"modelUsage": {"m": {"outputTokens": 1.5}}},
+                },
+            )
+        )
+    ),
+    st.just(
+        json.dumps(
+            _line(1, {"sessionUpdate": "tool_call_update", "toolCallId": 3, "status": "completed"})
+        )
+    ),
     st.just(json.dumps({"method": "session/update", "params": {"update": {"sessionUpdate": 1}}})),
     st.text(max_size=20),
 )
 
 
-@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
 @given(data=st.data())
 def test_fuzzed_updates_load_or_fail_in_one_line(tmp_path_factory, data, loads_or_fails_cleanly):
     lines = [json.dumps(r) for r in updates()]

@@ -49,17 +49,25 @@ def zcode_db(folder: Path, usage=USAGE) -> Path:
           time_created integer);
         """
     )
-    con.execute("insert into session values (?,?,?,?,?,?)",
-                (PARENT, None, "登录页", "/home/dev/app", T0, T0 + 30_000))  # fmt: skip
-    con.execute("insert into session values (?,?,?,?,?,?)",
-                (CHILD, PARENT, "explore", "/home/dev/app", T0 + 3_000, T0 + 6_000))  # fmt: skip
+    con.execute(
+        "insert into session values (?,?,?,?,?,?)",
+        (PARENT, None, "登录页", "/home/dev/app", T0, T0 + 30_000),
+    )
+    con.execute(
+        "insert into session values (?,?,?,?,?,?)",
+        (CHILD, PARENT, "explore", "/home/dev/app", T0 + 3_000, T0 + 6_000),
+    )
     for i, (sid, model, at, inp, out, reason, read, write) in enumerate(usage):
-        con.execute("insert into model_usage values (?,?,?,?,?,?,?,?,?,?)",
-                    (f"u{i}", sid, model, at, at + 900, inp, out, reason, write, read))  # fmt: skip
+        con.execute(
+            "insert into model_usage values (?,?,?,?,?,?,?,?,?,?)",
+            (f"u{i}", sid, model, at, at + 900, inp, out, reason, write, read),
+        )
     for i, (sid, at, role, text) in enumerate(MESSAGES):
         data = {"role": role, "time": {"created": at}, "content": text}
-        con.execute("insert into message values (?,?,?,?,?)",
-                    (f"m{i}", sid, json.dumps(data, ensure_ascii=False), i, at))  # fmt: skip
+        con.execute(
+            "insert into message values (?,?,?,?,?)",
+            (f"m{i}", sid, json.dumps(data, ensure_ascii=False), i, at),
+        )
     con.commit()
     con.close()
     return path
@@ -87,7 +95,9 @@ def test_sessions_are_threads_and_the_sub_agent_names_its_parent(tmp_path):
     child = [c for c in session.calls if c.meta["zcode_session"] == CHILD]
     assert len(child) == 1 and child[0].parent_hint == f"zcode {PARENT}"
     first = min((c for c in session.calls if c.meta["zcode_session"] == PARENT), key=lambda c: c.ts)
-    texts = [session.contents[b.hash].value["content"] for b in first.blocks if b.part == "messages"]
+    texts = [
+        session.contents[b.hash].value["content"] for b in first.blocks if b.part == "messages"
+    ]
     assert texts == ["add a login page"]  # the messages before the call started
 
 
@@ -103,7 +113,9 @@ def test_a_scan_of_a_home_with_zcode_finds_and_bills_it(tmp_path, monkeypatch):
     monkeypatch.setenv("HOME", str(home))
     monkeypatch.delenv("ZCODE_HOME", raising=False)
     result = cacheviz.scan(cache=False)
-    rows = dict(zip(result.files["format"].to_list(), result.files["status"].to_list(), strict=True))
+    rows = dict(
+        zip(result.files["format"].to_list(), result.files["status"].to_list(), strict=True)
+    )
     assert rows == {"zcode": "ok"}
     assert result.calls["billed_usd"].drop_nulls().sum() > 0
 
@@ -123,7 +135,9 @@ def test_a_bad_count_is_one_error_naming_the_row(tmp_path):
 def test_an_opencode_store_is_not_taken_for_zcode(tmp_path):
     path = tmp_path / "opencode.db"
     con = sqlite3.connect(path)
-    con.executescript("create table session (id text, parent_id text, directory text);"
-                      "create table message (id text, session_id text, data text);")  # fmt: skip
+    con.executescript(
+        "create table session (id text, parent_id text, directory text);"
+        "create table message (id text, session_id text, data text);"
+    )
     con.close()
     assert not cacheviz.formats.READERS["zcode"].detect(path, path.read_bytes()[:100])
