@@ -34,6 +34,7 @@ _MODULES = {
     "gemini-cli-json": "gemini_json",  # before gemini_cli: a one-line chat JSON opens like a header
     "gemini-cli": "gemini_cli",
     "inspect": "inspect_log",
+    "codebuff": "codebuff",  # before cline: a JSON array of messages too
     "cline": "cline",
     "openhands": "openhands",
     "zcode": "zcode",  # before opencode: its store has a `session` and a `message` table too

@@ -38,6 +38,9 @@ _DROID_SETTINGS = ".settings.json"
 _KIMI_OTHERS = frozenset({"state.json", "meta.json", "prompt.txt", "output"})
 # a Grok Build session folder: updates.jsonl is the session; the rest is its own state
 _GROK_UPDATES = "updates.jsonl"
+# a Codebuff chat folder: chat-messages.json is the chat; these are the agent's state
+_CODEBUFF_CHAT = "chat-messages.json"
+_CODEBUFF_STATE = frozenset({"run-state.json", "turn-checkpoint.json"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,8 +88,8 @@ def default_locations(home: Path | None = None) -> list[Location]:
 
     ``CLAUDE_CONFIG_DIR`` (comma-separated), ``CODEX_HOME``, ``KILO_DATA_DIR``
     (comma-separated), ``KIMI_SHARE_DIR``, ``AMP_DATA_DIR``, ``PI_AGENT_DIR``,
-    ``OPENCLAW_DIR``, ``HERMES_HOME``, ``DROID_SESSIONS_DIR``, ``GROK_HOME`` and
-    ``ZCODE_HOME`` (each comma-separated) and
+    ``OPENCLAW_DIR``, ``HERMES_HOME``, ``DROID_SESSIONS_DIR``, ``GROK_HOME``,
+    ``CODEBUFF_DATA_DIR`` and ``ZCODE_HOME`` (each comma-separated) and
     ``GOOSE_PATH_ROOT`` are honoured.
     """
     home = Path.home() if home is None else home
@@ -131,6 +134,12 @@ def default_locations(home: Path | None = None) -> list[Location]:
     out += [Location("droid", folder) for folder in _listed("DROID_SESSIONS_DIR", factory)]
     grok = _listed("GROK_HOME", home / ".grok")
     out += [Location("grok", folder / "sessions") for folder in grok]
+    channels = [home / ".config" / f"manicode{c}" for c in ("", "-dev", "-staging")]
+    codebuff = _listed("CODEBUFF_DATA_DIR", channels[0])
+    out += [
+        Location("codebuff", folder if folder.name == "projects" else folder / "projects")
+        for folder in (codebuff if codebuff != channels[:1] else channels)
+    ]
     zcode = _listed("ZCODE_HOME", home / ".zcode")
     out += [Location("zcode", folder / "cli" / "db" / "db.sqlite") for folder in zcode]
     continue_dev = home / ".continue" / "dev_data"
@@ -353,6 +362,8 @@ def walk(paths: list[Path], tree: Tree | None = None) -> tuple[list[Unit], list[
                     continue  # a Kimi CLI session's context and state: its wire log is read
                 if grok_session and name != _GROK_UPDATES:
                     continue  # a Grok Build session's state and history: its updates are read
+                if _CODEBUFF_CHAT in names and name in _CODEBUFF_STATE:
+                    continue  # a Codebuff chat's run state: its chat-messages.json is read
                 if admit(path):
                     _add_file(units, path, root, names, beside)
     for unit in units.values():

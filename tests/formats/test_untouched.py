@@ -163,6 +163,12 @@ def _zcode(folder: Path) -> Path:
     return zcode_db(folder)
 
 
+def _codebuff(folder: Path) -> Path:
+    from tests.formats.test_codebuff import codebuff_chat
+
+    return codebuff_chat(folder)
+
+
 BUILDERS: dict[str, Callable[[Path], Path]] = {
     "cacheviz": _sample,
     "claude-code": _real("claude_code_jsonl", "chiphuyen*.jsonl"),
@@ -186,6 +192,7 @@ BUILDERS: dict[str, Callable[[Path], Path]] = {
     "antigravity": _antigravity,
     "grok": _grok,
     "zcode": _zcode,
+    "codebuff": _codebuff,
 }
 REFUSES = {"antigravity"}  # named and refused in one line (encrypted): still nothing written
 # readers whose case is still to write here (their own tests build their inputs)
