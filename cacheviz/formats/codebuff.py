@@ -182,7 +182,7 @@ def read(path: Path, *, errors: str = "raise") -> Session:
             reader.fail(None, f"messages[{index}].metadata.runState: {exc}")
             total = cached = None
         meta: dict[str, Any] = {"message_id": message["id"]}
-        spent = message.get("spent")
+        spent = message.get("credits")
         if isinstance(spent, (int, float)) and not isinstance(spent, bool) and spent >= 0:
             meta["codebuff_credits"] = spent
         if total is not None:
