@@ -20,7 +20,7 @@ from cacheviz.formats import detect
 
 SESSION = "019f8870-0000-7000-8000-00000000a001"
 PROJECT = "%2Fhome%2Fdev%2Fapp"
-MODEL = "grok-4.5"
+MODEL = "grok-4.5-build"  # the name Grok Build keys its turn usage by
 
 
 def _line(ts: int, update: dict, method: str = "session/update", event: int = 0) -> dict:
@@ -141,7 +141,7 @@ def grok_session(root: Path, records: list[dict] | None = None) -> Path:
     path = folder / "updates.jsonl"
     lines = records if records is not None else updates()
     path.write_text("".join(json.dumps(r) + "\n" for r in lines))
-    summary = {"info": {"id": SESSION, "cwd": "/home/dev/app"}, "current_model_id": MODEL}
+    summary = {"info": {"id": SESSION, "cwd": "/home/dev/app"}, "current_model_id": "grok-4.5"}
     (folder / "summary.json").write_text(json.dumps(summary))
     (folder / "chat_history.jsonl").write_text('{"role": "user"}\n')
     return path
@@ -185,6 +185,12 @@ def test_detected_and_each_turn_a_call_billed_at_the_sessions_scope(tmp_path):
     assert "reported_cost_usd" not in session.calls[1].meta  # no ticks logged: no cost
     totals = session.reported_totals
     assert totals is not None and totals.input_tokens == sums["input"]
+
+
+def test_grok_build_models_are_priced_and_billed_at_the_sessions_scope(tmp_path):
+    summary = cacheviz.load(grok_session(tmp_path)).analyze().summary()
+    assert summary["unpriced_models"] == []
+    assert summary["billed_scope"] == "session" and summary["billed_usd"] > 0
 
 
 def test_the_conversation_is_rebuilt_up_to_the_last_answer(tmp_path):
