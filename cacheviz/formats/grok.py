@@ -25,8 +25,11 @@ Every line of ``updates.jsonl`` is an ACP notification as the agent sent it:
   ``outputTokens`` (``reasoningTokens`` a part of it), ``totalTokens`` (input + output),
   ``modelCalls``, ``costUsdTicks`` (1e10 ticks = $1, dropped by the agent when
   ``costIsPartial`` or ``usageIsIncomplete``), ``numTurns``, and ``modelUsage`` (the same
-  per model). The turn's usage counts its sub-agents' calls too (the agent marks it
-  ``usageIsIncomplete`` when a sub-agent was still open).
+  per model, keyed by the name xAI bills: ``grok-4.5-build``, ``grok-4.6-build``). The
+  turn's usage counts its sub-agents' calls too (the agent marks it ``usageIsIncomplete``
+  when a sub-agent was still open). A turn the user interrupted (Esc) ends with
+  ``stop_reason: "cancelled"`` and no usage: its calls were made, their usage is not
+  reported (a call with usage null, no bill).
 
 The log never says what one model call used, only what a turn's ``modelCalls`` calls
 used together. So each turn is **one call** (its last request, rebuilt from the messages
@@ -43,14 +46,17 @@ turn's cost (when the agent vouches for it) is kept as the call's
 A sub-agent's own session folder, when one is written, is read as a session of its own;
 its parent's turns already hold its usage, so a session that a parent lists under
 ``subagents/<id>/`` is read without billing its turns (``meta["grok_subagent_of"]``).
-Thinking chunks (``agent_thought_chunk``) are not sent back and are not rebuilt; the
-other kinds (plans, permission prompts, summaries, ``response_completed``) are counted
+A line's time is its ``_meta.agentTimestampMs`` (milliseconds), else the envelope's
+``timestamp`` (seconds). Thinking chunks (``agent_thought_chunk``) are not sent back and
+are not rebuilt; the other kinds (plans, permission prompts, summaries, recaps,
+``response_completed``) are counted
 as ignored.
 """
 
 from __future__ import annotations
 
 import json
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -123,6 +129,17 @@ def parent_of(path: Path) -> str | None:
     except OSError:
         return None
     return None
+
+
+def _when(record: dict[str, Any]) -> datetime | None:
+    """A line's time: the agent's ``_meta.agentTimestampMs``, else the envelope's seconds."""
+    meta = record["params"].get("_meta")
+    millis = meta.get("agentTimestampMs") if isinstance(meta, dict) else None
+    if isinstance(millis, (int, float)) and not isinstance(millis, bool) and millis > 0:
+        found = parse_epoch(millis / 1000)
+        if found is not None:
+            return found
+    return parse_epoch(record.get("timestamp")) or parse_ts(record.get("timestamp"), "timestamp")
 
 
 def _text(update: dict[str, Any]) -> str:
@@ -233,7 +250,7 @@ class _Grok:
         self._say("user", block)
 
     def _turn(self, lineno: int, record: dict[str, Any], update: dict[str, Any]) -> None:
-        ts = parse_epoch(record.get("timestamp")) or parse_ts(record.get("timestamp"), "timestamp")
+        ts = _when(record)
         usage = update.get("usage")
         if usage is not None and not isinstance(usage, dict):
             msg = f"field `params.update.usage` is {json_type(usage)}; expected an object"

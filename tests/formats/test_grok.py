@@ -187,6 +187,23 @@ def test_detected_and_each_turn_a_call_billed_at_the_sessions_scope(tmp_path):
     assert totals is not None and totals.input_tokens == sums["input"]
 
 
+def test_a_cancelled_turn_is_a_call_without_usage_and_times_come_in_milliseconds(tmp_path):
+    cancelled = _line(
+        1_790_000_100,
+        {"sessionUpdate": "turn_completed", "prompt_id": "p-3", "stop_reason": "cancelled"},
+        "_x.ai/session/update",
+    )
+    cancelled["params"]["_meta"]["agentTimestampMs"] = 1_790_000_100_250
+    records = [*updates(), _line(1_790_000_090, _chunk("user_message_chunk", "stop")), cancelled]
+    session = cacheviz.load(grok_session(tmp_path, records))
+    turns, sums = _expected(updates())
+    assert len(session.calls) == turns + 1
+    last = session.calls[-1]
+    assert last.usage is None and last.meta["stop_reason"] == "cancelled"
+    assert last.ts is not None and last.ts.timestamp() == 1_790_000_100.25
+    assert sum(u.usage.input_tokens or 0 for u in session.session_usage) == sums["input"]
+
+
 def test_grok_build_models_are_priced_and_billed_at_the_sessions_scope(tmp_path):
     summary = cacheviz.load(grok_session(tmp_path)).analyze().summary()
     assert summary["unpriced_models"] == []
