@@ -49,8 +49,7 @@ its parent's turns already hold its usage, so a session that a parent lists unde
 A line's time is its ``_meta.agentTimestampMs`` (milliseconds), else the envelope's
 ``timestamp`` (seconds). Thinking chunks (``agent_thought_chunk``) are not sent back and
 are not rebuilt; the other kinds (plans, permission prompts, summaries, recaps,
-``response_completed``) are counted
-as ignored.
+``response_completed``) are counted as ignored.
 """
 
 from __future__ import annotations
