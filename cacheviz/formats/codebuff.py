@@ -29,7 +29,13 @@ file) with usage **not reported**; its credits are kept in ``meta["codebuff_cred
 and the growth of the two totals over the run in ``meta`` (``codebuff_input_tokens``,
 ``codebuff_cached_input_tokens``); the last totals are the session's
 ``reported_totals`` (input and cache reads; output not reported), which give its hit
-ratio. Nothing is billed: no output count, and credits are not dollars. A sub-agent's
+ratio. Nothing is billed: no output count, and credits are not dollars. The CLI writes a
+message's ``timestamp`` as a clock time (``formatTimestamp``: ``"08:30 AM"``, no date):
+an ISO time is read as the call's time, a clock time is kept in ``meta["codebuff_time"]``
+and the call's time is not reported. ccusage and readers derived from it also take
+``metadata.usage`` / ``metadata.codebuff.usage`` and ``providerOptions`` usage in the run
+state's history as per-message usage; the CLI source read here writes none of them, so a
+copy found there is counted in ``Session.ignored``, not read. A sub-agent's
 work (an ``agent`` block) is shown in its parent's answer; its model calls are not
 logged apart.
 """
@@ -37,6 +43,7 @@ logged apart.
 from __future__ import annotations
 
 import json
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -92,6 +99,14 @@ def _totals(message: dict[str, Any]) -> tuple[int | None, int | None]:
     total = count(main, "cacheTotalInputTokens", "mainAgentState.cacheTotalInputTokens")
     cached = count(main, "cacheInputTokens", "mainAgentState.cacheInputTokens")
     return total, cached
+
+
+def _when(value: Any) -> datetime | None:
+    """A message's ``timestamp`` as a time, when it is one (the CLI writes a clock time)."""
+    try:
+        return parse_ts(value, "timestamp")
+    except ValueError:
+        return None
 
 
 def _divider(message: dict[str, Any]) -> bool:
@@ -191,11 +206,12 @@ def read(path: Path, *, errors: str = "raise") -> Session:
         if cached is not None:
             meta["codebuff_cached_input_tokens"] = _grown(cached, last_cached)
             last_cached = cached
-        try:
-            when = parse_ts(message.get("timestamp"), f"messages[{index}].timestamp")
-        except ValueError as exc:
-            reader.fail(None, str(exc))
-            when = None
+        when = _when(message.get("timestamp"))
+        if when is None and isinstance(message.get("timestamp"), str):
+            meta["codebuff_time"] = message["timestamp"]  # the CLI's clock time, no date
+        metadata = message.get("metadata")
+        if isinstance(metadata, dict) and ("usage" in metadata or "codebuff" in metadata):
+            reader.ignore("usage copy in metadata (not written by Codebuff's CLI; not read)")
         call = thread.call(model=_MODEL, provider=_PROVIDER, ts=when, usage=None, meta=meta)
         call.line = index + 1
         calls.append(call)

@@ -94,7 +94,7 @@ def messages() -> list[dict]:
             "id": "a2",
             "variant": "ai",
             "content": "Fixed.",
-            "timestamp": "2026-09-20T10:02:09.000Z",
+            "timestamp": "10:02 AM",  # the CLI writes a clock time
             "credits": 5,
             "metadata": _state(80_000, 61_000),
         },
@@ -137,6 +137,8 @@ def test_each_run_is_a_call_and_the_run_state_gives_the_sessions_totals(tmp_path
     assert second.meta["codebuff_input_tokens"] == 80_000 - 48_000
     assert second.meta["codebuff_cached_input_tokens"] == 61_000 - 30_000
     assert session.ignored == {"error notice": 1, "mode divider": 1}
+    assert first.ts is not None and second.ts is None  # a clock time (the CLI's) has no date
+    assert second.meta["codebuff_time"] == "10:02 AM"
 
 
 def test_the_chat_is_rebuilt_with_tools_and_sub_agents_in_the_answer(tmp_path):
