@@ -5,6 +5,7 @@ The expected calls and totals are read here from the format's rules (one call pe
 ``cacheInputTokens`` the session's totals), not from the reader.
 """
 
+import copy
 import json
 import os
 from pathlib import Path
@@ -203,7 +204,7 @@ def test_fuzzed_chats_load_or_fail_in_one_line(tmp_path_factory, data, loads_or_
     for _ in range(data.draw(st.integers(1, 3))):
         index = data.draw(st.integers(0, len(rows) - 1))
         target = data.draw(st.sampled_from(["message", "field", "blocks", "total"]))
-        value = data.draw(VALUES)
+        value = copy.deepcopy(data.draw(VALUES))  # never the same object twice
         if target == "message":
             rows[index] = value
         elif isinstance(rows[index], dict) and target == "field":
