@@ -10,6 +10,8 @@ import sqlite3
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 import cacheviz
 from cacheviz.errors import CacheVizWarning, TranscriptError
@@ -141,3 +143,33 @@ def test_an_opencode_store_is_not_taken_for_zcode(tmp_path):
     )
     con.close()
     assert not cacheviz.formats.READERS["zcode"].detect(path, path.read_bytes()[:100])
+
+
+CELLS = st.one_of(st.none(), st.integers(-5, 5), st.text(max_size=5), st.floats(allow_nan=True))
+
+
+@settings(
+    max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(data=st.data())
+def test_fuzzed_stores_load_or_fail_in_one_line(tmp_path_factory, data, loads_or_fails_cleanly):
+    path = zcode_db(tmp_path_factory.mktemp("zcode"))
+    con = sqlite3.connect(path)
+    for _ in range(data.draw(st.integers(1, 3))):
+        table, column = data.draw(
+            st.sampled_from(
+                [
+                    ("model_usage", "input_tokens"),
+                    ("model_usage", "started_at"),
+                    ("model_usage", "model_id"),
+                    ("model_usage", "reasoning_tokens"),
+                    ("message", "data"),
+                    ("message", "time_created"),
+                    ("session", "parent_id"),
+                ]
+            )
+        )
+        con.execute(f"update {table} set {column} = ? where rowid = 1", (data.draw(CELLS),))
+    con.commit()
+    con.close()
+    loads_or_fails_cleanly(path, lambda p, e: cacheviz.load(p, format="zcode", errors=e))
