@@ -2,26 +2,38 @@
 
 ZCode's client is not public; its store is read as the public readers of it agree
 (``Cee-Ovo/zcode-usage-panel``, ``src-tauri/src/zcode/session_meta.rs`` and
-``sqlite.rs``, and a session scanner's test that builds the store,
-``createZcodeSessionDb``), an SQLite database holding:
+``sqlite.rs``; a ZCode session-stats plugin's ``stats-core.mjs``; and a session
+scanner's test that builds the store, ``createZcodeSessionDb``), an SQLite database
+holding:
 
 * ``session (id, parent_id, title, directory, time_created, time_updated)``: one row per
-  conversation; a sub-agent's session names its parent in ``parent_id``;
-* ``model_usage (id, session_id, model_id, started_at, completed_at, input_tokens,
-  output_tokens, reasoning_tokens, cache_creation_input_tokens,
-  cache_read_input_tokens)``: **one row per model call**, with its usage;
+  conversation; a sub-agent's session (``sess_subagent…``) names its parent in
+  ``parent_id``;
+* ``model_usage (id, session_id, model_id, started_at, completed_at, status,
+  query_source, logical_request_id, input_tokens, output_tokens, reasoning_tokens,
+  cache_creation_input_tokens, cache_read_input_tokens, ...)``: **one row per model
+  request**, written when it starts (``status: "running"``) and given its usage when it
+  completes; ``query_source`` says what it was for (``main_turn``, ``subagent``,
+  ``session_title``); retries of one request share its ``logical_request_id``;
 * ``message (id, session_id, data, time_created)``: the conversation, ``data`` a JSON
   object (``role``, ``time.created``, ``agent``, and its ``content`` when kept).
 
-Each ``model_usage`` row is a call. Its columns carry the Anthropic Messages API's names,
-whose meaning is taken here: ``input_tokens`` the uncached input, the cache reads and
-writes apart, so the inclusive input is their sum (``provenance="derived"``). (One public
-reader takes ``input_tokens`` as inclusive of the cache reads instead; ZCode documents
-neither, so the reading is marked ``derived`` and ``meta["zcode_input_tokens"]`` keeps the
-column as logged.) ``reasoning_tokens`` is shown apart as a part of the output when it is
-not more than it, else kept in ``meta``. Each session is a thread, its requests rebuilt
-from the messages before the call started (the system prompt and tools are not logged);
-a sub-agent's session is a thread whose parent is its ``parent_id``'s.
+Each row is a call **when it completed** (a ``status`` other than ``completed`` - still
+running, failed, cancelled - is a request not answered: counted in ``Session.ignored``,
+not a call; a store without the column has every row a call). ``input_tokens`` is the
+whole prompt, the cache reads inside it (the readers above take it so: the stats plugin
+shows the last request's ``input_tokens`` as the context's size and its hit ratio as
+``cache_read / (input + cache_write)``), and the cache writes apart from it: the
+inclusive input is ``input_tokens + cache_creation_input_tokens``
+(``provenance="derived"``; ``meta["zcode_input_tokens"]`` keeps the column). A row whose
+cache reads exceed its ``input_tokens`` cannot hold them: its parts are added up instead
+(``meta["zcode_input_reading"] = "apart"``). ``reasoning_tokens`` is shown apart as a
+part of the output when it is not more than it, else kept in ``meta``.
+
+Each session is a thread, its requests rebuilt from the messages created before the call
+started (the system prompt and tools are not stored); a sub-agent's session is a thread
+under its ``parent_id``'s, and a session's requests of another ``query_source`` (a
+title, a sub-agent's requests kept under its parent) are threads of their own.
 """
 
 from __future__ import annotations
@@ -50,12 +62,13 @@ from cacheviz.model import Call, Session, Usage
 from cacheviz.request._blocks import BlockStore
 
 NAME = "zcode"
-DESCRIPTION = "ZCode sessions (~/.zcode/cli/db/db.sqlite): one call per model_usage row"
+DESCRIPTION = "ZCode sessions (~/.zcode/cli/db/db.sqlite): a call per completed model_usage row"
 _SESSION_COLUMNS = frozenset({"id", "parent_id", "directory"})
 _USAGE_COLUMNS = frozenset({"session_id", "model_id", "input_tokens", "output_tokens"})
 # ZCode speaks the Anthropic Messages API (GLM through Z.ai's Anthropic-compatible
 # endpoint); a model no vendor claims is replayed under its rules
 _API = "anthropic"
+_MAIN = "main_turn"
 
 
 def detect(path: Path, head: bytes) -> bool:
@@ -65,22 +78,27 @@ def detect(path: Path, head: bytes) -> bool:
 
 def _usage(row: dict[str, Any], where: str) -> tuple[Usage | None, dict[str, Any]]:
     """A ``model_usage`` row's usage (``None`` when it counts nothing) and its extra meta."""
-    uncached = count(row.get("input_tokens"), f"{where}.input_tokens")
+    prompt = count(row.get("input_tokens"), f"{where}.input_tokens")
     read = count(row.get("cache_read_input_tokens"), f"{where}.cache_read_input_tokens")
     write = count(row.get("cache_creation_input_tokens"), f"{where}.cache_creation_input_tokens")
     output = count(row.get("output_tokens"), f"{where}.output_tokens")
     reasoning = count(row.get("reasoning_tokens"), f"{where}.reasoning_tokens")
-    meta: dict[str, Any] = {"zcode_input_tokens": uncached}
-    if not any((uncached, read, write, output, reasoning)):
+    meta: dict[str, Any] = {"zcode_input_tokens": prompt}
+    if not any((prompt, read, write, output, reasoning)):
         return None, meta
-    parts = [p for p in (uncached, read, write) if p is not None]
+    if prompt is not None and (read or 0) > prompt:
+        meta["zcode_input_reading"] = "apart"  # the reads cannot be inside the prompt
+        inclusive: int | None = prompt + (read or 0) + (write or 0)
+    else:
+        parts = [p for p in (prompt, write) if p is not None]
+        inclusive = sum(parts) if parts else None
     apart = (
         reasoning if reasoning is not None and output is not None and reasoning <= output else None
     )
     if reasoning is not None and apart is None:
         meta["zcode_reasoning_tokens"] = reasoning
     usage = Usage(
-        input_tokens=sum(parts) if parts else None,
+        input_tokens=inclusive,
         cache_read_tokens=read,
         cache_write_tokens=write,
         output_tokens=output,
@@ -105,7 +123,7 @@ def _message(row: dict[str, Any]) -> dict[str, Any] | None:
 
 
 def read(path: Path, *, errors: str = "raise") -> Session:
-    """Read a ZCode store: a call per ``model_usage`` row, a thread per session."""
+    """Read a ZCode store: a call per completed ``model_usage`` row, a thread per session."""
     reader = LineReader(path, errors=errors)
     reader.rebuilds = True
     store = BlockStore()
@@ -127,14 +145,27 @@ def read(path: Path, *, errors: str = "raise") -> Session:
     number = 0
     for session in sessions:
         key = str(session["id"])
-        thread = Thread(store, f"zcode {key}")
         parent = session.get("parent_id")
+        threads: dict[str, Thread] = {}
         pending = list(grouped_messages.get(key, []))
         for row in grouped_usage.get(key, []):
             number += 1
+            status = row.get("status")
+            if "status" in row and status != "completed":
+                reader.ignore(f"model_usage row {status or 'without a status'} (not answered)")
+                continue
+            source = row.get("query_source")
+            source = source if isinstance(source, str) and source else _MAIN
+            main = source == _MAIN or (source == "subagent" and parent in known)
+            name = f"zcode {key}" if main else f"zcode {key} {source}"
+            thread = threads.setdefault(name, Thread(store, name))
             started = epoch(row.get("started_at"))
-            while pending and (
-                started is None or (epoch(pending[0].get("time_created")) or started) <= started
+            while (
+                main
+                and pending
+                and (
+                    started is None or (epoch(pending[0].get("time_created")) or started) <= started
+                )
             ):
                 message = _message(pending.pop(0))
                 if message is not None:
@@ -145,17 +176,19 @@ def read(path: Path, *, errors: str = "raise") -> Session:
                 reader.fail(None, str(exc))
                 usage, extra = None, {}
             model = str(row.get("model_id") or "unknown")
-            meta: dict[str, Any] = {"zcode_session": key, **extra}
+            meta: dict[str, Any] = {"zcode_session": key, "query_source": source, **extra}
             if session.get("title"):
                 meta["title"] = session["title"]
             call = thread.call(
                 model=model, provider=vendor(model, None, _API), ts=started, usage=usage, meta=meta
             )
             call.line = number
-            if isinstance(parent, str) and parent in known:
+            if not main:
+                call.parent_hint = f"zcode {key}"
+            elif isinstance(parent, str) and parent in known:
                 call.parent_hint = f"zcode {parent}"
             calls.append(call)
     if not calls:
-        msg = "no model_usage row in any ZCode session: no call to read"
+        msg = "no completed model request (model_usage row) in any ZCode session: no call to read"
         raise TranscriptError(msg, path=path)
     return reader.session(NAME, calls, store, runs=runs_by_thread(calls))

@@ -19,11 +19,13 @@ from cacheviz.formats import detect
 
 T0 = 1_788_000_000_000  # ms
 PARENT, CHILD = "sess-parent-0001", "sess-child-0002"
-USAGE = [  # session, model, started, input, output, reasoning, cache read, cache write
-    (PARENT, "glm-4.6", T0 + 1_000, 1_200, 300, 120, 0, 9_000),
-    (PARENT, "glm-4.6", T0 + 9_000, 400, 250, 90, 9_000, 700),
-    (CHILD, "glm-4.6", T0 + 5_000, 2_000, 150, 0, 0, 0),
-    (PARENT, "deepseek-v4-pro", T0 + 20_000, 300, 80, 200, 10_000, 0),
+USAGE = [  # session, model, started, input (reads inside), output, reasoning, read, write, status, source
+    (PARENT, "glm-4.6", T0 + 1_000, 1_200, 300, 120, 0, 9_000, "completed", "main_turn"),
+    (PARENT, "glm-4.6", T0 + 1_500, 40, 8, 0, 0, 0, "completed", "session_title"),
+    (PARENT, "glm-4.6", T0 + 9_000, 9_400, 250, 90, 9_000, 700, "completed", "main_turn"),
+    (CHILD, "glm-4.6", T0 + 5_000, 2_000, 150, 0, 0, 0, "completed", "subagent"),
+    (PARENT, "deepseek-v4-pro", T0 + 20_000, 10_300, 80, 200, 10_000, 0, "completed", "main_turn"),
+    (PARENT, "deepseek-v4-pro", T0 + 25_000, 0, 0, 0, 0, 0, "running", "main_turn"),
 ]
 MESSAGES = [  # session, at, role, content
     (PARENT, T0 + 500, "user", "add a login page"),
@@ -44,7 +46,8 @@ def zcode_db(folder: Path, usage=USAGE) -> Path:
         create table session (id text primary key, parent_id text, title text, directory text,
           time_created integer, time_updated integer);
         create table model_usage (id text primary key, session_id text, model_id text,
-          started_at integer, completed_at integer, input_tokens integer, output_tokens integer,
+          started_at integer, completed_at integer, status text, query_source text,
+          logical_request_id text, input_tokens integer, output_tokens integer,
           reasoning_tokens integer, cache_creation_input_tokens integer,
           cache_read_input_tokens integer);
         create table message (id text primary key, session_id text, data text, sequence integer,
@@ -59,10 +62,24 @@ def zcode_db(folder: Path, usage=USAGE) -> Path:
         "insert into session values (?,?,?,?,?,?)",
         (CHILD, PARENT, "explore", "/home/dev/app", T0 + 3_000, T0 + 6_000),
     )
-    for i, (sid, model, at, inp, out, reason, read, write) in enumerate(usage):
+    for i, (sid, model, at, inp, out, reason, read, write, status, source) in enumerate(usage):
         con.execute(
-            "insert into model_usage values (?,?,?,?,?,?,?,?,?,?)",
-            (f"u{i}", sid, model, at, at + 900, inp, out, reason, write, read),
+            "insert into model_usage values (?,?,?,?,?,?,?,?,?,?,?,?,?)",
+            (
+                f"u{i}",
+                sid,
+                model,
+                at,
+                at + 900,
+                status,
+                source,
+                f"r{i}",
+                inp,
+                out,
+                reason,
+                write,
+                read,
+            ),
         )
     for i, (sid, at, role, text) in enumerate(MESSAGES):
         data = {"role": role, "time": {"created": at}, "content": text}
@@ -75,15 +92,17 @@ def zcode_db(folder: Path, usage=USAGE) -> Path:
     return path
 
 
-def test_each_model_usage_row_is_a_call_with_its_usage(tmp_path):
+def test_each_completed_model_usage_row_is_a_call_with_its_usage(tmp_path):
     path = zcode_db(tmp_path)
     assert detect(path) == "zcode"
     session = cacheviz.load(path)
-    assert len(session.calls) == len(USAGE)
-    inclusive = sum(inp + read + write for _, _, _, inp, _, _, read, write in USAGE)
+    done = [r for r in USAGE if r[8] == "completed"]
+    assert len(session.calls) == len(done)
+    assert session.ignored == {"model_usage row running (not answered)": 1}
+    inclusive = sum(inp + write for _, _, _, inp, _, _, _, write, _, _ in done)  # reads inside
     assert sum(c.usage.input_tokens for c in session.calls) == inclusive
-    assert sum(c.usage.output_tokens for c in session.calls) == sum(r[4] for r in USAGE)
-    assert sum(c.usage.cache_read_tokens for c in session.calls) == sum(r[6] for r in USAGE)
+    assert sum(c.usage.output_tokens for c in session.calls) == sum(r[4] for r in done)
+    assert sum(c.usage.cache_read_tokens for c in session.calls) == sum(r[6] for r in done)
     assert all(c.usage.provenance == "derived" for c in session.calls)
     # reasoning within the output is shown apart; more than the output is kept in meta
     deepseek = next(c for c in session.calls if c.model == "deepseek-v4-pro")
@@ -122,8 +141,15 @@ def test_a_scan_of_a_home_with_zcode_finds_and_bills_it(tmp_path, monkeypatch):
     assert result.calls["billed_usd"].drop_nulls().sum() > 0
 
 
+def test_cache_reads_more_than_the_prompt_are_added_up_instead(tmp_path):
+    odd = [(PARENT, "glm-4.6", T0 + 1_000, 500, 10, 0, 2_000, 100, "completed", "main_turn")]
+    call = cacheviz.load(zcode_db(tmp_path, odd)).calls[0]
+    assert call.usage.input_tokens == 500 + 2_000 + 100
+    assert call.meta["zcode_input_reading"] == "apart"
+
+
 def test_a_bad_count_is_one_error_naming_the_row(tmp_path):
-    bad = [*USAGE[:1], (PARENT, "glm-4.6", T0 + 2_000, -3, 1, 0, 0, 0)]
+    bad = [*USAGE[:1], (PARENT, "glm-4.6", T0 + 2_000, -3, 1, 0, 0, 0, "completed", "main_turn")]
     path = zcode_db(tmp_path, bad)
     with pytest.raises(TranscriptError) as info:
         cacheviz.load(path)
@@ -163,6 +189,8 @@ def test_fuzzed_stores_load_or_fail_in_one_line(tmp_path_factory, data, loads_or
                     ("model_usage", "started_at"),
                     ("model_usage", "model_id"),
                     ("model_usage", "reasoning_tokens"),
+                    ("model_usage", "status"),
+                    ("model_usage", "query_source"),
                     ("message", "data"),
                     ("message", "time_created"),
                     ("session", "parent_id"),
