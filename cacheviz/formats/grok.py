@@ -47,7 +47,7 @@ A sub-agent's own session folder, when one is written, is read as a session of i
 its parent's turns already hold its usage, so a session that a parent lists under
 ``subagents/<id>/`` is read without billing its turns (``meta["grok_subagent_of"]``).
 A line's time is its ``_meta.agentTimestampMs`` (milliseconds), else the envelope's
-``timestamp`` (seconds). Thinking chunks (``agent_thought_chunk``) are not sent back and
+``timestamp`` (seconds; milliseconds past 1e12). Thinking chunks (``agent_thought_chunk``) are not sent back and
 are not rebuilt; the other kinds (plans, permission prompts, summaries, recaps,
 ``response_completed``) are counted as ignored.
 """
@@ -138,7 +138,10 @@ def _when(record: dict[str, Any]) -> datetime | None:
         found = parse_epoch(millis / 1000)
         if found is not None:
             return found
-    return parse_epoch(record.get("timestamp")) or parse_ts(record.get("timestamp"), "timestamp")
+    value = record.get("timestamp")
+    if isinstance(value, (int, float)) and not isinstance(value, bool) and value > 1e12:
+        value = value / 1000  # milliseconds (some versions write them)
+    return parse_epoch(value) or parse_ts(value, "timestamp")
 
 
 def _text(update: dict[str, Any]) -> str:

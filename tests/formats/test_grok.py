@@ -204,6 +204,13 @@ def test_a_cancelled_turn_is_a_call_without_usage_and_times_come_in_milliseconds
     assert sum(u.usage.input_tokens or 0 for u in session.session_usage) == sums["input"]
 
 
+def test_an_envelope_time_in_milliseconds_is_read_as_such(tmp_path):
+    records = updates()
+    records[-1]["timestamp"] = 1_790_000_062_500
+    session = cacheviz.load(grok_session(tmp_path, records))
+    assert session.calls[-1].ts is not None and session.calls[-1].ts.timestamp() == 1_790_000_062.5
+
+
 def test_grok_build_models_are_priced_and_billed_at_the_sessions_scope(tmp_path):
     summary = cacheviz.load(grok_session(tmp_path)).analyze().summary()
     assert summary["unpriced_models"] == []
