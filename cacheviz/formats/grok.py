@@ -47,9 +47,9 @@ A sub-agent's own session folder, when one is written, is read as a session of i
 its parent's turns already hold its usage, so a session that a parent lists under
 ``subagents/<id>/`` is read without billing its turns (``meta["grok_subagent_of"]``).
 A line's time is its ``_meta.agentTimestampMs`` (milliseconds), else the envelope's
-``timestamp`` (seconds; milliseconds past 1e12). Thinking chunks (``agent_thought_chunk``) are not sent back and
-are not rebuilt; the other kinds (plans, permission prompts, summaries, recaps,
-``response_completed``) are counted as ignored.
+``timestamp`` (seconds; milliseconds past 1e12). Thinking chunks
+(``agent_thought_chunk``) are not sent back and are not rebuilt; the other kinds (plans,
+permission prompts, summaries, recaps, ``response_completed``) are counted as ignored.
 """
 
 from __future__ import annotations
