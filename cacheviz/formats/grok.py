@@ -106,7 +106,11 @@ def detect(path: Path, head: bytes) -> bool:
             found.append(json.loads(line))
         except (ValueError, RecursionError):
             break
-    return bool(found) and all(is_update(r) for r in found)
+    # as Grok Build stores them: with its own ``timestamp``, not as JSON-RPC messages on
+    # the wire (``jsonrpc``), which other ACP agents' captures would be
+    return bool(found) and all(
+        is_update(r) and "timestamp" in r and "jsonrpc" not in r for r in found
+    )
 
 
 def _summary(path: Path) -> dict[str, Any]:

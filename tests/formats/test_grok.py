@@ -211,6 +211,13 @@ def test_an_envelope_time_in_milliseconds_is_read_as_such(tmp_path):
     assert session.calls[-1].ts is not None and session.calls[-1].ts.timestamp() == 1_790_000_062.5
 
 
+def test_an_acp_capture_on_the_wire_is_not_taken_for_grok(tmp_path):
+    wire = [{"jsonrpc": "2.0", **_line(1, _chunk("agent_message_chunk", "hi"))}]
+    path = tmp_path / "capture.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in wire))
+    assert not cacheviz.formats.READERS["grok"].detect(path, path.read_bytes())
+
+
 def test_grok_build_models_are_priced_and_billed_at_the_sessions_scope(tmp_path):
     summary = cacheviz.load(grok_session(tmp_path)).analyze().summary()
     assert summary["unpriced_models"] == []
