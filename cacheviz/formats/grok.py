@@ -54,6 +54,7 @@ permission prompts, summaries, recaps, ``response_completed``) are counted as ig
 
 from __future__ import annotations
 
+import glob
 import json
 from datetime import datetime
 from pathlib import Path
@@ -72,7 +73,9 @@ NAME = "grok"
 DESCRIPTION = "Grok Build CLI sessions (~/.grok/sessions/<cwd>/<session id>/updates.jsonl)"
 UPDATES = "updates.jsonl"
 SUMMARY = "summary.json"
-_METHODS = frozenset({"session/update", "_x.ai/session/update", "_x.ai/session_notification"})
+_METHODS = frozenset(
+    {"session/update", "_x.ai/session/update", "x.ai/session/update", "_x.ai/session_notification"}
+)
 _DETECT_LINES = 4
 _TICKS_PER_USD = 1e10
 # xAI's API is OpenAI-compatible (automatic prompt caching, cached tokens inside the
@@ -114,8 +117,11 @@ def detect(path: Path, head: bytes) -> bool:
 
 
 def _summary(path: Path) -> dict[str, Any]:
+    summary = path.parent / SUMMARY
+    if not summary.is_file():  # absent, or not a regular file (a pipe would never end)
+        return {}
     try:
-        value = json.loads((path.parent / SUMMARY).read_text(encoding="utf-8"))
+        value = json.loads(summary.read_text(encoding="utf-8"))
     except (OSError, ValueError, RecursionError):
         return {}
     return value if isinstance(value, dict) else {}
@@ -126,7 +132,7 @@ def parent_of(path: Path) -> str | None:
     session = path.parent.name
     project = path.parent.parent
     try:
-        for meta in sorted(project.glob(f"*/subagents/{session}")):
+        for meta in sorted(project.glob(f"*/subagents/{glob.escape(session)}")):
             if meta.is_dir() and meta.parent.parent != path.parent:
                 return meta.parent.parent.name
     except OSError:
@@ -213,6 +219,10 @@ class _Grok:
             msg = f"the line is {json_type(record)}"
             raise ValueError(msg)
         if not is_update(record):
+            method = record.get("method")
+            if isinstance(method, str) and method and method not in _METHODS:
+                self.reader.ignore(f"{method} notification")  # not a session update
+                return
             msg = "not an ACP session update (no `params.update.sessionUpdate`)"
             raise ValueError(msg)
         update = record["params"]["update"]

@@ -211,6 +211,15 @@ def test_an_envelope_time_in_milliseconds_is_read_as_such(tmp_path):
     assert session.calls[-1].ts is not None and session.calls[-1].ts.timestamp() == 1_790_000_062.5
 
 
+def test_other_notifications_in_the_log_are_counted_not_refused(tmp_path):
+    other = {"timestamp": 1_790_000_001, "method": "_x.ai/queue/changed", "params": {}}
+    records = updates()
+    records.insert(2, other)
+    session = cacheviz.load(grok_session(tmp_path, records))
+    assert session.ignored["_x.ai/queue/changed notification"] == 1
+    assert len(session.calls) == _expected(updates())[0]
+
+
 def test_an_acp_capture_on_the_wire_is_not_taken_for_grok(tmp_path):
     wire = [{"jsonrpc": "2.0", **_line(1, _chunk("agent_message_chunk", "hi"))}]
     path = tmp_path / "capture.jsonl"
