@@ -110,9 +110,20 @@ def detect(path: Path, head: bytes) -> bool:
         except (ValueError, RecursionError):
             break
     # as Grok Build stores them: with its own ``timestamp``, not as JSON-RPC messages on
-    # the wire (``jsonrpc``), which other ACP agents' captures would be
-    return bool(found) and all(
-        is_update(r) and "timestamp" in r and "jsonrpc" not in r for r in found
+    # the wire (``jsonrpc``), which other ACP agents' captures would be; its own
+    # notifications (``_x.ai/...``) may sit between the session updates
+    return any(is_update(r) for r in found) and all(_stored(r) for r in found)
+
+
+def _stored(record: Any) -> bool:
+    """Whether ``record`` is a notification as Grok Build stores it (its time, its method)."""
+    if not isinstance(record, dict) or "timestamp" not in record or "jsonrpc" in record:
+        return False
+    method = record.get("method")
+    return (
+        isinstance(method, str)
+        and method.startswith(("session/", "_x.ai/", "x.ai/"))
+        and isinstance(record.get("params"), dict)
     )
 
 
