@@ -4,7 +4,7 @@
 //                 (evaluated once per page however many inspectors it holds)
 //   inspector.js  the anywidget ESM (`src/inspector.js`), plotly left out
 //   report.js     the HTML report's script (`src/report.js`, an IIFE), plotly left out
-//   loader.js     every widget's `_esm` (`src/loader.js`, a few hundred bytes): it loads
+//   loader.js     every widget's `_esm` (`src/loader.js`, ~1.6 kB): it loads
 //                 plotly.js + inspector.js, sent once per kernel, once per page
 //                 (`cacheviz/ui/_frontend.py`)
 //
