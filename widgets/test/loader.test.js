@@ -125,15 +125,28 @@ describe("the loader", () => {
     expect(e.textContent).toBe("drawn carrying");
   });
 
-  it("hands the front end's initialize the custom messages that came while it loaded", async () => {
+  it("returns from initialize before the kernel answers, and hands the front end the messages that came meanwhile", async () => {
+    // anywidget holds a model's messages until its initialize returns: waiting there for
+    // the answer would wait forever
     const model = modelOf({ _shared_esm_id: "v5", name: "live" });
-    const initialized = loader.initialize({ model });
+    await loader.initialize({ model });
+    expect(model.sent).toEqual([{ type: "shared_esm" }]);
     model.receive({ type: "append", meta: {} }, []);
     model.receive({ type: "shared_esm", id: "v5" }, [frontEndText("v5")]);
-    await initialized;
+    const e = el();
+    await loader.render({ model, el: e });
     const calls = globalThis.__loaderTestCalls;
     expect(calls).toContainEqual(["initialize", "live"]);
-    expect(calls).toContainEqual(["initialize got", "append"]);
+    expect(calls).toContainEqual(["initialize got", "append"]); // the append, replayed
+    expect(e.textContent).toBe("drawn live");
+    expect(calls.at(-1)).toEqual(["render", "live"]); // after the model's initialize
+  });
+
+  it("initialize waits for a front end at hand, so the first render finds the model ready", async () => {
+    const model = modelOf({ _shared_esm_id: "v7", _shared_esm: frontEndText("v7"), name: "inline" });
+    await loader.initialize({ model });
+    expect(globalThis.__loaderTestCalls).toContainEqual(["initialize", "inline"]);
+    expect(model.sent).toEqual([]);
   });
 
   it("says so, and lets a later widget try again, when the front end does not evaluate", async () => {

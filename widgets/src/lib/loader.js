@@ -187,8 +187,26 @@ function replaying(model, early) {
   });
 }
 
+/**
+ * Whether the front end `model` names is at hand without the kernel: on the page already,
+ * or in the model's own state.
+ *
+ * @param {ModelLike} model
+ */
+function atHand(model) {
+  const entry = registry()[String(model.get("_shared_esm_id") ?? "")];
+  return Boolean(entry?.settled) || bytesOf(model.get("_shared_esm")).length > 0;
+}
+
 /** @type {Widget} */
 export default {
+  /**
+   * Give the model to the front end's `initialize` once it is loaded. anywidget holds a
+   * model's messages until its `initialize` returns, the kernel's answer included: when
+   * the front end must be asked for, this returns at once, keeps the messages that come
+   * before the front end (the answer, a live inspector's appends) and hands them to the
+   * handlers the front end's `initialize` adds.
+   */
   async initialize(ctx) {
     /** @type {[any, any[] | undefined][]} */
     const early = [];
@@ -197,18 +215,28 @@ export default {
       early.push([msg, buffers]);
     };
     ctx.model.on("msg:custom", keep);
-    let widget;
-    try {
-      widget = await frontEnd(ctx.model);
-    } finally {
-      ctx.model.off("msg:custom", keep);
-    }
-    return widget.initialize?.({ ...ctx, model: replaying(ctx.model, early) });
+    /** @type {unknown} */
+    let cleanup;
+    const ready = frontEnd(ctx.model).then(
+      (widget) => {
+        ctx.model.off("msg:custom", keep);
+        cleanup = widget.initialize?.({ ...ctx, model: replaying(ctx.model, early) });
+        return cleanup;
+      },
+      (err) => {
+        ctx.model.off("msg:custom", keep);
+        throw err;
+      },
+    );
+    if (atHand(ctx.model)) return ready;
+    ready.catch(() => {}); // render says why
+    return () => {
+      if (typeof cleanup === "function") cleanup();
+    };
   },
   async render(ctx) {
     const pending = frontEnd(ctx.model);
-    const entry = registry()[String(ctx.model.get("_shared_esm_id") ?? "")];
-    if (!entry?.settled) ctx.el.textContent = LOADING;
+    if (!atHand(ctx.model)) ctx.el.textContent = LOADING;
     let widget;
     try {
       widget = await pending;
