@@ -53,6 +53,22 @@ def _notebook(path):
     )
 
 
+def _ours(page, stacks: list[str]) -> None:
+    """Keep in ``stacks`` those of ``page``'s uncaught errors that cacheviz's code threw.
+
+    Its code runs from blob: URLs. Notebook 7 throws one of its own while loading its
+    settings, unrelated to widgets.
+    """
+    page.on(
+        "pageerror",
+        lambda error: (
+            stacks.append(error.stack or str(error))
+            if "blob:" in (error.stack or "") or "cacheviz" in str(error).lower()
+            else None
+        ),
+    )
+
+
 def _frames(page) -> list[bytes]:
     """Every websocket frame ``page`` receives from now on (text frames as UTF-8)."""
     frames: list[bytes] = []
@@ -77,6 +93,8 @@ def test_two_inspectors_take_the_front_end_once_and_a_fresh_page_asks_once(
     make_payload_session(lab.root / "payload.jsonl")
     _notebook(lab.root / "twice.ipynb")
     frames = _frames(page)
+    errors: list[str] = []
+    _ours(page, errors)
     page.goto(lab.notebook_url("twice.ipynb"))
     page.wait_for_function(KERNEL_IDLE, timeout=120_000)
     page.evaluate("() => window.jupyterapp.commands.execute('notebook:run-all-cells')")
@@ -94,6 +112,7 @@ def test_two_inspectors_take_the_front_end_once_and_a_fresh_page_asks_once(
     # a fresh page of the same kernel: no module yet, no widget carrying it
     fresh = page.context.new_page()
     fresh_frames = _frames(fresh)
+    _ours(fresh, errors)
     fresh.goto(lab.notebook_url("twice.ipynb"))
     fresh.wait_for_function(KERNEL_IDLE, timeout=120_000)
     fresh.wait_for_function(CHARTS, arg=6, timeout=120_000)
@@ -101,4 +120,4 @@ def test_two_inspectors_take_the_front_end_once_and_a_fresh_page_asks_once(
     assert sum(tail in frame for frame in fresh_frames) == 1  # asked once, answered once
     assert fresh.evaluate(KEYS) == [key]
     assert fresh.locator("text=cacheviz: loading the front end").count() == 0
-    assert not page.errors and not page.dialogs and not page.blocked
+    assert errors == [] and page.dialogs == [] and page.blocked == []
