@@ -39,9 +39,11 @@ export default { render({ el }) {
 """The module shown when the front end was not built: it says how to build it."""
 
 
-@cache
 def shared_esm() -> tuple[str, bytes]:
-    """The front end's id (a digest of its text) and its text, read once per process.
+    """The front end's id (a digest of its text) and its text.
+
+    Read again only when a built file changed (``npm run dev`` rebuilds them while a
+    kernel runs: the next widget then has a new id, and pages ask for the new text).
 
     Returns
     -------
@@ -49,6 +51,20 @@ def shared_esm() -> tuple[str, bytes]:
         The id, and the ES module (plotly and the inspector, or :data:`MISSING` when the
         front end was not built) as UTF-8.
     """
+    stamps = []
+    for name in ("plotly.js", "inspector.js"):
+        try:
+            stat = (STATIC / name).stat()
+        except OSError:
+            stamps.append(None)
+        else:
+            stamps.append((stat.st_mtime_ns, stat.st_size))
+    return read_shared_esm(tuple(stamps))
+
+
+@cache
+def read_shared_esm(stamps: tuple[object, ...]) -> tuple[str, bytes]:
+    """:func:`shared_esm` for the built files' ``stamps`` (modification time and size)."""
     text = (bundle("inspector.js") or MISSING).encode("utf-8")
     return hashlib.blake2b(text, digest_size=16).hexdigest(), text
 
@@ -109,4 +125,13 @@ class SharedEsmWidget(anywidget.AnyWidget):
         self.send({"type": "shared_esm", "id": key}, buffers=[text])
 
 
-__all__ = ["CARRIED", "LOADER", "MISSING", "Once", "SharedEsmWidget", "loader", "shared_esm"]
+__all__ = [
+    "CARRIED",
+    "LOADER",
+    "MISSING",
+    "Once",
+    "SharedEsmWidget",
+    "loader",
+    "read_shared_esm",
+    "shared_esm",
+]

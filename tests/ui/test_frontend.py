@@ -103,6 +103,18 @@ def test_a_page_without_the_front_end_asks_and_is_answered_once(analysis, sent):
     assert all(text not in m[2] for m in sent[start:])
 
 
+def test_a_rebuilt_front_end_is_read_again(monkeypatch, tmp_path):
+    for name in ("plotly.js", "inspector.js"):
+        (tmp_path / name).write_text(f"// {name}\n", "utf-8")
+    monkeypatch.setattr(frontend, "STATIC", tmp_path)
+    monkeypatch.setattr(frontend, "bundle", lambda entry: (tmp_path / entry).read_text("utf-8"))
+    key, text = frontend.shared_esm()
+    assert frontend.shared_esm() == (key, text)
+    (tmp_path / "inspector.js").write_text("// rebuilt, longer\n", "utf-8")
+    again, new = frontend.shared_esm()
+    assert new == b"// rebuilt, longer\n" and again != key
+
+
 def test_only_one_widget_takes_the_first_place_across_threads():
     once = frontend.Once()
     got: list[bool] = []
@@ -119,7 +131,7 @@ def test_without_a_build_the_widget_says_how_to_build_it(monkeypatch, tmp_path):
     monkeypatch.setattr(frontend, "LOADER", tmp_path / "loader.js")
     assert frontend.loader() == frontend.MISSING
     monkeypatch.setattr(frontend, "bundle", lambda entry: None)
-    key, text = frontend.shared_esm.__wrapped__()
+    key, text = frontend.read_shared_esm(("not built",))
     assert text == frontend.MISSING.encode("utf-8")
     assert "make widgets" in frontend.MISSING
     assert key == hashlib.blake2b(text, digest_size=16).hexdigest()
