@@ -51,7 +51,7 @@ def shared_esm() -> tuple[str, bytes]:
         The id, and the ES module (plotly and the inspector, or :data:`MISSING` when the
         front end was not built) as UTF-8.
     """
-    stamps = []
+    stamps: list[tuple[int, int] | None] = []
     for name in ("plotly.js", "inspector.js"):
         try:
             stat = (STATIC / name).stat()
