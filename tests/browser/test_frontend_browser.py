@@ -1,14 +1,24 @@
-"""The front end travels once per page (``cacheviz/ui/_frontend.py``), in JupyterLab 4 and Notebook 7.
+"""The front end travels once per page (``cacheviz/ui/_frontend.py``).
 
-Every websocket frame the page receives is kept: the front end's text (~1.3 MB, a
-distinctive tail of it counted) arrives once for two inspectors of one page, with the
-first one's state; a fresh page of the same kernel, whose widgets do not carry it (the
-carrying one is closed), asks once and draws them all with the one answer.
+JupyterLab 4 and Notebook 7: every websocket frame the page receives is kept; the front
+end's text (~1.3 MB, a distinctive tail of it counted) arrives once for two inspectors of
+one page, with the first one's state; a fresh page of the same kernel, whose widgets do
+not carry it (the carrying one is closed), asks once and draws them all with the one
+answer. marimo: an inspector made after another one (which carried the front end and was
+never shown) asks its kernel once, and is drawn (marimo opens every model a cell makes,
+so there the unshown one's state brings the text too, unused).
 """
 
 from __future__ import annotations
 
 import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
 
 import pytest
 
@@ -120,4 +130,89 @@ def test_two_inspectors_take_the_front_end_once_and_a_fresh_page_asks_once(
     assert sum(tail in frame for frame in fresh_frames) == 1  # asked once, answered once
     assert fresh.evaluate(KEYS) == [key]
     assert fresh.locator("text=cacheviz: loading the front end").count() == 0
+    assert errors == [] and page.dialogs == [] and page.blocked == []
+
+
+MARIMO_APP = """
+import marimo
+
+app = marimo.App()
+
+
+@app.cell
+def _():
+    import cacheviz
+
+    carrying = cacheviz.inspect({path!r})  # made first, never shown
+    cacheviz.inspect({path!r})
+    return
+
+
+if __name__ == "__main__":
+    app.run()
+"""
+
+
+@pytest.fixture
+def marimo_asking(tmp_path, make_payload_session):
+    """``marimo run`` of a notebook whose shown inspector does not carry the front end."""
+    pytest.importorskip("marimo")
+    session = make_payload_session(tmp_path / "payload.jsonl")
+    notebook = tmp_path / "asking.py"
+    notebook.write_text(MARIMO_APP.format(path=str(session)), encoding="utf-8")
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    marimo = os.path.join(os.path.dirname(sys.executable), "marimo")
+    cmd = [marimo, "run", str(notebook), "--headless", "--no-token", "-p", str(port)]
+    log = tmp_path / "marimo.log"
+    with log.open("wb") as handle:
+        proc = subprocess.Popen(
+            cmd,
+            cwd=tmp_path,
+            stdout=handle,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            start_new_session=True,
+        )
+    url = f"http://127.0.0.1:{port}/"
+    deadline = time.monotonic() + 90
+    while time.monotonic() < deadline and proc.poll() is None:
+        try:
+            with urllib.request.urlopen(url, timeout=2) as reply:
+                if reply.status == 200:
+                    break
+        except OSError:
+            time.sleep(0.3)
+    else:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait(5)
+        pytest.fail(f"marimo did not start:\n{log.read_text()[-3000:]}")
+    yield url
+    if proc.poll() is None:
+        os.killpg(proc.pid, signal.SIGTERM)
+        try:
+            proc.wait(10)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait(5)
+
+
+def test_an_inspector_without_the_front_end_asks_in_marimo(marimo_asking, page):
+    key, _text = frontend.shared_esm()
+    frames = _frames(page)
+    errors: list[str] = []
+    _ours(page, errors)
+    page.goto(marimo_asking)
+    # locators pierce marimo's shadow root (document.querySelectorAll does not)
+    charts = page.locator(".cacheviz-inspector svg.main-svg")
+    deadline = time.monotonic() + 120
+    while charts.count() < 3 and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert charts.count() >= 3
+    assert page.locator(".cacheviz-inspector").count() == 1
+    assert page.evaluate(KEYS) == [key]
+    # one answer (marimo sends buffers as base64 in JSON: the answer is counted, not the text)
+    answer = f'"content":{{"type":"shared_esm","id":"{key}"}}'.encode()
+    assert sum(answer in frame for frame in frames) == 1
     assert errors == [] and page.dialogs == [] and page.blocked == []
