@@ -117,6 +117,7 @@ def replay_kind(
     status, _ = client.request("/reset_prefix_cache", b"{}")
     if status >= 400:
         print(f"(no /reset_prefix_cache: {kind} may start warm)", file=sys.stderr)
+    out.mkdir(parents=True, exist_ok=True)
     session = cacheviz.load(_session_log(out / f"{kind}.session.jsonl", kind))
     log = out / f"{kind}.replay.jsonl"
     log.unlink(missing_ok=True)
@@ -201,13 +202,10 @@ def main() -> None:
             file=sys.stderr,
         )
     client = EngineClient(engine_base(args.engine))
-    warmup = out / "warmup"
-    warmup.mkdir(exist_ok=True)
-    replay_kind(client, args.engine, "stable", warmup, pids)  # new shapes compile here
+    replay_kind(client, args.engine, "stable", out / "warmup", pids)  # new shapes compile here
     rounds = []
     for n in range(args.rounds):
         folder = out / f"round{n + 1}"
-        folder.mkdir(exist_ok=True)
         rounds.append(
             {kind: replay_kind(client, args.engine, kind, folder, pids) for kind in KINDS}
         )
@@ -260,6 +258,16 @@ def main() -> None:
                 2,
             ),
         }
+        default = _prefill.DEFAULTS  # the llama.cpp fit, before any replay on vLLM
+        stable_default = statistics.median(
+            default.estimate(c["uncached_tokens"], c["engine_cached_tokens"])
+            for c in results["stable"]["calls"][1:]
+        )
+        drift["default_estimate_factor"] = round(
+            default.estimate(early["uncached_tokens"], early["engine_cached_tokens"])
+            / stable_default,
+            2,
+        )
         if est:
             drift["estimate_factor"] = round(
                 est["early"][DRIFT_AT] / statistics.median(est["stable"][1:]), 2
@@ -269,7 +277,8 @@ def main() -> None:
             f"{drift['input_tokens']:,} tokens recomputed): {drift['cpu_ms']:.1f} ms of CPU "
             f"against a stable call's median of {stable_median:.1f} ms: {drift['factor']}x "
             f"(engine prefill time: {drift['engine_prefill_factor']}x; "
-            f"estimate: {drift.get('estimate_factor', '-')}x)"
+            f"estimate: {drift.get('estimate_factor', '-')}x, with the default "
+            f"coefficients: {drift['default_estimate_factor']}x)"
         )
     if fitted is not None:
         print(
