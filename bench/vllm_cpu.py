@@ -61,17 +61,30 @@ from cacheviz.recording._replay import EngineClient, engine_base, replay_session
 PREFILL_SUM = re.compile(rb"^vllm:request_prefill_time_seconds_sum\{[^}]*\} (\S+)$", re.M)
 
 
+REPEATED = "stable-twice"
+"""The stable session sent twice in a row: the second time every prompt is cached whole."""
+ALL = (*KINDS, REPEATED)
+
+
+def kind_requests(kind: str) -> tuple[list[list[dict[str, Any]]], list[str]]:
+    """The requests of ``kind`` (one of :data:`KINDS` or :data:`REPEATED`) and their threads."""
+    if kind == REPEATED:
+        return sessions()["stable"] * 2, threads("stable") * 2
+    return sessions()[kind], threads(kind)
+
+
 def _session_log(path: Path, kind: str) -> Path:
+    requests, hints = kind_requests(kind)
     lines = [
         record_line(
             {"model": "bench", "messages": messages},
             provider="openai",
             model="bench",
             api="chat.completions",
-            ts=f"2026-12-06T10:00:{i:02d}Z",
+            ts=f"2026-12-06T10:{i // 60:02d}:{i % 60:02d}Z",
             meta={"thread": thread},
         )
-        for i, (messages, thread) in enumerate(zip(sessions()[kind], threads(kind), strict=True))
+        for i, (messages, thread) in enumerate(zip(requests, hints, strict=True))
     ]
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
     return path
@@ -206,16 +219,14 @@ def main() -> None:
     rounds = []
     for n in range(args.rounds):
         folder = out / f"round{n + 1}"
-        rounds.append(
-            {kind: replay_kind(client, args.engine, kind, folder, pids) for kind in KINDS}
-        )
-    results = {kind: merged([r[kind] for r in rounds]) for kind in KINDS}
+        rounds.append({kind: replay_kind(client, args.engine, kind, folder, pids) for kind in ALL})
+    results = {kind: merged([r[kind] for r in rounds]) for kind in ALL}
     model = next(iter(results.values()))["model"]
 
     points = [
         (c["uncached_tokens"], c["engine_cached_tokens"], c["cpu_ms"])
-        for r in results.values()
-        for c in r["calls"]
+        for kind in KINDS  # the five kinds' 100 calls, as the llama.cpp fit
+        for c in results[kind]["calls"]
         if c["cpu_ms"] is not None and c["uncached_tokens"] is not None
     ]
     fitted = _prefill.fit(points, "fitted by bench/vllm_cpu.py on vLLM's CPU time")

@@ -44,7 +44,7 @@ class FakeEngine:
         self.kind = kind
         self.block_size = block_size
         self.slot: list[int] = []
-        self.blocks: set[tuple[int, ...]] = set()
+        self.blocks: set[int] = set()
         self.prefill_seconds = 0.0  # vLLM's prefill-time histogram's sum
         self.paths: list[str] = []
         self.bodies: list[dict[str, Any]] = []
@@ -114,13 +114,15 @@ class FakeEngine:
             cached = min(common, n - 1)
             self.slot = ids
         else:
-            size, cached = self.block_size, 0
-            limit = (n - 1) // size
-            while cached < limit and tuple(ids[: (cached + 1) * size]) in self.blocks:
+            size, keys, parent = self.block_size, [], None
+            for j in range(n // size):  # a chain key per full block, as vLLM's hashes
+                parent = (parent, tuple(ids[j * size : (j + 1) * size]))
+                keys.append(hash(parent))
+            limit, cached = (n - 1) // size, 0
+            while cached < limit and keys[cached] in self.blocks:
                 cached += 1
             cached *= size
-            for j in range(1, n // size + 1):
-                self.blocks.add(tuple(ids[: j * size]))
+            self.blocks.update(keys)
             self.prefill_seconds += prefill_ms(n - cached, cached) / 1000
         usage = {
             "prompt_tokens": n,

@@ -69,3 +69,18 @@ def test_rounds_merge_to_the_least_agreement_and_the_median_time(bench):
     assert [c["cpu_ms"] for c in merged["calls"]] == [2.0, 7.0]
     assert [c["engine_prefill_ms"] for c in merged["calls"]] == [None, None]
     assert not any(c["equal"] for c in merged["calls"])
+
+
+def test_the_stable_session_sent_twice_is_cached_whole_the_second_time(
+    bench, tmp_path, monkeypatch
+):
+    monkeypatch.setenv("CACHEVIZ_CACHE_DIR", str(tmp_path / "cache"))
+    with FakeEngine("vllm", block_size=64) as engine:
+        client = bench.EngineClient(bench.engine_base(engine.url))
+        twice = bench.replay_kind(client, engine.url, bench.REPEATED, tmp_path, [])
+    assert (twice["equal"], twice["reported"]) == (2 * CALLS, 2 * CALLS)
+    second = twice["calls"][CALLS:]
+    # every full block but the one holding the last token, which is recomputed
+    assert [c["engine_cached_tokens"] for c in second] == [
+        (c["input_tokens"] - 1) // 64 * 64 for c in second
+    ]
