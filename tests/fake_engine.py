@@ -6,8 +6,9 @@ has one slot (previous-prompt reuse, at most ``len - 1``; ``/props`` says so), r
 ``/apply-template`` and ``/tokenize``; as ``vllm`` it keeps every full block of
 ``block_size`` tokens it has seen, returns ``prompt_token_ids`` when asked
 (``return_token_ids``), forgets them on ``/reset_prefix_cache`` and says its block
-size in ``/metrics``, where ``vllm:request_prefill_time_seconds_sum`` adds up its
-requests' prefill times. The prefill time it reports follows a known cost model
+size in ``/metrics``, where ``vllm:request_prefill_time_seconds`` (``_sum``,
+``_count``) adds up its requests' prefill times (``others``: requests of other clients
+counted with each one). The prefill time it reports follows a known cost model
 (:data:`COST`), so a fit can be checked.
 """
 
@@ -45,7 +46,9 @@ class FakeEngine:
         self.block_size = block_size
         self.slot: list[int] = []
         self.blocks: set[int] = set()
-        self.prefill_seconds = 0.0  # vLLM's prefill-time histogram's sum
+        self.prefill_seconds = 0.0  # vLLM's prefill-time histogram: its sum and count
+        self.prefill_count = 0
+        self.others = 0  # requests of other clients served beside each of ours
         self.paths: list[str] = []
         self.bodies: list[dict[str, Any]] = []
         engine = self
@@ -74,6 +77,8 @@ class FakeEngine:
                     line += (
                         'vllm:request_prefill_time_seconds_sum{engine="0",model_name="m"} '
                         f"{engine.prefill_seconds}\n"
+                        'vllm:request_prefill_time_seconds_count{engine="0",model_name="m"} '
+                        f"{float(engine.prefill_count)}\n"
                     )
                     self._send(200, line, text=True)
                 else:
@@ -123,7 +128,8 @@ class FakeEngine:
                 cached += 1
             cached *= size
             self.blocks.update(keys)
-            self.prefill_seconds += prefill_ms(n - cached, cached) / 1000
+            self.prefill_seconds += prefill_ms(n - cached, cached) / 1000 + 0.5 * self.others
+            self.prefill_count += 1 + self.others
         usage = {
             "prompt_tokens": n,
             "completion_tokens": 1,
