@@ -189,6 +189,12 @@ def merged(rounds: list[dict[str, Any]]) -> dict[str, Any]:
     return out
 
 
+def within_session(calls: list[dict[str, Any]], key: str) -> float:
+    """The drift call's ``key`` over the median of the session's other calls (not the 1st)."""
+    others = [c[key] for j, c in enumerate(calls) if j not in (0, DRIFT_AT)]
+    return float(calls[DRIFT_AT][key]) / statistics.median(others)
+
+
 def estimates(result: dict[str, Any]) -> list[float]:
     """``simulate``'s ``prefill_ms`` of each call of a replayed kind (with the kept fit)."""
     sim = cacheviz.load(result["log"]).analyze().simulate("vllm")
@@ -271,6 +277,15 @@ def main() -> None:
                 2,
             ),
         }
+        # the same within each round's early session: call 10 against that session's
+        # other calls (stable ones, measured the same minute; the load drifts between)
+        for key in ("cpu_ms", "engine_prefill_ms"):
+            per_round = sorted(within_session(r["early"]["calls"], key) for r in rounds)
+            drift[f"within_session_{key}"] = {
+                "median": round(statistics.median(per_round), 2),
+                "min": round(per_round[0], 2),
+                "max": round(per_round[-1], 2),
+            }
         default = _prefill.DEFAULTS  # the llama.cpp fit, before any replay on vLLM
         stable_default = statistics.median(
             default.estimate(c["uncached_tokens"], c["engine_cached_tokens"])
@@ -282,6 +297,9 @@ def main() -> None:
             2,
         )
         if est:
+            drift["within_session_estimate"] = round(
+                within_session([{"ms": ms} for ms in est["early"]], "ms"), 2
+            )
             drift["estimate_factor"] = round(
                 est["early"][DRIFT_AT] / statistics.median(est["stable"][1:]), 2
             )
@@ -292,6 +310,15 @@ def main() -> None:
             f"(engine prefill time: {drift['engine_prefill_factor']}x; "
             f"estimate: {drift.get('estimate_factor', '-')}x, with the default "
             f"coefficients: {drift['default_estimate_factor']}x)"
+        )
+        cpu_within = drift["within_session_cpu_ms"]
+        engine_within = drift["within_session_engine_prefill_ms"]
+        print(
+            f"within the early session (call 10 / the median of its calls 2-20 but 10), "
+            f"per round: CPU {cpu_within['median']}x ({cpu_within['min']}-"
+            f"{cpu_within['max']}), engine prefill time {engine_within['median']}x "
+            f"({engine_within['min']}-{engine_within['max']}); "
+            f"estimate {drift.get('within_session_estimate', '-')}x"
         )
     if fitted is not None:
         print(

@@ -84,3 +84,11 @@ def test_the_stable_session_sent_twice_is_cached_whole_the_second_time(
     assert [c["engine_cached_tokens"] for c in second] == [
         (c["input_tokens"] - 1) // 64 * 64 for c in second
     ]
+
+
+def test_the_drift_call_is_set_against_the_other_calls_of_its_session(bench):
+    times = [100.0] + [10.0] * (DRIFT_AT - 1) + [55.0, 10.0] + [12.0] * (CALLS - DRIFT_AT - 2)
+    calls = [{"cpu_ms": t} for t in times]
+    # the first call (a cold prefill) and the drift call itself are left out: the median
+    # of nine 10s and nine 12s (12 if either were counted)
+    assert bench.within_session(calls, "cpu_ms") == pytest.approx(55.0 / 11.0)
