@@ -23,7 +23,8 @@ of 32 only (16 fails at start: "No common block size for 16 (CPU_ATTN:
 ``/reset_prefix_cache``, called before each session so that each starts cold (without
 it, restart the server between kinds or read the figures as warm).
 
-Each kind (tests/engine_sessions.py) is written as a cacheviz request log, replayed with
+Each kind (tests/engine_sessions.py, and the stable session sent twice in a row) is
+written as a cacheviz request log, replayed with
 ``cacheviz replay``'s code (the engine's token ids from ``return_token_ids``, its block
 size from ``/metrics``) and compared call by call with the vLLM rule at the engine's
 block size and at the GPU default of 16. Each call's prefill cost is measured two ways
@@ -33,7 +34,9 @@ only when the engine runs on this machine) and the engine's own prefill time (th
 growth of ``vllm:request_prefill_time_seconds_sum`` in ``/metrics``, wall time). The
 prefill model (cacheviz/providers/_prefill.py) is fitted on the CPU times of all the
 calls and ``simulate``'s ``prefill_ms`` estimate, with that fit, is set against the
-measured factors. Prints Markdown tables.
+measured factors. One warm-up session first (vLLM compiles new shapes), then
+``--rounds`` rounds of every kind, each cold; per call the median of the rounds. Prints
+a Markdown table and the early drift's factors.
 """
 
 from __future__ import annotations
