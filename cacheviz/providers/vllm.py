@@ -38,6 +38,7 @@ from array import array
 from collections import OrderedDict
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
+from typing import ClassVar
 
 from cacheviz._util.seq import common_prefix
 from cacheviz.providers._base import CallResult, SimCall
@@ -163,6 +164,8 @@ class VLLMSimulator:
     device: str = "gpu"
     capacity_blocks: int | None = None
     provider: str = "vllm"
+    DEFAULT_OF: ClassVar[dict[str, str]] = {"device": "block_size"}
+    """``device`` only picks ``block_size``'s default: not a parameter used once it is given."""
 
     def __post_init__(self) -> None:
         if self.device not in DEVICE_BLOCK_SIZES:
