@@ -263,7 +263,7 @@ class LineReader:
             )
         if not calls:
             detail = f" ({len(self.skipped)} bad lines skipped)" if self.skipped else ""
-            msg = f"no API call could be read{detail}"
+            msg = f"no API call could be read{detail}{_held_instead(self.ignored)}"
             raise TranscriptError(msg, path=self.path)
         skews: list[tuple[Call, float]] = []
         if by_time:
@@ -501,6 +501,20 @@ def describe_lines(lines: list[SkippedLine]) -> str:
 # A record's clock may step back this much behind the one written before it (clocks of
 # two processes, rounding) before it is named as skewed.
 SKEW_TOLERANCE = 1.0  # seconds
+
+
+def _held_instead(ignored: dict[str, int], most: int = 4) -> str:
+    """What a file without a call holds instead (its records set aside), for the error.
+
+    A session opened and left, or holding only failed or aborted requests, says so
+    rather than looking empty.
+    """
+    if not ignored:
+        return ""
+    kinds = sorted(ignored.items(), key=lambda item: (-item[1], item[0]))
+    shown = ", ".join(f"{n} {kind}" for kind, n in kinds[:most])
+    more = f", and {len(kinds) - most} more kind(s)" if len(kinds) > most else ""
+    return f"; the file holds: {shown}{more}"
 
 
 def call_order(

@@ -8,12 +8,21 @@ reminders), ``assistant.turn_start`` ... ``assistant.message`` (``content``,
 (``result.content``), ``session.compaction_complete`` (``summaryContent``,
 ``compactionTokensUsed``) and ``session.shutdown`` (``modelMetrics``).
 
-Each ``assistant.message`` is one API call (a turn that ended in an error wrote none and
-billed nothing). Copilot usually logs **no per-call input or cache usage**: its usage is a
-session figure, per model, in each ``session.shutdown``'s ``modelMetrics`` (a resumed
-session writes one per run; they are added up). It is kept as
+Each API call is one ``assistant.message`` (a turn that ended in an error wrote none and
+billed nothing); newer files name it (``apiCallId``). The older flat files write one
+``assistant.message`` per part of a response (its text, then each tool request, each
+followed by that tool's ``tool.execution_start``): consecutive messages are one call
+until a tool result comes back (``tool.execution_complete``: the parts of a response are
+written before any of its tools answer), a user message or an ``assistant.turn_start``
+comes, or the ``apiCallId`` changes (a real older file: 70 messages, 50 calls).
+
+Copilot usually logs **no per-call input or cache usage**: its usage is a session
+figure, per model, in each ``session.shutdown``'s ``modelMetrics`` (a resumed session
+writes one per run; they are added up; ``requests.count`` equals the calls read, on
+real files). It is kept as
 ``Session.reported_totals`` (``inputTokens`` inclusive of ``cacheReadTokens`` and
-``cacheWriteTokens``) and, per model, as ``Session.session_usage``, which the costs bill
+``cacheWriteTokens``; ``reasoningTokens``, part of ``outputTokens``, as the reasoning
+column) and, per model, as ``Session.session_usage``, which the costs bill
 at the session's scope (the compaction calls' usage is taken as part of it, not added
 on top); it is never spread over calls. A message's own ``outputTokens`` is in
 ``meta["output_tokens"]``. Where the log holds per-call ``assistant.usage`` events
@@ -60,6 +69,7 @@ DESCRIPTION = "GitHub Copilot CLI events (~/.copilot/session-state/<id>/events.j
 _DETECT_LINES = 20
 _EVENT_PREFIXES = ("session.", "user.", "assistant.", "tool.", "subagent.", "hook.")
 _USAGE_FIELDS = ("inputTokens", "outputTokens", "cacheReadTokens", "cacheWriteTokens")
+_METRIC_FIELDS = (*_USAGE_FIELDS, "reasoningTokens")
 
 
 def detect(path: Path, head: bytes) -> bool:
@@ -124,6 +134,9 @@ class _Events:
         self.event_id: str | None = None  # the `id` of the event being read
         self.fallback = ("unknown", "not logged")  # the model when no event names one
         self.seen: set[tuple[str, str]] = set()  # the events' (id, type) read so far
+        self.open: Call | None = None  # the call whose response is still being written
+        self.open_api_id: str | None = None
+        self.answered = False  # a tool result came back since the open response's last part
 
     def add(self, lineno: int, record: Any) -> None:
         if not isinstance(record, dict):
@@ -167,7 +180,27 @@ class _Events:
             self.model = data["newModel"]
         self.reader.ignore("session.model_change event")
 
+    def _close(self) -> None:
+        self.open, self.open_api_id, self.answered = None, None, False
+
+    def turn_start(self, lineno: int, data: dict[str, Any], ts: Any) -> None:
+        self._close()
+        self.reader.ignore("assistant.turn_start event")
+
+    def _continues(self, data: dict[str, Any]) -> bool:
+        """Whether this ``assistant.message`` is one more part of the open response."""
+        if self.open is None:
+            return False
+        api_id = data.get("apiCallId")
+        if isinstance(api_id, str) and api_id:
+            return api_id == self.open_api_id
+        if self.open_api_id is not None:
+            return False
+        # a response's parts are all written before any of its tools answers
+        return not self.answered
+
     def user(self, lineno: int, data: dict[str, Any], ts: Any) -> None:
+        self._close()
         self._flush_results()
         sent = data.get("transformedContent")
         text = _text(sent if sent is not None else data.get("content"), "data.content")
@@ -180,10 +213,19 @@ class _Events:
             # older files (the flat session-state/<id>.jsonl) name no model: Copilot's
             # configured one, else not known (the call is kept, its usage is null anyway)
             model, meta["model_source"] = self.fallback
+        output = _count(data.get("outputTokens"), "data.outputTokens")
+        if self._continues(data) and self.open is not None:
+            # one more part of the same response (older files): no new call
+            self.thread.messages[-1]["content"].extend(self._parts(data))
+            self.thread.touch(len(self.thread.messages) - 1)
+            if output is not None:
+                self.open.meta["output_tokens"] = self.open.meta.get("output_tokens", 0) + output
+            self.reader.ignore("assistant.message part of a response already read")
+            self.answered = False
+            return
         self._flush_results()
         if isinstance(data.get("messageId"), str):
             meta["message_id"] = data["messageId"]
-        output = _count(data.get("outputTokens"), "data.outputTokens")
         if output is not None:
             meta["output_tokens"] = output
         call = self.thread.call(
@@ -192,6 +234,13 @@ class _Events:
         call.line = lineno
         self.calls.append(call)
         self.waiting.append(call)
+        api_id = data.get("apiCallId")
+        self.open, self.answered = call, False
+        self.open_api_id = api_id if isinstance(api_id, str) and api_id else None
+        self.thread.append({"role": "assistant", "content": self._parts(data)})
+
+    def _parts(self, data: dict[str, Any]) -> list[dict[str, Any]]:
+        """The message's text and tool requests as content blocks."""
         content: list[dict[str, Any]] = []
         text = _text(data.get("content"), "data.content")
         if text:
@@ -212,9 +261,10 @@ class _Events:
                     "input": request.get("arguments") or {},
                 }
             )
-        self.thread.append({"role": "assistant", "content": content})
+        return content
 
     def tool_done(self, lineno: int, data: dict[str, Any], ts: Any) -> None:
+        self.answered = True
         result = data.get("result")
         output = result.get("content") if isinstance(result, dict) else result
         self.results.append(
@@ -246,6 +296,7 @@ class _Events:
         self.per_call += 1
 
     def compaction(self, lineno: int, data: dict[str, Any], ts: Any) -> None:
+        self._close()
         used = data.get("compactionTokensUsed")
         if isinstance(used, dict) and self.model:
             usage = _usage_of(used, "data.compactionTokensUsed")
@@ -281,7 +332,7 @@ class _Events:
             if not isinstance(usage, dict):
                 continue
             mine = self.per_model.setdefault(str(model), {})
-            for key in _USAGE_FIELDS:
+            for key in _METRIC_FIELDS:
                 value = _count(
                     usage.get(key), f"data.modelMetrics.{model}.usage.{key}", MAX_SESSION_TOKENS
                 )
@@ -327,6 +378,7 @@ def _metric_usage(counts: dict[str, int]) -> Usage:
         cache_read_tokens=counts.get("cacheReadTokens"),
         cache_write_tokens=counts.get("cacheWriteTokens"),
         output_tokens=counts.get("outputTokens"),
+        reasoning_tokens=counts.get("reasoningTokens"),
     )
 
 
@@ -369,6 +421,7 @@ _HANDLERS = {
     "session.resume": _Events.start,
     "session.model_change": _Events.model_change,
     "user.message": _Events.user,
+    "assistant.turn_start": _Events.turn_start,
     "assistant.message": _Events.message,
     "tool.execution_complete": _Events.tool_done,
     "assistant.usage": _Events.usage,
@@ -395,7 +448,10 @@ def configured_model(path: Path) -> tuple[str, str]:
             continue
         config = folder.parent / "config.json"
         try:
-            data = json.loads(config.read_text(encoding="utf-8"))
+            text = config.read_text(encoding="utf-8")
+            # newer Copilot writes `//` comment lines above the JSON
+            lines = [line for line in text.splitlines() if not line.lstrip().startswith("//")]
+            data = json.loads("\n".join(lines))
         except (OSError, ValueError, RecursionError):
             break
         model = data.get("model") if isinstance(data, dict) else None

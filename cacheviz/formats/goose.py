@@ -2,7 +2,9 @@
 
 Goose (block/goose, Rust; read from ``crates/goose/src/session/`` and its providers'
 ``formats/*.rs``, schema 13 of Goose 1.35 as a public capture shows it) keeps every
-session in one SQLite database, opened here read-only and immutable:
+session in one SQLite database, opened here read-only and immutable (older databases,
+schema 5 as a real one from late 2025 shows, lack ``provider_name`` and
+``model_config_json``: the model is then ``unknown``):
 
 * ``sessions``: ``id, name, session_type ('user', 'sub_agent', 'scheduled', ...),
   working_dir, created_at, updated_at, provider_name, model_config_json ({"model_name":
@@ -51,7 +53,8 @@ from cacheviz.request._blocks import BlockStore
 
 NAME = "goose"
 DESCRIPTION = "Goose sessions (~/.local/share/goose/sessions/sessions.db): session totals"
-_SESSION_COLUMNS = frozenset({"id", "working_dir", "model_config_json"})
+# schema 5 (Goose 1.x, late 2025: no provider_name, model_config_json) and later alike
+_SESSION_COLUMNS = frozenset({"id", "working_dir", "accumulated_input_tokens"})
 _MESSAGE_COLUMNS = frozenset({"session_id", "role", "content_json", "created_timestamp"})
 
 
@@ -159,7 +162,10 @@ def read(path: Path, *, errors: str = "raise") -> Session:
             last_id = row.get("message_id") if role == "assistant" else object()
             thread.append({"role": role, "content": _content(row.get("content_json"))})
     if not calls:
-        msg = "no assistant message in any Goose session: nothing to rebuild"
+        msg = (
+            f"the Goose database holds {len(sessions)} session(s) and no assistant message: "
+            "nothing was answered, so there is no call to read"
+        )
         raise TranscriptError(msg, path=path)
     result = reader.session(NAME, calls, store, runs=runs_by_thread(calls))
     result.session_usage = usages

@@ -12,7 +12,9 @@ here read-only and immutable (``formats/_sqlite.py``):
   call: ``input_tokens`` is the uncached input (Hermes's ``CanonicalUsage``: prompt =
   input + cache read + cache write), so the inclusive input is their sum (``derived``).
   Newer databases also keep ``session_model_usage`` (the same totals per session and
-  model); when present, its rows are the figures.
+  model); when present, its rows are the figures. ``reasoning_tokens`` is the reasoning
+  part of ``output_tokens`` (Hermes's pricing treats it as telemetry inside the output):
+  the reasoning column, not added to the output.
 * ``messages``: ``session_id, role, content, tool_calls, tool_call_id, timestamp``,
   OpenAI chat messages.
 
@@ -73,12 +75,15 @@ def _usage(row: dict[str, Any], where: str) -> Usage | None:
         return None
     parts = [counts["input_tokens"], counts["cache_read_tokens"], counts["cache_write_tokens"]]
     present = [p for p in parts if p is not None]
+    reasoning = count(row.get("reasoning_tokens"), f"{where}.reasoning_tokens")
     return Usage(
         input_tokens=sum(present) if present else None,
         cache_read_tokens=counts["cache_read_tokens"],
         cache_write_tokens=counts["cache_write_tokens"],
         output_tokens=counts["output_tokens"],
         provenance="derived",
+        # part of the output (Hermes keeps it as telemetry, billed within output_tokens)
+        reasoning_tokens=reasoning,
     )
 
 

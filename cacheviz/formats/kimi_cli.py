@@ -370,6 +370,10 @@ class _Wire:
         )
         call.line = lineno
         call.parent_hint = agent.parent
+        if agent.step_ts is not None and ts is not None and ts >= agent.step_ts:
+            # written when the step ends: sub-agents' steps overlap, so a call that began
+            # earlier can be written later (in flight meanwhile, not a clock out of step)
+            self.reader.in_flight[id(call)] = (ts - agent.step_ts).total_seconds()
         self.calls.append(call)
         agent.keep_answer()
         agent.in_step = False

@@ -250,10 +250,15 @@ def test_scan_finds_the_threads_folder(tmp_path, monkeypatch):
 
 def _real_threads() -> list[Path]:
     folder = os.environ.get("CACHEVIZ_AMP_THREADS")
+    examples = os.environ.get("CACHEVIZ_EXAMPLES")  # public examples: <it>/amp/
+    if not folder and examples and (Path(examples) / "amp").is_dir():
+        folder = str(Path(examples) / "amp")
     return sorted(Path(folder).rglob("T-*.json")) if folder else []
 
 
-@pytest.mark.skipif(not _real_threads(), reason="CACHEVIZ_AMP_THREADS is not set")
+@pytest.mark.skipif(
+    not _real_threads(), reason="CACHEVIZ_AMP_THREADS (or CACHEVIZ_EXAMPLES) is not set"
+)
 @pytest.mark.parametrize("path", _real_threads(), ids=lambda p: p.name)
 def test_real_amp_threads_match_an_independent_reading(path):
     expected = independent(path)

@@ -330,12 +330,17 @@ def test_fuzzed_lines_load_or_fail_in_one_line(tmp_path_factory, data, loads_or_
 
 def _real_wires() -> list[Path]:
     folder = os.environ.get("CACHEVIZ_KIMI_SESSIONS")
+    examples = os.environ.get("CACHEVIZ_EXAMPLES")  # public examples: <it>/kimi-cli/
+    if not folder and examples and (Path(examples) / "kimi-cli").is_dir():
+        folder = str(Path(examples) / "kimi-cli")
     if not folder:
         return []
     return sorted(Path(folder).rglob("wire.jsonl"))
 
 
-@pytest.mark.skipif(not _real_wires(), reason="CACHEVIZ_KIMI_SESSIONS is not set")
+@pytest.mark.skipif(
+    not _real_wires(), reason="CACHEVIZ_KIMI_SESSIONS (or CACHEVIZ_EXAMPLES) is not set"
+)
 @pytest.mark.parametrize("wire", _real_wires(), ids=lambda p: p.parent.name)
 def test_real_kimi_sessions_match_an_independent_reading(wire):
     if "subagents" in wire.parts:

@@ -279,8 +279,14 @@ def test_scan_finds_pi_and_openclaw_folders_and_skips_the_index(tmp_path, monkey
     assert "sessions.json" not in " ".join(map(str, result.files["path"].to_list()))
 
 
+_EXAMPLE_FOLDERS = {"CACHEVIZ_PI_SESSIONS": "pi", "CACHEVIZ_OPENCLAW_SESSIONS": "openclaw"}
+
+
 def _real(variable: str) -> list[Path]:
     folder = os.environ.get(variable)
+    examples = os.environ.get("CACHEVIZ_EXAMPLES")  # public examples: <it>/pi/, <it>/openclaw/
+    if not folder and examples and (Path(examples) / _EXAMPLE_FOLDERS[variable]).is_dir():
+        folder = str(Path(examples) / _EXAMPLE_FOLDERS[variable])
     if not folder:
         return []
     return sorted(p for p in Path(folder).rglob("*.jsonl*") if p.is_file())

@@ -126,31 +126,41 @@ def test_told_from_claude_code_and_one_call_per_assistant_record(chat):
     records = [json.loads(line) for line in chat.read_text().splitlines()]
     answers = [r for r in records if r["type"] == "assistant"]
     metas = [r["usageMetadata"] for r in answers if "usageMetadata" in r]
-    assert len(session.calls) == len(answers) == 5
+    # the api_response events no answer holds (another prompt and output): calls too
+    telemetry = [
+        r["systemPayload"]["uiEvent"]
+        for r in records
+        if r.get("subtype") == "ui_telemetry"
+        and r["systemPayload"]["uiEvent"]["event.name"] == "qwen-code.api_response"
+    ]
+    pairs = {(m["promptTokenCount"], m["candidatesTokenCount"]) for m in metas}
+    alone = [e for e in telemetry if (e["input_token_count"], e["output_token_count"]) not in pairs]
+    assert len(session.calls) == len(answers) + len(alone) == 5 + 1
     calls = session.analyze().calls
-    assert calls["reported_input_tokens"].sum() == sum(m["promptTokenCount"] for m in metas)
-    assert calls["reported_input_tokens"].sum() == 12000 + 12100 + 3000 + 5000
+    inputs = sum(m["promptTokenCount"] for m in metas) + sum(e["input_token_count"] for e in alone)
+    assert calls["reported_input_tokens"].sum() == inputs == 12000 + 12100 + 3000 + 5000 + 900
     assert calls["reported_cache_read_tokens"].sum() == 11904
-    output = sum(m["candidatesTokenCount"] + m["thoughtsTokenCount"] for m in metas)
-    assert calls["reported_output_tokens"].sum() == output == 30 + 12 + 8 + 20 + 10
-    assert calls["reported_cache_write_tokens"].null_count() == 5  # not reported, not 0
+    output = sum(m["candidatesTokenCount"] + m["thoughtsTokenCount"] for m in metas) + 40
+    assert calls["reported_output_tokens"].sum() == output == 30 + 12 + 8 + 20 + 10 + 40
+    assert calls["reported_cache_write_tokens"].null_count() == 6  # not reported, not 0
     assert session.calls[-1].usage is None  # an answer without usageMetadata
-    assert [c.model for c in session.calls] == [MODEL] * 5  # a null model: the session's
-    assert session.calls[2].meta["model_source"] == "the session's last model"
+    assert [c.model for c in session.calls] == [MODEL] * 6  # a null model: the session's
+    assert session.calls[3].meta["model_source"] == "the session's last model"
     assert [c.thread_hint for c in session.calls] == [
         "main",
+        "telemetry only",  # logged only in its ui_telemetry record, in its place
         "main",
         "main",
         "sub-agent explore-7f3c",
         "main",
     ]
-    assert session.calls[3].parent_hint == "main"
-    assert session.ignored["ui_telemetry record (sub-agent calls are logged only here)"] == 1
+    assert session.calls[1].meta["source"] == "ui_telemetry api_response (not in the chat)"
+    assert session.calls[4].parent_hint == "main"
 
 
 def test_requests_are_rebuilt_and_restart_after_a_compression(chat):
     session = cacheviz.load(chat)
-    first, second, after = session.calls[:3]
+    first, _, second, after = session.calls[:4]
     assert second.hashes[: len(first.hashes)] == first.hashes  # prompt, call, result re-sent
     sent = [session.contents[h].value for h in second.hashes[1:]]
     assert "plan" not in json.dumps(sent)  # the thought part is not sent back
@@ -164,7 +174,7 @@ def test_scan_finds_the_default_folder(chat, tmp_path, monkeypatch):
     found = {str(loc.path) for loc in result.locations if loc.agent == "qwen-code" and loc.found}
     assert found == {str(tmp_path / ".qwen" / "projects")}
     assert result.files["format"].to_list() == ["qwen-code"]
-    assert result.calls.height == 5
+    assert result.calls.height == 6
 
 
 def test_a_bad_record_is_one_line(chat):
@@ -198,3 +208,41 @@ def test_fuzzed_lines_load_or_fail_in_one_line(tmp_path_factory, data, loads_or_
     path = tmp_path_factory.mktemp("qwen") / "chat.jsonl"
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
     loads_or_fails_cleanly(path, lambda p, e: cacheviz.load(p, format="qwen-code", errors=e))
+
+
+def test_openai_compatible_candidates_already_hold_the_thoughts(tmp_path):
+    """Qwen Code's OpenAI-compatible generator: candidates = completion_tokens (reasoning
+    included), total = prompt + candidates; Gemini's own: the thoughts on top."""
+    openai_style = {
+        "promptTokenCount": 16009,
+        "cachedContentTokenCount": 0,
+        "candidatesTokenCount": 234,
+        "thoughtsTokenCount": 37,
+        "totalTokenCount": 16009 + 234,
+    }
+    gemini_style = _usage(5000, 4096, 20, thoughts=7)  # total = prompt + out + thoughts
+    records = [
+        _record(1, "user", message={"role": "user", "parts": [{"text": "hi"}]}),
+        _record(2, "assistant", model=MODEL, usageMetadata=openai_style,
+                message={"role": "model", "parts": [{"text": "a"}]}),
+        _record(3, "user", message={"role": "user", "parts": [{"text": "more"}]}),
+        _record(4, "assistant", model=MODEL, usageMetadata=gemini_style,
+                message={"role": "model", "parts": [{"text": "b"}]}),
+    ]  # fmt: skip
+    session = cacheviz.load(_write(tmp_path / "chats" / "s.jsonl", records))
+    first, second = (c.usage for c in session.calls)
+    assert (first.output_tokens, first.reasoning_tokens) == (234, 37)  # not 271
+    assert (second.output_tokens, second.reasoning_tokens) == (27, 7)
+
+
+def test_an_answer_without_usage_takes_the_api_response_logged_just_before_it(tmp_path):
+    event = {"event.name": "qwen-code.api_response", "model": MODEL, "input_token_count": 100,
+             "output_token_count": 5, "event.timestamp": "2026-03-01T10:00:01.900Z"}  # fmt: skip
+    records = [
+        _record(1, "user", message={"role": "user", "parts": [{"text": "hi"}]}),
+        _record(2, "system", subtype="ui_telemetry", systemPayload={"uiEvent": event}),
+        _record(3, "assistant", model=MODEL, message={"role": "model", "parts": [{"text": "a"}]}),
+    ]
+    session = cacheviz.load(_write(tmp_path / "chats" / "s.jsonl", records))
+    assert len(session.calls) == 1 and session.calls[0].usage is None  # one call, not two
+    assert session.ignored["api_response telemetry of an assistant record (the same call)"] == 1

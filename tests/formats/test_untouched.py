@@ -3,9 +3,12 @@
 For each reader an input is built in its own folder (the fixtures of its tests, or a copy
 of a real transcript from ``../shared/realdata``), the whole tree is hashed (every
 entry's name, type, size, mtime and SHA-256), the input is loaded, and the tree is hashed
-again. SQLite stores are written in WAL mode, as the agents keep them. The readers no
-builder covers yet are listed in ``NOT_YET``: the test fails when a reader is in neither
-list, so a new reader comes with its case.
+again. SQLite stores are written in WAL mode, as the agents keep them, with a ``-wal``
+and a ``-shm`` beside them (a reader opening one the usual way would change the
+``-shm`` or fold the ``-wal`` into the database: the hashes show it). Every reader has a
+case: the test fails when one has none, so a new reader comes with its case. Reading on
+read-only media is tested by ``test_sqlite.py`` (a read-only bind mount, enforced for
+root too).
 """
 
 import hashlib
@@ -61,6 +64,99 @@ def _sample(folder: Path) -> Path:
 def _lines(path: Path, records: list[dict]) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records))
+    return path
+
+
+def _cline_task(folder: Path, *, ui_only: bool = False) -> Path:
+    """A real Cline task (its three exported files), or its ``ui_messages.json`` alone."""
+    found = sorted((REALDATA / "cline_task").glob("*ui_messages.json")) if REALDATA.is_dir() else []
+    if not found:
+        pytest.skip(f"{REALDATA / 'cline_task'} is absent")
+    prefix = found[0].name[: -len("ui_messages.json")]
+    names = ["ui_messages.json"] if ui_only else [
+        "ui_messages.json", "api_conversation_history.json", "task_metadata.json"
+    ]  # fmt: skip
+    for name in names:
+        if (found[0].parent / (prefix + name)).is_file():
+            shutil.copyfile(found[0].parent / (prefix + name), folder / name)
+    return folder / "ui_messages.json" if ui_only else folder
+
+
+def _openai_log(folder: Path) -> Path:
+    from tests.formats.test_openai_log import _chat, _completion
+
+    return _lines(
+        folder / "calls.jsonl",
+        [
+            {"request": _chat(0), "response": _completion(1100, 0, 1767000000)},
+            {"request": _chat(1), "response": _completion(1130, 1024, 1767000030)},
+        ],
+    )
+
+
+def _claude_tap(folder: Path) -> Path:
+    from tests.formats.test_claude_tap import _bodies, _record, _write_store
+
+    first, later = _bodies()
+    usage = {"input_tokens": 10, "cache_creation_input_tokens": 2000, "output_tokens": 3}
+    db = folder / "traces.sqlite3"
+    records = [_record(1, first, usage), _record(2, later, usage)]
+    writer = _write_store(db, records, keep_open=True)  # WAL: the data still in the -wal
+    assert writer is not None
+    _held.append(writer)
+    return db
+
+
+_held: list[sqlite3.Connection] = []  # writers kept open while a store is read
+
+
+def _cc_viewer(folder: Path) -> Path:
+    from tests.formats.test_cc_viewer import _delta_log
+
+    path = folder / "project" / "log.jsonl"
+    path.parent.mkdir()
+    _delta_log(path)
+    return path
+
+
+def _mitm(folder: Path) -> Path:
+    from tests.formats.test_mitm import BODY_1, USAGE_1, _dump, _flow
+
+    response = json.dumps({"id": "msg_1", "usage": USAGE_1}).encode()
+    flow = _flow("api.anthropic.com", "/v1/messages", BODY_1, response, ts=1_750_000_000.0)
+    return _dump(folder, [flow])
+
+
+def _gemini_json(folder: Path) -> Path:
+    from tests.formats.test_gemini_json import _gemini, _note, _tokens, _write
+
+    path = folder / "tmp" / "f1995df9" / "chats" / "session-2026-04-13T18-00-aaaa.json"
+    messages = [
+        _note("user", "u1", "2026-04-13T18:00:02.000Z", "hello"),
+        _gemini("g1", "hi", _tokens(1200, 0, 5), "2026-04-13T18:00:04.000Z"),
+    ]
+    _write(path, "aaaa-1111", messages)
+    return path
+
+
+def _whale(folder: Path) -> Path:
+    rows = [
+        {"ts": 1772359200000 + i * 60000, "session": "w1", "model": "deepseek-chat",
+         "prefix_fingerprint": "aaa", "prompt_tokens": 5000, "completion_tokens": 50,
+         "prompt_cache_hit_tokens": hit, "prompt_cache_miss_tokens": 5000 - hit,
+         "cost_usd": 0.001}
+        for i, hit in enumerate([0, 4864])
+    ]  # fmt: skip
+    return _lines(folder / ".whale" / "usage.jsonl", rows)
+
+
+def _otel(folder: Path) -> Path:
+    from tests.formats.test_otel import _openinference_span, _otlp
+
+    turns = [("user", "Fix the failing test.")]
+    span = _openinference_span(turns, 1767000000 * 10**9, (5400, 5000, 300, 40), "a1")
+    path = folder / "trace.json"
+    path.write_text(json.dumps(_otlp([span])))
     return path
 
 
@@ -151,8 +247,37 @@ def _antigravity(folder: Path) -> Path:
     return conversation(folder)
 
 
+def _grok(folder: Path) -> Path:
+    from tests.formats.test_grok import grok_session
+
+    return grok_session(folder)
+
+
+def _zcode(folder: Path) -> Path:
+    from tests.formats.test_zcode import zcode_db
+
+    return zcode_db(folder)
+
+
+def _codebuff(folder: Path) -> Path:
+    from tests.formats.test_codebuff import codebuff_chat
+
+    return codebuff_chat(folder)
+
+
 BUILDERS: dict[str, Callable[[Path], Path]] = {
     "cacheviz": _sample,
+    "openai-log": _openai_log,
+    "claude-trace": _real("anthropic_raw", "*.jsonl"),
+    "claude-tap": _claude_tap,
+    "cc-viewer": _cc_viewer,
+    "mitmproxy": _mitm,
+    "gemini-cli-json": _gemini_json,
+    "cline": _cline_task,
+    "swe-agent": _real("swe_agent_traj", "*.traj"),
+    "whale-usage": _whale,
+    "cline-ui": lambda folder: _cline_task(folder, ui_only=True),
+    "otel": _otel,
     "claude-code": _real("claude_code_jsonl", "chiphuyen*.jsonl"),
     "codex": _real("codex_rollout", "*.jsonl"),
     "gemini-cli": _real("gemini_cli", "*.jsonl"),
@@ -172,22 +297,13 @@ BUILDERS: dict[str, Callable[[Path], Path]] = {
     "crush": _crush,
     "continue": _continue,
     "antigravity": _antigravity,
+    "grok": _grok,
+    "zcode": _zcode,
+    "codebuff": _codebuff,
 }
 REFUSES = {"antigravity"}  # named and refused in one line (encrypted): still nothing written
-# readers whose case is still to write here (their own tests build their inputs)
-NOT_YET = {
-    "openai-log",
-    "claude-trace",
-    "claude-tap",
-    "cc-viewer",
-    "mitmproxy",
-    "gemini-cli-json",
-    "cline",
-    "swe-agent",
-    "whale-usage",
-    "cline-ui",
-    "otel",
-}
+# readers whose case is still to write here: none (a new reader comes with its case)
+NOT_YET: set[str] = set()
 
 
 def test_every_reader_has_a_case_or_is_listed():
@@ -195,12 +311,19 @@ def test_every_reader_has_a_case_or_is_listed():
     assert not set(BUILDERS) & NOT_YET
 
 
-@pytest.mark.parametrize("name", sorted(BUILDERS))
-def test_reading_leaves_the_input_tree_as_it_was(tmp_path, name):
-    folder = tmp_path / "input"
-    folder.mkdir()
-    path = BUILDERS[name](folder)
-    before = _tree(folder)
+def _wal_files(folder: Path) -> None:
+    """Every SQLite store under ``folder`` with a ``-wal`` and a ``-shm`` beside it."""
+    for path in list(folder.rglob("*")):
+        if path.is_file() and path.read_bytes()[:16] == b"SQLite format 3\x00":
+            if not path.with_name(path.name + "-wal").exists():
+                con = sqlite3.connect(path)  # a WAL database left open: its -wal and -shm stay
+                con.execute("PRAGMA journal_mode=WAL")
+                con.execute("CREATE TABLE IF NOT EXISTS cacheviz_untouched_probe (x)")
+                _held.append(con)
+            assert path.with_name(path.name + "-wal").exists()
+
+
+def _load(name: str, path: Path) -> None:
     if name in REFUSES:
         with pytest.raises(cacheviz.errors.TranscriptError):
             cacheviz.load(path, format=name)
@@ -208,4 +331,18 @@ def test_reading_leaves_the_input_tree_as_it_was(tmp_path, name):
         session = cacheviz.load(path, format=name)
         assert session.format == name
         assert session.calls
-    assert _tree(folder) == before
+
+
+@pytest.mark.parametrize("name", sorted(BUILDERS))
+def test_reading_leaves_the_input_tree_as_it_was(tmp_path, name):
+    folder = tmp_path / "input"
+    folder.mkdir()
+    try:
+        path = BUILDERS[name](folder)
+        _wal_files(folder)
+        before = _tree(folder)
+        _load(name, path)
+        assert _tree(folder) == before
+    finally:
+        while _held:
+            _held.pop().close()
