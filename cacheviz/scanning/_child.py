@@ -74,26 +74,56 @@ def cold(cache: bool | str | Path, prices: str | Path | None) -> bool:
 def start_early(paths: Sequence[Path] | None, jobs: int | None, cold: bool) -> bool:
     """Start the fork server now when the scan about to run will likely take a pool.
 
-    Likely: more than one worker, nothing cached, and a folder to walk (or several files
-    of :data:`POOL_BYTES` or more). The server spawns without waiting for its preload.
+    Likely: more than one worker, nothing cached, and :data:`POOL_BYTES` or more in
+    several files (a folder's files are counted until that much is found, or
+    :data:`_LOOK` entries were seen). The server spawns without waiting for its preload.
     Returns whether a fork server runs; one that is not used is stopped by
     :func:`stop_unused` (the scan turned out small) or :func:`stopped`.
     """
     if not cold or (jobs or os.cpu_count() or 1) < 2:
         return False
     if paths is not None:
-        sizes: list[int] = []
-        for path in paths:
-            try:
-                if not path.is_file():
-                    sizes = []
-                    break
-                sizes.append(path.stat().st_size)
-            except OSError:
-                return False
-        if sizes and (len(sizes) < 2 or sum(sizes) < POOL_BYTES):
+        files = [p for p in paths if p.is_file()]
+        if len(files) == len(paths) == 1:
+            return False  # one file is one unit: no pool
+        if not _at_least(paths, POOL_BYTES):
             return False
     return start_server()
+
+
+_LOOK = 5000  # entries a folder is looked through for start_early (then: likely big)
+
+
+def _at_least(paths: Sequence[Path], size: int) -> bool:
+    """Whether the files under ``paths`` hold ``size`` bytes or more (links not followed).
+
+    Stops at ``size``, or after :data:`_LOOK` entries (then True): a quick look before
+    the walk, never a second one of a big tree.
+    """
+    total = seen = 0
+    folders = []
+    for path in paths:
+        try:
+            if path.is_dir():
+                folders.append(str(path))
+            else:
+                total += path.stat().st_size
+        except OSError:
+            continue
+    while folders and total < size:
+        try:
+            with os.scandir(folders.pop()) as entries:
+                for entry in entries:
+                    seen += 1
+                    if entry.is_dir(follow_symlinks=False):
+                        folders.append(entry.path)
+                    elif entry.is_file(follow_symlinks=False):
+                        total += entry.stat(follow_symlinks=False).st_size
+        except OSError:
+            continue
+        if seen >= _LOOK:
+            return True
+    return total >= size
 
 
 def start_server() -> bool:

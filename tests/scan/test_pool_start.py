@@ -83,16 +83,32 @@ def test_batches_keep_each_units_rows_together_and_in_order() -> None:
 def test_a_fork_server_is_started_early_only_for_a_big_cold_scan(tmp_path, monkeypatch) -> None:
     started: list[bool] = []
     monkeypatch.setattr(_child, "start_server", lambda: started.append(True) or True)
-    small = tmp_path / "one.jsonl"
+    folder = tmp_path / "p" / "q"
+    folder.mkdir(parents=True)
+    small = folder / "one.jsonl"
     shutil.copy(SAMPLES / "append_only.jsonl", small)
     assert not _child.start_early([small], 2, cold=True)  # one file: no pool
     assert not _child.start_early([small, small], 2, cold=True)  # under POOL_BYTES
+    assert not _child.start_early([tmp_path], 2, cold=True)  # a folder under POOL_BYTES
+    monkeypatch.setattr(_child, "POOL_BYTES", small.stat().st_size + 1)
+    assert not _child.start_early([tmp_path], 2, cold=True)
+    assert not _child.start_early([small], 2, cold=True)  # one file, however big
+    (folder / "two.jsonl").write_bytes(b"x")
     assert not _child.start_early([tmp_path], 1, cold=True)  # one worker
     assert not _child.start_early([tmp_path], 2, cold=False)  # something cached
     assert started == []
-    assert _child.start_early([tmp_path], 2, cold=True)  # a folder: walked, likely big
+    assert _child.start_early([tmp_path], 2, cold=True)  # enough in the folder's files
     assert _child.start_early(None, 2, cold=True)  # the agents' default folders
     assert started == [True, True]
+
+
+def test_a_big_folder_is_looked_through_only_so_far(tmp_path, monkeypatch) -> None:
+    for i in range(30):
+        (tmp_path / f"f{i:02d}").write_bytes(b"")
+    monkeypatch.setattr(_child, "_LOOK", 10)
+    assert _child._at_least([tmp_path], 1)  # 10 entries seen: taken as big
+    monkeypatch.setattr(_child, "_LOOK", 100)
+    assert not _child._at_least([tmp_path], 1)
 
 
 def test_a_cache_is_cold_until_its_checksums_are_written(tmp_path) -> None:
@@ -146,6 +162,7 @@ def test_the_server_runs_during_the_walk_and_nothing_is_left_after(tmp_path, mon
 
     monkeypatch.setattr(scanner_module, "walk", watched)
     monkeypatch.setattr(pool_module, "POOL_BYTES", 0)  # a pool even for this little work
+    monkeypatch.setattr(_child, "POOL_BYTES", 0)  # and its server started early
     before = _children()
     assert main(["scan", str(root), "--no-cache", "--jobs", "2", "--json"]) == 0
     assert during and during[0] is not None
@@ -183,6 +200,7 @@ def test_an_early_server_is_killed_when_the_scan_turns_out_small(tmp_path, monke
         return ran
 
     monkeypatch.setattr(pool_module, "execute", run)
+    monkeypatch.setattr(_child, "POOL_BYTES", 1)  # started early; the pool's 8 MB: serial
     before = _children()
     result = cacheviz.scan([folder], cache=False, jobs=2)
     assert result.calls.height > 0
