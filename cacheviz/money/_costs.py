@@ -119,6 +119,10 @@ def provider_key(name: str | None) -> str | None:
 def no_provider_reason(name: str | None) -> str:
     """Why a call of provider ``name`` (no profile) has no price, in one line."""
     known = ", ".join(providers.priced())
+    if not name or name == "unknown":
+        return (
+            f"the log names no provider and the model name suggests none (cacheviz prices {known})"
+        )
     return f"no caching rules or prices for provider {name!r} (cacheviz prices {known})"
 
 
