@@ -4,8 +4,8 @@
 write fee, read at the model's cached rate." A prompt below ``min_tokens`` gets no hit;
 otherwise ``hit`` is the longest common prefix with the live prompts of the same model,
 floored to a multiple of ``unit_tokens``. Every prompt is cached at its start and lives
-``ttl_seconds`` after the last prompt that re-sent it. The vendors' modules
-(:mod:`cacheviz.providers.moonshot`, :mod:`cacheviz.providers.qwen`) set the defaults.
+``ttl_seconds`` after the last prompt that re-sent it. :mod:`cacheviz.providers.moonshot`
+sets its defaults; :mod:`cacheviz.providers.qwen` runs it in its ``implicit`` mode.
 """
 
 from __future__ import annotations
