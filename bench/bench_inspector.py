@@ -3,6 +3,7 @@
     python bench/bench_inspector.py          # needs Debian's chromium and playwright
     python bench/bench_inspector.py --detail [--calls 600 2000] [--root /path/to/other-checkout]
     python bench/bench_inspector.py --build [--calls 600 2000 10000] [--root /path/to/other-checkout]
+    python bench/bench_inspector.py --wire [--calls 600 2000] [--root /path/to/other-checkout]
 
 Builds a 2,000-call Anthropic session (a growing history with a sliding window, a
 system prompt with a breakpoint, a drift every 50 calls), then measures:
@@ -25,6 +26,13 @@ checkout, the analysis, then the widget built and its state serialized
 (``get_state()``, what is sent), and the ratio of the two in CPU time; then what the
 Providers panel's first view adds (the comparison, built when the view asks for it,
 where the checkout builds it lazily).
+
+``--wire`` counts the bytes each inspector a cell shows sends to the front end (issue 32:
+the front end shipped once): in one fresh process per checkout, ten inspectors of this
+bench's session are made one after the other on a comm that records every message
+(``comm_open`` with the state and its binary buffers, then the updates: JSON bytes plus
+buffer bytes); printed for the first, second and tenth, with the part that is the
+front end's text, and the answer to a page that asks for it, where the checkout has one.
 """
 
 from __future__ import annotations
@@ -175,6 +183,71 @@ print(json.dumps({
 """
 
 
+WIRE_CHILD = r"""
+import json, sys
+import comm
+from comm.base_comm import BaseComm
+sent = []
+
+class Recorded(BaseComm):
+    def publish_msg(self, msg_type, data=None, metadata=None, buffers=None, **keys):
+        sent.append((len(json.dumps(data, default=str).encode()), [bytes(b) for b in buffers or []]))
+
+comm.create_comm = lambda **kwargs: Recorded(**kwargs)
+import cacheviz
+from cacheviz.static import bundle
+from cacheviz.ui.widget import Inspector
+
+text = bundle("inspector.js")
+tail = text[-300:]
+analysis = cacheviz.load(sys.argv[1]).analyze()
+rows = []
+for _ in range(10):
+    start = len(sent)
+    widget = Inspector(analysis)
+    mine = sent[start:]
+    total = sum(j + sum(map(len, b)) for j, b in mine)
+    carried = sum(len(buffer) for j, b in mine for buffer in b if buffer.endswith(tail.encode()))
+    esm = len(widget._esm.encode())
+    rows.append({"bytes": total, "esm": esm, "carried": carried})
+answer = None
+if hasattr(widget, "_send_shared_esm"):
+    start = len(sent)
+    widget._handle_custom_msg({"type": "shared_esm"}, [])
+    answer = sum(j + sum(map(len, b)) for j, b in sent[start:])
+print(json.dumps({"rows": rows, "answer": answer, "text": len(text.encode())}))
+"""
+
+
+def main_wire(args: argparse.Namespace) -> None:
+    """``--wire``: the bytes each inspector shown sends, first / second / tenth (module doc)."""
+    global CALLS
+    args.out.mkdir(parents=True, exist_ok=True)
+    roots = [HERE.parent, *args.root]
+    for calls in args.calls:
+        path = args.out / f"sliding_window_{calls}.jsonl"
+        if not path.exists():
+            CALLS = calls
+            session(path)
+        for root in roots:
+            out = child_json(WIRE_CHILD, [str(path)], root.resolve())
+            rows = out["rows"]
+            shown = "; ".join(
+                f"{name}: {rows[i]['bytes']:,} B (_esm {rows[i]['esm']:,} B"
+                + (f", front end {rows[i]['carried']:,} B" if rows[i]["carried"] else "")
+                + ")"
+                for name, i in (("1st", 0), ("2nd", 1), ("10th", 9))
+            )
+            answer = (
+                f"; a page that asks: {out['answer']:,} B once" if out["answer"] is not None else ""
+            )
+            print(
+                f"{calls} calls, {root}: ten inspectors {sum(r['bytes'] for r in rows):,} B; "
+                f"{shown}{answer}",
+                flush=True,
+            )
+
+
 def main_build(args: argparse.Namespace) -> None:
     """``--build``: the inspector's build against the analysis (module docstring)."""
     global CALLS
@@ -247,6 +320,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--detail", action="store_true", help="time the first detail views")
     parser.add_argument("--build", action="store_true", help="time the inspector's build")
+    parser.add_argument("--wire", action="store_true", help="bytes each inspector shown sends")
     parser.add_argument("--calls", type=int, nargs="*", default=[600, 2000])
     parser.add_argument("--out", type=Path, default=Path("/tmp/cacheviz-bench"))
     parser.add_argument("--root", type=Path, nargs="*", default=[], help="checkouts to compare")
@@ -257,6 +331,9 @@ def main() -> None:
         return
     if args.build:
         main_build(args)
+        return
+    if args.wire:
+        main_wire(args)
         return
     baseline = measure_baseline()
     for calls in (2000, 10000):

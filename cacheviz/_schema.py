@@ -141,6 +141,10 @@ SIMULATION: dict[str, PolarsDataType] = {
     "ideal_usd": pl.Float64,  # prefix read from cache, new tokens at the input price
     "prefill_tokens_saved": _INT,  # self-hosted engines only
     "prefill_ms": pl.Float64,  # self-hosted engines only: the estimated prefill time
+    # self-hosted engines only: prefill_ms had a drift point's prefix been kept (the
+    # previous call of its thread read whole); prefill_ms itself at every other call
+    "prefill_ms_stable": pl.Float64,
+    "prefill_factor": pl.Float64,  # self-hosted engines only: prefill_ms / prefill_ms_stable
     "reported_input_tokens": _INT,  # the provider's report, when simulating its own calls
     "reported_cache_read_tokens": _INT,
     "reported_cache_write_tokens": _INT,
@@ -164,6 +168,7 @@ COMPARE: dict[str, PolarsDataType] = {
     "cost_usd": pl.Float64,
     "ideal_usd": pl.Float64,
     "price_source": _STR,
+    "prefill_factor": pl.Float64,  # self-hosted engines only: Simulation.prefill_factor
     # null, or one line: why the row has no cost ("no price ...") or no numbers (a failure)
     "error": _STR,
 }

@@ -325,15 +325,16 @@ def analyze_columns(
     encoding: str | None = None,
     prices: Any = None,
     rates: dict[str, RateCache] | None = None,
+    sizes: str = "tokens",
 ) -> AnalysisColumns:
     """:func:`analyze` without the frames: the same values, as lists (see its parameters).
 
     String values are those the frames hold (:func:`cacheviz._schema.clean`). ``rates``:
     a dict the caller keeps across sessions priced with the same ``prices`` book, so
     that each price period is resolved once for all of them
-    (:func:`cacheviz.money._costs.cost_lists`).
+    (:func:`cacheviz.money._costs.cost_lists`). ``sizes``: see :func:`prefix_lists`.
     """
-    lists = prefix_lists(session, thread=thread, encoding=encoding)
+    lists = prefix_lists(session, thread=thread, encoding=encoding, sizes=sizes)
     costs = cost_lists(lists, prices=prices, rates=rates)
     return AnalysisColumns(
         lists, costs, lists.call_cols | costs.calls, lists.drift_cols | costs.drifts
@@ -341,13 +342,32 @@ def analyze_columns(
 
 
 def prefix_lists(
-    session: Session, *, thread: str = "auto", encoding: str | None = None
+    session: Session,
+    *,
+    thread: str = "auto",
+    encoding: str | None = None,
+    sizes: str = "tokens",
 ) -> PrefixLists:
     """Tokenize and compare every call of ``session`` (:func:`analyze`, no costs).
 
     The prefix stages: tokens, threads, the common-prefix line, drifts, calibration, TTLs.
+
+    ``sizes="bytes"`` sizes the blocks of a session every call of which reports usage
+    by their bytes, not by BPE (:class:`~cacheviz.request._tokens.TokenCache`): no
+    tokenizer runs, and calibration maps those sizes onto the reported usage. Every
+    call's input is then its reported input, as with BPE, but a position calibration
+    interpolates (inside a block, inside the span a call added, on a call whose report
+    is below what it shares) moves, and with it the figures read there (the prefix line
+    of a rescaled call, a drift's tokens lost, a miss's shortfall, the ideal cost), as
+    does a thread found by shares of tokens: ``bench/same_sizes.py`` lists them per
+    session (docs/performance.md, "Sizes from byte lengths"). So nothing shown uses it
+    (``cacheviz scan`` counts BPE); it measures how far a figure depends on the local
+    sizes. A session with a call that reports no usage is tokenized (its sizes are the
+    only truth it has).
     """
     calls = session.calls
+    if sizes == "bytes" and not all(c.usage and c.usage.input_tokens is not None for c in calls):
+        sizes = "tokens"
     mark_compactions(calls)  # byte-exact captures: the summarizer request, the rebuild
     caches: dict[str, TokenCache] = {}
     call_cache: list[TokenCache] = []
@@ -356,7 +376,7 @@ def prefix_lists(
         own, is_exact = encoding_for_model(call.model)
         name = encoding or own
         if name not in caches:
-            caches[name] = TokenCache(name, session.contents)
+            caches[name] = TokenCache(name, session.contents, sizes=sizes)
         call_cache.append(caches[name])
         exact.append(is_exact and name == own)
     keys = [call.hashes for call in calls]

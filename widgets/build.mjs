@@ -4,13 +4,16 @@
 //                 (evaluated once per page however many inspectors it holds)
 //   inspector.js  the anywidget ESM (`src/inspector.js`), plotly left out
 //   report.js     the HTML report's script (`src/report.js`, an IIFE), plotly left out
+//   loader.js     every widget's `_esm` (`src/loader.js`, ~1.6 kB): it loads
+//                 plotly.js + inspector.js, sent once per kernel, once per page
+//                 (`cacheviz/ui/_frontend.py`)
 //
 // The Python side joins plotly.js before either entry (`cacheviz/static/__init__.py`):
 // the package carries plotly once, and the widget's ESM and the report stay self-contained
 // (nothing is fetched). Output is deterministic: two builds give identical bytes (the
 // build-freshness check in `make test` relies on it).
 //
-//   node build.mjs          build the three files
+//   node build.mjs          build the four files
 //   node build.mjs --watch  rebuild inspector.js unminified on change (with a source map)
 import { build, context } from "esbuild";
 import { fileURLToPath } from "node:url";
@@ -54,6 +57,7 @@ const plotly = {
   outfile: out("plotly.js"),
 };
 const inspector = { ...common, entryPoints: ["src/inspector.js"], format: "esm", plugins: [plotlyFromGlobal], outfile: out("inspector.js") };
+const loader = { ...common, entryPoints: ["src/loader.js"], format: "esm", outfile: out("loader.js") };
 const report = { ...common, entryPoints: ["src/report.js"], format: "iife", plugins: [plotlyFromGlobal], outfile: out("report.js") };
 
 if (process.argv.includes("--watch")) {
@@ -61,5 +65,5 @@ if (process.argv.includes("--watch")) {
   await ctx.watch();
   console.log("watching src/ → cacheviz/static/inspector.js (re-run the notebook cell to load it)");
 } else {
-  await Promise.all([build(plotly), build(inspector), build(report)]);
+  await Promise.all([build(plotly), build(inspector), build(report), build(loader)]);
 }

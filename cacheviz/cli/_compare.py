@@ -124,5 +124,11 @@ def _print_compare(frame: Any, out: TextIO, recorded: list[str] | None = None) -
             f"{', '.join(others)}: the whole session priced as that model, the comparable "
             f"model of {', '.join(recorded)}"
         )
+    for row in frame.iter_rows(named=True):  # a self-hosted engine: no cost, its prefill
+        if row.get("prefill_factor") is not None:
+            lines.append(
+                f"{label(row, recorded)}: estimated prefill {row['prefill_factor']:.2f}x the "
+                "same session without drift (prefill_factor)"
+            )
     for note in [*notes, *lines]:
         out.write(wrap_line(note, width) + "\n")

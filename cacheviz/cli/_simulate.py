@@ -239,6 +239,37 @@ def _print_simulation(
     out.write(wrap_line(total, width) + "\n")
     if doc["price_source"]:
         out.write(wrap_line(f"prices: {doc['price_source']}", width) + "\n")
+    prefill = prefill_line(doc)
+    if prefill:
+        out.write(wrap_line(prefill, width) + "\n")
+
+
+_WORST = 5  # drift points named on the prefill line
+
+
+def prefill_line(doc: dict[str, Any]) -> str:
+    """A self-hosted replay's estimated prefill time and its prefill factors (else ``""``).
+
+    The session's factor (its prefill over the same session's without drift) and the
+    drift points that cost the most, each as its own factor (``prefill_factor``).
+    """
+    if doc.get("prefill_factor") is None:
+        return ""
+    total = sum(c["prefill_ms"] or 0 for c in doc["calls"])
+    stable = sum(c["prefill_ms_stable"] or 0 for c in doc["calls"])
+    text = (
+        f"prefill (estimated): {total:,.0f} ms, {doc['prefill_factor']:.2f}x the "
+        f"{stable:,.0f} ms of the same session without drift"
+    )
+    drifts = [c for c in doc["calls"] if (c["prefill_factor"] or 1) > 1]
+    if drifts:
+        worst = sorted(drifts, key=lambda c: -c["prefill_factor"])[:_WORST]
+        named = ", ".join(f"call {c['call']} {c['prefill_factor']:.1f}x" for c in worst)
+        more = f" (the {len(worst)} largest of {len(drifts)})" if len(drifts) > len(worst) else ""
+        text += (
+            f"; each drift point's prefill over the same call with its prefix kept: {named}{more}"
+        )
+    return text
 
 
 def _shown(value: Any) -> str:

@@ -20,6 +20,7 @@ from cacheviz.formats import (
     claude_trace,
     cline,
     cline_ui,
+    codebuff,
     codex,
     continue_dev,
     copilot_cli,
@@ -28,6 +29,7 @@ from cacheviz.formats import (
     gemini_cli,
     gemini_json,
     goose,
+    grok,
     hermes,
     inspect_log,
     kimi_cli,
@@ -42,6 +44,7 @@ from cacheviz.formats import (
     qwen_code,
     swe_agent,
     whale_usage,
+    zcode,
 )
 from cacheviz.formats._reader import Reader
 
@@ -59,8 +62,10 @@ MODULES: Sequence[Reader] = [
     gemini_json,
     gemini_cli,
     inspect_log,
+    codebuff,
     cline,
     openhands,
+    zcode,
     opencode,
     copilot_cli,
     kimi_cli,
@@ -70,6 +75,7 @@ MODULES: Sequence[Reader] = [
     hermes,
     goose,
     droid,
+    grok,
     crush,
     antigravity,
     swe_agent,

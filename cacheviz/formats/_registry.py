@@ -34,8 +34,10 @@ _MODULES = {
     "gemini-cli-json": "gemini_json",  # before gemini_cli: a one-line chat JSON opens like a header
     "gemini-cli": "gemini_cli",
     "inspect": "inspect_log",
+    "codebuff": "codebuff",  # before cline: a JSON array of messages too
     "cline": "cline",
     "openhands": "openhands",
+    "zcode": "zcode",  # before opencode: its store has a `session` and a `message` table too
     "opencode": "opencode",
     "copilot-cli": "copilot_cli",
     "kimi-cli": "kimi_cli",
@@ -45,6 +47,7 @@ _MODULES = {
     "hermes": "hermes",
     "goose": "goose",
     "droid": "droid",
+    "grok": "grok",
     "crush": "crush",
     "antigravity": "antigravity",  # encrypted: named, then refused in one line
     "swe-agent": "swe_agent",

@@ -23,6 +23,7 @@ from cacheviz.money._costs import (
     unlogged_holds,
 )
 from cacheviz.money._metrics import call_waste
+from cacheviz.money._simulate import drifted_from
 from cacheviz.money.pricing import RateCache
 from cacheviz.providers._base import SimCall
 
@@ -58,8 +59,9 @@ def costs_from(log: LiveLog, start: int) -> None:
             log._prices_of[name] = RateCache(log.prices, name)
     recorded = log.call_cols["provider"]
     prefixes = log.call_cols["prefix_tokens"]
+    drifts = drifted_from(log.call_cols["drift"], log.call_cols["prev_call"])
     for run in log.runs.values():
-        run.extend(log.built[start:n], recorded, prefixes)
+        run.extend(log.built[start:n], recorded, prefixes, drifts)
     cc = log.cost_cols
     for i in range(start, n):
         call = log.calls[i]

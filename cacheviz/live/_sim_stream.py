@@ -9,7 +9,7 @@ replay, not a replay of the session.
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 import polars as pl
@@ -18,11 +18,13 @@ from cacheviz import _schema, providers
 from cacheviz.errors import SimulationError, UnknownModelError
 from cacheviz.money._simulate import (
     Simulation,
+    StableReads,
     TokenScale,
     call_rates,
     make_simulator,
     prefill_model,
     provider_id,
+    read_unit,
     sim_row,
     simulation_of,
 )
@@ -73,13 +75,13 @@ class _Replay:
         self._results: Iterator[CallResult] | None = (
             stream(self._feed) if stream is not None else None
         )
-        self._simulator = simulator
+        self.simulator = simulator
         self._taken: list[SimCall] = []
 
     def step(self, call: SimCall) -> CallResult:
         if self._results is None:  # a simulator without ``stream``: replay all (correct)
             self._taken.append(call)
-            return self._simulator.run(self._taken)[-1]
+            return self.simulator.run(self._taken)[-1]
         self._feed.queue.append(call)
         return next(self._results)
 
@@ -118,11 +120,23 @@ class SimulationStream:
         self._reported = 0
         self._matched = 0
         self._prefills: dict[str, PrefillModel] = {}
+        self._stable = StableReads(read_unit(self._replay.simulator), None)
         self.n = 0
 
-    def extend(self, calls: list[SimCall], recorded: list[str], prefixes: list[int]) -> None:
-        """Replay ``calls`` (the next ones of the session; ``calls`` may be modified)."""
+    def extend(
+        self,
+        calls: list[SimCall],
+        recorded: list[str],
+        prefixes: list[int],
+        drifts: Sequence[int | None] | None = None,
+    ) -> None:
+        """Replay ``calls`` (the next ones of the session; ``calls`` may be modified).
+
+        ``recorded``, ``prefixes`` and ``drifts`` by call index, as
+        :func:`cacheviz.money._simulate.replay` takes them.
+        """
         model = self.model
+        self._stable.drifts = drifts
         for call in calls:
             if model is not None:
                 if call.model != model:
@@ -154,7 +168,14 @@ class SimulationStream:
                 else None
             )
             values = sim_row(
-                call, result, rates, prefixes[call.index], reported, self.self_hosted, prefill
+                call,
+                result,
+                rates,
+                prefixes[call.index],
+                reported,
+                self.self_hosted,
+                prefill,
+                self._stable.step(call.index, result),
             )
             verdict = values["verdict"]
             if verdict != "not_reported" and not values["sized_from_usage"]:

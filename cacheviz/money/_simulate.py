@@ -445,6 +445,16 @@ class Simulation:
         )
         return self.ideal_usd
 
+    @property
+    def prefill_factor(self) -> float | None:
+        """The session's estimated prefill time over the same session's without drift.
+
+        ``sum(prefill_ms) / sum(prefill_ms_stable)``: each drift point is counted as if
+        its prefix had been kept (:func:`stable_read`), every other call as it is. A
+        self-hosted engine's replay only (``None`` otherwise, or without prefill time).
+        """
+        return prefill_factor_of(self.calls)
+
     def __repr__(self) -> str:
         cost = "-" if self.total_cost_usd is None else f"${self.total_cost_usd:,.4f}"
         return f"<Simulation {self.provider} {self.model or 'recorded models'} {cost}>"
@@ -468,6 +478,7 @@ class Simulation:
             "token_scale": self.token_scale,
             "score": self.score,
             "parameters": self.parameters,
+            "prefill_factor": self.prefill_factor,
             "agreement": {
                 "share": self.agreement,
                 "equal_calls": self.agreement_calls[0],
@@ -618,6 +629,7 @@ def simulate(
         rules=rules,
         parameters=used_parameters(simulator, rules, logged),
         token_exact=exact,
+        drifts=drifted_from(frame["drift"].to_list(), frame["prev_call"].to_list()),
     ).simulation()
 
 
@@ -651,6 +663,10 @@ def used_parameters(
             continue
         source = "rule" if name in rules else "log" if name in logged else "default"
         out[name] = {"value": getattr(simulator, name), "source": source}
+    # a parameter that only picks another's default is not used once that one is given
+    for name, given in getattr(simulator, "DEFAULT_OF", {}).items():
+        if out.get(given, {}).get("source", "default") != "default":
+            out.pop(name, None)
     return out
 
 
@@ -796,17 +812,21 @@ def replay(
     rules: dict[str, Any] | None = None,
     parameters: dict[str, dict[str, Any]] | None = None,
     token_exact: bool = False,
+    drifts: Sequence[int | None] | None = None,
 ) -> Replay:
     """Replay ``calls`` with ``simulator`` and price each call (:func:`simulate`'s rows).
 
     ``recorded`` and ``prefixes`` are each call's provider and common-prefix line (by
     call index), ``price`` the rates of the simulator's provider; ``model``,
     ``unpriced`` and ``rules`` as for :func:`simulate` (``calls`` already carry
-    ``model``); a ``self_hosted`` engine's calls are not priced.
+    ``model``); a ``self_hosted`` engine's calls are not priced. ``drifts`` (by call
+    index, :func:`drifted_from`): the call a drift point broke from, for its
+    ``prefill_ms_stable``.
     """
     provider = price.provider
     results = simulator.run(calls)
     prefills: dict[str, PrefillModel] = {}
+    stable = StableReads(read_unit(simulator), drifts)
     cols: dict[str, list[Any]] = {name: [] for name in _schema.SIMULATION}
     appends = [(cols[name].append, name) for name in _schema.SIMULATION]
     sources: list[str] = []
@@ -822,7 +842,16 @@ def replay(
         same = model is None or model == call.model
         reported = call.reported if origin == provider and same else None
         prefill = prefill_model(provider, call.model, prefills) if self_hosted else None
-        values = sim_row(call, result, rates, prefixes[call.index], reported, self_hosted, prefill)
+        values = sim_row(
+            call,
+            result,
+            rates,
+            prefixes[call.index],
+            reported,
+            self_hosted,
+            prefill,
+            stable.step(call.index, result),
+        )
         for append, name in appends:
             append(values[name])
     return Replay(
@@ -838,6 +867,68 @@ def replay(
         dict(parameters or {}),
         token_exact,
     )
+
+
+def drifted_from(drift: Sequence[bool | None], prev_call: Sequence[int | None]) -> list[int | None]:
+    """Per call, the call its drift broke from (its thread's previous one), else ``None``.
+
+    ``drift`` and ``prev_call`` are the calls frame's columns (by call index).
+    """
+    return [p if d else None for d, p in zip(drift, prev_call, strict=True)]
+
+
+def read_unit(simulator: Any) -> int:
+    """The tokens a self-hosted rule reads in multiples of: vLLM's block, SGLang's page, else 1."""
+    for name in ("block_size", "page_size"):
+        value = getattr(simulator, name, None)
+        if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+            return value
+    return 1
+
+
+def stable_read(read: int, total: int, previous: int, unit: int = 1) -> int:
+    """What a drift point would have read had its prefix been kept.
+
+    Without the drift the call would start with the whole previous call of its thread
+    (``previous`` tokens, in the replay's tokens), and the cache is taken to still hold
+    it: the rules' read of it, at most ``total - 1`` (the last token is always computed)
+    and floored to the rule's ``unit`` (:func:`read_unit`), and never less than the call
+    did ``read``.
+    """
+    whole = max(0, min(previous, total - 1))
+    return max(read, whole - whole % unit)
+
+
+@dataclass(slots=True)
+class StableReads:
+    """:func:`stable_read` of each drift point of a replay, its calls given in order.
+
+    ``drifts`` by call index (:func:`drifted_from`; ``None``: no drift point known).
+    """
+
+    unit: int
+    drifts: Sequence[int | None] | None
+    inputs: dict[int, int] = field(default_factory=dict)
+    """Each replayed call's input tokens (a later drift point's ``previous``)."""
+
+    def step(self, index: int, result: CallResult) -> int | None:
+        """Call ``index``'s stable read (``None``: not a drift point); remembers its size."""
+        self.inputs[index] = result.input_tokens
+        if self.drifts is None or index >= len(self.drifts):
+            return None
+        source = self.drifts[index]
+        previous = None if source is None else self.inputs.get(source)
+        if previous is None:
+            return None
+        return stable_read(result.cache_read_tokens, result.input_tokens, previous, self.unit)
+
+
+def prefill_factor_of(frame: pl.DataFrame) -> float | None:
+    """:attr:`Simulation.prefill_factor` of a replay's rows (``None``: no prefill time)."""
+    if "prefill_ms" not in frame.columns or frame["prefill_ms"].null_count() == frame.height:
+        return None
+    stable = float(frame["prefill_ms_stable"].sum())
+    return float(frame["prefill_ms"].sum()) / stable if stable > 0 else None
 
 
 def prefill_model(provider: str, model: str, kept: dict[str, PrefillModel]) -> PrefillModel:
@@ -888,12 +979,18 @@ def sim_row(
     reported: Any,
     self_hosted: bool,
     prefill: PrefillModel | None = None,
+    stable: int | None = None,
 ) -> dict[str, Any]:
     """One row of :data:`cacheviz._schema.SIMULATION`: the call's replay, priced.
 
     ``line`` is the call's common-prefix line, ``reported`` its reported usage when it
     is comparable (same provider and model), else ``None``; ``prefill`` the engine's
-    prefill-time model (self-hosted engines).
+    prefill-time model (self-hosted engines); ``stable`` a drift point's
+    :func:`stable_read` (``None``: not a drift point).
+
+    The **prefill factor** (``prefill_factor``, defined here once): the call's estimated
+    prefill time over the same call's had its prefix been kept (``prefill_ms /
+    prefill_ms_stable``); 1 at a call that is not a drift point.
     """
     cost = ideal = None
     if rates is not None:
@@ -922,9 +1019,7 @@ def sim_row(
         "prefill_tokens_saved": int(result.extra.get("prefill_tokens_saved", 0))
         if self_hosted
         else None,
-        "prefill_ms": None
-        if prefill is None
-        else round(prefill.estimate(result.uncached_tokens, result.cache_read_tokens), 3),
+        **prefill_columns(result, prefill, stable),
         "reported_input_tokens": reported.input_tokens if reported else None,
         "reported_cache_read_tokens": reported.cache_read_tokens if reported else None,
         "reported_cache_write_tokens": reported.cache_write_tokens if reported else None,
@@ -932,6 +1027,23 @@ def sim_row(
         "verdict": _verdict(result, reported),
         "sized_from_usage": reported is not None and call.sized_from_usage,
         "detail": result.detail,
+    }
+
+
+def prefill_columns(
+    result: CallResult, prefill: PrefillModel | None, stable: int | None
+) -> dict[str, float | None]:
+    """A call's ``prefill_ms``, ``prefill_ms_stable`` and ``prefill_factor`` (:func:`sim_row`)."""
+    if prefill is None:
+        return {"prefill_ms": None, "prefill_ms_stable": None, "prefill_factor": None}
+    ms = round(prefill.estimate(result.uncached_tokens, result.cache_read_tokens), 3)
+    kept = ms
+    if stable is not None:
+        kept = round(prefill.estimate(result.input_tokens - stable, stable), 3)
+    return {
+        "prefill_ms": ms,
+        "prefill_ms_stable": kept,
+        "prefill_factor": ms / kept if kept > 0 else None,
     }
 
 
@@ -1063,6 +1175,7 @@ def compare_row(target: str, result: Simulation) -> dict[str, Any]:
         "cost_usd": None if note else result.total_cost_usd,
         "ideal_usd": None if note else result.ideal_usd,
         "price_source": result.price_source,
+        "prefill_factor": result.prefill_factor,
         "error": note,
     }
 

@@ -52,6 +52,10 @@ class EntryStore:
     def __len__(self) -> int:
         return len(self._entries)
 
+    def __contains__(self, key: Hashable) -> bool:
+        """Whether ``key`` is stored (live or not yet visible; expired ones until dropped)."""
+        return key in self._entries
+
     def get(self, key: Hashable, now: float) -> Entry | None:
         """The live, visible entry for ``key`` at ``now`` (expired ones are dropped)."""
         entry = self._entries.get(key)

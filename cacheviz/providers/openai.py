@@ -212,11 +212,14 @@ class _Bucket:
     def longest(self, call: SimCall, now: float, cap: int) -> tuple[int, Entry | None]:
         """The longest token prefix ``call`` shares with a live prompt, and its entry."""
         for key in list(self.prompts):
-            if self.entries.get(key, now) is None:  # expired: dropped from the store
+            self.entries.get(key, now)  # an expired entry is dropped from the store
+            if key not in self.entries:
                 del self.prompts[key]
         best, best_entry, compared = 0, None, 0
         for entry in reversed(self.entries.live(now)):
-            if entry.tokens <= best:
+            # an entry written at a later clock (calls logged out of time order) is not
+            # visible yet: kept, with its prompt, for the calls after it
+            if entry.tokens <= best or entry.visible_at > now:
                 continue
             if compared >= cap:
                 break

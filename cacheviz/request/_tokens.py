@@ -118,6 +118,11 @@ def encoding_for_texts(name: str, texts: list[str]) -> Encoding:
     return get_encoding(name)
 
 
+SIZES = ("tokens", "bytes")
+"""How a :class:`TokenCache` sizes a block: BPE tokens, or pseudo-tokens of its bytes."""
+_BYTES_PER_TOKEN = 4
+
+
 class TokenCache:
     """Token counts of block contents, keyed by content hash, for one encoding.
 
@@ -125,11 +130,22 @@ class TokenCache:
     lengths. A block's token array is needed only where a position inside it is compared
     or shown (the first difference of two blocks, the drift detail's chips), and is then
     tokenized again; the latest ones are kept, up to ``_KEPT_TOKENS`` tokens.
+
+    ``sizes="bytes"`` counts no BPE: a block is ``ceil(len(raw) / 4)`` pseudo-tokens, one
+    per 4 bytes of its JSON as sent, and its array is those 4-byte chunks (unsigned, so
+    never a marker's id; a first difference is found to 4 bytes). Estimates, for
+    measuring what depends on the local sizes (:func:`cacheviz.analysis.prefix_lists`).
     """
 
-    def __init__(self, encoding: str, contents: dict[str, Content]) -> None:
+    def __init__(
+        self, encoding: str, contents: dict[str, Content], *, sizes: str = "tokens"
+    ) -> None:
+        if sizes not in SIZES:
+            msg = f"sizes={sizes!r} is not one of {', '.join(SIZES)}"
+            raise ValueError(msg)
         self.encoding = encoding
         self.contents = contents
+        self.sizes = sizes
         self._lengths: dict[str, int] = {}
         self._kept: OrderedDict[str, array[int]] = OrderedDict()
         self._kept_tokens = 0
@@ -151,6 +167,10 @@ class TokenCache:
             self._lengths[digest] = 0  # sized later by set_unlogged()
         missing = [h for h in missing if h not in self._lengths]
         if not missing:
+            return
+        if self.sizes == "bytes":
+            for digest in missing:
+                self._lengths[digest] = -(-len(contents[digest].raw) // _BYTES_PER_TOKEN)
             return
         batch: list[tuple[str, str | None, str]] = []
         size = 0
@@ -228,6 +248,8 @@ class TokenCache:
                 return array("i")
             marker = UNLOGGED_ID - int(digest[:7], 16)
             return array("i", [marker]) + array("i", [UNLOGGED]) * (size - 1)
+        if self.sizes == "bytes":
+            return _chunks(content.raw)
         role, text = render_text(content)
         enc = encoding_for_texts(self.encoding, [text] if role is None else [text, role])
         ids = enc.encode_ordinary(text)
@@ -239,8 +261,12 @@ class TokenCache:
         return tokens
 
     def decode(self, tokens: Iterable[int]) -> list[str]:
-        """Return the text of each token (markers as ``<|start|>``/``<|end|>``)."""
-        enc = get_encoding(self.encoding)
+        """Return the text of each token (markers as ``<|start|>``/``<|end|>``).
+
+        With ``sizes="bytes"``, a pseudo-token is its 4 bytes (a character they cut is
+        shown as U+FFFD).
+        """
+        enc = None if self.sizes == "bytes" else get_encoding(self.encoding)
         out = []
         for token in tokens:
             if token == MESSAGE_START:
@@ -249,6 +275,16 @@ class TokenCache:
                 out.append("<|end|>")
             elif token == UNLOGGED or token <= UNLOGGED_ID:
                 out.append("<|unlogged|>")
+            elif enc is None:
+                chunk = token.to_bytes(_BYTES_PER_TOKEN, "little").rstrip(b"\0")
+                out.append(chunk.decode("utf-8", "replace"))
             else:
                 out.append(enc.decode_single_token_bytes(token).decode("utf-8", "replace"))
         return out
+
+
+def _chunks(raw: bytes) -> array[int]:
+    """``raw`` as 4-byte pseudo-tokens: unsigned, so never one of the markers' negative ids."""
+    chunks = array("I")
+    chunks.frombytes(raw + b"\0" * (-len(raw) % _BYTES_PER_TOKEN))
+    return array("q", chunks)

@@ -36,6 +36,11 @@ _KIMI_WIRE = "wire.jsonl"
 _OPENCLAW_INDEX = "sessions.json"
 _DROID_SETTINGS = ".settings.json"
 _KIMI_OTHERS = frozenset({"state.json", "meta.json", "prompt.txt", "output"})
+# a Grok Build session folder: updates.jsonl is the session; the rest is its own state
+_GROK_UPDATES = "updates.jsonl"
+# a Codebuff chat folder: chat-messages.json is the chat; these are the agent's state
+_CODEBUFF_CHAT = "chat-messages.json"
+_CODEBUFF_STATE = frozenset({"run-state.json", "turn-checkpoint.json"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,7 +88,8 @@ def default_locations(home: Path | None = None) -> list[Location]:
 
     ``CLAUDE_CONFIG_DIR`` (comma-separated), ``CODEX_HOME``, ``KILO_DATA_DIR``
     (comma-separated), ``KIMI_SHARE_DIR``, ``AMP_DATA_DIR``, ``PI_AGENT_DIR``,
-    ``OPENCLAW_DIR``, ``HERMES_HOME`` and ``DROID_SESSIONS_DIR`` (each comma-separated),
+    ``OPENCLAW_DIR``, ``HERMES_HOME``, ``DROID_SESSIONS_DIR``, ``GROK_HOME``,
+    ``CODEBUFF_DATA_DIR`` and ``ZCODE_HOME`` (each comma-separated),
     ``GOOSE_PATH_ROOT`` and ``CRUSH_GLOBAL_DATA`` are honoured. Crush keeps a store in each
     project (``<project>/.crush/crush.db``): the projects it lists in its
     ``projects.json`` are looked in. Antigravity's conversations are listed so that a scan
@@ -129,6 +135,16 @@ def default_locations(home: Path | None = None) -> list[Location]:
     out += [Location("goose", db) for db in _goose_databases(home)]
     factory = home / ".factory" / "sessions"
     out += [Location("droid", folder) for folder in _listed("DROID_SESSIONS_DIR", factory)]
+    grok = _listed("GROK_HOME", home / ".grok")
+    out += [Location("grok", folder / "sessions") for folder in grok]
+    channels = [home / ".config" / f"manicode{c}" for c in ("", "-dev", "-staging")]
+    codebuff = _listed("CODEBUFF_DATA_DIR", channels[0])
+    out += [
+        Location("codebuff", folder if folder.name == "projects" else folder / "projects")
+        for folder in (codebuff if codebuff != channels[:1] else channels)
+    ]
+    zcode = _listed("ZCODE_HOME", home / ".zcode")
+    out += [Location("zcode", folder / "cli" / "db" / "db.sqlite") for folder in zcode]
     continue_dev = home / ".continue" / "dev_data"
     out += [Location("continue", continue_dev / "0.2.0" / "tokensGenerated.jsonl")]
     out += [Location("crush", db) for db in _crush_databases(home)]
@@ -355,6 +371,9 @@ def walk(paths: list[Path], tree: Tree | None = None) -> tuple[list[Unit], list[
                     tree.add_subtree(folder)
                 continue
             names = set(files)
+            grok_session = _GROK_UPDATES in names and _grok_session(here)
+            if grok_session:
+                dirs[:] = []  # its sub-agents' pointers, terminal logs: not transcripts
             cline, used = _cline_units(here, names, root)
             for unit in cline:
                 if admit(unit.path):
@@ -375,6 +394,10 @@ def walk(paths: list[Path], tree: Tree | None = None) -> tuple[list[Unit], list[
                     continue  # OpenClaw's index of its sessions, not a transcript
                 if _KIMI_WIRE in names and _kimi_companion(name):
                     continue  # a Kimi CLI session's context and state: its wire log is read
+                if grok_session and name != _GROK_UPDATES:
+                    continue  # a Grok Build session's state and history: its updates are read
+                if _CODEBUFF_CHAT in names and name in _CODEBUFF_STATE:
+                    continue  # a Codebuff chat's run state: its chat-messages.json is read
                 if admit(path):
                     _add_file(units, path, root, names, beside)
     for unit in units.values():
@@ -433,6 +456,18 @@ class _Inside:
 
 def _inside(here: Path, name: str, inside: _Inside) -> bool:
     return inside.allows(here / name)
+
+
+def _grok_session(folder: Path) -> bool:
+    """Whether ``folder`` is a Grok Build session folder (its ``updates.jsonl`` is one)."""
+    from cacheviz.formats import grok
+
+    try:
+        with (folder / _GROK_UPDATES).open("rb") as handle:
+            head = handle.read(1 << 16)
+    except OSError:
+        return False
+    return grok.detect(folder / _GROK_UPDATES, head)
 
 
 def _kimi_companion(name: str) -> bool:

@@ -1,10 +1,12 @@
 """The built front end, committed so installs need no Node (source: ``widgets/``).
 
-``npm --prefix widgets run build`` writes three files here: ``plotly.js`` (plotly, once),
-``inspector.js`` (the anywidget ESM) and ``report.js`` (the HTML report's script). Neither
-entry carries plotly: each expects ``plotly.js`` to have run first, and :func:`bundle`
-joins them, so the package ships plotly once while the widget's ESM and the report's inline
-script stay self-contained (nothing is fetched at run time).
+``npm --prefix widgets run build`` writes four files here: ``plotly.js`` (plotly, once),
+``inspector.js`` (the anywidget ESM), ``report.js`` (the HTML report's script) and
+``loader.js`` (every widget's ``_esm``: it loads the widget's ESM once per page,
+:mod:`cacheviz.ui._frontend`). Neither entry carries plotly: each expects ``plotly.js``
+to have run first, and :func:`bundle` joins them, so the package ships plotly once while
+the widget's ESM and the report's inline script stay self-contained (nothing is fetched
+from a server at run time).
 """
 
 from __future__ import annotations

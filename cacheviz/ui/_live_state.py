@@ -28,7 +28,13 @@ from cacheviz.live._incremental import LiveLog
 from cacheviz.live._sim_stream import SimulationStream, append_rows
 from cacheviz.model import OPAQUE
 from cacheviz.money._metrics import HitRatioSums, WasteSum
-from cacheviz.money._simulate import compare_row, failed_row, failure_line, provider_id
+from cacheviz.money._simulate import (
+    compare_row,
+    drifted_from,
+    failed_row,
+    failure_line,
+    provider_id,
+)
 from cacheviz.ui import _state as state
 from cacheviz.ui._costs import costs as cost_rows
 from cacheviz.ui._header import meta_of
@@ -174,12 +180,13 @@ class LiveState:
         log = self.log
         recorded = log.call_cols["provider"]
         prefixes = log.call_cols["prefix_tokens"]
+        drifts = drifted_from(log.call_cols["drift"], log.call_cols["prev_call"])
         for key, stream in list(self._streams.items()):
             if stream.n >= upto:
                 continue
             calls = [_sim_call_for(stream, c, log) for c in log.built[stream.n : upto]]
             try:
-                stream.extend(calls, recorded, prefixes)
+                stream.extend(calls, recorded, prefixes, drifts)
             except Exception as exc:  # that replay's status or row says why; others go on
                 del self._streams[key]
                 self._stream_errors[key] = exc

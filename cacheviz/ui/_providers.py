@@ -74,11 +74,11 @@ def target_facts(
     """The target's headline numbers (``None`` without a simulation).
 
     ``hit_ratio`` is the simulation's token hit ratio, ``warning`` the tokenizer warning
-    of :func:`pricing_notes`.
+    of :func:`pricing_notes`. A self-hosted engine's replay adds :func:`prefill_facts`.
     """
     if simulation is None:
         return None
-    return {
+    facts: dict[str, Any] = {
         "provider": simulation.provider,
         "model": simulation.model,
         # a self-hosted engine (vllm, sglang, llamacpp) has no prices: nothing is billed or priced
@@ -93,6 +93,30 @@ def target_facts(
         "token_scale": simulation.token_scale,
         "hit_ratio": hit_ratio,
         "warning": warning,
+    }
+    if simulation.prefill_factor is not None:
+        facts.update(prefill_facts(analysis, simulation))
+    return facts
+
+
+def prefill_facts(analysis: Analysis, simulation: Simulation) -> dict[str, Any]:
+    """A self-hosted replay's estimated prefill: the session's and each drift point's.
+
+    ``prefill_ms`` and ``prefill_ms_stable`` summed over the session and their ratio,
+    ``prefill_factor`` (:attr:`~cacheviz.money._simulate.Simulation.prefill_factor`);
+    ``prefill_drifts``: per drift point of the analysis, its ``call``, ``prefill_ms``,
+    ``prefill_ms_stable`` and ``prefill_factor`` (the simulation's columns, as they are).
+    """
+    sim = simulation.calls
+    drifts = set(analysis.drifts["call"].to_list())
+    rows = sim.filter(pl.col("call").is_in(drifts)).select(
+        "call", "prefill_ms", "prefill_ms_stable", "prefill_factor"
+    )
+    return {
+        "prefill_ms": float(sim["prefill_ms"].sum()),
+        "prefill_ms_stable": float(sim["prefill_ms_stable"].sum()),
+        "prefill_factor": simulation.prefill_factor,
+        "prefill_drifts": rows.to_dicts(),
     }
 
 
@@ -113,4 +137,9 @@ def compare_rows(compare: pl.DataFrame | None) -> list[dict[str, Any]]:
         "uncached_tokens",
         "error",
     )
-    return [{k: row[k] for k in keys} for row in compare.iter_rows(named=True)]
+    # a self-hosted engine's row also has its prefill factor (a priced row has none)
+    return [
+        {k: row[k] for k in keys}
+        | ({} if row.get("prefill_factor") is None else {"prefill_factor": row["prefill_factor"]})
+        for row in compare.iter_rows(named=True)
+    ]

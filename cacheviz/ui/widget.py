@@ -20,6 +20,9 @@ trait              direction  wire type         contents
 ``_found``         Py→JS      dict (JSON)       the full-text search's results
 =================  =========  ================  ==========================================
 
+The front end (``_esm`` and two traits of its own) is shipped once per kernel and per
+page by :class:`cacheviz.ui._frontend.SharedEsmWidget`.
+
 Custom messages from the front end: ``{"type": "compare"}`` builds the provider
 comparison (it is not built before something asks for it), ``{"type": "search",
 "text": ...}`` searches every call's segments (:func:`cacheviz.ui._search.search`).
@@ -33,15 +36,14 @@ import logging
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import anywidget
 import polars as pl
 import traitlets
 
 from cacheviz import providers
-from cacheviz.static import bundle
 from cacheviz.ui import _header as header
 from cacheviz.ui import _state as state
 from cacheviz.ui._detail import drift_detail
+from cacheviz.ui._frontend import SharedEsmWidget
 from cacheviz.ui._search import search_segments
 from cacheviz.ui._shared import ipc
 
@@ -52,27 +54,15 @@ if TYPE_CHECKING:
     from cacheviz.money._simulate import Simulation
 
 _LOG = logging.getLogger(__name__)
-_MISSING_BUNDLE = """
-export default { render({ el }) {
-  el.textContent = "cacheviz: the inspector's front end is not built (static/inspector.js). "
-    + "Run `make widgets` in the cacheviz checkout.";
-} };
-"""
 
 
-def _bundle() -> str:
-    """The built front end (plotly and the inspector), or a module that says how to build it."""
-    return bundle("inspector.js") or _MISSING_BUNDLE
-
-
-class Inspector(anywidget.AnyWidget):
+class Inspector(SharedEsmWidget):
     """Timeline, cache shape map, drift detail and provider costs of one analysis.
 
     It shows an :class:`~cacheviz.ui._state.InspectorState` (``state``): every number comes
     from :func:`cacheviz.ui._state.build`, as in the report and the live inspector.
     """
 
-    _esm = _bundle()
     _timeline = traitlets.Bytes(b"").tag(sync=True)
     _shape = traitlets.Bytes(b"").tag(sync=True)
     _costs = traitlets.Bytes(b"").tag(sync=True)

@@ -90,6 +90,10 @@ def test_inspector_renders_selects_and_resimulates(lab, page, make_payload_sessi
     page.wait_for_function(
         "() => /self-hosted/.test(document.querySelector('.cacheviz-providers').textContent)"
     )
+    # issue 31: its estimated prefill factor, the session's and its costliest drift point's
+    facts = root.locator(".cacheviz-providers__target").text_content()
+    assert re.search(r"prefill factor\s*[\d.]+× the same session without drift", facts), facts
+    assert re.search(r"costliest drift point\s*call \d+: [\d.]+×", facts), facts
 
     # issue 20 item 4: a control change shows that a re-simulation runs, then its result
     provider.select_option("anthropic")

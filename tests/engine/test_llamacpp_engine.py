@@ -111,12 +111,25 @@ def test_simulate_on_the_engine_log_agrees_call_by_call_and_estimates_the_drift(
     engine_factor = early[DRIFT_AT]["prefill_ms"] / statistics.median(
         c["prefill_ms"] for c in stable[1:]
     )
-    estimated = sims["early"].calls["prefill_ms"].to_list()
-    baseline = sims["stable"].calls["prefill_ms"].to_list()
-    estimated_factor = estimated[DRIFT_AT] / statistics.median(baseline[1:])
-    figures["early_drift_factor"] = {"engine": engine_factor, "estimated": estimated_factor}
+    # the estimate: simulate's prefill factor of the drift point (its prefill_ms over the
+    # same call's with its prefix kept), on the engine's log alone
+    estimated_factor = sims["early"].calls["prefill_factor"][DRIFT_AT]
+    same_call = early[DRIFT_AT]["prefill_ms"] / stable[DRIFT_AT]["prefill_ms"]
+    figures["early_drift_factor"] = {
+        "engine": engine_factor,
+        "engine_same_call": same_call,
+        "estimated": estimated_factor,
+    }
     session_ms = {k: sum(c["prefill_ms"] for c in measured["sessions"][k]) for k in KINDS}
     figures["session_prefill_ms"] = session_ms
+    # each session against the stable one, measured, and simulate's session prefill factor
+    figures["session_factor"] = {
+        k: {
+            "engine": session_ms[k] / session_ms["stable"],
+            "estimated": sims[k].prefill_factor,
+        }
+        for k in KINDS
+    }
     figures["stable_call_ms_median"] = statistics.median(c["prefill_ms"] for c in stable[1:])
     figures["drift_call"] = {
         "tokens": len(early[DRIFT_AT]["ids"]),
@@ -131,3 +144,4 @@ def test_simulate_on_the_engine_log_agrees_call_by_call_and_estimates_the_drift(
         with open(report, "w", encoding="utf-8") as handle:
             json.dump(figures, handle, indent=1)
     assert estimated_factor == pytest.approx(engine_factor, rel=0.25)
+    assert sims["stable"].prefill_factor == 1.0  # no drift point: its own stable session

@@ -247,6 +247,24 @@ def _antigravity(folder: Path) -> Path:
     return conversation(folder)
 
 
+def _grok(folder: Path) -> Path:
+    from tests.formats.test_grok import grok_session
+
+    return grok_session(folder)
+
+
+def _zcode(folder: Path) -> Path:
+    from tests.formats.test_zcode import zcode_db
+
+    return zcode_db(folder)
+
+
+def _codebuff(folder: Path) -> Path:
+    from tests.formats.test_codebuff import codebuff_chat
+
+    return codebuff_chat(folder)
+
+
 BUILDERS: dict[str, Callable[[Path], Path]] = {
     "cacheviz": _sample,
     "openai-log": _openai_log,
@@ -279,6 +297,9 @@ BUILDERS: dict[str, Callable[[Path], Path]] = {
     "crush": _crush,
     "continue": _continue,
     "antigravity": _antigravity,
+    "grok": _grok,
+    "zcode": _zcode,
+    "codebuff": _codebuff,
 }
 REFUSES = {"antigravity"}  # named and refused in one line (encrypted): still nothing written
 # readers whose case is still to write here: none (a new reader comes with its case)

@@ -116,6 +116,14 @@ def test_a_read_refreshes_the_entry_it_hit():
     assert reads(OpenAISimulator(), [first, branch, again]) == [0, 2048, 2560]
 
 
+def test_a_prompt_written_at_a_later_clock_is_not_read_yet_nor_lost():
+    # calls in the order written, one of them stamped earlier (clock skew, a created: 0):
+    # the later-stamped prompt is not visible to it, and still there for the calls after
+    prompt = [SYSTEM, run(100, 5000)]
+    calls = [call(0, prompt, clock=100), call(1, prompt, clock=0), call(2, prompt, clock=120)]
+    assert reads(OpenAISimulator(), calls) == [0, 0, 1280]
+
+
 def test_prompt_cache_key_routes_requests_to_separate_caches():
     prompt = [SYSTEM, run(100, 5000)]
     calls = [

@@ -26,7 +26,8 @@ KIMI_MODEL = "kimi-k2-turbo-preview"
 # the variables that would move a default folder away from $HOME
 ENV = ("CLAUDE_CONFIG_DIR", "CODEX_HOME", "KILO_DATA_DIR", "KIMI_SHARE_DIR", "AMP_DATA_DIR",
        "PI_AGENT_DIR", "OPENCLAW_DIR", "HERMES_HOME", "GOOSE_PATH_ROOT", "DROID_SESSIONS_DIR",
-       "CRUSH_GLOBAL_DATA", "XDG_DATA_HOME", "CLOUDTAP_DB", "CCV_LOG_DIR", "CXV_LOG_DIR")  # fmt: skip
+       "CRUSH_GLOBAL_DATA", "XDG_DATA_HOME", "CLOUDTAP_DB", "CCV_LOG_DIR", "CXV_LOG_DIR",
+       "GROK_HOME", "CODEBUFF_DATA_DIR", "ZCODE_HOME")  # fmt: skip
 
 
 def _lines(path: Path, records: list[dict]) -> None:
@@ -224,6 +225,24 @@ def _antigravity(home: Path) -> None:
     conversation(home)
 
 
+def _grok(home: Path) -> None:
+    from tests.formats.test_grok import grok_session
+
+    grok_session(home / ".grok" / "sessions")
+
+
+def _codebuff(home: Path) -> None:
+    from tests.formats.test_codebuff import codebuff_chat
+
+    codebuff_chat(home / ".config" / "manicode" / "projects")
+
+
+def _zcode(home: Path) -> None:
+    from tests.formats.test_zcode import zcode_db
+
+    zcode_db(home / ".zcode" / "cli" / "db")
+
+
 def _claude_tap(home: Path) -> None:
     from tests.formats.test_claude_tap import _bodies, _record, _write_store
 
@@ -277,6 +296,10 @@ AGENTS = [
     Agent("droid", _droid, ".factory", 1, True),  # session scope
     Agent("continue", _continue, ".continue", 1, True),
     Agent("crush", _crush, "code/app/.crush", 1, None),  # Crush's counts are not sums
+    Agent("grok", _grok, ".grok/sessions", 1, True),  # turn totals at the session's scope
+    # Codebuff writes credits and running prompt totals, no per-call usage: nothing billed
+    Agent("codebuff", _codebuff, ".config/manicode", 1, None),
+    Agent("zcode", _zcode, ".zcode", 1, True),
     Agent("claude-tap", _claude_tap, ".local/share/claude-tap", 1, True),
     Agent("cc-viewer", _cc_viewer, ".claude/cc-viewer", 1, True),
     # encrypted: listed as failed, in one line naming Antigravity

@@ -70,3 +70,40 @@ def test_without_llama_cpp_there_is_no_live_prefill(monkeypatch):
 
     monkeypatch.setitem(sys.modules, "llama_cpp", None)  # not importable
     assert live_prefill(layout_session(["system", "history"]), "model.gguf") is None
+
+
+def test_a_timestamp_refreshed_once_is_one_early_drift():
+    order = ["time", "tools", "system", "history"]
+    once = layout_session(order, turns=1, steps=6, refresh_time_at=3).analyze()
+    assert once.drifts["call"].to_list() == [3]
+    assert once.drifts["label"].to_list() == ["system[0]"]
+    never = layout_session(order, turns=1, steps=6, refresh_time_at=6).analyze()
+    assert never.drifts.height == 0
+
+
+def test_without_an_engine_the_early_drift_is_estimated(monkeypatch, tmp_path):
+    import sys
+
+    from cacheviz.teach.lab import EARLY_ORDER, ONE_SLOT, early_drift
+
+    lab = early_drift(steps=6, drift_at=3)
+    assert not lab.measured
+    assert lab.source.startswith("prefill_ms; no engine: set CACHEVIZ_LAB_MODEL")
+    early = layout_session(EARLY_ORDER, turns=1, steps=6, refresh_time_at=3).analyze()
+    sim = early.simulate("llamacpp", **ONE_SLOT)
+    # the estimate is simulate's prefill factor (one definition), and the chart its points
+    assert lab.estimated_drift_factor == sim.calls["prefill_factor"][3]
+    assert lab.estimated_session_factor == sim.prefill_factor
+    assert [p.prefill_ms for p in lab.runs["early"]] == sim.calls["prefill_ms"].to_list()
+    assert [p.uncached for p in lab.runs["early"]] == sim.calls["uncached_tokens"].to_list()
+    drift, stable = lab.runs["early"][3], lab.runs["stable"][3]
+    assert drift.uncached > 5 * stable.uncached and drift.prefill_ms > 2 * stable.prefill_ms
+    # the stable twin is the same call with its prefix kept: the same factor, both ways
+    assert lab.drift_factor == pytest.approx(lab.estimated_drift_factor, rel=0.02)
+    assert lab.headline().startswith("estimated (prefill_ms; no engine")
+    assert f"{lab.estimated_drift_factor:.1f}x" in lab.headline()
+    assert "no model file at" in early_drift(tmp_path / "none.gguf", steps=3, drift_at=1).source
+    model = tmp_path / "model.gguf"
+    model.write_bytes(b"GGUF")
+    monkeypatch.setitem(sys.modules, "llama_cpp", None)  # not importable
+    assert "llama-cpp-python is not installed" in early_drift(model, steps=3, drift_at=1).source

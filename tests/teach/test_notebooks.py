@@ -62,6 +62,9 @@ def test_notebook_executes_headless_in_a_kernel(path):
         ]
         assert len(views) == 9  # an inspector per lesson, and the playground
         assert "solution: hit ratio" in text and "LAB-DONE" in text
+        # the early drift's prefill factor: estimated here (no engine), or measured
+        assert "the early drift (call 4) takes" in text
+        assert ("estimated (prefill_ms" in text) or ("measured on llama.cpp" in text)
     if path.name.startswith("03-"):
         assert "billed" in text and "ideal" in text and "POST-MORTEM-DONE" in text
         views = [

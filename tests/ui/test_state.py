@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import io
+from pathlib import Path
 
 import polars as pl
 import pytest
@@ -12,6 +13,8 @@ import cacheviz
 from cacheviz import providers
 from cacheviz.ui import _state as state
 from cacheviz.ui.report import report_data
+
+SAMPLES = Path(__file__).resolve().parents[2] / "sample_sessions"
 
 SYSTEM = [{"type": "text", "text": "You are a careful engineer. " * 200}]
 
@@ -200,3 +203,23 @@ def test_a_self_hosted_target_has_its_row_in_the_comparison(write_log, anthropic
     back = state.build(analysis, state.Target("anthropic"), compare=engine.compare)
     assert "vllm" not in back.compare["target"].to_list()
     assert back.compare.height == engine.compare.height - 1
+
+
+def test_a_self_hosted_target_shows_its_prefill_factor():
+    # issue 31: each drift point's prefill factor and the session's, read by the views
+    analysis = cacheviz.load(SAMPLES / "timestamp_in_system.jsonl").analyze()
+    engine = state.build(analysis, state.Target("llamacpp"))
+    target, sim = engine.meta["target"], engine.simulation
+    assert target["prefill_factor"] == sim.prefill_factor
+    assert target["prefill_factor"] > 1  # a timestamp refreshed in the system prompt
+    assert target["prefill_ms"] == pytest.approx(sim.calls["prefill_ms"].sum())
+    assert [d["call"] for d in target["prefill_drifts"]] == analysis.drifts["call"].to_list()
+    for drift in target["prefill_drifts"]:
+        row = sim.calls.row(drift["call"], named=True)
+        assert drift == {k: row[k] for k in drift}
+        assert drift["prefill_factor"] > 1
+    row = next(r for r in engine.meta["compare"] if r["target"] == "llamacpp")
+    assert row["prefill_factor"] == target["prefill_factor"]
+    priced = state.build(analysis, state.Target("anthropic"), compare=engine.compare)
+    assert not [k for k in priced.meta["target"] if k.startswith("prefill")]
+    assert not [r for r in priced.meta["compare"] if "prefill_factor" in r]

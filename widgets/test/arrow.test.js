@@ -110,10 +110,31 @@ describe("the Python side's wire data (test/fixtures/python-report.json)", () =>
 
   it("sends the meta fields the typedefs of src/lib/data.js declare, and no others", () => {
     const why = "the Python side's meta differs from src/lib/data.js's typedef: update the typedef and its readers";
+    // a self-hosted engine's replay only (cacheviz/ui/_providers.py prefill_facts, compare_rows)
+    const engineOnly = (/** @type {string} */ key) => key.startsWith("prefill_");
     expect(Object.keys(python.meta).sort(), `Meta: ${why}`).toEqual(declared("Meta"));
-    expect(Object.keys(python.meta.target).sort(), `Target: ${why}`).toEqual(declared("Target"));
+    expect(Object.keys(python.meta.target).sort(), `Target: ${why}`).toEqual(declared("Target").filter((k) => !engineOnly(k)));
     expect(python.meta.compare.length).toBeGreaterThan(1);
-    for (const row of python.meta.compare) expect(Object.keys(row).sort(), `CompareRow: ${why}`).toEqual(declared("CompareRow"));
+    for (const row of python.meta.compare) {
+      expect(Object.keys(row).sort(), `CompareRow: ${why}`).toEqual(declared("CompareRow").filter((k) => !engineOnly(k)));
+    }
+    // the same session with a self-hosted target (llamacpp): every field, the prefill ones too
+    const engine = python.engine_meta;
+    expect(engine.target.self_hosted).toBe(true);
+    expect(Object.keys(engine.target).sort(), `Target: ${why}`).toEqual(declared("Target"));
+    expect(engine.target.prefill_drifts.length).toBe(engine.totals.drifts);
+    for (const drift of engine.target.prefill_drifts) expect(Object.keys(drift).sort()).toEqual(declared("PrefillDrift"));
+    const own = engine.compare.filter((/** @type {any} */ row) => row.target === "llamacpp");
+    expect(own.length).toBe(1);
+    expect(Object.keys(own[0]).sort(), `CompareRow: ${why}`).toEqual(declared("CompareRow"));
+    expect(own[0].prefill_factor).toBe(engine.target.prefill_factor);
+  });
+
+  it("the engine's prefill factor is its prefill time over the same without drift", () => {
+    const t = python.engine_meta.target;
+    expect(t.prefill_factor).toBeCloseTo(t.prefill_ms / t.prefill_ms_stable, 9);
+    expect(t.prefill_factor).toBeGreaterThan(1); // the sample refreshes a timestamp in its system prompt
+    for (const d of t.prefill_drifts) expect(d.prefill_factor).toBeCloseTo(d.prefill_ms / d.prefill_ms_stable, 9);
   });
 
   it("decode with every column this front end reads", () => {

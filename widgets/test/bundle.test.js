@@ -63,3 +63,20 @@ describe.each(bundles)("the built $name", ({ name, url }) => {
     }
   });
 });
+
+describe("the built loader.js (every widget's _esm)", () => {
+  const url = new URL("loader.js", STATIC);
+  const built = existsSync(url);
+  const code = built ? readFileSync(url, "utf8") : "";
+
+  it.skipIf(!built)("is small, an ES module with only a default export, and loads nothing from elsewhere", () => {
+    expect(code.length).toBeLessThan(4_000);
+    expect(matches(code, /export\s*\{[^}]*\}/).map((m) => m.match(/export\s*\{([^}]*)\}/)[1])).toEqual([
+      expect.stringMatching(/^\s*\w+ as default\s*$/),
+    ]);
+    expect(matches(code, /\beval\s*\(/)).toEqual([]);
+    expect(matches(code, /new\s+Function\b|[^.\w$]Function\s*\(/)).toEqual([]);
+    expect(matches(code, /https?:/)).toEqual([]);
+    expect(code).not.toContain("__cachevizPlotly"); // plotly travels in the shared module
+  });
+});

@@ -105,10 +105,20 @@ import { isNumber } from "./format.js";
  * @property {number | null} [token_scale]
  * @property {number | null} [hit_ratio] simulated cache read ÷ input
  * @property {string | null} [warning] e.g. priced under another vendor's tokenizer
- * @property {boolean} [self_hosted] a self-hosted engine (vllm, sglang): no prices, no bill
+ * @property {boolean} [self_hosted] a self-hosted engine (vllm, sglang, llamacpp): no prices, no bill
  * @property {boolean} [own] the session replayed under its own provider's rules
  * @property {number | null} [waste_usd] its waste (the session's when `own`)
  * @property {WasteOf | null} [waste_of] what that waste sums
+ * @property {number | null} [prefill_ms] a self-hosted engine: the session's estimated prefill time (ms)
+ * @property {number | null} [prefill_ms_stable] the same session's without drift (ms)
+ * @property {number | null} [prefill_factor] prefill_ms ÷ prefill_ms_stable
+ * @property {PrefillDrift[]} [prefill_drifts] each drift point's prefill (Simulation columns)
+ *
+ * @typedef {object} PrefillDrift
+ * @property {number} call
+ * @property {number | null} prefill_ms the call's estimated prefill time (ms)
+ * @property {number | null} prefill_ms_stable the same call's had its prefix been kept (ms)
+ * @property {number | null} prefill_factor prefill_ms ÷ prefill_ms_stable
  *
  * @typedef {object} CompareRow
  * @property {string} target
@@ -119,6 +129,7 @@ import { isNumber } from "./format.js";
  * @property {number | null} [uncached_tokens]
  * @property {string | null} [error] null, or one line: why the row has no cost ("no price …")
  *   or, with null tokens too, why its replay failed
+ * @property {number | null} [prefill_factor] a self-hosted engine's row: the session's prefill factor
  */
 
 /**

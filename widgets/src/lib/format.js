@@ -22,6 +22,16 @@ export function formatTokens(value) {
 }
 
 /**
+ * Milliseconds, whole and grouped ("1,064 ms"); "—" when missing.
+ *
+ * @param {number | null | undefined} value
+ * @returns {string}
+ */
+export function formatMs(value) {
+  return isNumber(value) ? `${INTEGER.format(Math.round(value))} ms` : "—";
+}
+
+/**
  * A token count in compact form ("12.3K") for tight places; "—" when missing.
  *
  * @param {number | null | undefined} value

@@ -194,7 +194,8 @@ export function noCostMessage(meta) {
   const target = meta.target;
   const provider = target ? String(target.provider) : "the target";
   if (target?.self_hosted) {
-    return `${provider} is a self-hosted engine: it has no prices, so there is no cost to chart. The table above shows the prefill tokens its prefix cache would save.`;
+    const factor = isNumber(target.prefill_factor) ? " and its estimated prefill factor" : "";
+    return `${provider} is a self-hosted engine: it has no prices, so there is no cost to chart. The table above shows the prefill tokens its prefix cache would save${factor}.`;
   }
   const models = meta.unpriced_models?.length ? meta.unpriced_models.join(", ") : target?.model ? String(target.model) : "the recorded models";
   const pick = meta.models?.length ? ` Pick a priced ${provider} model (e.g. ${meta.models.slice(0, 3).join(", ")}).` : " Pick a model with a price.";

@@ -3,7 +3,7 @@
 import { nameAt, stepCall, threadNames } from "../lib/data.js";
 import { facts, h } from "../lib/dom.js";
 import { splitDiff, truncate, visibleToken } from "../lib/escape.js";
-import { formatNumber, formatPercent, formatShare, formatTime, formatTokens, formatUsd, humanizeKey, isNumber } from "../lib/format.js";
+import { formatMs, formatNumber, formatPercent, formatShare, formatTime, formatTokens, formatUsd, humanizeKey, isNumber } from "../lib/format.js";
 import { detailMarkdown } from "../lib/markdown.js";
 import { panel, viewError } from "./panel.js";
 
@@ -144,6 +144,14 @@ function driftParts(doc, d, meta) {
   const target = meta.target;
   const under = target ? ` (${target.model ? `${target.provider}:${target.model}` : target.provider})` : "";
   if (d.cost_usd !== undefined) pairs.push([`drift cost${under}`, formatUsd(d.cost_usd)]);
+  // a self-hosted target: this drift point's estimated prefill against the same call's with its prefix kept
+  const prefill = (target?.prefill_drifts ?? []).find((p) => p.call === d.call);
+  if (prefill && isNumber(prefill.prefill_factor)) {
+    pairs.push([
+      `prefill factor${under}`,
+      `${formatNumber(prefill.prefill_factor, 1)}× (est. ${formatMs(prefill.prefill_ms)}; ${formatMs(prefill.prefill_ms_stable)} with the prefix kept)`,
+    ]);
+  }
   /** @type {Node[]} */
   const parts = [facts(doc, "cacheviz-detail__facts", pairs)];
   if (d.detail) parts.push(h(doc, "p", { className: "cacheviz-detail__note", text: String(d.detail) }));

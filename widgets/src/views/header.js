@@ -21,6 +21,8 @@ export const HELP = {
   hit: "Share of input tokens read from the cache: as the provider reported (calls with usage), and as simulated.",
   scale: "Token scale: the provider's reported input tokens ÷ cacheviz's own count, fitted over the calls with usage (≈1 when the tokenizer is the model's own). Token figures of calls with usage are calibrated to the provider's count call by call; the others are scaled by this ratio.",
   verdicts: "The provider's own verdict on why a call missed (Anthropic cache diagnostics, OpenAI prompt_cache_diagnostics), compared with cacheviz's reading of the same call. Each disagreement is listed with both readings.",
+  prefill:
+    "A self-hosted engine's prefill factor: its estimated prefill time (cacheviz's cost model of the uncached tokens with attention over the cached context, prefill_ms) over the same time had each drift point's prefix been kept (the previous call of its thread read from the cache). For the session: the sum over its calls against the same session without drift.",
   reconciliation: "Reconciliation: the share of calls whose simulated cache read matches the reported one (within the provider's granularity), leaving out the calls whose simulated unlogged prefix was sized from their own reported read (a match there proves nothing). Low means the simulation and the provider disagree; look at the misses.",
 };
 

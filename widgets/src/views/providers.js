@@ -1,7 +1,7 @@
 // @ts-check
 /** The target's headline numbers and the provider comparison table. */
 import { facts, h } from "../lib/dom.js";
-import { formatNumber, formatPercent, formatTokens, formatUsd, isNumber, plural } from "../lib/format.js";
+import { formatMs, formatNumber, formatPercent, formatTokens, formatUsd, isNumber, plural } from "../lib/format.js";
 import { HELP, sumCosts } from "./header.js";
 
 /** @typedef {import("../lib/data.js").Meta} Meta */
@@ -42,11 +42,37 @@ export function targetFacts(doc, meta, shown = null) {
     ["token scale", formatNumber(t.token_scale ?? null, 3), HELP.scale],
   );
   if (t.price_source) pairs.push(["prices", String(t.price_source)]);
+  pairs.push(...prefillPairs(t));
   const list = facts(doc, "cacheviz-providers__target", pairs);
   const notes = [t.warning, meta.notice].filter(Boolean).map((text) =>
     h(doc, "p", { className: "cacheviz-providers__warning", attrs: { role: "note" }, text: String(text) }),
   );
   return notes.length ? h(doc, "div", {}, [list, ...notes]) : list;
+}
+
+/**
+ * A self-hosted target's estimated prefill: the session's factor and its costliest drift point.
+ *
+ * @param {import("../lib/data.js").Target} t
+ * @returns {Array<[string, string] | [string, string, string]>}
+ */
+export function prefillPairs(t) {
+  if (!isNumber(t.prefill_factor)) return [];
+  /** @type {Array<[string, string] | [string, string, string]>} */
+  const pairs = [
+    ["prefill (estimated)", `${formatMs(t.prefill_ms)} · ${formatMs(t.prefill_ms_stable)} without drift`],
+    ["prefill factor", `${formatNumber(t.prefill_factor, 2)}× the same session without drift`, HELP.prefill],
+  ];
+  const drifts = (t.prefill_drifts ?? []).filter((d) => isNumber(d.prefill_factor));
+  if (drifts.length) {
+    const worst = drifts.reduce((a, b) => (Number(b.prefill_factor) > Number(a.prefill_factor) ? b : a));
+    pairs.push([
+      "costliest drift point",
+      `call ${worst.call}: ${formatNumber(worst.prefill_factor, 1)}× its prefill with the prefix kept (${plural(drifts.length, "drift point")})`,
+      HELP.prefill,
+    ]);
+  }
+  return pairs;
 }
 
 /**
@@ -64,7 +90,10 @@ export function compareTable(doc, meta) {
     return h(doc, "p", { className: "cacheviz-panel__empty", text: "No provider comparison." });
   }
   const current = meta.target ? targetKey(meta.target.provider, meta.target.model) : null;
+  // a self-hosted engine's row has a prefill factor: a column when one is shown
+  const prefill = rows.some((row) => isNumber(row.prefill_factor));
   const head = ["provider:model (whole session)", "cost", "ideal", "cost / ideal", "cache read", "cache write", "uncached"];
+  if (prefill) head.push("prefill × no drift");
   /** @type {HTMLElement[]} */
   const notes = [];
   const body = rows.map((row) => {
@@ -76,7 +105,7 @@ export function compareTable(doc, meta) {
       // the replay failed: no numbers, its error in their place
       return h(doc, "tr", { ...attrs, className: `${attrs.className} cacheviz-providers__row--failed`.trim() }, [
         h(doc, "td", { text: target }),
-        h(doc, "td", { className: "cacheviz-providers__row-error", text: error, attrs: { colspan: "6", role: "note" } }),
+        h(doc, "td", { className: "cacheviz-providers__row-error", text: error, attrs: { colspan: String(head.length - 1), role: "note" } }),
       ]);
     }
     if (error !== null) {
@@ -95,6 +124,7 @@ export function compareTable(doc, meta) {
       formatTokens(row.cache_write_tokens),
       formatTokens(row.uncached_tokens),
     ];
+    if (prefill) cells.push(isNumber(row.prefill_factor) ? `${formatNumber(row.prefill_factor, 2)}×` : "—");
     return h(doc, "tr", attrs, cells.map((text) => h(doc, "td", { text })));
   });
   return h(doc, "div", { className: "cacheviz-providers__wrap" }, [
