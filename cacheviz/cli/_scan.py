@@ -27,6 +27,11 @@ BY = ("day", "week", "month", "session", "project", "model")
 _LONG_KEYS = ("session", "project")  # shown last and wrapped, never cut
 
 
+# cacheviz.request._tokens.SIZES, spelled here so that `cacheviz --help` imports nothing
+# more (tests/cli/test_scan_sizes.py checks they are the same)
+SIZE_CHOICES = ("tokens", "bytes")
+
+
 def add_parser(commands: Any) -> None:
     """Add the ``scan`` subcommand to the ``cacheviz`` parser."""
     parser = commands.add_parser(
@@ -48,6 +53,13 @@ def add_parser(commands: Any) -> None:
     parser.add_argument("--prices", help="a price file (cacheviz JSON or LiteLLM's)")
     parser.add_argument("--jobs", type=_positive, help="worker processes, 1 or more (every core)")
     parser.add_argument("--no-cache", action="store_true", help="don't read or write the cache")
+    parser.add_argument(
+        "--sizes",
+        choices=SIZE_CHOICES,
+        default="tokens",
+        metavar="HOW",
+        help="block sizes: tokens (exact) or bytes (faster estimate)",
+    )
     parser.add_argument("--strict", action="store_true", help="exit 2 when any file fails")
     parser.add_argument(
         "--timeout",
@@ -102,7 +114,8 @@ def run(args: argparse.Namespace) -> int:
 
     with _child.stopped():  # what the scan's pool started, started here or in the scan
         # the pool's fork server preloads while this process imports the scan and walks
-        _child.start_early(paths, args.jobs, _child.cold(not args.no_cache, args.prices))
+        cold = _child.cold(not args.no_cache, args.prices, args.sizes)
+        _child.start_early(paths, args.jobs, cold)
         return _scan(args, paths, kept)
 
 
@@ -123,6 +136,7 @@ def _scan(args: argparse.Namespace, paths: list[Path] | None, kept: tuple[Path, 
                 prices=args.prices,
                 tree=tree,
                 unit_timeout=args.unit_timeout,
+                sizes=args.sizes,
             )
         except CacheVizError as exc:
             print(f"cacheviz: error: {one_line(str(exc))}", file=sys.stderr)
@@ -224,8 +238,11 @@ def _kept(args: argparse.Namespace, paths: list[Path] | None) -> tuple[Path, str
         "prices": args.prices,
         "unit_timeout": args.unit_timeout,
     }
+    if args.sizes != "tokens":
+        question["sizes"] = args.sizes
     try:
-        folder = versioned(default_dir(), None if args.prices is None else Path(args.prices))
+        prices = None if args.prices is None else Path(args.prices)
+        folder = versioned(default_dir(), prices, args.sizes)
     except OSError:
         return None  # the price file can't be read: the scan says so
     return folder, answers.key(question)
@@ -407,6 +424,13 @@ def _print(
         out.write(text + "\n")
     if totals["unpriced_calls"]:
         note = f"({totals['unpriced_calls']} calls with usage but no price: not in billed)"
+        out.write(wrap_line(note, width) + "\n")
+    if doc.get("sizes") == "bytes":
+        note = (
+            "(--sizes bytes: block sizes estimated from their bytes where every call reports "
+            "usage; billed as reported; ideal, waste and tokens lost are estimates that may "
+            "move by a few percent on single calls)"
+        )
         out.write(wrap_line(note, width) + "\n")
     if doc["busters"]:
         out.write("\ncache busters (drifts and misses by cause and place, costliest first)\n")

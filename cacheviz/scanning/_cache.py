@@ -70,8 +70,8 @@ def signature(unit: Unit) -> str:
 class ScanCache:
     """Read and write the cache tables in ``folder`` (created on first write)."""
 
-    def __init__(self, folder: Path, prices: Path | None = None) -> None:
-        self.folder = versioned(folder, prices)
+    def __init__(self, folder: Path, prices: Path | None = None, sizes: str = "tokens") -> None:
+        self.folder = versioned(folder, prices, sizes)
         self.damaged: list[str] = []  # tables found damaged (the cache was read cold)
         sums = self._checksums()
         schemas = {"manifest": MANIFEST, **SCHEMAS}

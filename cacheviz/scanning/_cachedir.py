@@ -25,8 +25,11 @@ def default_dir() -> Path:
     return Path(base) / "scan"
 
 
-def versioned(base: Path, prices: Path | None = None) -> Path:
+def versioned(base: Path, prices: Path | None = None, sizes: str = "tokens") -> Path:
     """The folder of this cache version under ``base``; costs under a price file apart.
+
+    Sessions analysed with block sizes estimated from bytes (``sizes="bytes"``) are kept
+    apart too: an exact scan never reuses them.
 
     Raises
     ------
@@ -39,6 +42,8 @@ def versioned(base: Path, prices: Path | None = None) -> Path:
     if prices is not None:
         digest = hashlib.blake2b(prices.read_bytes(), digest_size=8).hexdigest()
         name += f"-prices-{digest}"
+    if sizes != "tokens":
+        name += f"-sizes-{sizes}"
     return base / name
 
 

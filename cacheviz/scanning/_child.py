@@ -57,7 +57,7 @@ def warm() -> None:
         pass
 
 
-def cold(cache: bool | str | Path, prices: str | Path | None) -> bool:
+def cold(cache: bool | str | Path, prices: str | Path | None, sizes: str = "tokens") -> bool:
     """Whether a scan with this ``cache`` setting starts with nothing cached."""
     if cache is False:
         return True
@@ -65,7 +65,7 @@ def cold(cache: bool | str | Path, prices: str | Path | None) -> bool:
 
     folder = default_dir() if cache is True else Path(cache)
     try:
-        kept = versioned(folder, None if prices is None else Path(prices))
+        kept = versioned(folder, None if prices is None else Path(prices), sizes)
     except OSError:  # the price file can't be read: the scan says so, with no pool
         return False
     return not (kept / CHECKSUMS).exists()

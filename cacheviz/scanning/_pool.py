@@ -62,6 +62,7 @@ def execute(
     show: bool,
     prices: str | None,
     timeout: float | None = None,
+    sizes: str = "tokens",
 ) -> Ran:
     """Run the units, serially for small scans and one unit, else in batches on the executor.
 
@@ -80,7 +81,7 @@ def execute(
         results = []
         rates: dict[str, Any] = {}  # one price book for the scan's sessions
         for unit, known in todo:
-            results.append(run_unit(unit, known, prices, rates, timeout))
+            results.append(run_unit(unit, known, prices, rates, timeout, sizes))
             update(1)
         return Ran(results, _listed(results))
 
@@ -91,7 +92,7 @@ def execute(
             return serial()
         if executor is None:
             try:
-                return _ran(_on_pool(todo, None, workers, update, prices, timeout))
+                return _ran(_on_pool(todo, None, workers, update, prices, timeout, sizes))
             except _Broken as broken:
                 if not broken.done and not _pool_starts():
                     warnings.warn(
@@ -103,9 +104,9 @@ def execute(
                     )
                     todo = broken.left
                     return serial()
-                rest = _isolated(broken.left, update, prices, timeout)
+                rest = _isolated(broken.left, update, prices, timeout, sizes)
                 return _ran(broken.done + rest)
-        return _ran(_on_pool(todo, executor, workers, update, prices, timeout))
+        return _ran(_on_pool(todo, executor, workers, update, prices, timeout, sizes))
     finally:
         if bar is not None:
             bar.close()
@@ -135,6 +136,7 @@ def _on_pool(
     update: Callable[[int], Any],
     prices: str | None,
     timeout: float | None = None,
+    sizes: str = "tokens",
 ) -> list[Batch]:
     """Run the units in batches on ``executor`` (default: the scan's process pool)."""
     own = executor is None
@@ -148,6 +150,7 @@ def _on_pool(
                 [k for _, k in todo[i : i + size]],
                 prices,
                 timeout,
+                sizes,
             )
             for i in range(0, len(todo), size)
         ]
@@ -218,6 +221,7 @@ def _isolated(
     update: Callable[[int], Any],
     prices: str | None,
     timeout: float | None = None,
+    sizes: str = "tokens",
 ) -> list[Batch]:
     """Run the units a broken pool left, one at a time in a worker of their own.
 
@@ -230,7 +234,9 @@ def _isolated(
         for unit, known in todo:
             pool = pool or _spawned(1)
             try:
-                results.append(pool.submit(run_batch, [unit], [known], prices, timeout).result())
+                results.append(
+                    pool.submit(run_batch, [unit], [known], prices, timeout, sizes).result()
+                )
             except BrokenProcessPool:
                 pool.shutdown(wait=False)
                 pool = None

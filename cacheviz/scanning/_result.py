@@ -33,6 +33,8 @@ class ScanResult:
     files: pl.DataFrame
     duplicates_dropped: int
     locations: list[Location] | None = None
+    sizes: str = "tokens"
+    """How block sizes were found: ``tokens`` (tiktoken) or ``bytes`` (estimated)."""
     _derived: dict[str, pl.DataFrame] = field(default_factory=dict, repr=False)
 
     @property
@@ -91,6 +93,7 @@ class ScanResult:
             self.files,
             self.duplicates_dropped,
             self.locations,
+            self.sizes,
         )
 
     def totals(self) -> dict[str, Any]:
@@ -186,6 +189,8 @@ def _document(result: ScanResult, *, by: str | None = None, **options: Any) -> d
     doc["totals"] = result.totals()
     doc["busters"] = _records(result.busters)
     doc["duplicates_dropped"] = result.duplicates_dropped
+    if result.sizes != "tokens":  # said only when estimated: the default document unchanged
+        doc["sizes"] = result.sizes
     doc["failed"] = _records(result.failed)
     if by is not None:
         doc["by"] = by

@@ -124,17 +124,19 @@ def run_unit(
     prices: str | None = None,
     rates: dict[str, RateCache] | None = None,
     timeout: float | None = None,
+    sizes: str = "tokens",
 ) -> UnitResult:
     """Load and analyse one unit within ``timeout`` seconds (see :func:`_run_unit`).
 
     Past the time (``timeout``, default ``CACHEVIZ_UNIT_TIMEOUT`` or 300 s; 0: none) the
     unit is given up and marked failed, its error naming the file and the limit.
+    ``sizes``: how block sizes are found (:func:`cacheviz.analysis.prefix_lists`).
     """
     seconds = unit_timeout(timeout)
     expired = [False]
     try:
         with _time_limit(seconds, expired):
-            result = _run_unit(unit, known_hash, prices, rates)
+            result = _run_unit(unit, known_hash, prices, rates, sizes)
     except _OutOfTime:
         result = UnitResult(shown(unit.path), "failed", "")
     if expired[0]:  # also when the alarm ended in an error (an interrupted query)
@@ -153,6 +155,7 @@ def _run_unit(
     known_hash: str | None = None,
     prices: str | None = None,
     rates: dict[str, RateCache] | None = None,
+    sizes: str = "tokens",
 ) -> UnitResult:
     """Load and analyse one unit; never raises for bad input (it is reported instead).
 
@@ -185,7 +188,7 @@ def _run_unit(
             return UnitResult(shown(unit.path), "unchanged", digest)
     token = READ_TAP.set(tap)
     try:
-        return _analysed(unit, digest, tap, prices, rates)
+        return _analysed(unit, digest, tap, prices, rates, sizes)
     finally:
         READ_TAP.reset(token)
 
@@ -196,6 +199,7 @@ def _analysed(
     tap: ReadTap | None,
     prices: str | None,
     rates: dict[str, RateCache] | None,
+    sizes: str = "tokens",
 ) -> UnitResult:
     """:func:`run_unit` past the hash: ``digest`` is ``""`` when ``tap`` is to give it."""
 
@@ -224,7 +228,7 @@ def _analysed(
         warnings.simplefilter("always", CacheVizWarning)
         try:
             session = READERS[fmt].read(unit.path, errors="raise")
-            analysis = analyze_columns(session, prices=_book(prices), rates=rates)
+            analysis = analyze_columns(session, prices=_book(prices), rates=rates, sizes=sizes)
             if fmt == "codex":  # sessions/YYYY/MM/DD says nothing: the folder it ran in
                 unit = replace(unit, project=_codex_project(unit.path) or unit.project)
             calls, drifts, misses = _rows(unit, fmt, session, analysis)
@@ -287,6 +291,7 @@ def run_batch(
     known: list[str | None],
     prices: str | None = None,
     timeout: float | None = None,
+    sizes: str = "tokens",
 ) -> Batch:
     """:func:`run_unit` over a batch (one task per batch keeps process overhead low).
 
@@ -296,7 +301,7 @@ def run_batch(
     """
     rates: dict[str, RateCache] = {}  # the batch's sessions share one price book
     pairs = zip(units, known, strict=True)
-    return packed([run_unit(unit, k, prices, rates, timeout) for unit, k in pairs])
+    return packed([run_unit(unit, k, prices, rates, timeout, sizes) for unit, k in pairs])
 
 
 def packed(results: list[UnitResult]) -> Batch:

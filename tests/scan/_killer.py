@@ -11,8 +11,8 @@ import signal
 from cacheviz.scanning._worker import run_batch as real_run_batch
 
 
-def run_batch(units, known, prices=None, timeout=None):
+def run_batch(units, known, prices=None, timeout=None, sizes="tokens"):
     """Die like an out-of-memory kill when a unit's file is named ``kill*``."""
     if any(u.path.name.startswith("kill") for u in units):
         os.kill(os.getpid(), signal.SIGKILL)
-    return real_run_batch(units, known, prices, timeout)
+    return real_run_batch(units, known, prices, timeout, sizes)

@@ -306,9 +306,9 @@ def _counting(monkeypatch):
     seen = []
     original = pool_module.run_unit
 
-    def run(unit, known=None, prices=None, rates=None, timeout=None):
+    def run(unit, known=None, prices=None, rates=None, timeout=None, sizes="tokens"):
         seen.append(unit.path.name)
-        return original(unit, known, prices, rates, timeout)
+        return original(unit, known, prices, rates, timeout, sizes)
 
     monkeypatch.setattr(pool_module, "run_unit", run)
     return seen
