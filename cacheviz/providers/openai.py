@@ -64,8 +64,12 @@ from __future__ import annotations
 
 import bisect
 import hashlib
+import heapq
 import json
 import re
+import sys
+from array import array
+from collections import Counter
 from collections.abc import Hashable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import cast
@@ -203,33 +207,206 @@ def _is_tool_response(role: str | None) -> bool:
 
 
 @dataclass(slots=True)
+class _Kids:
+    """The distinct next blocks of the live prompts through one node, sorted by tokens.
+
+    ``keys`` are the blocks' token ids as big-endian 4-byte words, so byte order is the
+    lexicographic order of the token sequences: the block sharing the most leading
+    tokens with a given one is next to where that one would be inserted.
+    """
+
+    depth: int
+    keys: list[bytes] = field(default_factory=list)
+    hashes: list[str] = field(default_factory=list)
+    count: dict[str, int] = field(default_factory=dict)
+    key_of: dict[str, bytes] = field(default_factory=dict)
+    owner: dict[str, SimCall] = field(default_factory=dict)  # a prompt with that block
+
+    def add(self, prompt: SimCall) -> None:
+        h = prompt.hashes[self.depth]
+        if h in self.count:
+            self.count[h] += 1
+            return
+        key = _token_key(prompt.tokens(h))
+        at = bisect.bisect_left(self.keys, key)
+        self.keys.insert(at, key)
+        self.hashes.insert(at, h)
+        self.count[h], self.key_of[h], self.owner[h] = 1, key, prompt
+
+    def remove(self, prompt: SimCall) -> None:
+        h = prompt.hashes[self.depth]
+        left = self.count[h] - 1
+        if left:
+            self.count[h] = left
+            return
+        key = self.key_of.pop(h)
+        del self.count[h], self.owner[h]
+        at = bisect.bisect_left(self.keys, key)
+        while self.hashes[at] != h:
+            at += 1
+        del self.keys[at], self.hashes[at]
+
+    def best_run(self, call: SimCall) -> int:
+        """Most tokens of ``call``'s block at this depth shared with one of these blocks."""
+        block = call.tokens(call.hashes[self.depth])
+        key = _token_key(block)
+        at = bisect.bisect_left(self.keys, key)
+        near = [at - 1] if at else []
+        ahead = at
+        while ahead < len(self.keys) and self.keys[ahead] == key:
+            ahead += 1  # identical tokens, another hash: they share all but the last
+        near += [at, ahead] if ahead > at else [ahead]
+        best = 0
+        for i in near:
+            if i < len(self.hashes):
+                h = self.hashes[i]
+                best = max(best, differing_block_common(block, self.owner[h].tokens(h)))
+        return best
+
+
+def _token_key(tokens: array[int]) -> bytes:
+    words = array("I", tokens)
+    if sys.byteorder == "little":
+        words.byteswap()
+    return words.tobytes()
+
+
+_KIDS_KEPT = 8  # nodes whose sorted next blocks are kept up to date
+
+
+@dataclass(slots=True)
 class _Bucket:
-    """The stored prompts of one routing bucket (classic generation)."""
+    """The stored prompts of one routing bucket (classic generation), indexed.
+
+    ``through`` counts the live prompts through each prefix identity (``chain`` digest):
+    the deepest block the call shares with any live prompt is found by bisecting its
+    chain. At that node the best partial block is found among its sorted next blocks
+    (:class:`_Kids`), which gives the longest match ``B``; then the prompts are walked
+    most recently used first until one matching ``B`` tokens (ties: the most recent, as
+    an uncapped comparison of every prompt). Expiry is lazy: a heap of expiry times pops
+    what expired by the call's clock, exactly what a sweep of every entry would drop.
+    """
 
     entries: EntryStore = field(default_factory=EntryStore)
     prompts: dict[bytes, SimCall] = field(default_factory=dict)
+    through: Counter[bytes] = field(default_factory=Counter)
+    expiry: list[tuple[float, int, Entry]] = field(default_factory=list)
+    kids: dict[bytes, _Kids] = field(default_factory=dict)
+    latest_visible: float = float("-inf")  # latest ``visible_at`` ever written
+    pushed: int = 0
+    compared: int = 0  # token-exact prompt comparisons (for the benchmarks)
 
-    def longest(self, call: SimCall, now: float, cap: int) -> tuple[int, Entry | None]:
+    def _schedule(self, entry: Entry) -> None:
+        self.pushed += 1
+        heapq.heappush(self.expiry, (entry.expires_at, self.pushed, entry))
+
+    def put(self, call: SimCall, now: float, ttl: float) -> None:
+        """Store ``call``'s whole prompt (rewriting an identical one)."""
+        key = call.chain[-1]
+        if key not in self.prompts:
+            self.through.update(call.chain)
+            for node, kids in self.kids.items():
+                if _passes(call, node, kids.depth):
+                    kids.add(call)
+        self.prompts[key] = call
+        entry = self.entries.put(key, call.total, now, ttl, written_by=call.index)
+        self.latest_visible = max(self.latest_visible, entry.visible_at)
+        self._schedule(entry)
+
+    def touch(self, entry: Entry, now: float, ttl: float) -> None:
+        """A hit refreshes the entry it read from."""
+        self.entries.touch(entry, now, ttl)
+        self._schedule(entry)
+
+    def _expire(self, now: float) -> None:
+        """Drop every entry expired by ``now`` (entries refreshed since are rescheduled)."""
+        expiry = self.expiry
+        while expiry and expiry[0][0] <= now:
+            expires_at, _, entry = heapq.heappop(expiry)
+            key = cast(bytes, entry.key)
+            if entry.expires_at != expires_at or self.entries.peek(key) is not entry:
+                continue  # refreshed or rewritten since it was scheduled
+            self.entries.get(key, now)  # drops it
+            prompt = self.prompts.pop(key)
+            through = self.through
+            for digest in prompt.chain:
+                left = through[digest] - 1
+                if left:
+                    through[digest] = left
+                else:
+                    del through[digest]
+            for node, kids in self.kids.items():
+                if _passes(prompt, node, kids.depth):
+                    kids.remove(prompt)
+
+    def longest(self, call: SimCall, now: float) -> tuple[int, Entry | None]:
         """The longest token prefix ``call`` shares with a live prompt, and its entry."""
-        for key in list(self.prompts):
-            self.entries.get(key, now)  # an expired entry is dropped from the store
-            if key not in self.entries:
-                del self.prompts[key]
-        best, best_entry, compared = 0, None, 0
-        for entry in reversed(self.entries.live(now)):
+        self._expire(now)
+        if not self.prompts:
+            return 0, None
+        if self.latest_visible > now:  # calls logged out of time order: some not visible
+            return self._compare_all(call, now)
+        chain, n = call.chain, len(call.chain)
+        low, high = 0, n  # chain[low - 1] is shared with a live prompt; past ``high`` none
+        while low < high:
+            mid = (low + high + 1) // 2
+            if chain[mid - 1] in self.through:
+                low = mid
+            else:
+                high = mid - 1
+        depth = low
+        bound = call.offsets[depth]
+        node = chain[depth - 1] if depth else b""
+        through = self.through[node] if depth else len(self.prompts)
+        if depth < len(call.hashes) and through > (node in self.prompts):
+            # some live prompt goes on past the node: the best of their next blocks
+            bound += call.partial(depth, self._kids(node, depth).best_run(call))
+        bound = min(bound, call.total)
+        for entry in self.entries.recent():
+            if entry.tokens < bound:
+                continue
+            prompt = self.prompts[cast(bytes, entry.key)]
+            if bound > call.offsets[depth] and not _passes(prompt, chain[depth - 1], depth):
+                continue  # shares fewer blocks: at most ``offsets[depth]`` tokens
+            self.compared += 1
+            if _token_lcp(call, prompt, bound - 1) == bound:
+                return bound, entry
+        return self._compare_all(call, now)  # no prompt long enough (calibrated sizes)
+
+    def _kids(self, node: bytes, depth: int) -> _Kids:
+        kids = self.kids.get(node)
+        if kids is None or kids.depth != depth:
+            kids = _Kids(depth)
+            for prompt in self.prompts.values():
+                if _passes(prompt, node, depth):
+                    kids.add(prompt)
+            if len(self.kids) >= _KIDS_KEPT:
+                del self.kids[next(iter(self.kids))]
+            self.kids[node] = kids
+        return kids
+
+    def _compare_all(self, call: SimCall, now: float) -> tuple[int, Entry | None]:
+        """Every live, visible prompt compared, most recently used first."""
+        best, best_entry = 0, None
+        for entry in self.entries.recent():
             # an entry written at a later clock (calls logged out of time order) is not
             # visible yet: kept, with its prompt, for the calls after it
             if entry.tokens <= best or entry.visible_at > now:
                 continue
-            if compared >= cap:
-                break
-            compared += 1
+            self.compared += 1
             length = _token_lcp(call, self.prompts[cast(bytes, entry.key)], best)
             if length > best:
                 best, best_entry = length, entry
                 if best >= call.total:
                     break
         return best, best_entry
+
+
+def _passes(prompt: SimCall, node: bytes, depth: int) -> bool:
+    """Whether ``prompt`` goes through ``node`` (a chain digest at ``depth``) and beyond."""
+    if len(prompt.hashes) <= depth:
+        return False
+    return depth == 0 or prompt.chain[depth - 1] == node
 
 
 @dataclass
@@ -326,12 +503,12 @@ class OpenAISimulator:
         retention, ttl = self._ttl(call)
         step = self.granularity or granularity_for(call.model)
         bucket = buckets.setdefault((_salt(call), _route(call)), _Bucket())
-        length, entry = bucket.longest(call, now, self.max_compared)
+        length, entry = bucket.longest(call, now)
         cached = length // step * step
         if cached < self.min_tokens:
             cached = 0
         if entry is not None and cached:
-            bucket.entries.touch(entry, now, ttl)
+            bucket.touch(entry, now, ttl)
             detail = (
                 f"{retention}: {length} tokens match call {entry.written_by}, "
                 f"{cached} cached (every {step})"
@@ -340,9 +517,7 @@ class OpenAISimulator:
             detail = f"{retention}: {length} tokens match, under {self.min_tokens} once floored"
         else:
             detail = f"{retention}: no live prompt in the bucket"
-        key = call.chain[-1]
-        bucket.entries.put(key, total, now, ttl, written_by=call.index)
-        bucket.prompts[key] = call
+        bucket.put(call, now, ttl)
         return CallResult(total, cache_read_tokens=cached, detail=detail)
 
     def _points(self, call: SimCall) -> tuple[list[int], list[int], int | None]:
