@@ -67,7 +67,6 @@ import hashlib
 import heapq
 import json
 import re
-import sys
 from array import array
 from collections import Counter
 from collections.abc import Hashable, Iterable, Iterator, Sequence
@@ -210,9 +209,9 @@ def _is_tool_response(role: str | None) -> bool:
 class _Kids:
     """The distinct next blocks of the live prompts through one node, sorted by tokens.
 
-    ``keys`` are the blocks' token ids as big-endian 4-byte words, so byte order is the
-    lexicographic order of the token sequences: the block sharing the most leading
-    tokens with a given one is next to where that one would be inserted.
+    ``keys`` are the blocks' token ids as 4-byte words, so byte order is a lexicographic
+    order of the token sequences (by some order of the words): the block sharing the
+    most leading tokens with a given one is next to where that one would be inserted.
     """
 
     depth: int
@@ -265,10 +264,8 @@ class _Kids:
 
 
 def _token_key(tokens: array[int]) -> bytes:
-    words = array("I", tokens)
-    if sys.byteorder == "little":
-        words.byteswap()
-    return words.tobytes()
+    """A block's tokens as fixed-width words: any fixed width orders them lexicographically."""
+    return (tokens if tokens.typecode == "i" else array("i", tokens)).tobytes()
 
 
 _KIDS_KEPT = 8  # nodes whose sorted next blocks are kept up to date
