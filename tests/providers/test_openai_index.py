@@ -10,11 +10,14 @@ simulator must give the same read, and name the same writer, on every call.
 from __future__ import annotations
 
 import bisect
+import hashlib
 import json
 import random
 import re
 import warnings
+from array import array
 from dataclasses import dataclass, replace
+from itertools import accumulate
 from pathlib import Path
 
 import pytest
@@ -236,3 +239,45 @@ def test_the_real_sessions_read_what_comparing_every_live_prompt_reads(realdata:
                 assert simulated(calls, retention, granularity) == want
                 checked += len(calls)
     assert checked > 1000
+
+
+def test_a_block_of_the_same_tokens_but_other_bytes_is_not_the_longest_match() -> None:
+    """Identical tokens under another hash share all but the last; a longer block wins."""
+    tokens: dict[str, list[int]] = {}
+
+    def request(index: int, blocks: list[tuple[str, list[int]]]) -> SimCall:
+        tokens.update(blocks)
+        chain, state = [], b""
+        for name, _ in blocks:
+            state = hashlib.sha256(state + name.encode()).digest()
+            chain.append(state)
+        return SimCall(
+            index=index,
+            thread="main",
+            ts=None,
+            model="gpt-5",
+            hashes=[name for name, _ in blocks],
+            chain=chain,
+            offsets=[0, *accumulate(len(t) for _, t in blocks)],
+            parts=["messages"] * len(blocks),
+            roles=["user"] * len(blocks),
+            tokens=lambda h: array("i", tokens[h]),
+            breakpoints=[],
+            auto_breakpoint=None,
+            params={"prompt_cache_key": "k"},
+            output_tokens=None,
+            reported=None,
+            clock=float(index),
+        )
+
+    head = ("head", list(range(1200)))
+    body = list(range(5000, 5300))
+    calls = [
+        request(0, [head, ("longer", [*body, 7, 8, 9])]),
+        request(1, [head, ("same tokens", body)]),
+        request(2, [head, ("before", [4000])]),
+        request(3, [head, ("call", body)]),
+    ]
+    want = reference(calls, None, 1)
+    assert want[3] == (1500, 0)
+    assert simulated(calls, None, 1) == want
