@@ -63,6 +63,7 @@ Approximations
 from __future__ import annotations
 
 import bisect
+import functools
 import hashlib
 import heapq
 import json
@@ -150,7 +151,16 @@ def granularity_for(model: str) -> int:
 def _salt(call: SimCall) -> bytes:
     """The model and the request members that change the rendered prefix."""
     params = {k: call.params[k] for k in _SALT_KEYS if k in call.params}
+    if not params:
+        return _model_salt(call.model)
     text = json.dumps([call.model, params], sort_keys=True, default=str)
+    return hashlib.sha1(text.encode()).digest()[:8]
+
+
+@functools.lru_cache(maxsize=64)
+def _model_salt(model: str) -> bytes:
+    """:func:`_salt` of a request without any of those members (the same digest)."""
+    text = json.dumps([model, {}], sort_keys=True, default=str)
     return hashlib.sha1(text.encode()).digest()[:8]
 
 
@@ -331,7 +341,7 @@ class _Bucket:
                 if left:
                     through[digest] = left
                 else:
-                    del through[digest]
+                    through.pop(digest)  # dict's own (Counter's __delitem__ is Python)
             for node, kids in self.kids.items():
                 if _passes(prompt, node, kids.depth):
                     kids.remove(prompt)
