@@ -41,10 +41,11 @@ Approximations
   differ never share 1,024 tokens anyway, so the key alone is enough. Organization and
   region are one scope; overflow routing above ~15 requests/min per prefix is not
   modelled (every request reaches its bucket's machine).
-* Classic LCP search: live prompts of the bucket are compared most recently used first,
-  skipping those no longer than the best match so far; at most ``max_compared`` (64)
-  are compared token by token per request. A stored prompt that is a prefix of a newer
-  one is rarely compared again (the newer one already matches at least as far).
+* Classic LCP search: the longest match among *all* live, visible prompts of the
+  bucket, found through an index (:class:`_Bucket`), not by comparing each; a tie goes
+  to the most recently used prompt, which the hit refreshes. (Until 2026-12 at most
+  ``max_compared`` (64) prompts were compared, most recent first: an approximation for
+  speed, not the spec; the parameter is still accepted and ignored.)
 * Hidden system tokens are unknown and taken as 0.
 * ``retention=None`` follows the request's ``prompt_cache_retention`` and falls back to
   ``in_memory``, the conservative choice (the Sept-2026 guide makes ``24h`` the default
@@ -68,8 +69,8 @@ import hashlib
 import heapq
 import json
 import re
+import warnings
 from array import array
-from collections import Counter
 from collections.abc import Hashable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import cast
@@ -91,7 +92,6 @@ MAX_WRITES = 4
 EXPLICIT_FIRST = 2
 EXPLICIT_LATEST = 50
 MESSAGE_LOOKBACK = 20
-MAX_COMPARED = 64
 _SALT_KEYS = (
     "parallel_tool_calls",
     "response_format",
@@ -285,33 +285,49 @@ _KIDS_KEPT = 8  # nodes whose sorted next blocks are kept up to date
 class _Bucket:
     """The stored prompts of one routing bucket (classic generation), indexed.
 
-    ``through`` counts the live prompts through each prefix identity (``chain`` digest):
-    the deepest block the call shares with any live prompt is found by bisecting its
-    chain. At that node the best partial block is found among its sorted next blocks
-    (:class:`_Kids`), which gives the longest match ``B``; then the prompts are walked
-    most recently used first until one matching ``B`` tokens (ties: the most recent, as
-    an uncapped comparison of every prompt). Expiry is lazy: a heap of expiry times pops
-    what expired by the call's clock, exactly what a sweep of every entry would drop.
+    ``order`` keeps the live prompts sorted by their block sequences (lexicographically,
+    compared by bisecting their prefix chains): the prompts sharing the most blocks with
+    a call are next to where it would be inserted, and those sharing at least ``d`` are
+    one run around that place. At the deepest shared node the best partial block is
+    found among the sorted next blocks (:class:`_Kids`), which gives the longest match
+    ``B``; then the prompts are walked most recently used first until one matches ``B``
+    tokens (ties: the most recent, as an uncapped comparison of every prompt would
+    give). Storing or dropping a prompt costs O(log(prompts) * log(blocks)) steps, not one
+    per block. Expiry is lazy: a heap of expiry times pops what expired by the call's
+    clock, exactly what a sweep of every entry at each call would drop.
     """
 
     entries: EntryStore = field(default_factory=EntryStore)
     prompts: dict[bytes, SimCall] = field(default_factory=dict)
-    through: Counter[bytes] = field(default_factory=Counter)
+    order: list[SimCall] = field(default_factory=list)
     expiry: list[tuple[float, int, Entry]] = field(default_factory=list)
     kids: dict[bytes, _Kids] = field(default_factory=dict)
     latest_visible: float = float("-inf")  # latest ``visible_at`` ever written
     pushed: int = 0
-    compared: int = 0  # token-exact prompt comparisons (for the benchmarks)
 
     def _schedule(self, entry: Entry) -> None:
         self.pushed += 1
         heapq.heappush(self.expiry, (entry.expires_at, self.pushed, entry))
 
+    def _position(self, call: SimCall) -> int:
+        """Where ``call``'s block sequence goes in ``order`` (before an equal one)."""
+        order, low, high = self.order, 0, len(self.order)
+        while low < high:
+            mid = (low + high) // 2
+            if _before(order[mid], call):
+                low = mid + 1
+            else:
+                high = mid
+        return low
+
     def put(self, call: SimCall, now: float, ttl: float) -> None:
         """Store ``call``'s whole prompt (rewriting an identical one)."""
         key = call.chain[-1]
-        if key not in self.prompts:
-            self.through.update(call.chain)
+        at = self._position(call)
+        if key in self.prompts:
+            self.order[at] = call  # the same blocks
+        else:
+            self.order.insert(at, call)
             for node, kids in self.kids.items():
                 if _passes(call, node, kids.depth):
                     kids.add(call)
@@ -335,13 +351,7 @@ class _Bucket:
                 continue  # refreshed or rewritten since it was scheduled
             self.entries.get(key, now)  # drops it
             prompt = self.prompts.pop(key)
-            through = self.through
-            for digest in prompt.chain:
-                left = through[digest] - 1
-                if left:
-                    through[digest] = left
-                else:
-                    through.pop(digest)  # dict's own (Counter's __delitem__ is Python)
+            del self.order[self._position(prompt)]
             for node, kids in self.kids.items():
                 if _passes(prompt, node, kids.depth):
                     kids.remove(prompt)
@@ -353,38 +363,43 @@ class _Bucket:
             return 0, None
         if self.latest_visible > now:  # calls logged out of time order: some not visible
             return self._compare_all(call, now)
-        chain, n = call.chain, len(call.chain)
-        low, high = 0, n  # chain[low - 1] is shared with a live prompt; past ``high`` none
-        while low < high:
-            mid = (low + high + 1) // 2
-            if chain[mid - 1] in self.through:
-                low = mid
-            else:
-                high = mid - 1
-        depth = low
+        order, chain = self.order, call.chain
+        at = self._position(call)
+        depth = max(
+            _common_blocks(chain, order[i].chain) for i in (at - 1, at) if 0 <= i < len(order)
+        )
         bound = call.offsets[depth]
-        node = chain[depth - 1] if depth else b""
-        through = self.through[node] if depth else len(self.prompts)
-        if depth < len(call.hashes) and through > (node in self.prompts):
-            # some live prompt goes on past the node: the best of their next blocks
-            bound += call.partial(depth, self._kids(node, depth).best_run(call))
+        if depth < len(call.hashes):
+            kids = self._kids(call, at, depth)
+            if kids.hashes:  # some live prompt goes on past the node: its best next block
+                bound += call.partial(depth, kids.best_run(call))
         bound = min(bound, call.total)
+        node = chain[depth - 1] if depth else b""
         for entry in self.entries.recent():
             if entry.tokens < bound:
                 continue
             prompt = self.prompts[cast(bytes, entry.key)]
-            if bound > call.offsets[depth] and not _passes(prompt, chain[depth - 1], depth):
+            if bound > call.offsets[depth] and not _passes(prompt, node, depth):
                 continue  # shares fewer blocks: at most ``offsets[depth]`` tokens
-            self.compared += 1
             if _token_lcp(call, prompt, bound - 1) == bound:
                 return bound, entry
         return self._compare_all(call, now)  # no prompt long enough (calibrated sizes)
 
-    def _kids(self, node: bytes, depth: int) -> _Kids:
+    def _kids(self, call: SimCall, at: int, depth: int) -> _Kids:
+        """The next blocks of the live prompts through ``call``'s node at ``depth``."""
+        node = call.chain[depth - 1] if depth else b""
         kids = self.kids.get(node)
         if kids is None or kids.depth != depth:
+            order, low, high = self.order, at, at  # the run sharing ``depth`` blocks
+            if depth:
+                while low > 0 and _shares(order[low - 1], node, depth):
+                    low -= 1
+                while high < len(order) and _shares(order[high], node, depth):
+                    high += 1
+            else:
+                low, high = 0, len(order)
             kids = _Kids(depth)
-            for prompt in self.prompts.values():
+            for prompt in order[low:high]:
                 if _passes(prompt, node, depth):
                     kids.add(prompt)
             if len(self.kids) >= _KIDS_KEPT:
@@ -400,7 +415,6 @@ class _Bucket:
             # visible yet: kept, with its prompt, for the calls after it
             if entry.tokens <= best or entry.visible_at > now:
                 continue
-            self.compared += 1
             length = _token_lcp(call, self.prompts[cast(bytes, entry.key)], best)
             if length > best:
                 best, best_entry = length, entry
@@ -409,11 +423,24 @@ class _Bucket:
         return best, best_entry
 
 
+def _before(a: SimCall, b: SimCall) -> bool:
+    """Whether ``a``'s block sequence sorts before ``b``'s (a prefix sorts first)."""
+    k = _common_blocks(a.chain, b.chain)
+    if k == len(a.hashes):
+        return k < len(b.hashes)
+    if k == len(b.hashes):
+        return False
+    return a.hashes[k] < b.hashes[k]
+
+
+def _shares(prompt: SimCall, node: bytes, depth: int) -> bool:
+    """Whether ``prompt`` starts with the ``depth`` blocks whose prefix digest is ``node``."""
+    return depth == 0 or (len(prompt.chain) >= depth and prompt.chain[depth - 1] == node)
+
+
 def _passes(prompt: SimCall, node: bytes, depth: int) -> bool:
     """Whether ``prompt`` goes through ``node`` (a chain digest at ``depth``) and beyond."""
-    if len(prompt.hashes) <= depth:
-        return False
-    return depth == 0 or prompt.chain[depth - 1] == node
+    return len(prompt.hashes) > depth and _shares(prompt, node, depth)
 
 
 @dataclass
@@ -442,7 +469,8 @@ class OpenAISimulator:
     message_lookback
         GPT-5.6+ earlier eligible message endings looked up.
     max_compared
-        Classic: stored prompts compared token by token per request.
+        Deprecated and ignored: the classic search now finds the longest match among all
+        live prompts (it compared at most this many, most recent first, before 2026-12).
     mode
         GPT-5.6+: ``implicit`` or ``explicit`` for every request; ``None`` follows each
         request's ``prompt_cache_options.mode`` (``implicit`` when absent).
@@ -457,7 +485,7 @@ class OpenAISimulator:
     breakpoint_ttl_seconds: float = BREAKPOINT_TTL
     max_writes: int = MAX_WRITES
     message_lookback: int = MESSAGE_LOOKBACK
-    max_compared: int = MAX_COMPARED
+    max_compared: int | None = None
     mode: str | None = None
     provider: str = "openai"
 
@@ -475,6 +503,13 @@ class OpenAISimulator:
             raise ValueError(msg)
         if self.granularity is not None and self.granularity < 1:
             raise ValueError("granularity must be at least 1")
+        if self.max_compared is not None:
+            warnings.warn(
+                "OpenAISimulator(max_compared=...) is deprecated and ignored: the classic "
+                "search finds the longest match among all live prompts; drop the argument",
+                DeprecationWarning,
+                stacklevel=3,
+            )
 
     def run(self, calls: Sequence[SimCall]) -> list[CallResult]:
         """Replay the calls; see the module docstring for the algorithm."""

@@ -109,8 +109,11 @@ def test_the_longest_live_prompt_is_found_however_many_came_after_it():
         call(2, [run(1200, 30_000)], clock=2, prompt_cache_key="k"),
         call(3, prompt, clock=3, prompt_cache_key="k"),
     ]
+    assert reads(OpenAISimulator(), calls) == [0, 0, 0, 1280]
     for cap in (1, 2, 3, 64):
-        assert reads(OpenAISimulator(max_compared=cap), calls) == [0, 0, 0, 1280]
+        with pytest.warns(DeprecationWarning, match="max_compared=.*ignored"):
+            simulator = OpenAISimulator(max_compared=cap)
+        assert reads(simulator, calls) == [0, 0, 0, 1280]
 
 
 def test_options_are_checked_and_normalised():
