@@ -388,7 +388,7 @@ class _Bucket:
     def _kids(self, call: SimCall, at: int, depth: int) -> _Kids:
         """The next blocks of the live prompts through ``call``'s node at ``depth``."""
         node = call.chain[depth - 1] if depth else b""
-        kids = self.kids.get(node)
+        kids = self.kids.pop(node, None)  # put back last: the least recently used goes
         if kids is None or kids.depth != depth:
             order, low, high = self.order, at, at  # the run sharing ``depth`` blocks
             if depth:
@@ -404,7 +404,7 @@ class _Bucket:
                     kids.add(prompt)
             if len(self.kids) >= _KIDS_KEPT:
                 del self.kids[next(iter(self.kids))]
-            self.kids[node] = kids
+        self.kids[node] = kids
         return kids
 
     def _compare_all(self, call: SimCall, now: float) -> tuple[int, Entry | None]:
