@@ -20,6 +20,46 @@ REFERENCE_VARIABLE = "CACHEVIZ_BENCH_REFERENCE"
 """The environment variable naming the checkout a benchmark compares this one with."""
 
 
+CCUSAGE_VARIABLE = "CACHEVIZ_BENCH_CCUSAGE"
+"""The environment variable naming a ccusage executable (``--ccusage`` of the scan benches).
+
+ccusage is never a dependency of cacheviz: install it outside the repository, e.g.
+``npm install --prefix /work/ccusage ccusage@20.0.24``, and name its native binary
+(``node_modules/@ccusage/ccusage-linux-x64/bin/ccusage``, made executable) or its
+``node_modules/.bin/ccusage`` script (which starts that binary from node).
+"""
+
+
+def ccusage(path: str | None, claude_config: Path) -> list[str] | None:
+    """ccusage's ``claude session --json --offline`` over ``claude_config``, if it runs here.
+
+    ``path`` (else ``$CACHEVIZ_BENCH_CCUSAGE``) is the executable; None when there is none,
+    or it fails or reads no session offline (``CLAUDE_CONFIG_DIR=claude_config``, which
+    holds ``projects/``). The command must be run with :func:`ccusage_env`.
+    """
+    path = path or os.environ.get(CCUSAGE_VARIABLE)
+    if not path:
+        return None
+    argv = [path, "claude", "session", "--json", "--offline"]
+    try:
+        done = subprocess.run(
+            argv, env=ccusage_env(claude_config), capture_output=True, timeout=120, check=False
+        )
+        sessions = json.loads(done.stdout)["sessions"] if done.returncode == 0 else []
+    except (OSError, subprocess.TimeoutExpired, ValueError, KeyError, TypeError) as exc:
+        print(f"ccusage at {path} does not run here ({exc}); the baseline is the usage sum")
+        return None
+    if not sessions:
+        print(f"ccusage at {path} read no session offline; the baseline is the usage sum")
+        return None
+    return argv
+
+
+def ccusage_env(claude_config: Path) -> dict[str, str]:
+    """The environment ccusage runs in: ``CLAUDE_CONFIG_DIR`` the tree, no colours."""
+    return {**os.environ, "CLAUDE_CONFIG_DIR": str(claude_config), "NO_COLOR": "1"}
+
+
 def reference_root() -> Path | None:
     """The other checkout to compare with: ``$CACHEVIZ_BENCH_REFERENCE``, else None."""
     value = os.environ.get(REFERENCE_VARIABLE)

@@ -3,6 +3,7 @@
     python bench/bench_budgets.py                                  # this checkout
     python bench/bench_budgets.py --root ../main --root .          # before and after, paired
     python bench/bench_budgets.py --copies 15 --cc-mb 60 --repeat 3
+    python bench/bench_budgets.py --ccusage /work/ccusage/node_modules/@ccusage/ccusage-linux-x64/bin/ccusage
 
 The inputs are written outside the repository (``--out``, default
 ``/tmp/cacheviz-bench/budgets``) when missing:
@@ -18,8 +19,10 @@ time, children included, and its peak RSS); the rounds interleave the baselines 
 ``--root``, so that a change in the machine's load (2 cores shared) hits all alike; the
 best of ``--repeat`` is kept. The rows (budgets from the issue):
 
-1. ``cacheviz scan TREE --no-cache --json`` vs a plain-Python usage sum of the same files
-   (``bench_cold_scan.USAGE_SUM``; ccusage is not installed here): <= 3x CPU and wall;
+1. ``cacheviz scan TREE --no-cache --json`` vs ccusage's ``claude session --json
+   --offline`` on the same tree (``--ccusage PATH`` or ``$CACHEVIZ_BENCH_CCUSAGE``, an
+   install outside the repository: ``_shared.ccusage``), else a plain-Python usage sum of
+   the same files (``bench_cold_scan.USAGE_SUM``, measured either way): <= 3x CPU and wall;
 2. ``cacheviz summary --json`` of the big session vs an orjson parse of every line of it:
    <= 3x CPU;
 3. peak RSS of ``check`` / ``scan`` / ``summary`` of the big session against its size:
@@ -103,18 +106,27 @@ def main() -> None:
     parser.add_argument("--copies", type=int, default=15)
     parser.add_argument("--cc-mb", type=float, default=60.0)
     parser.add_argument("--repeat", type=int, default=2)
+    parser.add_argument(
+        "--ccusage",
+        help="a ccusage executable, the scan's baseline (default $CACHEVIZ_BENCH_CCUSAGE)",
+    )
+    parser.add_argument(
+        "--only-scan", action="store_true", help="the cold scan row only (no big session)"
+    )
     args = parser.parse_args()
     roots = [r.resolve() for r in args.root or [ROOT]]
     import make_big_cc
+    from _shared import ccusage, ccusage_env
     from bench_cold_scan import USAGE_SUM
 
     projects = tree(args.out, args.copies)
     big = args.out / f"big_cc_{args.cc_mb:g}.jsonl"
-    if not big.exists():
+    if not big.exists() and not args.only_scan:
         make_big_cc.write(make_big_cc.default_source(), big, args.cc_mb)
+    native = ccusage(args.ccusage, args.out)
     files = sorted(projects.rglob("*.jsonl"))
     tree_mb = sum(p.stat().st_size for p in files) / 1e6
-    big_mb = big.stat().st_size / 2**20
+    big_mb = big.stat().st_size / 2**20 if big.exists() else 0.0
     print(f"tree: {len(files)} files, {tree_mb:.0f} MB; session: {big_mb:.0f} MiB")
     base_env = {**os.environ}
     base_env.pop("PYTHONDONTWRITEBYTECODE", None)  # children keep their .pyc (as installed)
@@ -123,25 +135,39 @@ def main() -> None:
         ("usage sum (tree)", None, [py, "-c", USAGE_SUM, str(projects)]),
         ("orjson parse (session)", None, [py, "-c", PARSE, str(big)]),
     ]
+    if native is not None:
+        runs.append(("ccusage claude session (tree)", None, native))
+    per_root = 1 if args.only_scan else 4
     for root in roots:
         cli = [py, "-m", "cacheviz"]
-        runs += [
-            ("scan --no-cache (tree)", root, [*cli, "scan", str(projects), "--no-cache", "--json"]),
-            ("summary (session)", root, [*cli, "summary", str(big), "--json"]),
-            ("check (session)", root, [*cli, "check", str(big), "--json"]),
-            ("scan --no-cache (session)", root, [*cli, "scan", str(big), "--no-cache", "--json"]),
-        ]
+        runs.append(
+            ("scan --no-cache (tree)", root, [*cli, "scan", str(projects), "--no-cache", "--json"])
+        )
+        if not args.only_scan:
+            runs += [
+                ("summary (session)", root, [*cli, "summary", str(big), "--json"]),
+                ("check (session)", root, [*cli, "check", str(big), "--json"]),
+                (
+                    "scan --no-cache (session)",
+                    root,
+                    [*cli, "scan", str(big), "--no-cache", "--json"],
+                ),
+            ]
+    if args.only_scan:
+        runs.pop(1)  # no session: no parse of it
 
-    def env_of(root: Path | None) -> dict[str, str]:
+    def env_of(root: Path | None, argv: list[str]) -> dict[str, str]:
+        if root is None and argv is native:
+            return ccusage_env(args.out)
         where = root or ROOT
         return {**base_env, "PYTHONPATH": str(where), "PYTHONPYCACHEPREFIX": f"/tmp/pyc{where}"}
 
     for _label, root, argv in runs:  # compile once, untimed
-        measured(argv, env_of(root), root or ROOT)
+        measured(argv, env_of(root, argv), root or ROOT)
     best: dict[int, tuple[float, float, float]] = {}
     for _ in range(args.repeat):
         for i, (_label, root, argv) in enumerate(runs):
-            got = measured(argv, env_of(root), root or ROOT)
+            got = measured(argv, env_of(root, argv), root or ROOT)
             old = best.get(i, (float("inf"),) * 3)
             best[i] = (min(old[0], got[0]), min(old[1], got[1]), min(old[2], got[2]))
     load = " ".join(f"{x:.1f}" for x in os.getloadavg())
@@ -150,17 +176,26 @@ def main() -> None:
         wall, cpu, rss = best[i]
         where = "" if root is None else f" [{root.name}]"
         print(f"{label + where:<44} {wall:7.2f} s wall {cpu:7.2f} CPU-s {rss:6.0f} MB")
+    labels = [label for label, _root, _argv in runs]
     sum_wall, sum_cpu, _ = best[0]
-    _, parse_cpu, _ = best[1]
+    parse_cpu = 0.0 if args.only_scan else best[1][1]
+    first = labels.index("scan --no-cache (tree)")
+    base = {"usage sum": (sum_wall, sum_cpu)}
+    if native is not None:
+        base["ccusage"] = best[labels.index("ccusage claude session (tree)")][:2]
     for n, root in enumerate(roots):
-        at = 2 + 4 * n
-        scan_tree, summary, check, scan_one = (best[at + k] for k in range(4))
+        at = first + per_root * n
+        scan_tree = best[at]
         print(f"-- {root}")
-        print(
-            f"1. cold scan / usage sum: {scan_tree[1] / sum_cpu:5.1f}x CPU, "
-            f"{scan_tree[0] / sum_wall:5.1f}x wall (budget 3x); "
-            f"{1000 * scan_tree[1] / len(files):.1f} ms CPU per file"
-        )
+        for name, (wall, cpu) in base.items():
+            print(
+                f"1. cold scan / {name}: {scan_tree[1] / cpu:5.1f}x CPU, "
+                f"{scan_tree[0] / wall:5.1f}x wall (budget 3x); "
+                f"{1000 * scan_tree[1] / len(files):.1f} ms CPU per file"
+            )
+        if args.only_scan:
+            continue
+        summary, check, scan_one = (best[at + k] for k in range(1, 4))
         print(f"2. summary / orjson parse: {summary[1] / parse_cpu:5.1f}x CPU (budget 3x)")
         print(
             f"3. peak RSS / file: check {check[2] / big_mb:.2f}x, scan {scan_one[2] / big_mb:.2f}x, "

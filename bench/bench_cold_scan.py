@@ -9,9 +9,11 @@ outside the repository. Each command runs in a fresh process (both pay their sta
 best of ``--runs``; with several ``--root`` checkouts, their runs alternate, so that
 before and after are measured under the same load:
 
-* **baseline**: ccusage (``npx --no-install ccusage session --json --offline``) when it
-  runs offline, else a plain-Python usage sum: every line holding ``"usage"`` parsed
-  with ``json.loads``, usage summed once per message id (ccusage's own fast path);
+* **baseline**: ccusage when it runs offline (``--ccusage PATH`` or
+  ``$CACHEVIZ_BENCH_CCUSAGE``: ``PATH claude session --json --offline``, see
+  ``_shared.ccusage``; else ``npx --no-install ccusage session --json --offline``), else a
+  plain-Python usage sum: every line holding ``"usage"`` parsed with ``json.loads``,
+  usage summed once per message id (ccusage's own fast path);
 * ``cacheviz scan PATH --no-cache --json`` (cold: budget <= 3x the baseline);
 * the same with its cache filled, nothing changed (warm: budget <= 1x);
 * the same after one session file was touched (its mtime changed, its bytes not: the
@@ -105,6 +107,9 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=Path("/tmp/cacheviz-bench/synthetic"))
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument(
+        "--ccusage", help="a ccusage executable, the baseline (default $CACHEVIZ_BENCH_CCUSAGE)"
+    )
+    parser.add_argument(
         "--root",
         type=Path,
         action="append",
@@ -130,8 +135,13 @@ def main() -> None:
             "PYTHONPYCACHEPREFIX": str(Path(temp) / "pyc"),
         }
         env.pop("PYTHONDONTWRITEBYTECODE", None)
-        baseline = _ccusage(env)
-        name = "ccusage session --offline"
+        from _shared import ccusage
+
+        baseline = ccusage(args.ccusage, args.out)  # CLAUDE_CONFIG_DIR is args.out here too
+        name = "ccusage claude session"
+        if baseline is None:
+            baseline = _ccusage(env)
+            name = "ccusage session --offline"
         if baseline is None:
             baseline, name = [sys.executable, "-c", USAGE_SUM, str(projects)], "python usage sum"
 

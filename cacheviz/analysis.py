@@ -66,6 +66,7 @@ class Analysis:
     misses: pl.DataFrame = _field(default_factory=lambda: _schema.frame(_schema.MISSES, {}))
     billed_usd: float | None = None  # sum of billed_usd over the calls that have one
     unpriced_models: list[str] = _field(default_factory=list)  # reported, but no price
+    unpriced_reasons: dict[str, str] = _field(default_factory=dict)  # why, per model: one line
     own_simulation: Simulation | None = None  # the session under its own provider's rules
 
     @property
@@ -144,6 +145,7 @@ class Analysis:
             **({"billed_scope": "session"} if self.billed_scope == "session" else {}),
             **self.headline(),
             "unpriced_models": list(self.unpriced_models),
+            "unpriced_reasons": dict(self.unpriced_reasons),
             "reported_totals": reported_totals(self.session, self.calls),
             "calls": calls,
         }
@@ -276,6 +278,7 @@ def analyze(
         misses=_schema.frame(_schema.MISSES, costs.misses),
         billed_usd=costs.billed_usd,
         unpriced_models=costs.unpriced_models,
+        unpriced_reasons=costs.unpriced_reasons,
         own_simulation=None if own is None else own.simulation(),
     )
 

@@ -5,8 +5,11 @@ has one slot (previous-prompt reuse, at most ``len - 1``; ``/props`` says so), r
 ``prompt_tokens_details.cached_tokens`` and llama-server's ``timings``, and has
 ``/apply-template`` and ``/tokenize``; as ``vllm`` it keeps every full block of
 ``block_size`` tokens it has seen, returns ``prompt_token_ids`` when asked
-(``return_token_ids``) and says its block size in ``/metrics``. The prefill time it
-reports follows a known cost model (:data:`COST`), so a fit can be checked.
+(``return_token_ids``), forgets them on ``/reset_prefix_cache`` and says its block
+size in ``/metrics``, where ``vllm:request_prefill_time_seconds`` (``_sum``,
+``_count``) adds up its requests' prefill times (``others``: requests of other clients
+counted with each one). The prefill time it reports follows a known cost model
+(:data:`COST`), so a fit can be checked.
 """
 
 from __future__ import annotations
@@ -42,7 +45,10 @@ class FakeEngine:
         self.kind = kind
         self.block_size = block_size
         self.slot: list[int] = []
-        self.blocks: set[tuple[int, ...]] = set()
+        self.blocks: set[int] = set()
+        self.prefill_seconds = 0.0  # vLLM's prefill-time histogram: its sum and count
+        self.prefill_count = 0
+        self.others = 0  # requests of other clients served beside each of ours
         self.paths: list[str] = []
         self.bodies: list[dict[str, Any]] = []
         engine = self
@@ -68,6 +74,12 @@ class FakeEngine:
                     self._send(200, {"total_slots": 1, "model_path": MODEL})
                 elif self.path == "/metrics" and engine.kind == "vllm":
                     line = f'vllm:cache_config_info{{block_size="{engine.block_size}",x="y"}} 1.0\n'
+                    line += (
+                        'vllm:request_prefill_time_seconds_sum{engine="0",model_name="m"} '
+                        f"{engine.prefill_seconds}\n"
+                        'vllm:request_prefill_time_seconds_count{engine="0",model_name="m"} '
+                        f"{float(engine.prefill_count)}\n"
+                    )
                     self._send(200, line, text=True)
                 else:
                     self._send(404, {"error": "not found"})
@@ -83,6 +95,9 @@ class FakeEngine:
                     self._send(200, {"prompt": render(body["messages"])})
                 elif self.path == "/tokenize" and engine.kind == "llamacpp":
                     self._send(200, {"tokens": tokens_of(body["content"])})
+                elif self.path == "/reset_prefix_cache" and engine.kind == "vllm":
+                    engine.blocks.clear()
+                    self._send(200, {})
                 else:
                     self._send(404, {"error": "not found"})
 
@@ -104,13 +119,17 @@ class FakeEngine:
             cached = min(common, n - 1)
             self.slot = ids
         else:
-            size, cached = self.block_size, 0
-            limit = (n - 1) // size
-            while cached < limit and tuple(ids[: (cached + 1) * size]) in self.blocks:
+            size, keys, parent = self.block_size, [], None
+            for j in range(n // size):  # a chain key per full block, as vLLM's hashes
+                parent = (parent, tuple(ids[j * size : (j + 1) * size]))
+                keys.append(hash(parent))
+            limit, cached = (n - 1) // size, 0
+            while cached < limit and keys[cached] in self.blocks:
                 cached += 1
             cached *= size
-            for j in range(1, n // size + 1):
-                self.blocks.add(tuple(ids[: j * size]))
+            self.blocks.update(keys)
+            self.prefill_seconds += prefill_ms(n - cached, cached) / 1000 + 0.5 * self.others
+            self.prefill_count += 1 + self.others
         usage = {
             "prompt_tokens": n,
             "completion_tokens": 1,

@@ -98,6 +98,17 @@ def run(args: argparse.Namespace) -> int:
         answer = answers.load(*kept)
         if answer is not None:  # nothing changed since this question was last answered
             return _answer(answer, args, _locations(paths), [])
+    from cacheviz.scanning import _child
+
+    with _child.stopped():  # what the scan's pool started, started here or in the scan
+        # the pool's fork server preloads while this process imports the scan and walks
+        _child.start_early(paths, args.jobs, _child.cold(not args.no_cache, args.prices))
+        return _scan(args, paths, kept)
+
+
+def _scan(args: argparse.Namespace, paths: list[Path] | None, kept: tuple[Path, str] | None) -> int:
+    """Scan (no kept answer), write what is asked, print the answer; the exit status."""
+    from cacheviz.scanning import _answers as answers
     from cacheviz.scanning._scanner import scan
     from cacheviz.scanning._walk import Tree
 
@@ -241,28 +252,37 @@ def _key(value: str | None, by: str) -> str:
     return session_name(value) if by == "session" else str(value)
 
 
+_OUTPUT_COLUMN = Column("output", drop=10)
 _AMOUNT_COLUMNS = (
     Column("calls", drop=4),
     Column("hit", drop=5),
     Column("input", drop=9),
     Column("cache read", drop=11),
     Column("cache write", drop=12),
-    Column("output", drop=10),
+    _OUTPUT_COLUMN,
     Column("billed"),
     Column("ideal", drop=8),
     Column("waste", drop=2),
 )
 
-_VERDICTS_COLUMN = Column("verdicts agree", drop=13)
+_VERDICTS_COLUMN = Column("verdicts agree", drop=14)
 """How often cacheviz agrees with the provider's own verdicts (shown when some call carries
 one); the first to give way on a narrow terminal (``--json`` keeps it)."""
 
 
-def _amount_columns(verdicts: bool) -> tuple[Column, ...]:
-    return (*_AMOUNT_COLUMNS, *((_VERDICTS_COLUMN,) if verdicts else ()))
+_REASONING_COLUMN = Column("reasoning", drop=13)
+"""The reported reasoning (thinking) part of the output, shown when some call reports it
+(billed as output); it gives way before the other token columns."""
 
 
-def _session_columns(verdicts: bool) -> tuple[Column, ...]:
+def _amount_columns(verdicts: bool, reasoning: bool = False) -> tuple[Column, ...]:
+    amounts = list(_AMOUNT_COLUMNS)
+    if reasoning:
+        amounts.insert(amounts.index(_OUTPUT_COLUMN) + 1, _REASONING_COLUMN)
+    return (*amounts, *((_VERDICTS_COLUMN,) if verdicts else ()))
+
+
+def _session_columns(verdicts: bool, reasoning: bool = False) -> tuple[Column, ...]:
     """``--by session``: when, how much, with which models (most calls first), which file.
 
     Then what it was about. Narrow, the token columns go first, then the session's file
@@ -271,7 +291,10 @@ def _session_columns(verdicts: bool) -> tuple[Column, ...]:
     """
     return (
         Column("last activity", "<", drop=2),
-        *(replace(c, drop=1) if c.header == "waste" else c for c in _amount_columns(verdicts)),
+        *(
+            replace(c, drop=1) if c.header == "waste" else c
+            for c in _amount_columns(verdicts, reasoning)
+        ),
         Column("models", "<", drop=6, shrink=12),
         Column("session", "<", drop=7, shrink=13),
         Column("title / first prompt", "<"),
@@ -286,17 +309,18 @@ def _agreement(row: dict[str, Any]) -> str:
     return f"{row.get('verdicts_agree') or 0}/{compared}"
 
 
-def _rollup_columns(by: str, verdicts: bool = False) -> tuple[Column, ...]:
+def _rollup_columns(by: str, verdicts: bool = False, reasoning: bool = False) -> tuple[Column, ...]:
     """Periods and models first; a project last, wrapped; sessions with their context.
 
-    ``verdicts``: a column of how often cacheviz agrees with the provider's own verdicts.
+    ``verdicts``: a column of how often cacheviz agrees with the provider's own verdicts;
+    ``reasoning``: a column of the reported reasoning tokens.
     """
     if by == "session":
-        return _session_columns(verdicts)
+        return _session_columns(verdicts, reasoning)
     return (
         *((Column(by, "<"),) if by not in _LONG_KEYS else ()),
         Column("sessions", drop=6),
-        *_amount_columns(verdicts),
+        *_amount_columns(verdicts, reasoning),
         *((Column(by, "<"),) if by in _LONG_KEYS else ()),
     )
 
@@ -315,7 +339,12 @@ def _when(value: str | None, tz: str) -> str:
 
 
 def _rollup_row(
-    key: str, row: dict[str, Any], by: str, tz: str = "UTC", verdicts: bool = False
+    key: str,
+    row: dict[str, Any],
+    by: str,
+    tz: str = "UTC",
+    verdicts: bool = False,
+    reasoning: bool = False,
 ) -> list[str]:
     cells = [
         f"{row['calls']:,}",
@@ -324,6 +353,7 @@ def _rollup_row(
         _count(row["cache_read_tokens"]),
         _count(row["cache_write_tokens"]),
         _count(row["output_tokens"]),
+        *((_count(row.get("reasoning_tokens")),) if reasoning else ()),
         _money(row["billed_usd"]),
         _money(row["ideal_usd"]),
         _money(row.get("waste_usd")),
@@ -364,12 +394,15 @@ def _print(
     out.write(wrap_line(summary, width) + "\n\n")
     by = doc["by"]
     verdicts = totals.get("verdicts_compared") is not None
-    rows = [_rollup_row(_key(row[by], by), row, by, tz, verdicts) for row in doc["rollup"]]
-    total = _rollup_row("total", totals, by, tz, verdicts)
+    reasoning = totals.get("reasoning_tokens") is not None
+    rows = [
+        _rollup_row(_key(row[by], by), row, by, tz, verdicts, reasoning) for row in doc["rollup"]
+    ]
+    total = _rollup_row("total", totals, by, tz, verdicts, reasoning)
     if by == "session":
         total[0], total[-3], total[-2], total[-1] = "total", "", "", ""
     rows.append(total)
-    columns = _rollup_columns(by, verdicts)
+    columns = _rollup_columns(by, verdicts, reasoning)
     for text in render(columns, rows, width, wrap=by in _LONG_KEYS, min_wrap=20):
         out.write(text + "\n")
     if totals["unpriced_calls"]:

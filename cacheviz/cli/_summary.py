@@ -209,7 +209,9 @@ def _total_line(
     elif doc.get("billed_usd") is not None:
         text += f"; billed {usd(doc['billed_usd'])} (reported usage at dated prices)"
     if doc.get("unpriced_models"):
-        text += f"; no price for {', '.join(doc['unpriced_models'])}"
+        why = doc.get("unpriced_reasons") or {}
+        shown = [f"{m} ({why[m]})" if why.get(m) else m for m in doc["unpriced_models"]]
+        text += f"; no price for {', '.join(shown)}"
     if any(c["reconstructed"] for c in calls):
         text += "; requests rebuilt from the log, not the bytes sent"
     if any(c["unlogged_tokens"] is not None for c in calls):

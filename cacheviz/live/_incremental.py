@@ -366,7 +366,7 @@ class LiveLog:
         self._sims = SimCallWalk()
         self.runs: dict[str, SimulationStream] = {}
         self._billed_sum: float | None = None
-        self._unpriced: dict[str, None] = {}
+        self._unpriced: dict[str, str] = {}
         self._prices_of: dict[str, RateCache] = {}
         self.miss_cols: dict[str, list[Any]] = {name: [] for name in _schema.MISSES}
         self._miss_ns = MissState()
@@ -522,6 +522,7 @@ class LiveLog:
             misses=misses,
             billed_usd=self._billed_sum,
             unpriced_models=list(self._unpriced),
+            unpriced_reasons=dict(self._unpriced),
             own_simulation=own,
         )
 

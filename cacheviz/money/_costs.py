@@ -6,9 +6,12 @@ Billed cost
     Each call's reported usage at its model's dated prices (:mod:`cacheviz.money.pricing`):
     uncached input, cache reads, 5-minute and 1-hour writes priced apart, and the
     output count (the final one of a streamed response). A call without reported input
-    and output, or whose model no price source knows, has no billed cost (null), and the
-    model is listed in ``Analysis.unpriced_models``. Cache fields the provider did not
-    report count as no cache activity.
+    and output has no billed cost (null). A call with usage whose model no price source
+    knows, or whose provider cacheviz has no profile for, has none either, and its model
+    is listed in ``Analysis.unpriced_models`` with a one-line reason
+    (``Analysis.unpriced_reasons``): never a silent null. A self-hosted engine bills
+    nothing and is not listed. Cache fields the provider did not report count as no
+    cache activity.
     A log that reports usage only for the whole session, per model
     (``Session.session_usage``: GitHub Copilot CLI) is billed at the session's scope
     (:func:`session_billed`): ``Analysis.billed_usd`` is that figure, and a call's own
@@ -64,7 +67,7 @@ from cacheviz.money._simulate import (
     result_cost,
     sim_calls_of,
 )
-from cacheviz.money.pricing import PriceBook, RateCache, Rates
+from cacheviz.money.pricing import PriceBook, RateCache, Rates, unpriced_reason
 from cacheviz.prefix._namespace import namespace_of
 from cacheviz.prefix._ttl import call_ttl, idle_seconds
 from cacheviz.providers._base import Breakpoint, CallResult, SimCall
@@ -113,6 +116,16 @@ def provider_key(name: str | None) -> str | None:
     return None if found is None or found.self_hosted else found.id
 
 
+def no_provider_reason(name: str | None) -> str:
+    """Why a call of provider ``name`` (no profile) has no price, in one line."""
+    known = ", ".join(providers.priced())
+    if not name or name == "unknown":
+        return (
+            f"the log names no provider and the model name suggests none (cacheviz prices {known})"
+        )
+    return f"no caching rules or prices for provider {name!r} (cacheviz prices {known})"
+
+
 def billed_cost(call: Call, rates: Rates) -> float | None:
     """USD the provider billed for ``call``'s reported usage (``None``: not reported)."""
     usage = call.usage
@@ -134,7 +147,7 @@ def call_billed(
     call: Call,
     key: str | None,
     prices_of: dict[str, RateCache],
-    unpriced: dict[str, None],
+    unpriced: dict[str, str],
 ) -> float | None:
     """USD the provider billed for ``call``, at its dated prices (module docstring).
 
@@ -149,20 +162,25 @@ def call_billed(
     prices_of
         The rates of each provider.
     unpriced
-        The models no price source knows, in order of first sight; the call's is added
-        when it is one.
+        The models that have usage but no price, in order of first sight, each with the
+        reason (:func:`cacheviz.money.pricing.unpriced_reason`, or no provider profile);
+        the call's is added when it is one.
 
     Returns
     -------
     float or None
         ``None``: no usage reported, or no price.
     """
-    if key is None or call.usage is None:
+    if call.usage is None:
+        return None
+    if key is None:
+        if providers.find(call.provider) is None:  # not a self-hosted engine: unknown
+            unpriced.setdefault(call.model, no_provider_reason(call.provider))
         return None
     try:
         rates = prices_of[key](call.model, call.ts, call.usage.input_tokens or 0)
     except UnknownModelError:
-        unpriced[call.model] = None
+        unpriced.setdefault(call.model, unpriced_reason(key, call.model))
         return None
     return billed_cost(call, rates)
 
@@ -232,6 +250,8 @@ class CostLists:
     """Every column of :data:`cacheviz._schema.MISSES`."""
     billed_usd: float | None
     unpriced_models: list[str]
+    unpriced_reasons: dict[str, str]
+    """Why each of ``unpriced_models`` has no price (one line each)."""
     runs: dict[str, Replay]
     """The replay of each provider, the session's main provider first."""
 
@@ -275,7 +295,7 @@ def cost_lists(
     ideal: list[float | None] = [None] * n
     sim_read: list[int | None] = [None] * n
     sim_detail: list[str] = [""] * n
-    unpriced: dict[str, None] = {}
+    unpriced: dict[str, str] = {}
 
     keys = [provider_key(call.provider) for call in calls]
     counts: dict[str, int] = {}
@@ -340,6 +360,7 @@ def cost_lists(
         misses=found.rows,
         billed_usd=total,
         unpriced_models=list(unpriced),
+        unpriced_reasons=dict(unpriced),
         runs=runs,
     )
 
@@ -349,7 +370,7 @@ def session_billed(
     book: PriceBook,
     prices_of: dict[str, RateCache],
     rates: dict[str, RateCache] | None,
-    unpriced: dict[str, None],
+    unpriced: dict[str, str],
 ) -> float | None:
     """USD of the usage a log reports for the whole session, per model (dated prices).
 
@@ -362,15 +383,19 @@ def session_billed(
     for item in usages:
         usage = item.usage
         key = provider_key(item.provider)
-        if key is None or usage.input_tokens is None or usage.output_tokens is None:
-            unpriced[item.model] = None
+        if usage.input_tokens is None or usage.output_tokens is None:
+            unpriced.setdefault(item.model, "its input or output count is not reported")
+            continue
+        if key is None:
+            if providers.find(item.provider) is None:
+                unpriced.setdefault(item.model, no_provider_reason(item.provider))
             continue
         if key not in prices_of:
             prices_of.update(_rate_caches(book, [key], rates))
         try:
             found = prices_of[key](item.model, item.ts, usage.input_tokens)
         except UnknownModelError:
-            unpriced[item.model] = None
+            unpriced.setdefault(item.model, unpriced_reason(key, item.model))
             continue
         read = usage.cache_read_tokens or 0
         write = usage.cache_write_tokens or 0

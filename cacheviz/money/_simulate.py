@@ -663,6 +663,10 @@ def used_parameters(
             continue
         source = "rule" if name in rules else "log" if name in logged else "default"
         out[name] = {"value": getattr(simulator, name), "source": source}
+    # a parameter that only picks another's default is not used once that one is given
+    for name, given in getattr(simulator, "DEFAULT_OF", {}).items():
+        if out.get(given, {}).get("source", "default") != "default":
+            out.pop(name, None)
     return out
 
 

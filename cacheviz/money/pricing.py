@@ -9,7 +9,10 @@ Resolution, later sources winning field by field:
    and date; and its dated **aliases**: a model no source prices, priced as another
    (Codex's ``codex-auto-review`` as the GPT-5 model of its date, as ccusage does; a
    third-party model such as ``MiniMax-M2.1`` reached through an Anthropic- or
-   OpenAI-compatible endpoint at its own vendor's price), each with its source;
+   OpenAI-compatible endpoint at its own vendor's price), each with its source; prices
+   tiered by prompt size (``tiers``: DashScope's Qwen models); and the models no
+   per-token price applies to, with the reason (``unpriced``: Kimi Code's membership
+   model; :func:`unpriced_reason`);
 3. **a user file** (``prices=`` / ``--prices FILE``): cacheviz's own JSON (the overlay's
    shape) or LiteLLM's ``model_prices_and_context_window.json`` (USD per token).
 
@@ -125,6 +128,31 @@ _USER_FIELDS = (
 )
 
 
+def _tier_fields(entry: dict[str, Any], prompt_tokens: int) -> dict[str, float]:
+    """An overlay entry's per-token prices for a prompt of ``prompt_tokens``: its tiers applied.
+
+    Each tier (``{"above": tokens, ...}``) whose start the prompt exceeds overrides the
+    fields before it, as genai-prices' tiers do.
+    """
+    fields = _per_token(entry)
+    for tier in entry.get("tiers", []):
+        if prompt_tokens > tier["above"]:
+            fields.update(_per_token(tier))
+    return fields
+
+
+def unpriced_reason(provider: str, model: str) -> str:
+    """Why ``model`` has no price: the overlay's reason for it, else that no source has one.
+
+    >>> unpriced_reason("anthropic", "claude-nonexistent")
+    'no price in genai-prices or the overlay'
+    """
+    for entry in _overlay().get("unpriced", []):
+        if _matches(entry, provider, model):
+            return str(entry["reason"])
+    return "no price in genai-prices or the overlay"
+
+
 def _per_token(entry: dict[str, Any]) -> dict[str, float]:
     fields = {
         "input": entry.get("input_mtok"),
@@ -210,13 +238,14 @@ def tier_starts(provider: str, model: str, at: datetime | None = None) -> tuple[
     ()
     """
     found = _genai_prices(provider, model, at)
-    if found is None:
-        return ()
     starts = {
         int(tier.start)
         for name in _PRICE_FIELDS
-        for tier in getattr(getattr(found[1], name, None), "tiers", None) or ()
+        for tier in (getattr(getattr(found[1], name, None), "tiers", None) if found else None) or ()
     }
+    for entry in _overlay()["models"]:
+        if _matches(entry, provider, model) and _in_force(entry, at):
+            starts |= {int(tier["above"]) for tier in entry.get("tiers", [])}
     return tuple(sorted(starts))
 
 
@@ -396,7 +425,7 @@ class PriceBook:
         sources = [found.source] if found else []
         for entry in _overlay()["models"]:
             if _matches(entry, provider, model) and _in_force(entry, at):
-                fields = _per_token(entry)
+                fields = _tier_fields(entry, prompt_tokens)
                 if "peak" in entry and _in_peak(provider, at):
                     fields.update(_per_token(entry["peak"]))
                     sources.append(f"{entry['source']}, peak hours, as of {entry['as_of']}")
@@ -415,8 +444,9 @@ class PriceBook:
                 return replace(rates, source=f"{note}; {rates.source}")
             close = difflib.get_close_matches(_bare(model), _known_models(provider, self._user), 5)
             hint = f" Close matches: {', '.join(close)}." if close else ""
+            why = unpriced_reason(provider, model)
             msg = (
-                f"no price for model {model!r} of provider {provider!r}.{hint} "
+                f"no price for model {model!r} of provider {provider!r} ({why}).{hint} "
                 "Pass --prices FILE (cacheviz price JSON or LiteLLM's "
                 "model_prices_and_context_window.json), prices= in Python, or --model"
             )

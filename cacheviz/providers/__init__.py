@@ -28,7 +28,17 @@ if TYPE_CHECKING:
     from collections.abc import Iterable
 
 # the provider modules, in the order users see them (CLI choices, pickers)
-MODULES = ("anthropic", "openai", "deepseek", "google", "vllm", "sglang", "llamacpp")
+MODULES = (
+    "anthropic",
+    "openai",
+    "deepseek",
+    "google",
+    "moonshot",
+    "qwen",
+    "vllm",
+    "sglang",
+    "llamacpp",
+)
 
 
 @cache
@@ -104,8 +114,8 @@ def priced() -> tuple[str, ...]:
 
 
 def reference_targets() -> list[str]:
-    """``provider:model`` of each priced vendor's comparable model (the default comparison)."""
-    return [f"{p.id}:{p.reference_model}" for p in profiles() if p.reference_model]
+    """``provider:model`` of each compared vendor's comparable model (the default comparison)."""
+    return [f"{p.id}:{p.reference_model}" for p in profiles() if p.reference_model and p.compared]
 
 
 def comparison_targets(recorded: Iterable[tuple[Any, Any]]) -> list[str]:

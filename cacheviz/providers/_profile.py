@@ -79,6 +79,9 @@ class ProviderProfile:
         A self-hosted engine (vLLM, SGLang): no price list, nothing billed.
     reference_model
         The model priced for this provider when a session is compared across providers.
+    compared
+        Whether the default comparison (:func:`cacheviz.providers.reference_targets`)
+        includes this provider's reference model (False: it is compared when asked for).
     api
         The request API its own clients speak when a body does not say (``messages``).
     rule_choices
@@ -105,6 +108,7 @@ class ProviderProfile:
     min_tokens: Callable[[str], int] = _no_minimum
     self_hosted: bool = False
     reference_model: str | None = None
+    compared: bool = True
     api: str | None = None
     rule_choices: Mapping[str, tuple[str, ...]] = field(
         default_factory=lambda: MappingProxyType({})

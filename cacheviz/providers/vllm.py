@@ -7,9 +7,11 @@ default, ``block_size`` any other, and a log that says its engine's block size, 
 chain hash, ``sha256(parent key + the block's token ids)``, rooted in the model name and
 the request's ``cache_salt`` (vLLM puts the salt into block 0; a server serves one
 model). The hit is the run of leading blocks whose keys are cached, capped at
-``floor((len - 1) / 16) * 16`` (the last token is always recomputed for its logits, so a
-full match recomputes the last block). There is no TTL and no write fee; the result is
-reported as read tokens and as ``extra["prefill_tokens_saved"]``.
+``floor((len - 1) / block_size) * block_size`` (the last token is always recomputed for
+its logits, so a full match recomputes the last block; vLLM 0.32's
+``KVCacheManager.get_computed_blocks``, checked against a real vLLM in
+docs/simulation.md). There is no TTL and no write fee; the result is reported as read
+tokens and as ``extra["prefill_tokens_saved"]``.
 
 Memory follows vLLM's block pool when ``capacity_blocks`` is set: free blocks wait in a
 queue, least recently used first. A request takes its hit blocks out of the queue, then
@@ -36,6 +38,7 @@ from array import array
 from collections import OrderedDict
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
+from typing import ClassVar
 
 from cacheviz._util.seq import common_prefix
 from cacheviz.providers._base import CallResult, SimCall
@@ -161,6 +164,8 @@ class VLLMSimulator:
     device: str = "gpu"
     capacity_blocks: int | None = None
     provider: str = "vllm"
+    DEFAULT_OF: ClassVar[dict[str, str]] = {"device": "block_size"}
+    """``device`` only picks ``block_size``'s default: not a parameter used once it is given."""
 
     def __post_init__(self) -> None:
         if self.device not in DEVICE_BLOCK_SIZES:

@@ -11,7 +11,10 @@ The body is redacted before it is sent, so the engine sees exactly what the log 
 Each answer becomes one line of a cacheviz request log (docs/format.md): the request as
 sent, ``response.usage`` (``prompt_tokens_details.cached_tokens``; from llama-server's
 ``timings.cache_n`` when the usage lacks it), ``response.timings`` (llama-server's
-``prompt_n``, ``prompt_ms``, ...), ``response.duration_ms``, and the prompt's token ids
+``prompt_n``, ``prompt_ms``, ...; for vLLM ``prompt_ms`` alone: what its
+``vllm:request_prefill_time_seconds`` in ``/metrics`` grew by over the request, kept only
+when that histogram counted this one request and no other), ``response.duration_ms``,
+and the prompt's token ids
 in ``response.prompt_token_ids`` (the engine's own, from the response with vLLM's
 ``return_token_ids``, else from its ``/tokenize`` endpoint). ``meta.engine`` names the
 engine (``owned_by`` of its ``/v1/models``), for vLLM its block size (its
@@ -135,6 +138,40 @@ def identify(client: EngineClient, kind: str | None, model: str | None) -> Engin
         if type(slots) is int and slots > 0:
             setup["slots"] = slots
     return Engine(kind, model, setup)
+
+
+_PREFILL_METRIC = re.compile(
+    rb"^vllm:request_prefill_time_seconds_(sum|count)\{[^}]*\} ([0-9.eE+-]+)$", re.M
+)
+
+
+def prefill_clock(client: EngineClient) -> tuple[float, float] | None:
+    """The prefill-time histogram of vLLM so far, ``(seconds, requests)`` (``/metrics``).
+
+    ``None`` when the engine has no such metric (one engine only: the sums of several
+    are not told apart).
+    """
+    status, raw = client.request("/metrics")
+    if status >= 400:
+        return None
+    found: dict[bytes, list[float]] = {}
+    for name, value in _PREFILL_METRIC.findall(raw):
+        try:
+            found.setdefault(name, []).append(float(value))
+        except ValueError:
+            return None
+    if len(found.get(b"sum", [])) != 1 or len(found.get(b"count", [])) != 1:
+        return None
+    return found[b"sum"][0], found[b"count"][0]
+
+
+def vllm_prompt_ms(
+    before: tuple[float, float] | None, after: tuple[float, float] | None
+) -> float | None:
+    """The prefill time of the one request served between two :func:`prefill_clock` reads."""
+    if before is None or after is None or after[1] - before[1] != 1:
+        return None  # not read, or other requests were served meanwhile
+    return round((after[0] - before[0]) * 1000, 3)
 
 
 def prompt_ids(
@@ -261,6 +298,7 @@ def _one(
     elif engine.kind == "vllm":
         body["return_token_ids"] = True
     sent = redact_body(json.dumps(body, ensure_ascii=False), redact)
+    clock = prefill_clock(client) if engine.kind == "vllm" else None
     ts = now_iso()
     started = time.perf_counter()
     status, raw = client.request("/v1/chat/completions", sent.encode())
@@ -277,6 +315,10 @@ def _one(
     response: dict[str, Any] = {"status": status, "duration_ms": duration}
     if isinstance(answer.get("timings"), dict):
         response["timings"] = answer["timings"]
+    elif clock is not None:
+        prompt_ms = vllm_prompt_ms(clock, prefill_clock(client))
+        if prompt_ms is not None:
+            response["timings"] = {"prompt_ms": prompt_ms}
     ids = prompt_ids(client, engine, answer, request)
     if ids is not None:
         response["prompt_token_ids"] = ids
@@ -307,6 +349,8 @@ __all__ = [
     "engine_base",
     "engine_usage",
     "identify",
+    "prefill_clock",
     "prompt_ids",
     "replay_session",
+    "vllm_prompt_ms",
 ]

@@ -15,7 +15,13 @@ import polars as pl
 
 from cacheviz.model import Session
 
-FIELDS = ("input_tokens", "cache_read_tokens", "cache_write_tokens", "output_tokens")
+FIELDS = (
+    "input_tokens",
+    "cache_read_tokens",
+    "cache_write_tokens",
+    "output_tokens",
+    "reasoning_tokens",  # the part of output_tokens the log reports as reasoning (thinking)
+)
 
 
 def reported_totals(session: Session, calls: pl.DataFrame) -> dict[str, Any]:

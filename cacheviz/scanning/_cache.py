@@ -22,7 +22,13 @@ from typing import TYPE_CHECKING, Any
 import polars as pl
 
 from cacheviz import _schema
-from cacheviz.scanning._cachedir import CACHE_VERSION, default_dir, replace_file, versioned
+from cacheviz.scanning._cachedir import (
+    CACHE_VERSION,
+    CHECKSUMS,
+    default_dir,
+    replace_file,
+    versioned,
+)
 from cacheviz.scanning._walk import Unit, shown
 
 if TYPE_CHECKING:
@@ -78,11 +84,11 @@ class ScanCache:
 
     def _checksums(self) -> dict[str, dict[str, object]]:
         try:
-            data = json.loads((self.folder / _CHECKSUMS).read_text(encoding="utf-8"))
+            data = json.loads((self.folder / CHECKSUMS).read_text(encoding="utf-8"))
         except (FileNotFoundError, NotADirectoryError):  # no cache yet (or can't be one)
             return {}
         except (OSError, ValueError):
-            self.damaged.append(_CHECKSUMS)
+            self.damaged.append(CHECKSUMS)
             return {}
         return data if isinstance(data, dict) else {}
 
@@ -136,10 +142,7 @@ class ScanCache:
             data = buffer.getvalue()
             sums[name] = {"rows": frame.height, "blake2b": _digest(data)}
             replace_file(self.folder / f"{name}.parquet", data)
-        replace_file(self.folder / _CHECKSUMS, json.dumps(sums, indent=1).encode())
-
-
-_CHECKSUMS = "checksums.json"
+        replace_file(self.folder / CHECKSUMS, json.dumps(sums, indent=1).encode())
 
 
 def _digest(data: bytes) -> str:

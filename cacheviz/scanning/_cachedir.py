@@ -12,6 +12,7 @@ import os
 from pathlib import Path
 
 CACHE_VERSION = 9  # bump when what the cached tables hold changes
+CHECKSUMS = "checksums.json"  # each table's rows and digest; none: nothing cached yet
 
 
 def default_dir() -> Path:

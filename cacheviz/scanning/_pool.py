@@ -1,4 +1,10 @@
-"""Run the per-unit work: in this process, on a spawned process pool, or any executor."""
+"""Run the per-unit work: in this process, on a process pool, or any executor.
+
+The pool's workers send each batch's rows back as Arrow IPC (:class:`~cacheviz.scanning.
+_worker.Batch`), read and concatenated here with polars; a serial scan builds its tables
+from the units' lists. Either way :func:`execute` gives the units' results (without rows)
+and one frame per table.
+"""
 
 from __future__ import annotations
 
@@ -6,22 +12,47 @@ import math
 import os
 import sys
 import warnings
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from concurrent.futures import Executor, ProcessPoolExecutor, as_completed
 from concurrent.futures.process import BrokenProcessPool
-from contextlib import ExitStack, contextmanager, suppress
+from contextlib import suppress
+from dataclasses import dataclass
 from multiprocessing import get_context
 from typing import Any
 
+import polars as pl
+
 from cacheviz.errors import CacheVizWarning
+from cacheviz.scanning import _child
 from cacheviz.scanning._child import single_threaded
 from cacheviz.scanning._walk import Unit, shown
-from cacheviz.scanning._worker import UnitResult, run_batch, run_unit
+from cacheviz.scanning._worker import (
+    Batch,
+    UnitResult,
+    frames,
+    packed,
+    run_batch,
+    run_unit,
+    table,
+)
 
-POOL_BYTES = 8 << 20  # less work than this, or one unit, is analysed in this process (a
-# pool costs ~1 s to start, and can share out nothing of one unit)
+POOL_BYTES = _child.POOL_BYTES  # less work than this, or one unit, is analysed in this process
 _BATCHES_PER_WORKER = 4
 _MAX_BATCH = 32
+_TABLES = ("calls", "drifts", "misses")
+
+
+@dataclass
+class Ran:
+    """What :func:`execute` gives: the units' results, and their rows as one frame per table.
+
+    ``results`` carry no rows (``calls``, ``drifts`` and ``misses`` are ``None``);
+    ``tables`` holds them: ``calls``, ``drifts`` and ``misses`` of the scan's schemas, a
+    unit's rows together and in its order, the units in the order of ``results``.
+    """
+
+    results: list[UnitResult]
+    tables: dict[str, pl.DataFrame]
 
 
 def execute(
@@ -31,24 +62,27 @@ def execute(
     show: bool,
     prices: str | None,
     timeout: float | None = None,
-) -> list[UnitResult]:
+) -> Ran:
     """Run the units, serially for small scans and one unit, else in batches on the executor.
 
     Each unit within ``timeout`` seconds (:func:`~cacheviz.scanning._worker.run_unit`).
+    A fork server started early for this scan (:func:`~cacheviz.scanning._child.
+    start_early`) is stopped here when the scan runs serially; the caller stops the one
+    the pool used (:func:`~cacheviz.scanning._child.stopped`).
     """
     if not todo:
-        return []
+        return Ran([], _listed([]))
     bar = _bar(len(todo)) if show else None
-    stack = ExitStack()
     update: Callable[[int], Any] = bar.update if bar is not None else (lambda _n: None)
 
-    def serial() -> list[UnitResult]:
+    def serial() -> Ran:
+        _child.stop_unused()  # started early, in case: not needed
         results = []
         rates: dict[str, Any] = {}  # one price book for the scan's sessions
         for unit, known in todo:
             results.append(run_unit(unit, known, prices, rates, timeout))
             update(1)
-        return results
+        return Ran(results, _listed(results))
 
     try:
         workers = jobs or os.cpu_count() or 1
@@ -56,9 +90,8 @@ def execute(
         if executor is None and (workers == 1 or small):
             return serial()
         if executor is None:
-            stack.enter_context(_fork_server())
             try:
-                return _on_pool(todo, None, workers, update, prices, timeout)
+                return _ran(_on_pool(todo, None, workers, update, prices, timeout))
             except _Broken as broken:
                 if not broken.done and not _pool_starts():
                     warnings.warn(
@@ -71,12 +104,28 @@ def execute(
                     todo = broken.left
                     return serial()
                 rest = _isolated(broken.left, update, prices, timeout)
-                return sorted(broken.done + rest, key=lambda r: r.path)
-        return _on_pool(todo, executor, workers, update, prices, timeout)
+                return _ran(broken.done + rest)
+        return _ran(_on_pool(todo, executor, workers, update, prices, timeout))
     finally:
-        stack.close()
         if bar is not None:
             bar.close()
+
+
+def _listed(results: list[UnitResult]) -> dict[str, pl.DataFrame]:
+    """The tables of units run in this process (rows as lists), in their order; rows moved."""
+    tables = {}
+    for name in _TABLES:
+        parts = [part for r in results if (part := getattr(r, name)) is not None]
+        tables[name] = table(name, parts)
+    for result in results:
+        result.calls = result.drifts = result.misses = None
+    return tables
+
+
+def _ran(batches: list[Batch]) -> Ran:
+    """The batches' results by path, and their rows (:func:`~cacheviz.scanning._worker.frames`)."""
+    results = sorted((r for b in batches for r in b.results), key=lambda r: r.path)
+    return Ran(results, frames(batches))
 
 
 def _on_pool(
@@ -86,8 +135,8 @@ def _on_pool(
     update: Callable[[int], Any],
     prices: str | None,
     timeout: float | None = None,
-) -> list[UnitResult]:
-    """Run the units in batches on ``executor`` (default: a spawned process pool)."""
+) -> list[Batch]:
+    """Run the units in batches on ``executor`` (default: the scan's process pool)."""
     own = executor is None
     pool = executor or _spawned(workers)
     size = max(1, min(_MAX_BATCH, math.ceil(len(todo) / (workers * _BATCHES_PER_WORKER))))
@@ -102,14 +151,14 @@ def _on_pool(
             )
             for i in range(0, len(todo), size)
         ]
-        results = []
+        results: list[Batch] = []
         taken = set()
         try:
             for future in as_completed(futures):
                 batch = future.result()
                 taken.add(future)
-                results += batch
-                update(len(batch))
+                results.append(batch)
+                update(len(batch.results))
         except BrokenProcessPool:
             if not own:
                 raise
@@ -118,20 +167,20 @@ def _on_pool(
                 if future in taken:
                     continue
                 if future.done() and future.exception() is None:
-                    results += future.result()
+                    results.append(future.result())
                 else:
                     left += todo[start : start + size]
             raise _Broken(results, left) from None
     finally:
         if own:
             pool.shutdown()
-    return sorted(results, key=lambda r: r.path)
+    return results
 
 
 class _Broken(Exception):  # noqa: N818 - control flow, never leaves this module
     """The pool broke: ``done`` results came back, ``left`` units did not."""
 
-    def __init__(self, done: list[UnitResult], left: list[tuple[Unit, str | None]]) -> None:
+    def __init__(self, done: list[Batch], left: list[tuple[Unit, str | None]]) -> None:
         super().__init__(f"{len(left)} unit(s) left")
         self.done, self.left = done, left
 
@@ -141,45 +190,15 @@ def _spawned(workers: int) -> ProcessPoolExecutor:
 
     Never forked from this process: polars' threads do not survive a fork. The fork
     server is a fresh process too, which loads tiktoken's table and genai-prices once
-    for all workers (:mod:`cacheviz.scanning._child`).
+    for all workers (:mod:`cacheviz.scanning._child`; started before the walk when the
+    scan looked big, :func:`~cacheviz.scanning._child.start_early`).
     """
-    try:
-        server = get_context("forkserver")
-        server.set_forkserver_preload(["cacheviz.scanning._warm"])
-        from multiprocessing import forkserver
-
-        forkserver.ensure_running()  # here, so that a server that can't start is one error
-    except (ValueError, OSError):  # Windows (no fork server), or no Unix socket to serve on
+    if not _child.start_server():  # Windows (no fork server), or no Unix socket to serve on
         spawn = get_context("spawn")
         return ProcessPoolExecutor(workers, mp_context=spawn, initializer=single_threaded)
+    _child.used()
+    server = get_context("forkserver")
     return ProcessPoolExecutor(workers, mp_context=server, initializer=single_threaded)
-
-
-@contextmanager
-def _fork_server() -> Iterator[None]:
-    """Stop the fork server after the scan if the scan started it.
-
-    It holds tiktoken's table and genai-prices' data for the workers; stopping it frees
-    them, and waiting for it is what counts its workers' CPU time as this process's
-    children's (as a spawned pool's workers are). A fork server that ran before (the
-    caller's own) is left running. So is multiprocessing's resource tracker, which the
-    fork server starts: stopped and waited for when the scan started it (else it exits
-    with this process, unwaited: a zombie under PID 1 where PID 1 reaps none).
-    """
-    from multiprocessing import forkserver, resource_tracker
-
-    server = getattr(forkserver, "_forkserver", None)
-    ours = server is not None and getattr(server, "_forkserver_pid", 0) is None
-    tracker = getattr(resource_tracker, "_resource_tracker", None)
-    tracker_ours = tracker is not None and getattr(tracker, "_pid", 0) is None
-    try:
-        yield
-    finally:
-        for mine, hook in ((ours, server), (tracker_ours, tracker)):
-            stop = getattr(hook, "_stop", None)
-            if mine and stop is not None:
-                with suppress(Exception):  # a private hook: never let it fail a scan
-                    stop()
 
 
 def _pool_starts() -> bool:
@@ -199,19 +218,19 @@ def _isolated(
     update: Callable[[int], Any],
     prices: str | None,
     timeout: float | None = None,
-) -> list[UnitResult]:
+) -> list[Batch]:
     """Run the units a broken pool left, one at a time in a worker of their own.
 
     A worker was killed (out of memory, a signal): the unit that kills its worker again
     is marked failed, naming its file; every other unit is analysed as usual.
     """
-    results: list[UnitResult] = []
+    results: list[Batch] = []
     pool: ProcessPoolExecutor | None = None
     try:
         for unit, known in todo:
             pool = pool or _spawned(1)
             try:
-                results += pool.submit(run_batch, [unit], [known], prices, timeout).result()
+                results.append(pool.submit(run_batch, [unit], [known], prices, timeout).result())
             except BrokenProcessPool:
                 pool.shutdown(wait=False)
                 pool = None
@@ -219,7 +238,8 @@ def _isolated(
                     f"{shown(unit.path)}: the worker process reading it died (killed by "
                     "the system, e.g. out of memory); the other files were scanned"
                 )
-                results.append(UnitResult(shown(unit.path), "failed", "", error=error))
+                failed = UnitResult(shown(unit.path), "failed", "", error=error)
+                results.append(packed([failed]))
             update(1)
     finally:
         if pool is not None:

@@ -24,6 +24,7 @@ _TOKENS = {
     "cache_write_5m_tokens": "reported_cache_write_5m_tokens",
     "cache_write_1h_tokens": "reported_cache_write_1h_tokens",
     "output_tokens": "reported_output_tokens",
+    "reasoning_tokens": "reported_reasoning_tokens",  # part of output_tokens, when reported
 }
 VERDICT_COLUMNS = ("verdicts_compared", "verdicts_agree", "verdict_agree_rate")
 _MESSAGE_LABEL = re.compile(r"#\d+$")

@@ -1,11 +1,12 @@
 """``cacheviz.scan``: analyse every session under some folders, in parallel, with a cache.
 
-Steps: find the units (:mod:`~cacheviz.scanning._walk`); reuse the cached rows of units
-whose files did not change (:mod:`~cacheviz.scanning._cache`); run
-:func:`~cacheviz.scanning._worker.run_batch` over the rest on a process pool or the executor
-given (:mod:`~cacheviz.scanning._pool`); then drop the calls seen twice (same provider
-response id, e.g. a forked sub-agent replaying its parent's responses, or a resumed
-session) and roll up.
+Steps: start the pool's fork server when the scan looks big and cold, so that its
+preload overlaps the walk (:func:`~cacheviz.scanning._child.start_early`); find the units
+(:mod:`~cacheviz.scanning._walk`); reuse the cached rows of units whose files did not
+change (:mod:`~cacheviz.scanning._cache`); run :func:`~cacheviz.scanning._worker.run_batch`
+over the rest on a process pool or the executor given (:mod:`~cacheviz.scanning._pool`);
+then drop the calls seen twice (same provider response id, e.g. a forked sub-agent
+replaying its parent's responses, or a resumed session) and roll up.
 """
 
 from __future__ import annotations
@@ -22,11 +23,12 @@ from cacheviz import _schema
 from cacheviz.errors import CacheVizWarning
 from cacheviz.formats._replays import REPEAT, flag_replays
 from cacheviz.money.pricing import PriceBook
+from cacheviz.scanning import _child
 from cacheviz.scanning import _pool as pool
 from cacheviz.scanning._cache import MANIFEST, TABLES, ScanCache, default_dir, signature
 from cacheviz.scanning._result import ScanResult
 from cacheviz.scanning._walk import Skipped, Tree, Unit, default_locations, shown, walk
-from cacheviz.scanning._worker import UnitResult, table
+from cacheviz.scanning._worker import UnitResult
 
 
 def scan(
@@ -85,6 +87,21 @@ def scan(
     if jobs is not None and (not isinstance(jobs, int) or jobs < 1):
         msg = f"jobs={jobs!r}: expected a whole number of worker processes, 1 or more"
         raise ValueError(msg)
+    with _child.stopped():  # the fork server and resource tracker this scan started
+        return _scan(paths, executor, jobs, cache, progress, prices, tree, unit_timeout)
+
+
+def _scan(
+    paths: Sequence[str | Path] | str | Path | None,
+    executor: Executor | None,
+    jobs: int | None,
+    cache: bool | str | Path,
+    progress: bool | None,
+    prices: str | Path | None,
+    tree: Tree | None,
+    unit_timeout: float | None,
+) -> ScanResult:
+    """:func:`scan`, its arguments checked, within the fork server's lifetime."""
     if prices is not None:
         PriceBook(prices)  # a bad price file is one error now, not one per session
     locations = None
@@ -93,6 +110,8 @@ def scan(
         roots = [loc.path for loc in locations if loc.found]
     else:
         roots = [Path(paths)] if isinstance(paths, (str, Path)) else [Path(p) for p in paths]
+    if executor is None:  # before the walk: the server's preload overlaps it
+        _child.start_early(roots, jobs, _child.cold(cache, prices))
     units, passed_over = walk(roots, tree)
     store = None
     if cache is not False:
@@ -121,11 +140,11 @@ def scan(
             todo.append((unit, None if entry is None else entry["content_hash"]))
     show = sys.stderr.isatty() if progress is None else progress
     price_file = None if prices is None else str(prices)
-    results = pool.execute(todo, executor, jobs, show, price_file, unit_timeout)
-    hits |= {r.path for r in results if r.status == "unchanged"}
-    fresh = [r for r in results if r.status != "unchanged"]
+    ran = pool.execute(todo, executor, jobs, show, price_file, unit_timeout)
+    hits |= {r.path for r in ran.results if r.status == "unchanged"}
+    fresh = [r for r in ran.results if r.status != "unchanged"]
     cached = store.rows(hits) if store is not None else {n: _empty(n) for n in TABLES}
-    tables = {name: pl.concat([cached[name], _table(fresh, name)]) for name in TABLES}
+    tables = {name: pl.concat([cached[name], ran.tables[name]]) for name in TABLES}
     manifest = _manifest(fresh, signatures)
     if store is not None:
         reused = store.manifest.filter(pl.col("path").is_in(sorted(hits)))
@@ -224,11 +243,6 @@ def _empty(name: str) -> pl.DataFrame:
             "misses": _schema.SCAN_MISSES,
         }[name]
     )
-
-
-def _table(results: list[UnitResult], name: str) -> pl.DataFrame:
-    """The rows of table ``name`` of every unit analysed, as one frame."""
-    return table(name, [rows for r in results if (rows := getattr(r, name)) is not None])
 
 
 def _manifest(results: list[UnitResult], signatures: dict[str, str]) -> pl.DataFrame:

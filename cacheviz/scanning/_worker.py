@@ -2,14 +2,17 @@
 
 It runs in worker processes (or on any ``concurrent.futures.Executor``), so its input
 and output are plain picklable values: a :class:`~cacheviz.scanning._walk.Unit` in, a
-:class:`UnitResult` of rows as plain lists out (:func:`table` builds the frames).
-Nothing here depends on other units; de-duplication across files happens afterwards
-(:mod:`cacheviz.scanning._scanner`).
+:class:`UnitResult` of rows as plain lists out (:func:`table` builds the frames). A
+batch (:func:`run_batch`) sends its units' rows back as one Arrow IPC stream per table
+(:class:`Batch`), which the scanning process reads and concatenates with polars without
+making a Python object per value. Nothing here depends on other units; de-duplication
+across files happens afterwards (:mod:`cacheviz.scanning._scanner`).
 """
 
 from __future__ import annotations
 
 import hashlib
+import io
 import os
 import re
 import signal
@@ -18,6 +21,7 @@ import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime, timedelta
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -264,15 +268,62 @@ def _book_of(prices: str | None, size: int, mtime_ns: int) -> PriceBook:
     return PriceBook(prices)
 
 
+@dataclass(slots=True)
+class Batch:
+    """What a batch of units gave: each unit's result, and all their rows as Arrow IPC.
+
+    ``results`` are in the batch's order, without rows (their ``calls``, ``drifts`` and
+    ``misses`` are ``None``); ``tables`` holds, per table, the rows of every unit of the
+    batch in that order, as the bytes of an Arrow IPC stream of the scan's schema
+    (:func:`frames` reads them back).
+    """
+
+    results: list[UnitResult]
+    tables: dict[str, bytes]
+
+
 def run_batch(
     units: list[Unit],
     known: list[str | None],
     prices: str | None = None,
     timeout: float | None = None,
-) -> list[UnitResult]:
-    """:func:`run_unit` over a batch (one task per batch keeps process overhead low)."""
+) -> Batch:
+    """:func:`run_unit` over a batch (one task per batch keeps process overhead low).
+
+    The rows go back as one Arrow IPC stream per table (:class:`Batch`): built here, in the
+    worker, they cost the scanning process a read instead of a Python object per value
+    to unpickle and convert.
+    """
     rates: dict[str, RateCache] = {}  # the batch's sessions share one price book
-    return [run_unit(u, k, prices, rates, timeout) for u, k in zip(units, known, strict=True)]
+    pairs = zip(units, known, strict=True)
+    return packed([run_unit(unit, k, prices, rates, timeout) for unit, k in pairs])
+
+
+def packed(results: list[UnitResult]) -> Batch:
+    """``results`` with their rows moved into one Arrow IPC stream per table, in their order."""
+    tables = {}
+    for name in _SCHEMAS:
+        rows = table(name, [part for r in results if (part := getattr(r, name)) is not None])
+        buffer = io.BytesIO()  # the stream format: its writer holds less than the file's
+        rows.write_ipc_stream(buffer, compression="uncompressed")
+        tables[name] = buffer.getvalue()
+    for result in results:
+        result.calls = result.drifts = result.misses = None
+    return Batch(results, tables)
+
+
+def frames(batches: list[Batch]) -> dict[str, pl.DataFrame]:
+    """The scan's tables of these batches' rows, each one frame of one chunk, by path.
+
+    Rows keep their order within a unit (a stable sort on the path column, which the
+    units of a scan do not share).
+    """
+    out = {}
+    for name, schema in _SCHEMAS.items():
+        parts = [pl.read_ipc_stream(batch.tables[name]) for batch in batches]
+        rows = pl.concat(parts, rechunk=False) if parts else pl.DataFrame(schema=schema)
+        out[name] = rows.sort("path", maintain_order=True).rechunk()
+    return out
 
 
 _CWD = re.compile(rb'"cwd"\s*:\s*"((?:[^"\\]|\\.)+)"')
@@ -374,7 +425,40 @@ def _own(path: str, columns: Columns, schema: dict[str, Any]) -> Columns:
 
 
 def table(name: str, parts: list[Columns]) -> pl.DataFrame:
-    """One of the scan's tables (``calls``, ``drifts``, ``misses``) from units' columns."""
+    """One of the scan's tables (``calls``, ``drifts``, ``misses``) from units' columns.
+
+    A time column of aware datetimes goes in as microseconds since the epoch, cast to its
+    dtype: the same values, without polars' conversion of each datetime object (which
+    also holds ~16 MB in every process that first does it).
+    """
     schema = _SCHEMAS[name]
-    columns = {c: [v for part in parts for v in part[c]] for c in schema}
-    return _schema.frame(schema, columns) if parts else pl.DataFrame(schema=schema)
+    if not parts:
+        return pl.DataFrame(schema=schema)
+    columns: dict[str, list[Any]] = {c: [v for part in parts for v in part[c]] for c in schema}
+    casts = {}
+    for column, dtype in schema.items():
+        if isinstance(dtype, pl.Datetime) and dtype.time_unit == "us":
+            micros = _micros(columns[column])
+            if micros is not None:
+                columns[column], casts[column] = micros, dtype
+    built = _schema.frame({c: pl.Int64 if c in casts else t for c, t in schema.items()}, columns)
+    for column, dtype in casts.items():  # eager, on the series: no query engine started
+        built.replace_column(built.get_column_index(column), built[column].cast(dtype))
+    return built
+
+
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+_MICROSECOND = timedelta(microseconds=1)
+
+
+def _micros(values: list[Any]) -> list[int | None] | None:
+    """Aware datetimes (or None) as microseconds since the epoch; None if any is not one."""
+    out: list[int | None] = []
+    for value in values:
+        if value is None:
+            out.append(None)
+        elif type(value) is datetime and value.tzinfo is not None:
+            out.append((value - _EPOCH) // _MICROSECOND)
+        else:
+            return None
+    return out

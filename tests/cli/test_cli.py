@@ -251,3 +251,15 @@ def test_a_claude_code_project_or_session_folder_is_accepted(tmp_path, capsys):
     (folder / "subagents").mkdir(parents=True)
     assert cli.main(["summary", str(folder), "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["path"].endswith(newest.name)
+
+
+def test_summary_names_an_unpriced_model_with_why(tmp_path, capsys):
+    from tests.formats.test_kimi_cli import kimi_home
+
+    home, old, _ = kimi_home(tmp_path)
+    config = home / "config.toml"  # Kimi Code's membership model: no per-token price
+    config.write_text(config.read_text().replace("kimi-k2-turbo-preview", "kimi-for-coding"))
+    assert cli.main(["summary", str(old)]) == 0
+    last = capsys.readouterr().out.splitlines()[-1]
+    assert "no price for kimi-for-coding (Kimi Code's membership model" in last
+    assert "billed $" not in last

@@ -367,6 +367,21 @@ def test_an_unpriced_model_is_named(tmp_path):
     a = _load(tmp_path, [(0, body, _usage(0, 0, 2000), None)])
     assert a.calls["billed_usd"][0] is None
     assert a.unpriced_models == ["claude-nonexistent-9"]
+    assert a.unpriced_reasons == {"claude-nonexistent-9": "no price in genai-prices or the overlay"}
+
+
+def test_a_model_of_a_provider_without_a_profile_is_named_with_the_reason(tmp_path):
+    _load(tmp_path, [(0, _body(_turns(1)), _usage(0, 0, 2000), None)])
+    path = tmp_path / "session.jsonl"
+    path.write_text(path.read_text().replace('"provider": "anthropic"', '"provider": "acme-ai"'))
+    a = cacheviz.load(path).analyze()
+    assert a.calls["provider"][0] == "acme-ai"
+    assert a.calls["billed_usd"][0] is None  # not silently: listed, with why
+    assert a.unpriced_models == [MODEL]
+    assert "no caching rules or prices for provider 'acme-ai'" in a.unpriced_reasons[MODEL]
+    doc = a.summary()
+    assert doc["unpriced_reasons"] == a.unpriced_reasons
+    assert doc["reported_totals"]["reasoning_tokens"] is None  # none reported: null, not 0
 
 
 def test_drift_cost_is_the_what_if_of_the_same_simulator(tmp_path):

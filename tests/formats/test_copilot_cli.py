@@ -76,6 +76,7 @@ def test_calls_per_message_and_usage_only_for_the_session(events):
         "cache_read_tokens": 4000,
         "cache_write_tokens": 0,
         "output_tokens": 70,
+        "reasoning_tokens": None,  # not reported: null, not 0
         "scope": "session",
         "calls_reporting": 0,
     }

@@ -163,6 +163,7 @@ def test_one_call_per_step_with_its_usage(store):
         "cache_read_tokens": 12000,
         "cache_write_tokens": 12300,
         "output_tokens": 40 + 13 + 5,
+        "reasoning_tokens": 4,  # the one step that reports reasoning (part of its output)
         "scope": "calls",
         "calls_reporting": 3,
     }

@@ -88,6 +88,7 @@ def test_the_vllm_rule_takes_the_logged_block_size_and_says_so(tmp_path):
     sim = cacheviz.load(log).analyze().simulate("vllm")
     assert sim.parameters["block_size"] == {"value": 128, "source": "log"}
     assert sim.parameters["capacity_blocks"] == {"value": None, "source": "default"}
+    assert "device" not in sim.parameters  # it only picks the block size's default
     assert sim.calls["cache_read_tokens"].to_list() == [0, 128, 128, 128, 128, 128]
     # a rule given wins over the log
     ruled = cacheviz.load(log).analyze().simulate("vllm", block_size=32)
@@ -109,13 +110,14 @@ def test_another_engines_log_gives_no_rules(tmp_path):
     log = _log(tmp_path / "v.jsonl", "vllm", engine={"name": "sglang", "block_size": 128})
     sim = cacheviz.load(log).analyze().simulate("vllm")
     assert sim.parameters["block_size"] == {"value": 16, "source": "default"}
+    assert sim.parameters["device"] == {"value": "gpu", "source": "default"}
 
 
 def test_simulate_prints_the_rules_used_and_the_exact_agreement(tmp_path, capsys):
     log = _log(tmp_path / "v.jsonl", "vllm", engine={"name": "vllm", "block_size": 128})
     assert cli.main(["simulate", str(log)]) == 0
     out = capsys.readouterr().out
-    assert "rules: block_size=128 (log), device=gpu (default), capacity_blocks=none" in out
+    assert "rules: block_size=128 (log), capacity_blocks=none" in out
     assert "equal to the reported read on 1 of 6 calls (engine token ids)" in out
     assert cli.main(["simulate", str(log), "--json", "--rule", "block_size=16"]) == 0
     doc = json.loads(capsys.readouterr().out)

@@ -178,3 +178,27 @@ def test_aliases_price_an_unpriced_model_as_another_by_date():
     assert "priced as minimax/minimax-m2.1" in minimax.source
     with pytest.raises(UnknownModelError):
         book.rates("anthropic", "minimax-not-a-model-at-all")
+
+
+def test_overlay_tiers_price_a_prompt_by_its_size():
+    from cacheviz.money.pricing import RateCache, tier_starts
+
+    book = PriceBook()
+    assert tier_starts("qwen", "qwen3-coder-plus") == (32000, 128000, 256000)
+    small = book.rates("qwen", "qwen3-coder-plus", prompt_tokens=32000)
+    large = book.rates("qwen", "qwen3-coder-plus", prompt_tokens=32001)
+    assert (small.input, small.cache_read, small.output) == pytest.approx((1e-6, 1e-7, 5e-6))
+    assert (large.input, large.cache_read, large.output) == pytest.approx((1.8e-6, 1.8e-7, 9e-6))
+    assert "dashscope/qwen3-coder-plus" in large.source
+    cache = RateCache(book, "qwen")  # resolved once per tier, by the overlay's boundaries
+    assert cache("qwen3-coder-plus", None, 300_000).input == pytest.approx(6e-6)
+    assert cache("qwen3-coder-plus", None, 100).input == pytest.approx(1e-6)
+
+
+def test_a_model_without_a_per_token_price_says_why():
+    from cacheviz.money.pricing import unpriced_reason
+
+    with pytest.raises(UnknownModelError, match="membership model"):
+        PriceBook().rates("moonshotai", "kimi-for-coding")
+    assert "Qwen OAuth" in unpriced_reason("qwen", "coder-model")
+    assert unpriced_reason("qwen", "qwen-nothing") == "no price in genai-prices or the overlay"

@@ -39,7 +39,9 @@ def test_self_hosted_and_priced_split_the_providers():
 def test_a_model_belongs_to_its_vendor():
     assert providers.vendor_of("claude-sonnet-4-5") == "anthropic"
     assert providers.vendor_of("Gemini-2.5-pro") == "google"
-    assert providers.vendor_of("qwen3-coder") is None
+    assert providers.vendor_of("qwen3-coder") == "qwen"
+    assert providers.vendor_of("kimi-k2.6") == "moonshotai"
+    assert providers.vendor_of("llama-3.1-70b") is None
 
 
 def test_rule_choices_are_the_union_across_providers_without_repeats():

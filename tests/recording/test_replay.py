@@ -3,7 +3,7 @@
 import json
 
 import pytest
-from fake_engine import COST, MODEL, FakeEngine
+from fake_engine import COST, MODEL, FakeEngine, prefill_ms
 
 import cacheviz
 from cacheviz import cli
@@ -130,6 +130,41 @@ def test_a_vllm_engine_gives_its_token_ids_and_block_size(write_log, anthropic_b
     # tolerant verdict does not
     wrong = cacheviz.load(log).analyze().simulate("vllm", block_size=16)
     assert wrong.agreement < 1.0 and wrong.score == 1.0
+
+
+def test_vllm_prefill_times_come_from_its_metrics_and_fit_its_cost_model(
+    write_log, anthropic_body, tmp_path, capsys
+):
+    session = _session(write_log, anthropic_body, drift_at=4)
+    log = tmp_path / "replay.jsonl"
+    with FakeEngine("vllm", block_size=32) as engine:
+        argv = ["replay", str(session), "--engine", engine.url, "--log", str(log), "--json"]
+        assert cli.main(argv) == 0
+    doc = json.loads(capsys.readouterr().out)
+    for line in _lines(log):
+        response = line["response"]
+        cached = response["usage"]["prompt_tokens_details"]["cached_tokens"]
+        uncached = response["usage"]["prompt_tokens"] - cached
+        # what vllm:request_prefill_time_seconds grew by over the request
+        assert response["timings"] == {
+            "prompt_ms": pytest.approx(prefill_ms(uncached, cached), abs=1e-3)
+        }
+    fit = doc["prefill_fit"]
+    assert fit["per_token_ms"] == pytest.approx(COST[1], rel=1e-4)
+    assert fit["per_pair_ms"] == pytest.approx(COST[2], rel=1e-4)
+    assert fit["r2"] == pytest.approx(1.0)
+
+
+def test_a_vllm_serving_other_clients_meanwhile_gives_no_prefill_time(
+    write_log, anthropic_body, tmp_path
+):
+    session = _session(write_log, anthropic_body, n=3)
+    log = tmp_path / "replay.jsonl"
+    with FakeEngine("vllm") as engine:
+        engine.others = 1  # its histogram counts two requests for each of ours
+        replay_session(cacheviz.load(session), engine.url, log)
+    responses = [line["response"] for line in _lines(log)]
+    assert all("timings" not in r and r["duration_ms"] > 0 for r in responses)
 
 
 def test_no_proxy_is_used_whatever_the_environment_says(

@@ -18,8 +18,11 @@ import pytest
 
 import cacheviz
 import cacheviz.formats
+from cacheviz.money.pricing import PriceBook, tier_starts
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
+QWEN_MODEL = "qwen3-coder-plus"  # the models of the Qwen Code and Kimi CLI fixtures
+KIMI_MODEL = "kimi-k2-turbo-preview"
 # the variables that would move a default folder away from $HOME
 ENV = ("CLAUDE_CONFIG_DIR", "CODEX_HOME", "KILO_DATA_DIR", "KIMI_SHARE_DIR", "AMP_DATA_DIR",
        "PI_AGENT_DIR", "OPENCLAW_DIR", "HERMES_HOME", "GOOSE_PATH_ROOT", "DROID_SESSIONS_DIR",
@@ -92,10 +95,62 @@ def _qwen(home: Path) -> None:
     _lines(home / ".qwen/projects/-home-dev-app/chats/s1.jsonl", _chat())
 
 
+def _qwen_billed(home: Path) -> float:
+    """The chat's usage, read here, at the price data's Qwen prices (prompt-size tiers).
+
+    Each assistant record's ``usageMetadata`` (output: candidates plus thoughts, as the
+    total says), and each ``api_response`` event no record's usage equals (a call logged
+    only in the telemetry).
+    """
+    calls = []
+    (chat,) = (home / ".qwen").rglob("*.jsonl")
+    records = [json.loads(line) for line in chat.read_text().splitlines()]
+    for record in records:
+        usage = record.get("usageMetadata")
+        if record.get("type") == "assistant" and usage:
+            prompt, cands = usage["promptTokenCount"], usage["candidatesTokenCount"]
+            thoughts = usage.get("thoughtsTokenCount") or 0
+            apart = usage["totalTokenCount"] == prompt + cands + thoughts
+            calls.append((prompt, usage["cachedContentTokenCount"], cands + thoughts * apart))
+    for record in records:
+        event = (record.get("systemPayload") or {}).get("uiEvent") or {}
+        if event.get("event.name") == "qwen-code.api_response":
+            counts = (event["input_token_count"], event["output_token_count"])
+            if all((prompt, out) != counts for prompt, _, out in calls):
+                calls.append((counts[0], 0, counts[1]))
+    book, total = PriceBook(), 0.0
+    for prompt, read, out in calls:
+        rates = book.rates("qwen", QWEN_MODEL, prompt_tokens=prompt)
+        assert rates.cache_read is not None and rates.output is not None
+        total += (prompt - read) * rates.input + read * rates.cache_read + out * rates.output
+    return total
+
+
 def _kimi(home: Path) -> None:
     from tests.formats.test_kimi_cli import kimi_home
 
     kimi_home(home)
+
+
+def _kimi_billed(home: Path) -> float:
+    """Both sessions' usage, read by the format test's independent reading, at Moonshot's price."""
+    from tests.formats.test_kimi_cli import independent
+
+    assert tier_starts("moonshotai", KIMI_MODEL) == ()  # one price whatever the prompt: sums do
+    rates = PriceBook().rates("moonshotai", KIMI_MODEL)
+    assert rates.cache_read is not None and rates.output is not None
+    total = 0.0
+    for wire in (home / ".kimi/sessions").glob("*/*/wire.jsonl"):
+        got = independent(wire)
+        uncached = got["input"] - got["read"] - got["write"]
+        write_rate = rates.input if rates.cache_write is None else rates.cache_write
+        total += (
+            uncached * rates.input
+            + got["read"] * rates.cache_read
+            + got["write"] * write_rate
+            + got["output"] * rates.output
+        )
+    return total
 
 
 def _whale(home: Path) -> None:
@@ -218,6 +273,7 @@ class Agent:
     files: int  # files (or stores) the scan reads there
     billed: bool | None  # True: a billed figure; None: billed is null (no usage or price)
     status: str = "ok"
+    expected: Callable[[Path], float] | None = None  # the billed sum, computed from the files
 
 
 AGENTS = [
@@ -229,9 +285,8 @@ AGENTS = [
     Agent("opencode", _opencode, ".local/share/opencode", 1, True),
     Agent("opencode", _kilo, ".local/share/kilo", 1, True),  # Kilo CLI: OpenCode's store
     Agent("copilot-cli", _copilot, ".copilot", 1, True),  # billed at the session's scope
-    # Qwen's and Moonshot's models: no provider of cacheviz's prices them (null, not 0)
-    Agent("qwen-code", _qwen, ".qwen", 1, None),
-    Agent("kimi-cli", _kimi, ".kimi", 2, None),
+    Agent("qwen-code", _qwen, ".qwen", 1, True, expected=_qwen_billed),
+    Agent("kimi-cli", _kimi, ".kimi", 2, True, expected=_kimi_billed),
     Agent("whale-usage", _whale, ".whale", 1, True),
     Agent("amp", _amp, ".local/share/amp", 1, True),
     Agent("pi", _pi, ".pi", 1, True),
@@ -295,5 +350,7 @@ def test_the_scan_finds_and_bills_the_agent(scanned, agent):
         assert billed.null_count() < calls.height and billed.sum() >= 0
         if agent.format != "openclaw":  # one of its sessions uses a free model
             assert billed.sum() > 0
+        if agent.expected is not None:
+            assert billed.sum() == pytest.approx(agent.expected(home), rel=1e-9)
     else:
         assert billed.null_count() == calls.height  # not 0: not reported

@@ -236,6 +236,32 @@ def test_json_follows_the_contract(claude_home, capsys, cache_dir):
     assert isinstance(doc["busters"], list)
 
 
+def test_reasoning_tokens_are_summed_where_reported_and_shown_apart(
+    claude_home, tmp_path, capsys, cache_dir
+):
+    from tests.formats.test_qwen_code import _chat
+
+    os.environ["CACHEVIZ_CACHE_DIR"] = str(cache_dir)
+    try:
+        assert main(["scan", str(claude_home), "--json"]) == 0
+        claude = json.loads(capsys.readouterr().out)
+        _write(tmp_path / "qwen" / "s1.jsonl", _chat())  # one answer reports 12 thought tokens
+        assert main(["scan", str(tmp_path / "qwen"), "--json"]) == 0
+        qwen = json.loads(capsys.readouterr().out)
+        assert main(["scan", str(tmp_path / "qwen")]) == 0
+        table = capsys.readouterr().out
+        assert main(["scan", str(claude_home)]) == 0
+        plain = capsys.readouterr().out
+    finally:
+        del os.environ["CACHEVIZ_CACHE_DIR"]
+    assert claude["totals"]["reasoning_tokens"] is None  # not reported: null, not 0
+    assert qwen["totals"]["reasoning_tokens"] == 12
+    assert sum(r["reasoning_tokens"] or 0 for r in qwen["rollup"]) == 12
+    header = next(line for line in table.splitlines() if line.startswith("day"))
+    assert header.split().index("reasoning") == header.split().index("output") + 1
+    assert "reasoning" not in plain
+
+
 def test_parquet_holds_one_row_per_deduplicated_call(claude_home, tmp_path, cache_dir):
     os.environ["CACHEVIZ_CACHE_DIR"] = str(cache_dir)
     try:

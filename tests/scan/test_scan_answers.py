@@ -13,6 +13,7 @@ import pytest
 
 import cacheviz
 from cacheviz.cli import main
+from cacheviz.scanning import _child
 from cacheviz.scanning import _pool as pool_module
 from cacheviz.scanning import _scanner as scanner_module
 
@@ -267,7 +268,7 @@ def test_pool_workers_start_warm_on_one_polars_thread_and_their_server_stops(mon
 
     server = forkserver._forkserver
     before = server._forkserver_pid
-    with pool_module._fork_server():
+    with _child.stopped():
         workers = pool_module._spawned(2)
         try:
             seen = [workers.submit(_probe.probe).result() for _ in range(4)]
@@ -294,7 +295,7 @@ def test_a_fork_server_that_cannot_start_leaves_spawned_workers(
 
     monkeypatch.setattr(forkserver, "ensure_running", no_socket)
     monkeypatch.setattr(pool_module, "POOL_BYTES", 0)  # a pool even for this little work
-    with pool_module._fork_server():
+    with _child.stopped():
         workers = pool_module._spawned(1)
         assert workers._mp_context.get_start_method() == "spawn"
         workers.shutdown()
