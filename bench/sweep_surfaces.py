@@ -66,12 +66,12 @@ SURFACES = (
 )
 
 
-class _Timeout(Exception):
+class _TimeoutError(Exception):
     pass
 
 
 def _alarm(signum: int, frame: Any) -> None:
-    raise _Timeout
+    raise _TimeoutError
 
 
 def _cli(*argv: str) -> tuple[int, str, str]:
@@ -96,7 +96,7 @@ def _cli_outcome(status: int, stderr: str, ok: tuple[int, ...] = (0,)) -> str:
 
 
 def _exception(exc: BaseException) -> str:
-    if isinstance(exc, _Timeout):
+    if isinstance(exc, _TimeoutError):
         return "CRASH: timeout"
     if isinstance(exc, CacheVizError) and "\n" not in str(exc):
         return f"clean: {exc}"
@@ -127,9 +127,9 @@ def _absurd_numbers(doc: Any, where: str) -> list[str]:
                 if isinstance(value, (int, float)) and not isinstance(value, bool):
                     if key in _COSTS and value < -1e-9 and key != "waste_usd":
                         found.append(f"{where}{here} = {value} (negative cost)")
-                    if "hit_ratio" in here and key in ("hit_ratio", "tokens", "requests"):
-                        if not (-1e-9 <= value <= 1 + 1e-9):
-                            found.append(f"{where}{here} = {value} (hit ratio outside 0..1)")
+                    ratio = "hit_ratio" in here and key in ("hit_ratio", "tokens", "requests")
+                    if ratio and not (-1e-9 <= value <= 1 + 1e-9):
+                        found.append(f"{where}{here} = {value} (hit ratio outside 0..1)")
                     if isinstance(value, float) and not math.isfinite(value):
                         found.append(f"{where}{here} = {value}")
                 else:
@@ -167,7 +167,7 @@ def sweep_session(path: Path, out: Path) -> dict[str, str]:
     try:
         analysis = cacheviz.load(path).analyze()
         result["load"] = "ok"
-    except BaseException as exc:  # noqa: BLE001 - the sweep records every failure
+    except BaseException as exc:  # the sweep records every failure
         if isinstance(exc, KeyboardInterrupt):
             raise
         result["load"] = _exception(exc)
@@ -176,11 +176,11 @@ def sweep_session(path: Path, out: Path) -> dict[str, str]:
         try:
             fn()
             result[name] = "ok"
-        except _Timeout:
+        except _TimeoutError:
             raise
         except KeyboardInterrupt:
             raise
-        except BaseException as exc:  # noqa: BLE001
+        except BaseException as exc:
             result[name] = _exception(exc)
 
     if analysis is not None:
@@ -221,7 +221,8 @@ def sweep_session(path: Path, out: Path) -> dict[str, str]:
             absurd.extend(_finite(meta, "inspector meta"))
             json.dumps(meta)
             if "internal error" in (widget.status or ""):
-                raise RuntimeError(f"inspector status: {widget.status}")
+                msg = f"inspector status: {widget.status}"
+                raise RuntimeError(msg)
 
         run("summary", summary)
         run("segments", lambda: a.segments)
@@ -265,7 +266,7 @@ def sweep(args: list[Path], timeout: float) -> dict[str, Any]:
                 signal.setitimer(signal.ITIMER_REAL, timeout)
                 try:
                     result = sweep_session(unit.path, out)
-                except _Timeout:
+                except _TimeoutError:
                     result = {"load": "CRASH: timeout"}
                 finally:
                     signal.setitimer(signal.ITIMER_REAL, 0)
@@ -295,9 +296,7 @@ def tally(doc: dict[str, Any]) -> str:
     """Per surface: how many sessions ran, and how each ended."""
     lines = []
     for surface in (*SURFACES, "absurd"):
-        counts = Counter(
-            r[surface].split(":", 1)[0] for r in doc["sessions"] if surface in r
-        )
+        counts = Counter(r[surface].split(":", 1)[0] for r in doc["sessions"] if surface in r)
         lines.append(f"{surface:13} " + " ".join(f"{k}={v}" for k, v in sorted(counts.items())))
     scans = Counter(v.split(":", 1)[0] for v in doc["scans"].values())
     lines.append("scan          " + " ".join(f"{k}={v}" for k, v in sorted(scans.items())))

@@ -150,6 +150,10 @@ def unpriced_reason(provider: str, model: str) -> str:
     for entry in _overlay().get("unpriced", []):
         if _matches(entry, provider, model):
             return str(entry["reason"])
+    found = _price_copy.lookup(provider, _bare(model))
+    if found is not None and getattr(found.prices(datetime.now(UTC)), "input_mtok", None) is None:
+        # listed (a Gemini API model free of charge, say) but with no per-token price
+        return "genai-prices lists it with no per-token price"
     return "no price in genai-prices or the overlay"
 
 
@@ -442,7 +446,8 @@ class PriceBook:
                 target, note = alias
                 rates = self.rates(*target, at=at, prompt_tokens=prompt_tokens)
                 return replace(rates, source=f"{note}; {rates.source}")
-            close = difflib.get_close_matches(_bare(model), _known_models(provider, self._user), 5)
+            others = [m for m in _known_models(provider, self._user) if m != _bare(model)]
+            close = difflib.get_close_matches(_bare(model), others, 5)
             hint = f" Close matches: {', '.join(close)}." if close else ""
             why = unpriced_reason(provider, model)
             msg = (

@@ -202,3 +202,26 @@ def test_a_model_without_a_per_token_price_says_why():
         PriceBook().rates("moonshotai", "kimi-for-coding")
     assert "Qwen OAuth" in unpriced_reason("qwen", "coder-model")
     assert unpriced_reason("qwen", "qwen-nothing") == "no price in genai-prices or the overlay"
+
+
+def test_a_model_listed_without_a_price_says_so_and_is_not_its_own_close_match(monkeypatch):
+    # genai-prices lists some models with no per-token price (Gemma on the Gemini API is
+    # free of charge): the error said "no price in genai-prices" and offered the model
+    # itself as a close match (sweep of a public OpenClaw session)
+    from types import SimpleNamespace
+
+    from cacheviz.money import _price_copy
+
+    listed = SimpleNamespace(model_id="free-1", prices=lambda at: SimpleNamespace(input_mtok=None))
+    real_lookup, real_models = _price_copy.lookup, _price_copy.models
+    monkeypatch.setattr(
+        _price_copy, "lookup", lambda p, m: listed if m == "free-1" else real_lookup(p, m)
+    )
+    monkeypatch.setattr(
+        _price_copy, "models", lambda p: [*real_models(p), ("free-1", None), ("free-2", None)]
+    )
+    with pytest.raises(UnknownModelError) as caught:
+        PriceBook().rates("google", "free-1")
+    text = str(caught.value)
+    assert "genai-prices lists it with no per-token price" in text
+    assert "Close matches: free-2." in text and "\n" not in text
