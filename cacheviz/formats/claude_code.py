@@ -57,9 +57,10 @@ _SPAWNS = ("Task", "Agent")  # the tool that starts a sub-agent (renamed Agent i
 _WARMUP = "Warmup"  # the prompt of the sub-agents Claude Code 2.0 starts to warm the cache
 _LINK_STEPS = 100_000  # parentUuid hops looked through for the response a request follows
 _DETECT_LINES = 400  # lines of the head that detection looks at
-_SESSION_TYPES = frozenset(  # records carrying `sessionId` (and, but the last four, `uuid`)
+_SESSION_TYPES = frozenset(  # records carrying `sessionId` (and, but the last six, `uuid`)
     {"user", "assistant", "system", "attachment", "progress"}
-    | {"queue-operation", "last-prompt", "permission-mode", "custom-title"}
+    | {"queue-operation", "last-prompt", "permission-mode", "custom-title", "ai-title"}
+    | {"agent-name"}
 )
 
 
@@ -67,7 +68,8 @@ def is_record(record: Any) -> bool:
     """Whether one parsed line is a Claude Code record (message or bookkeeping).
 
     Message-like records carry ``sessionId`` and ``uuid``; ``queue-operation``,
-    ``last-prompt``, ``permission-mode`` and ``custom-title`` carry ``sessionId``;
+    ``last-prompt``, ``permission-mode``, ``custom-title``, ``ai-title`` and
+    ``agent-name`` carry ``sessionId``;
     ``summary`` records carry ``leafUuid``; ``file-history-snapshot`` records a
     ``messageId`` and a ``snapshot``.
     """

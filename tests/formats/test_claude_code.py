@@ -375,3 +375,20 @@ def test_drop_replays_drops_a_repeated_id_even_an_empty_one():
     kept, dropped = drop_replays(calls)
     assert dropped == 1
     assert kept == calls[:2]
+
+
+def test_a_session_holding_only_its_titles_is_claude_code_with_no_call(tmp_path):
+    # Claude Code 2.1 leaves sessions that hold only an `ai-title` and an `agent-name`
+    # record (sweep of public sessions): it is a Claude Code file with nothing to read,
+    # not a format cacheviz cannot tell
+    path = tmp_path / "8a0c7e3e-0000-4000-8000-000000000001.jsonl"
+    sid = path.stem
+    lines = [
+        {"type": "ai-title", "aiTitle": "Speed up the build", "sessionId": sid},
+        {"type": "agent-name", "agentName": "Speed up the build", "sessionId": sid},
+    ]
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines), encoding="utf-8")
+    assert detect(path) == "claude-code"
+    with pytest.raises(TranscriptError, match="no API call could be read") as caught:
+        cacheviz.load(path)
+    assert "\n" not in str(caught.value) and "ai-title record" in str(caught.value)
