@@ -35,6 +35,7 @@ import argparse
 import contextlib
 import io
 import json
+import logging
 import math
 import signal
 import sys
@@ -63,6 +64,7 @@ SURFACES = (
     "check",
     "summary-json",
     "inspector",
+    "inspector-controls",
 )
 
 
@@ -224,12 +226,64 @@ def sweep_session(path: Path, out: Path) -> dict[str, str]:
                 msg = f"inspector status: {widget.status}"
                 raise RuntimeError(msg)
 
+        def controls() -> None:
+            # what a user does in the inspector: every provider, TTL and breakpoint choice,
+            # a click on calls, a search; a fault there is logged and shown, not raised
+            faults: list[str] = []
+
+            class Faults(logging.Handler):
+                def emit(self, record: logging.LogRecord) -> None:
+                    exc = record.exc_info[1] if record.exc_info else None
+                    if exc is not None and not isinstance(exc, CacheVizError):
+                        faults.append(f"{record.getMessage()}: {type(exc).__name__}: {exc}")
+
+            handler = Faults(logging.ERROR)
+            logger = logging.getLogger("cacheviz")
+            logger.addHandler(handler)
+            try:
+                widget = cacheviz.inspect(a)
+                seen: list[str] = []
+
+                def look() -> None:
+                    status = widget.status or ""
+                    if "internal error" in status or "\n" in status:
+                        seen.append(f"status: {status[:300]}")
+                    if widget._detail.get("error"):
+                        seen.append(f"detail: {widget._detail['error'][:300]}")
+
+                for provider in providers.ids():
+                    widget.provider = provider
+                    look()
+                own = a.calls["provider"][0] if a.calls.height else ""
+                if own in providers.ids():
+                    widget.provider = own
+                for ttl in providers.rule_choices("ttl"):
+                    widget.ttl = ttl
+                    look()
+                for points in providers.rule_choices("breakpoints"):
+                    widget.breakpoints = points
+                    look()
+                n = a.calls.height
+                picks = sorted({0, n - 1, *range(0, n, max(1, n // 15)), *a.drifts["call"]})
+                for call in picks[:40]:
+                    if 0 <= call < n:
+                        widget.selected_call = call
+                        look()
+                widget._message(None, {"type": "search", "text": "the"})
+                look()
+            finally:
+                logger.removeHandler(handler)
+            problems = faults + seen
+            if problems:
+                raise RuntimeError(" | ".join(sorted(set(problems))[:10]))
+
         run("summary", summary)
         run("segments", lambda: a.segments)
         run("drifts", lambda: a.drifts)
         run("simulate", simulate)
         run("compare", compare)
         run("inspector", inspector)
+        run("inspector-controls", controls)
 
     html = out / "report.html"
     status, _, stderr = _cli("report", str(path), "-o", str(html))
