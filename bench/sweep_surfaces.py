@@ -65,6 +65,7 @@ SURFACES = (
     "summary-json",
     "inspector",
     "inspector-controls",
+    "truncated",
 )
 
 
@@ -305,6 +306,24 @@ def sweep_session(path: Path, out: Path) -> dict[str, str]:
     return result
 
 
+def sweep_truncated(path: Path, out: Path) -> str:
+    """A one-file session cut mid-line (a log still being written): loads or refuses cleanly."""
+    if path.suffix not in (".jsonl", ".json", ".traj", ".history") or not path.is_file():
+        return "ok: not a one-file text session"
+    data = path.read_bytes()
+    cut = out / "cut" / path.name
+    cut.parent.mkdir(exist_ok=True)
+    cut.write_bytes(data[: max(1, len(data) // 2)])
+    try:
+        cacheviz.load(cut).analyze().summary()
+    except BaseException as exc:
+        if isinstance(exc, (KeyboardInterrupt, _TimeoutError)):
+            raise
+        return _exception(exc)
+    status, _, stderr = _cli("summary", str(cut), "--json")
+    return _cli_outcome(status, stderr)
+
+
 def sweep(args: list[Path], timeout: float) -> dict[str, Any]:
     """Sweep every session under ``args``; one record per session and per scan."""
     records: list[dict[str, Any]] = []
@@ -320,6 +339,8 @@ def sweep(args: list[Path], timeout: float) -> dict[str, Any]:
                 signal.setitimer(signal.ITIMER_REAL, timeout)
                 try:
                     result = sweep_session(unit.path, out)
+                    if len(unit.members) == 1:
+                        result["truncated"] = sweep_truncated(unit.path, out)
                 except _TimeoutError:
                     result = {"load": "CRASH: timeout"}
                 finally:
