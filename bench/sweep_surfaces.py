@@ -18,6 +18,9 @@ session, in this process, with a per-session timeout (SIGALRM) and every excepti
 ``summary-json``  ``cacheviz summary P --json``
 ``inspector``     the notebook inspector: ``_repr_mimebundle_``, ``cacheviz.inspect``, the
                   compare panel built as the view asks for it, its state as JSON
+``inspector-controls``  every provider, TTL and breakpoint choice, clicks on calls, a search
+``truncated``     a one-file session cut in the middle of a line (a log being written)
+``cli-tables``    ``cacheviz summary``, ``compare``, ``simulate`` and ``scan`` as tables
 
 and, per argument, ``cacheviz scan ARG --no-cache --json --jobs 1``.
 
@@ -66,6 +69,7 @@ SURFACES = (
     "inspector",
     "inspector-controls",
     "truncated",
+    "cli-tables",
 )
 
 
@@ -301,6 +305,11 @@ def sweep_session(path: Path, out: Path) -> dict[str, str]:
     result["summary-json"] = _cli_outcome(status, stderr)
     if status == 0 and ("NaN" in stdout or "Infinity" in stdout):
         absurd.append("summary --json: NaN/Infinity in the output")
+    tables = []
+    for argv in (("summary",), ("compare",), ("simulate",), ("scan", "--no-cache", "--jobs", "1")):
+        status, _, stderr = _cli(argv[0], str(path), *argv[1:])
+        tables.append(_cli_outcome(status, stderr))
+    result["cli-tables"] = next((t for t in tables if t.startswith("CRASH")), tables[0])
     if absurd:
         result["absurd"] = "ABSURD: " + " | ".join(sorted(set(absurd))[:20])
     return result
