@@ -18,6 +18,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import stat
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
@@ -30,6 +31,9 @@ _SKIP_DIRS = frozenset({".git", "node_modules", "__pycache__", ".venv"})
 _SKIP_SUFFIXES = frozenset({".parquet", ".html", ".png", ".jpg", ".gif", ".pdf", ".zip", ".gz"})
 # SQLite's companions of a database (claude-tap's traces.sqlite3): read with it
 _SQLITE_WAL, _SQLITE_SHM, _WRITE_LOCK = "-wal", "-shm", ".write.lock"
+# Claude Code's own state beside its transcripts: a session's tool outputs, a project's notes
+_CLAUDE_TOOL_RESULTS, _CLAUDE_MEMORY = "tool-results", "memory"
+_SESSION_ID = re.compile(r"[0-9a-f]{8}(?:-[0-9a-f]{4}){3}-[0-9a-f]{12}")
 _CXV_SESSION = ".cxvsession"  # a cx-viewer (Log Store V2) session folder
 # a Kimi CLI session folder: wire.jsonl is the session; the rest is read with it or not at all
 _KIMI_WIRE = "wire.jsonl"
@@ -356,7 +360,13 @@ def walk(paths: list[Path], tree: Tree | None = None) -> tuple[list[Unit], list[
                 dirs[:] = []  # reached before (a loop, or a second path to it)
                 continue
             folders.add((info.st_dev, info.st_ino))
-            dirs[:] = sorted(d for d in dirs if d not in _SKIP_DIRS and _inside(here, d, inside))
+            dirs[:] = sorted(
+                d
+                for d in dirs
+                if d not in _SKIP_DIRS
+                and not _claude_code_state(here, d, files)
+                and _inside(here, d, inside)
+            )
             if here.name.endswith(_CXV_SESSION) and "manifest.json" in files:
                 dirs[:] = []  # a cx-viewer session archive is read whole, as one unit
                 if tree is not None:
@@ -406,6 +416,23 @@ def walk(paths: list[Path], tree: Tree | None = None) -> tuple[list[Unit], list[
         tree.add_members(m for unit in units.values() for m in unit.members)
     ordered = sorted(units.values(), key=lambda u: str(u.path))
     return ordered, sorted(skipped.values(), key=lambda s: str(s.path))
+
+
+def _claude_code_state(here: Path, name: str, files: list[str]) -> bool:
+    """Whether folder ``name`` in ``here`` is Claude Code's own state, not transcripts.
+
+    A session's ``<session>/tool-results/`` (tool outputs written aside, read by no reader)
+    and a project's ``memory/`` (``~/.claude/projects/<project>/memory/*.md``, notes):
+    listed as unknown files, they only added to the scan's "unknown files skipped".
+    """
+    if name == _CLAUDE_TOOL_RESULTS:  # in a session's folder, named by its id
+        return (
+            _SESSION_ID.fullmatch(here.name) is not None
+            or here.parent.joinpath(f"{here.name}.jsonl").is_file()
+        )
+    return name == _CLAUDE_MEMORY and (
+        here.parent.name == "projects" or any(f.endswith(".jsonl") for f in files)
+    )
 
 
 def _droid_session(name: str, names: set[str]) -> bool:

@@ -546,6 +546,29 @@ def test_realdata_totals_match_independent_sums(realdata, tmp_path):
     assert totals["reported_cost_usd"] == pytest.approx(cost)
 
 
+def test_claude_codes_tool_results_and_memory_are_not_counted_as_unknown_files(
+    tmp_path, cache_dir
+):
+    # ~/.claude/projects/<project>/memory/*.md and <session>/tool-results/*.txt are Claude
+    # Code's own state: a sweep of public projects found 122 "unknown files" that were them
+    project = tmp_path / "projects" / "-home-me-app"
+    sid = "5f0c2a9e-1b2c-4d3e-8f40-0123456789ab"
+    _write(project / f"{sid}.jsonl", _parent_records())
+    (project / sid / "tool-results").mkdir(parents=True)
+    (project / sid / "tool-results" / "b1x2y3.txt").write_text("a long tool output\n")
+    gone = "9e8d7c6b-5a49-4382-9170-fedcba987654"  # a session whose log is gone
+    (project / gone / "tool-results").mkdir(parents=True)
+    (project / gone / "tool-results" / "b4z5.txt").write_text("output\n")
+    (project / "memory").mkdir()
+    (project / "memory" / "MEMORY.md").write_text("- build with docker\n")
+    (tmp_path / "projects" / "-home-me-other" / "memory").mkdir(parents=True)
+    (tmp_path / "projects" / "-home-me-other" / "memory" / "notes.md").write_text("x\n")
+    (project / "notes.txt").write_text("shopping list\n")  # still an unknown file
+    result = cacheviz.scan([tmp_path / "projects"], cache=cache_dir)
+    status = dict(zip(result.files["path"], result.files["status"], strict=True))
+    assert status == {str(project / f"{sid}.jsonl"): "ok", str(project / "notes.txt"): "unknown"}
+
+
 def test_the_whole_realdata_folder_scans_without_failures(realdata, tmp_path):
     result = cacheviz.scan([realdata], cache=tmp_path / "c")
     assert result.failed.height == 0
