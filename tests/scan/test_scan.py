@@ -546,9 +546,7 @@ def test_realdata_totals_match_independent_sums(realdata, tmp_path):
     assert totals["reported_cost_usd"] == pytest.approx(cost)
 
 
-def test_claude_codes_tool_results_and_memory_are_not_counted_as_unknown_files(
-    tmp_path, cache_dir
-):
+def test_claude_codes_tool_results_and_memory_are_not_counted_as_unknown_files(tmp_path, cache_dir):
     # ~/.claude/projects/<project>/memory/*.md and <session>/tool-results/*.txt are Claude
     # Code's own state: a sweep of public projects found 122 "unknown files" that were them
     project = tmp_path / "projects" / "-home-me-app"
