@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from bisect import bisect_right
 from collections import OrderedDict
-from collections.abc import Hashable
+from collections.abc import Hashable, Iterator
 from dataclasses import dataclass
 from itertools import islice
 
@@ -67,6 +67,14 @@ class EntryStore:
         if entry.visible_at > now:
             return None
         return entry
+
+    def peek(self, key: Hashable) -> Entry | None:
+        """The entry stored for ``key``, live or not (nothing is dropped)."""
+        return self._entries.get(key)
+
+    def recent(self) -> Iterator[Entry]:
+        """Every stored entry, most recently used first (expired ones until dropped)."""
+        return reversed(self._entries.values())
 
     def touch(self, entry: Entry, now: float, ttl: float | None = None) -> None:
         """Refresh an entry on use: the TTL restarts at ``now``; it becomes most recent."""

@@ -41,10 +41,11 @@ Approximations
   differ never share 1,024 tokens anyway, so the key alone is enough. Organization and
   region are one scope; overflow routing above ~15 requests/min per prefix is not
   modelled (every request reaches its bucket's machine).
-* Classic LCP search: live prompts of the bucket are compared most recently used first,
-  skipping those no longer than the best match so far; at most ``max_compared`` (64)
-  are compared token by token per request. A stored prompt that is a prefix of a newer
-  one is rarely compared again (the newer one already matches at least as far).
+* Classic LCP search: the longest match among *all* live, visible prompts of the
+  bucket, found through an index (:class:`_Bucket`), not by comparing each; a tie goes
+  to the most recently used prompt, which the hit refreshes. (Until 2026-12 at most
+  ``max_compared`` (64) prompts were compared, most recent first: an approximation for
+  speed, not the spec; the parameter is still accepted and ignored.)
 * Hidden system tokens are unknown and taken as 0.
 * ``retention=None`` follows the request's ``prompt_cache_retention`` and falls back to
   ``in_memory``, the conservative choice (the Sept-2026 guide makes ``24h`` the default
@@ -63,9 +64,13 @@ Approximations
 from __future__ import annotations
 
 import bisect
+import functools
 import hashlib
+import heapq
 import json
 import re
+import warnings
+from array import array
 from collections.abc import Hashable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import cast
@@ -87,7 +92,6 @@ MAX_WRITES = 4
 EXPLICIT_FIRST = 2
 EXPLICIT_LATEST = 50
 MESSAGE_LOOKBACK = 20
-MAX_COMPARED = 64
 _SALT_KEYS = (
     "parallel_tool_calls",
     "response_format",
@@ -147,7 +151,16 @@ def granularity_for(model: str) -> int:
 def _salt(call: SimCall) -> bytes:
     """The model and the request members that change the rendered prefix."""
     params = {k: call.params[k] for k in _SALT_KEYS if k in call.params}
+    if not params:
+        return _model_salt(call.model)
     text = json.dumps([call.model, params], sort_keys=True, default=str)
+    return hashlib.sha1(text.encode()).digest()[:8]
+
+
+@functools.lru_cache(maxsize=64)
+def _model_salt(model: str) -> bytes:
+    """:func:`_salt` of a request without any of those members (the same digest)."""
+    text = json.dumps([model, {}], sort_keys=True, default=str)
     return hashlib.sha1(text.encode()).digest()[:8]
 
 
@@ -203,33 +216,231 @@ def _is_tool_response(role: str | None) -> bool:
 
 
 @dataclass(slots=True)
+class _Kids:
+    """The distinct next blocks of the live prompts through one node, sorted by tokens.
+
+    ``keys`` are the blocks' token ids as 4-byte words, so byte order is a lexicographic
+    order of the token sequences (by some order of the words): the block sharing the
+    most leading tokens with a given one is next to where that one would be inserted.
+    """
+
+    depth: int
+    keys: list[bytes] = field(default_factory=list)
+    hashes: list[str] = field(default_factory=list)
+    count: dict[str, int] = field(default_factory=dict)
+    key_of: dict[str, bytes] = field(default_factory=dict)
+    owner: dict[str, SimCall] = field(default_factory=dict)  # a prompt with that block
+
+    def add(self, prompt: SimCall) -> None:
+        h = prompt.hashes[self.depth]
+        if h in self.count:
+            self.count[h] += 1
+            return
+        key = _token_key(prompt.tokens(h))
+        at = bisect.bisect_left(self.keys, key)
+        self.keys.insert(at, key)
+        self.hashes.insert(at, h)
+        self.count[h], self.key_of[h], self.owner[h] = 1, key, prompt
+
+    def remove(self, prompt: SimCall) -> None:
+        h = prompt.hashes[self.depth]
+        left = self.count[h] - 1
+        if left:
+            self.count[h] = left
+            return
+        key = self.key_of.pop(h)
+        del self.count[h], self.owner[h]
+        at = bisect.bisect_left(self.keys, key)
+        while self.hashes[at] != h:
+            at += 1
+        del self.keys[at], self.hashes[at]
+
+    def best_run(self, call: SimCall) -> int:
+        """Most tokens of ``call``'s block at this depth shared with one of these blocks."""
+        block = call.tokens(call.hashes[self.depth])
+        key = _token_key(block)
+        at = bisect.bisect_left(self.keys, key)
+        near = [at - 1] if at else []
+        ahead = at
+        while ahead < len(self.keys) and self.keys[ahead] == key:
+            ahead += 1  # identical tokens, another hash: they share all but the last
+        near += [at, ahead] if ahead > at else [ahead]
+        best = 0
+        for i in near:
+            if i < len(self.hashes):
+                h = self.hashes[i]
+                best = max(best, differing_block_common(block, self.owner[h].tokens(h)))
+        return best
+
+
+def _token_key(tokens: array[int]) -> bytes:
+    """A block's tokens as fixed-width words: any fixed width orders them lexicographically."""
+    return (tokens if tokens.typecode == "i" else array("i", tokens)).tobytes()
+
+
+_KIDS_KEPT = 8  # nodes whose sorted next blocks are kept up to date
+
+
+@dataclass(slots=True)
 class _Bucket:
-    """The stored prompts of one routing bucket (classic generation)."""
+    """The stored prompts of one routing bucket (classic generation), indexed.
+
+    ``order`` keeps the live prompts sorted by their block sequences (lexicographically,
+    compared by bisecting their prefix chains): the prompts sharing the most blocks with
+    a call are next to where it would be inserted, and those sharing at least ``d`` are
+    one run around that place. At the deepest shared node the best partial block is
+    found among the sorted next blocks (:class:`_Kids`), which gives the longest match
+    ``B``; then the prompts are walked most recently used first until one matches ``B``
+    tokens (ties: the most recent, as an uncapped comparison of every prompt would
+    give). Storing or dropping a prompt costs O(log(prompts) * log(blocks)) steps, not one
+    per block. Expiry is lazy: a heap of expiry times pops what expired by the call's
+    clock, exactly what a sweep of every entry at each call would drop.
+    """
 
     entries: EntryStore = field(default_factory=EntryStore)
     prompts: dict[bytes, SimCall] = field(default_factory=dict)
+    order: list[SimCall] = field(default_factory=list)
+    expiry: list[tuple[float, int, Entry]] = field(default_factory=list)
+    kids: dict[bytes, _Kids] = field(default_factory=dict)
+    latest_visible: float = float("-inf")  # latest ``visible_at`` ever written
+    pushed: int = 0
 
-    def longest(self, call: SimCall, now: float, cap: int) -> tuple[int, Entry | None]:
+    def _schedule(self, entry: Entry) -> None:
+        self.pushed += 1
+        heapq.heappush(self.expiry, (entry.expires_at, self.pushed, entry))
+
+    def _position(self, call: SimCall) -> int:
+        """Where ``call``'s block sequence goes in ``order`` (before an equal one)."""
+        order, low, high = self.order, 0, len(self.order)
+        while low < high:
+            mid = (low + high) // 2
+            if _before(order[mid], call):
+                low = mid + 1
+            else:
+                high = mid
+        return low
+
+    def put(self, call: SimCall, now: float, ttl: float) -> None:
+        """Store ``call``'s whole prompt (rewriting an identical one)."""
+        key = call.chain[-1]
+        at = self._position(call)
+        if key in self.prompts:
+            self.order[at] = call  # the same blocks
+        else:
+            self.order.insert(at, call)
+            for node, kids in self.kids.items():
+                if _passes(call, node, kids.depth):
+                    kids.add(call)
+        self.prompts[key] = call
+        entry = self.entries.put(key, call.total, now, ttl, written_by=call.index)
+        self.latest_visible = max(self.latest_visible, entry.visible_at)
+        self._schedule(entry)
+
+    def touch(self, entry: Entry, now: float, ttl: float) -> None:
+        """A hit refreshes the entry it read from."""
+        self.entries.touch(entry, now, ttl)
+        self._schedule(entry)
+
+    def _expire(self, now: float) -> None:
+        """Drop every entry expired by ``now`` (entries refreshed since are rescheduled)."""
+        expiry = self.expiry
+        while expiry and expiry[0][0] <= now:
+            expires_at, _, entry = heapq.heappop(expiry)
+            key = cast(bytes, entry.key)
+            if entry.expires_at != expires_at or self.entries.peek(key) is not entry:
+                continue  # refreshed or rewritten since it was scheduled
+            self.entries.get(key, now)  # drops it
+            prompt = self.prompts.pop(key)
+            del self.order[self._position(prompt)]
+            for node, kids in self.kids.items():
+                if _passes(prompt, node, kids.depth):
+                    kids.remove(prompt)
+
+    def longest(self, call: SimCall, now: float) -> tuple[int, Entry | None]:
         """The longest token prefix ``call`` shares with a live prompt, and its entry."""
-        for key in list(self.prompts):
-            self.entries.get(key, now)  # an expired entry is dropped from the store
-            if key not in self.entries:
-                del self.prompts[key]
-        best, best_entry, compared = 0, None, 0
-        for entry in reversed(self.entries.live(now)):
+        self._expire(now)
+        if not self.prompts:
+            return 0, None
+        if self.latest_visible > now:  # calls logged out of time order: some not visible
+            return self._compare_all(call, now)
+        order, chain = self.order, call.chain
+        at = self._position(call)
+        depth = max(
+            _common_blocks(chain, order[i].chain) for i in (at - 1, at) if 0 <= i < len(order)
+        )
+        bound = call.offsets[depth]
+        if depth < len(call.hashes):
+            kids = self._kids(call, at, depth)
+            if kids.hashes:  # some live prompt goes on past the node: its best next block
+                bound += call.partial(depth, kids.best_run(call))
+        bound = min(bound, call.total)
+        node = chain[depth - 1] if depth else b""
+        for entry in self.entries.recent():
+            if entry.tokens < bound:
+                continue
+            prompt = self.prompts[cast(bytes, entry.key)]
+            if bound > call.offsets[depth] and not _passes(prompt, node, depth):
+                continue  # shares fewer blocks: at most ``offsets[depth]`` tokens
+            if _token_lcp(call, prompt, bound - 1) == bound:
+                return bound, entry
+        return self._compare_all(call, now)  # no prompt long enough (calibrated sizes)
+
+    def _kids(self, call: SimCall, at: int, depth: int) -> _Kids:
+        """The next blocks of the live prompts through ``call``'s node at ``depth``."""
+        node = call.chain[depth - 1] if depth else b""
+        kids = self.kids.pop(node, None)  # put back last: the least recently used goes
+        if kids is None or kids.depth != depth:
+            order, low, high = self.order, at, at  # the run sharing ``depth`` blocks
+            if depth:
+                while low > 0 and _shares(order[low - 1], node, depth):
+                    low -= 1
+                while high < len(order) and _shares(order[high], node, depth):
+                    high += 1
+            else:
+                low, high = 0, len(order)
+            kids = _Kids(depth)
+            for prompt in order[low:high]:
+                if _passes(prompt, node, depth):
+                    kids.add(prompt)
+            if len(self.kids) >= _KIDS_KEPT:
+                del self.kids[next(iter(self.kids))]
+        self.kids[node] = kids
+        return kids
+
+    def _compare_all(self, call: SimCall, now: float) -> tuple[int, Entry | None]:
+        """Every live, visible prompt compared, most recently used first."""
+        best, best_entry = 0, None
+        for entry in self.entries.recent():
             # an entry written at a later clock (calls logged out of time order) is not
             # visible yet: kept, with its prompt, for the calls after it
             if entry.tokens <= best or entry.visible_at > now:
                 continue
-            if compared >= cap:
-                break
-            compared += 1
             length = _token_lcp(call, self.prompts[cast(bytes, entry.key)], best)
             if length > best:
                 best, best_entry = length, entry
                 if best >= call.total:
                     break
         return best, best_entry
+
+
+def _before(a: SimCall, b: SimCall) -> bool:
+    """Whether ``a``'s block sequence sorts before ``b``'s (a prefix sorts first)."""
+    k = _common_blocks(a.chain, b.chain)
+    if k == len(a.hashes):
+        return k < len(b.hashes)
+    if k == len(b.hashes):
+        return False
+    return a.hashes[k] < b.hashes[k]
+
+
+def _shares(prompt: SimCall, node: bytes, depth: int) -> bool:
+    """Whether ``prompt`` starts with the ``depth`` blocks whose prefix digest is ``node``."""
+    return depth == 0 or (len(prompt.chain) >= depth and prompt.chain[depth - 1] == node)
+
+
+def _passes(prompt: SimCall, node: bytes, depth: int) -> bool:
+    """Whether ``prompt`` goes through ``node`` (a chain digest at ``depth``) and beyond."""
+    return len(prompt.hashes) > depth and _shares(prompt, node, depth)
 
 
 @dataclass
@@ -258,7 +469,8 @@ class OpenAISimulator:
     message_lookback
         GPT-5.6+ earlier eligible message endings looked up.
     max_compared
-        Classic: stored prompts compared token by token per request.
+        Deprecated and ignored: the classic search now finds the longest match among all
+        live prompts (it compared at most this many, most recent first, before 2026-12).
     mode
         GPT-5.6+: ``implicit`` or ``explicit`` for every request; ``None`` follows each
         request's ``prompt_cache_options.mode`` (``implicit`` when absent).
@@ -273,7 +485,7 @@ class OpenAISimulator:
     breakpoint_ttl_seconds: float = BREAKPOINT_TTL
     max_writes: int = MAX_WRITES
     message_lookback: int = MESSAGE_LOOKBACK
-    max_compared: int = MAX_COMPARED
+    max_compared: int | None = None
     mode: str | None = None
     provider: str = "openai"
 
@@ -291,6 +503,13 @@ class OpenAISimulator:
             raise ValueError(msg)
         if self.granularity is not None and self.granularity < 1:
             raise ValueError("granularity must be at least 1")
+        if self.max_compared is not None:
+            warnings.warn(
+                "OpenAISimulator(max_compared=...) is deprecated and ignored: the classic "
+                "search finds the longest match among all live prompts; drop the argument",
+                DeprecationWarning,
+                stacklevel=3,
+            )
 
     def run(self, calls: Sequence[SimCall]) -> list[CallResult]:
         """Replay the calls; see the module docstring for the algorithm."""
@@ -326,12 +545,12 @@ class OpenAISimulator:
         retention, ttl = self._ttl(call)
         step = self.granularity or granularity_for(call.model)
         bucket = buckets.setdefault((_salt(call), _route(call)), _Bucket())
-        length, entry = bucket.longest(call, now, self.max_compared)
+        length, entry = bucket.longest(call, now)
         cached = length // step * step
         if cached < self.min_tokens:
             cached = 0
         if entry is not None and cached:
-            bucket.entries.touch(entry, now, ttl)
+            bucket.touch(entry, now, ttl)
             detail = (
                 f"{retention}: {length} tokens match call {entry.written_by}, "
                 f"{cached} cached (every {step})"
@@ -340,9 +559,7 @@ class OpenAISimulator:
             detail = f"{retention}: {length} tokens match, under {self.min_tokens} once floored"
         else:
             detail = f"{retention}: no live prompt in the bucket"
-        key = call.chain[-1]
-        bucket.entries.put(key, total, now, ttl, written_by=call.index)
-        bucket.prompts[key] = call
+        bucket.put(call, now, ttl)
         return CallResult(total, cache_read_tokens=cached, detail=detail)
 
     def _points(self, call: SimCall) -> tuple[list[int], list[int], int | None]:

@@ -99,7 +99,9 @@ def test_a_match_under_the_minimum_does_not_refresh_the_entry():
     assert reads(OpenAISimulator(), [first, near, again]) == [0, 0, 0]
 
 
-def test_at_most_max_compared_prompts_are_compared_most_recent_first():
+def test_the_longest_live_prompt_is_found_however_many_came_after_it():
+    # the old search compared at most `max_compared` prompts, most recent first; the
+    # indexed one finds what comparing all of them finds (the parameter is ignored)
     prompt = [run(1200), run(100, 5000)]
     calls = [
         call(0, prompt, prompt_cache_key="k"),
@@ -107,9 +109,11 @@ def test_at_most_max_compared_prompts_are_compared_most_recent_first():
         call(2, [run(1200, 30_000)], clock=2, prompt_cache_key="k"),
         call(3, prompt, clock=3, prompt_cache_key="k"),
     ]
-    assert reads(OpenAISimulator(max_compared=1), calls) == [0, 0, 0, 0]
-    assert reads(OpenAISimulator(max_compared=2), calls) == [0, 0, 0, 0]
-    assert reads(OpenAISimulator(max_compared=3), calls) == [0, 0, 0, 1280]
+    assert reads(OpenAISimulator(), calls) == [0, 0, 0, 1280]
+    for cap in (1, 2, 3, 64):
+        with pytest.warns(DeprecationWarning, match="max_compared=.*ignored"):
+            simulator = OpenAISimulator(max_compared=cap)
+        assert reads(simulator, calls) == [0, 0, 0, 1280]
 
 
 def test_options_are_checked_and_normalised():
