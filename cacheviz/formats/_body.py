@@ -46,6 +46,7 @@ _MODEL_PROVIDERS = (
     ("codex", "openai"),
     ("gemini", "google"),
     ("deepseek", "deepseek"),
+    ("grok", "xai"),  # xAI alone serves its Grok models
 )
 
 

@@ -36,10 +36,11 @@ used together. So each turn is **one call** (its last request, rebuilt from the 
 so far; the system prompt and tools are not logged) with usage **not reported**, and the
 turn's usage is billed at the **session's scope** (:class:`~cacheviz.model.SessionUsage`,
 one per turn and model, at the turn's time), ``provenance="reported"``: the inclusive
-input, cache reads and writes, output and reasoning are the agent's own numbers. xAI's
-API is OpenAI-compatible (cached tokens inside the prompt, cached automatically): the
-provider is ``openai`` (whose rules replay it), and the price overlay's ``grok-`` alias
-bills the models at xAI's own list prices. The
+input, cache reads and writes, output and reasoning are the agent's own numbers. The
+provider is ``xai`` (:mod:`cacheviz.providers.xai`: automatic caching, no write fee, its
+rules replay the session); xAI's API being OpenAI-compatible does not make OpenAI's
+caching rules apply. The models are billed at xAI's list prices (genai-prices), Grok
+Build's ``grok-4.5-build`` / ``grok-4.6-build`` through the price overlay's aliases. The
 turn's cost (when the agent vouches for it) is kept as the call's
 ``meta["reported_cost_usd"]``, and ``modelCalls`` as ``meta["grok_model_calls"]``.
 
@@ -78,10 +79,8 @@ _METHODS = frozenset(
 )
 _DETECT_LINES = 4
 _TICKS_PER_USD = 1e10
-# xAI's API is OpenAI-compatible (automatic prompt caching, cached tokens inside the
-# prompt): its calls replay under OpenAI's rules, and ``grok-*`` models are priced at
-# xAI's own list prices through the price overlay's alias
-_API = "openai"
+# the calls go to xAI's API (OpenAI-compatible, but xAI's caching rules and prices)
+_API = "xai"
 _EXPECTED = (
     'expected a Grok Build update {"timestamp", "method", "params": {"sessionId", '
     '"update": {"sessionUpdate", ...}}}'

@@ -336,12 +336,9 @@ def models(provider: str) -> list[tuple[str, bool]]:
         from genai_prices import __version__, data_snapshot
 
         snapshot = data_snapshot.get_snapshot()
-        found = [
-            (m.id, bool(m.deprecated))
-            for item in snapshot.providers
-            if item.id == provider
-            for m in item.models
-        ]
+        # the provider as lookup() finds it: its id, or a name it matches (``xai``: ``x-ai``)
+        item = data_snapshot.find_provider_by_id(snapshot.providers, provider)
+        found = [] if item is None else [(m.id, bool(m.deprecated)) for m in item.models]
     except Exception:
         return []
     if snapshot.from_auto_update or data_snapshot._custom_snapshot is not None:

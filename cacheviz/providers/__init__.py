@@ -35,6 +35,7 @@ MODULES = (
     "google",
     "moonshot",
     "qwen",
+    "xai",
     "vllm",
     "sglang",
     "llamacpp",

@@ -5,7 +5,8 @@ write fee, read at the model's cached rate." A prompt below ``min_tokens`` gets 
 otherwise ``hit`` is the longest common prefix with the live prompts of the same model,
 floored to a multiple of ``unit_tokens``. Every prompt is cached at its start and lives
 ``ttl_seconds`` after the last prompt that re-sent it. :mod:`cacheviz.providers.moonshot`
-sets its defaults; :mod:`cacheviz.providers.qwen` runs it in its ``implicit`` mode.
+and :mod:`cacheviz.providers.xai` set its defaults; :mod:`cacheviz.providers.qwen` runs
+it in its ``implicit`` mode.
 """
 
 from __future__ import annotations

@@ -29,6 +29,7 @@ ALLOWED = {
     ("money/_simulate.py", "MATERIAL_TOKENS"): "cacheviz's own threshold of a material shortfall",
     ("ui/_detail.py", "MAX_SEGMENTS"): "rows of the segment list",
     ("scanning/_walk.py", "claude"): "a folder name (~/.config/claude)",
+    ("scanning/_walk.py", "grok"): "a format name (Grok Build's ~/.grok/sessions)",
     ("redact.py", "openai"): "the name of a detect-secrets plugin",
     ("_limits.py", "STREAM"): "MiB read from a stream at most",
     ("_limits.py", "UNIT_SECONDS"): "seconds a scan gives one session",

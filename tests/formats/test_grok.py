@@ -8,6 +8,7 @@ the reader.
 
 import json
 import os
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -17,6 +18,7 @@ from hypothesis import strategies as st
 import cacheviz
 from cacheviz.errors import CacheVizWarning, TranscriptError
 from cacheviz.formats import detect
+from cacheviz.formats._body import provider_for
 
 SESSION = "019f8870-0000-7000-8000-00000000a001"
 PROJECT = "%2Fhome%2Fdev%2Fapp"
@@ -231,6 +233,44 @@ def test_grok_build_models_are_priced_and_billed_at_the_sessions_scope(tmp_path)
     summary = cacheviz.load(grok_session(tmp_path)).analyze().summary()
     assert summary["unpriced_models"] == []
     assert summary["billed_scope"] == "session" and summary["billed_usd"] > 0
+
+
+def billed_at_xais_prices(records: list[dict]) -> float:
+    """Every turn's per-model rows at xAI's list prices (Grok Build's names as their models)."""
+    from cacheviz.money.pricing import PriceBook
+
+    book, total = PriceBook(), 0.0
+    for record in records:
+        update = record["params"]["update"]
+        if update["sessionUpdate"] != "turn_completed":
+            continue
+        at = datetime.fromtimestamp(record["timestamp"], UTC)
+        for model, row in update["usage"]["modelUsage"].items():
+            listed = model.removesuffix("-build")  # no list price names Grok Build's items
+            rates = book.rates("xai", listed, at=at, prompt_tokens=row["inputTokens"])
+            assert rates.cache_read is not None and rates.output is not None
+            read, write = row.get("cachedReadTokens", 0), row.get("cacheCreationTokens", 0)
+            total += (
+                (row["inputTokens"] - read - write) * rates.input
+                + read * rates.cache_read
+                + write * rates.input  # no write fee
+                + row["outputTokens"] * rates.output
+            )
+    return total
+
+
+def test_grok_calls_are_xais_billed_at_its_prices_and_replayed_under_its_rules(tmp_path):
+    session = cacheviz.load(grok_session(tmp_path))
+    assert {c.provider for c in session.calls} == {"xai"}
+    assert {u.provider for u in session.session_usage} == {"xai"}
+    analysis = session.analyze()
+    assert analysis.billed_usd == pytest.approx(billed_at_xais_prices(updates()))
+    replay = analysis.simulate("xai")
+    assert replay.provider == "xai"
+    details = replay.calls["detail"].to_list()
+    assert details and all(d.startswith("automatic: ") for d in details)  # xAI's rule
+    assert replay.calls["cache_write_tokens"].sum() == 0  # no write fee
+    assert provider_for("grok-code-fast-1") == provider_for("x-ai/grok-4.5") == "xai"
 
 
 def test_the_conversation_is_rebuilt_up_to_the_last_answer(tmp_path):

@@ -1,4 +1,4 @@
-"""Automatic prefix caching with no write fee (Moonshot, Qwen's implicit cache; providers.md §7)."""
+"""Automatic prefix caching with no write fee (Moonshot, xAI, Qwen's implicit cache; providers.md §7)."""
 
 import hashlib
 from array import array
@@ -9,6 +9,7 @@ from cacheviz import providers
 from cacheviz.providers._base import SimCall
 from cacheviz.providers.moonshot import MoonshotSimulator
 from cacheviz.providers.qwen import QwenSimulator
+from cacheviz.providers.xai import XAISimulator
 
 TOKENS = {
     "S": array("i", range(0, 1000)),  # a system prompt of 1,000 tokens
@@ -67,6 +68,35 @@ def test_an_entry_expires_after_its_ttl_and_models_do_not_share():
     assert MoonshotSimulator(ttl_seconds=400).run([first, late])[1].cache_read_tokens == 768
 
 
+def test_xai_reads_the_live_common_prefix_in_128_token_blocks_with_no_minimum():
+    first, second = _call(0, ["S", "U1"]), _call(1, ["S", "U2"], clock=10)
+    results = XAISimulator().run([first, second])
+    assert results[0].cache_read_tokens == 0
+    assert results[1].cache_read_tokens == 896  # 1,000 shared: 7 blocks of 128 (Moonshot: 768)
+    assert MoonshotSimulator().run([first, second])[1].cache_read_tokens == 768
+    assert [r.cache_write_tokens for r in results] == [0, 0]  # no write fee
+    assert [r.input_tokens for r in results] == [first.total, second.total]
+    assert "in 128-token units" in results[1].detail
+    # no documented minimum: a 300-token prompt sent again reads its whole blocks
+    short = XAISimulator().run([_call(0, ["U1"]), _call(1, ["U1"], clock=5)])
+    assert short[1].cache_read_tokens == 256 and "minimum" not in short[1].detail
+
+
+def test_xais_cache_lives_five_minutes_after_last_use_per_model():
+    first = _call(0, ["S", "U1"])
+    assert XAISimulator().run([first, _call(1, ["S"], clock=299)])[1].cache_read_tokens == 896
+    assert XAISimulator().run([first, _call(1, ["S"], clock=301)])[1].cache_read_tokens == 0
+    # a hit re-sends the prompt: it lives 5 minutes from then
+    chain = [first, _call(1, ["S", "U1"], clock=200), _call(2, ["S"], clock=450)]
+    assert XAISimulator().run(chain)[2].cache_read_tokens == 896
+    other = _call(1, ["S", "U1"], clock=10, model="grok-4.6")
+    assert XAISimulator().run([first, other])[1].cache_read_tokens == 0
+    assert (
+        XAISimulator(ttl_seconds=400).run([first, _call(1, ["S"], clock=350)])[1].cache_read_tokens
+        == 896
+    )
+
+
 def test_qwen_implicit_is_token_exact_above_its_minimum():
     implicit = QwenSimulator(mode="implicit")
     results = implicit.run([_call(0, ["S", "U1"]), _call(1, ["S", "U2"], clock=5)])
@@ -109,6 +139,8 @@ def test_bad_rules_are_one_line():
 def test_the_profiles_name_their_providers_and_stay_out_of_the_default_comparison():
     assert providers.profile("moonshot").id == providers.profile("kimi").id == "moonshotai"
     assert providers.profile("dashscope").id == "qwen"
+    assert providers.profile("x-ai").id == providers.profile("Grok").id == "xai"
+    assert providers.simulator_class("xai") is XAISimulator
     targets = providers.reference_targets()
-    assert not [t for t in targets if t.startswith(("moonshotai:", "qwen:"))]
-    assert "moonshotai" in providers.priced() and "qwen" in providers.priced()
+    assert not [t for t in targets if t.startswith(("moonshotai:", "qwen:", "xai:"))]
+    assert {"moonshotai", "qwen", "xai"} <= set(providers.priced())

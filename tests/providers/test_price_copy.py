@@ -231,6 +231,24 @@ def test_the_model_list_is_genai_prices_own_and_kept_in_the_copy(fresh, monkeypa
     assert any(deprecated for _, deprecated in _price_copy.models("google"))  # and retired ones
 
 
+def test_a_provider_named_as_genai_prices_matches_it_lists_that_providers_models(
+    fresh, monkeypatch
+):
+    # genai-prices' xAI is ``x-ai``, matched by the name ``xai`` (cacheviz's profile id):
+    # the list is found as lookup() finds a price, also from the copy alone
+    from genai_prices import data_snapshot
+
+    snapshot = data_snapshot.get_snapshot()
+    expected = [
+        (m.id, bool(m.deprecated)) for p in snapshot.providers if p.id == "x-ai" for m in p.models
+    ]
+    assert ("grok-4.5", False) in expected
+    assert _price_copy.models("xai") == expected
+    _forget(monkeypatch)
+    monkeypatch.setattr(data_snapshot, "get_snapshot", _no_snapshot)
+    assert _price_copy.models("xai") == expected
+
+
 def _no_snapshot():
     raise AssertionError("genai-prices was read although the copy holds the answer")
 

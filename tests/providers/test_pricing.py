@@ -180,6 +180,32 @@ def test_aliases_price_an_unpriced_model_as_another_by_date():
         book.rates("anthropic", "minimax-not-a-model-at-all")
 
 
+def test_grok_models_are_priced_under_xai_and_grok_build_names_as_their_models():
+    from cacheviz.money.pricing import comparable_model, known_models, tier_starts
+
+    book = PriceBook()
+    at = datetime(2026, 12, 1, tzinfo=UTC)
+    assert "grok-4.5" in known_models("xai")  # genai-prices' x-ai list, by the name xai
+    for build, model in (("grok-4.5-build", "grok-4.5"), ("grok-4.6-build", "grok-4.6")):
+        own, listed = book.rates("xai", build, at=at), book.rates("xai", model, at=at)
+        assert (own.input, own.cache_read, own.output) == (
+            listed.input,
+            listed.cache_read,
+            listed.output,
+        )
+        assert f"priced as xai/{model}" in own.source
+    # a Grok model named under another provider (an OpenAI-compatible client) too
+    via_openai = book.rates("openai", "grok-4.5-build", at=at)
+    assert via_openai.input == book.rates("xai", "grok-4.5", at=at).input
+    # xAI's 200k-token tier: a prompt of 200,000 tokens or more (inclusive)
+    start = tier_starts("xai", "grok-4.5", at)
+    assert start
+    below = book.rates("xai", "grok-4.5", at=at, prompt_tokens=start[0])
+    above = book.rates("xai", "grok-4.5", at=at, prompt_tokens=start[0] + 1)
+    assert start[0] + 1 == 200_000 and above.input == pytest.approx(2 * below.input)
+    assert comparable_model("xai", [("anthropic", "claude-sonnet-4-5")]).model == "grok-4.5"
+
+
 def test_overlay_tiers_price_a_prompt_by_its_size():
     from cacheviz.money.pricing import RateCache, tier_starts
 

@@ -41,6 +41,7 @@ def test_a_model_belongs_to_its_vendor():
     assert providers.vendor_of("Gemini-2.5-pro") == "google"
     assert providers.vendor_of("qwen3-coder") == "qwen"
     assert providers.vendor_of("kimi-k2.6") == "moonshotai"
+    assert providers.vendor_of("grok-4.5-build") == "xai"
     assert providers.vendor_of("llama-3.1-70b") is None
 
 

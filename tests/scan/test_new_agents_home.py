@@ -231,6 +231,15 @@ def _grok(home: Path) -> None:
     grok_session(home / ".grok" / "sessions")
 
 
+def _grok_billed(home: Path) -> float:
+    """The session's turn rows, read from its file, at xAI's prices (the format test's reading)."""
+    from tests.formats.test_grok import billed_at_xais_prices
+
+    (path,) = (home / ".grok" / "sessions").glob("*/*/updates.jsonl")
+    records = [json.loads(line) for line in path.read_text().splitlines()]
+    return billed_at_xais_prices(records)
+
+
 def _codebuff(home: Path) -> None:
     from tests.formats.test_codebuff import codebuff_chat
 
@@ -296,7 +305,8 @@ AGENTS = [
     Agent("droid", _droid, ".factory", 1, True),  # session scope
     Agent("continue", _continue, ".continue", 1, True),
     Agent("crush", _crush, "code/app/.crush", 1, None),  # Crush's counts are not sums
-    Agent("grok", _grok, ".grok/sessions", 1, True),  # turn totals at the session's scope
+    # turn totals at the session's scope, under xAI's rules and prices
+    Agent("grok", _grok, ".grok/sessions", 1, True, expected=_grok_billed),
     # Codebuff writes credits and running prompt totals, no per-call usage: nothing billed
     Agent("codebuff", _codebuff, ".config/manicode", 1, None),
     Agent("zcode", _zcode, ".zcode", 1, True),
