@@ -42,6 +42,30 @@ def by_session(messages: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]
     return grouped
 
 
+def tables(
+    path: Path,
+    agent: str,
+    queries: Mapping[str, str],
+    optional: Mapping[str, str] | None = None,
+) -> dict[str, list[dict[str, Any]] | None]:
+    """The rows of each query, read in one read-only, immutable session of ``path``.
+
+    ``optional`` maps a table name to its query, run only when the store has that table
+    (else its rows are ``None``: an older schema). An SQLite error is
+    :func:`unreadable`'s one line naming ``agent``.
+    """
+    try:
+        with _sqlite.open_read_only(path) as con:
+            out: dict[str, list[dict[str, Any]] | None] = {
+                name: rows(con, sql) for name, sql in queries.items()
+            }
+            for table, sql in (optional or {}).items():
+                out[table] = rows(con, sql) if has_table(con, table) else None
+    except sqlite3.Error as exc:
+        raise unreadable(agent, path, exc) from None
+    return out
+
+
 def unreadable(agent: str, path: Path, exc: sqlite3.Error) -> TranscriptError:
     """The one-line error of a session store SQLite could not read (what, and what to do)."""
     msg = (

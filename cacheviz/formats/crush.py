@@ -28,21 +28,18 @@ sub-agent, or a title or summary request) a thread under its parent's.
 from __future__ import annotations
 
 import json
-import sqlite3
 from pathlib import Path
 from typing import Any
 
 from cacheviz.errors import TranscriptError
 from cacheviz.formats._conversation import Thread
 from cacheviz.formats._lines import LineReader
-from cacheviz.formats._sqlite import open_read_only
 from cacheviz.formats._totals import (
     by_session,
     epoch,
     holds_tables,
-    rows,
     runs_by_thread,
-    unreadable,
+    tables,
     vendor,
 )
 from cacheviz.model import Call, Session
@@ -90,12 +87,15 @@ def read(path: Path, *, errors: str = "raise") -> Session:
     reader = LineReader(path, errors=errors)
     reader.rebuilds = True
     store = BlockStore()
-    try:
-        with open_read_only(path) as con:
-            sessions = rows(con, "select * from sessions order by created_at, id")
-            messages = rows(con, "select * from messages order by session_id, created_at, id")
-    except sqlite3.Error as exc:
-        raise unreadable("Crush", path, exc) from None
+    found = tables(
+        path,
+        "Crush",
+        {
+            "sessions": "select * from sessions order by created_at, id",
+            "messages": "select * from messages order by session_id, created_at, id",
+        },
+    )
+    sessions, messages = found["sessions"] or [], found["messages"] or []
     grouped = by_session(messages)
     calls: list[Call] = []
     for index, session in enumerate(sessions):

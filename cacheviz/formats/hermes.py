@@ -34,24 +34,20 @@ at its scope and has no calls.
 from __future__ import annotations
 
 import json
-import sqlite3
 from pathlib import Path
 from typing import Any
 
 from cacheviz.errors import TranscriptError
 from cacheviz.formats._conversation import Thread
 from cacheviz.formats._lines import LineReader
-from cacheviz.formats._sqlite import open_read_only
 from cacheviz.formats._totals import (
     by_session,
     count,
     epoch,
-    has_table,
     holds_tables,
-    rows,
     runs_by_thread,
     summed,
-    unreadable,
+    tables,
     vendor,
 )
 from cacheviz.model import Call, Session, SessionUsage, Usage
@@ -109,21 +105,18 @@ def read(path: Path, *, errors: str = "raise") -> Session:
     reader = LineReader(path, errors=errors)
     reader.rebuilds = True
     store = BlockStore()
-    try:
-        with open_read_only(path) as con:
-            sessions = rows(con, "select * from sessions order by started_at, id")
-            messages = rows(
-                con,
-                "select session_id, role, content, tool_calls, tool_call_id, timestamp "
-                "from messages order by session_id, timestamp, id",
-            )
-            per_model = (
-                rows(con, "select * from session_model_usage")
-                if has_table(con, "session_model_usage")
-                else None
-            )
-    except sqlite3.Error as exc:
-        raise unreadable("Hermes", path, exc) from None
+    found = tables(
+        path,
+        "Hermes",
+        {
+            "sessions": "select * from sessions order by started_at, id",
+            "messages": "select session_id, role, content, tool_calls, tool_call_id, timestamp "
+            "from messages order by session_id, timestamp, id",
+        },
+        optional={"session_model_usage": "select * from session_model_usage"},
+    )
+    sessions, messages = found["sessions"] or [], found["messages"] or []
+    per_model = found["session_model_usage"]
     grouped = by_session(messages)
     calls: list[Call] = []
     usages: list[SessionUsage] = []

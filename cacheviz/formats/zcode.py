@@ -39,23 +39,19 @@ title, a sub-agent's requests kept under its parent) are threads of their own.
 from __future__ import annotations
 
 import json
-import sqlite3
 from pathlib import Path
 from typing import Any
 
 from cacheviz.errors import TranscriptError
 from cacheviz.formats._conversation import Thread
 from cacheviz.formats._lines import LineReader
-from cacheviz.formats._sqlite import open_read_only
 from cacheviz.formats._totals import (
     by_session,
     count,
     epoch,
-    has_table,
     holds_tables,
-    rows,
     runs_by_thread,
-    unreadable,
+    tables,
     vendor,
 )
 from cacheviz.model import Call, Session, Usage
@@ -127,17 +123,17 @@ def read(path: Path, *, errors: str = "raise") -> Session:
     reader = LineReader(path, errors=errors)
     reader.rebuilds = True
     store = BlockStore()
-    try:
-        with open_read_only(path) as con:
-            sessions = rows(con, "select * from session order by time_created, id")
-            usage_rows = rows(con, "select * from model_usage order by session_id, started_at")
-            messages = (
-                rows(con, "select * from message order by session_id, time_created, rowid")
-                if has_table(con, "message")
-                else []
-            )
-    except sqlite3.Error as exc:
-        raise unreadable("ZCode", path, exc) from None
+    found = tables(
+        path,
+        "ZCode",
+        {
+            "session": "select * from session order by time_created, id",
+            "model_usage": "select * from model_usage order by session_id, started_at",
+        },
+        optional={"message": "select * from message order by session_id, time_created, rowid"},
+    )
+    sessions, usage_rows = found["session"] or [], found["model_usage"] or []
+    messages = found["message"] or []
     grouped_messages = by_session(messages)
     grouped_usage = by_session(usage_rows)
     known = {str(s["id"]) for s in sessions}
