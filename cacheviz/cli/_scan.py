@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import json
 import sys
 import warnings
 from dataclasses import replace
 from pathlib import Path
 
 from cacheviz._util.visible import one_line
+from cacheviz.cli._shared import dump
 from cacheviz.cli._table import Column, ratio, render, stderr_line, width_of, wrap_line
 from cacheviz.errors import CacheVizError, CacheVizWarning
 
@@ -179,8 +179,7 @@ def _answer(
         stderr_line(note)
     doc = answer["doc"]
     if args.json:
-        # one write: the stream shows control characters escaped, chunk by chunk
-        sys.stdout.write(json.dumps(doc, ensure_ascii=False, indent=1, default=str) + "\n")
+        dump(doc)  # in batches: the stream shows control characters escaped, batch by batch
     else:
         _print(locations, doc, sys.stdout, tz=args.tz)
     for line in answer["stderr"]:

@@ -113,12 +113,35 @@ def usd(value: float | None) -> str:
     return "-" if value is None else f"${value:,.4f}"
 
 
+_DUMP_BATCH = 1 << 20
+"""Characters of JSON joined per write by :func:`dump`."""
+
+
 def dump(doc: dict[str, Any]) -> None:
-    """Print ``doc`` as indented JSON (``--json``)."""
+    """Print ``doc`` as indented JSON (``--json``).
+
+    The text of ``json.dumps(doc, ensure_ascii=False, indent=1, default=str)``, written in
+    pieces of about :data:`_DUMP_BATCH` characters as it is encoded: ``json.dumps`` with
+    an indent keeps every token of the document in a list and joins them into one string,
+    which the stream then encodes whole (a few times the text at once, the peak memory of
+    ``summary --json`` on a big session). Batched, the stream's control-character filter
+    still runs on a few big writes, not per JSON token.
+    """
     import json
 
-    # one write: the stream's control-character filter runs once, not per JSON token
-    sys.stdout.write(json.dumps(doc, ensure_ascii=False, indent=1, default=str) + "\n")
+    encoder = json.JSONEncoder(ensure_ascii=False, indent=1, default=str)
+    write = sys.stdout.write
+    batch: list[str] = []
+    size = 0
+    for piece in encoder.iterencode(doc):
+        batch.append(piece)
+        size += len(piece)
+        if size >= _DUMP_BATCH:
+            write("".join(batch))
+            batch.clear()
+            size = 0
+    batch.append("\n")
+    write("".join(batch))
 
 
 class _Progress:
