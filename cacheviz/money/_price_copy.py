@@ -292,13 +292,12 @@ def lookup(provider: str, model: str) -> Found | None:
 def _from_genai(copy: _Copy, provider: str, model: str, name: str) -> Found | None:
     answer = _in_child(copy, ["record", provider, model])
     if answer is not None:
-        version, record = answer
-        found = None if record is None else _found(version, record)
+        version, kept = answer
         if copy.version != version:
             copy.version, copy.records = version, {}
-        copy.records[name] = record
+        copy.records[name] = kept
         copy.save()
-        return found
+        return None if kept is None else _found(version, kept)
     try:
         from genai_prices import __version__, data_snapshot
     except ImportError:  # pragma: no cover - a declared dependency
