@@ -326,8 +326,9 @@ def _text_of_gemini_part(part: Any) -> str:
     """What the tokenizer sees of one part of a Gemini ``Content`` (``{role, parts}``)."""
     if not isinstance(part, dict) or "type" in part:
         return _text_of_part(part)
-    if isinstance(part.get("text"), str):
-        return part["text"]
+    text = part.get("text")
+    if isinstance(text, str):
+        return text
     for key, payload in (("functionCall", "args"), ("functionResponse", "response")):
         call = part.get(key)
         if isinstance(call, dict):

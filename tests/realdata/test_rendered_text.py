@@ -73,7 +73,7 @@ def test_no_block_with_text_renders_empty(path):
     except (CacheVizError, ValueError, OSError):
         pytest.skip(f"{path.name} is not a session cacheviz reads (a metadata file, a part)")
     empty = []
-    for digest, content in session.contents.items():
+    for content in session.contents.values():
         if content.kind == OPAQUE:
             continue
         _, text = render_text(content)
