@@ -185,8 +185,8 @@ class TokenCache:
     def ensure(self, hashes: Iterable[str]) -> None:
         """Count every hash not seen yet, in batches of about ``_BATCH_CHARS``.
 
-        A batch's texts and token lists (Python ints, ~9 bytes per token) exist only
-        while it is encoded; what is kept is each block's length, so peak memory
+        A batch's rendered texts exist only while it is counted (no list of ids is
+        built: :func:`token_count`); what is kept is each block's length, so peak memory
         follows the batch, not the session.
         """
         contents = self.contents
@@ -207,13 +207,13 @@ class TokenCache:
             batch.append((digest, role, text))
             size += len(text)
             if size >= _BATCH_CHARS:
-                self._encode(batch, size)
+                self._encode(batch)
                 batch, size = [], 0
         if batch:
-            self._encode(batch, size)
+            self._encode(batch)
 
-    def _encode(self, batch: list[tuple[str, str | None, str]], size: int) -> None:
-        del size  # counted serially: threads cost more CPU than they save (docs/performance.md)
+    def _encode(self, batch: list[tuple[str, str | None, str]]) -> None:
+        # counted serially: a thread pool cost more CPU than it saved (docs/performance.md)
         texts = [text for _, _, text in batch]
         roles = {role for _, role, _ in batch if role is not None and role not in self._roles}
         enc = encoding_for_texts(self.encoding, [*texts, *roles])
