@@ -7,7 +7,7 @@ notification.rs``, ``PromptUsage`` / ``PromptUsageModel`` / ``SessionUpdate``, a
 Grok adapter, ``ccusage/ccusage`` ``rust/crates/ccusage/src/adapter/grok/``) keeps a
 folder per session holding ``updates.jsonl`` (read here), ``summary.json`` (``info.cwd``,
 ``current_model_id``), ``chat_history.jsonl``, ``events.jsonl``, ``signals.json`` and,
-in later versions, ``usage.json`` (not read: ``updates.jsonl`` carries the same turns).
+in later versions, ``usage.jsonl`` (read: one row per model call, below).
 
 Every line of ``updates.jsonl`` is an ACP notification as the agent sent it:
 ``{"timestamp": <Unix seconds>, "method": "session/update" | "_x.ai/session/update",
@@ -31,18 +31,53 @@ Every line of ``updates.jsonl`` is an ACP notification as the agent sent it:
   ``stop_reason: "cancelled"`` and no usage: its calls were made, their usage is not
   reported (a call with usage null, no bill).
 
-The log never says what one model call used, only what a turn's ``modelCalls`` calls
-used together. So each turn is **one call** (its last request, rebuilt from the messages
-so far; the system prompt and tools are not logged) with usage **not reported**, and the
-turn's usage is billed at the **session's scope** (:class:`~cacheviz.model.SessionUsage`,
-one per turn and model, at the turn's time), ``provenance="reported"``: the inclusive
-input, cache reads and writes, output and reasoning are the agent's own numbers. The
-provider is ``xai`` (:mod:`cacheviz.providers.xai`: automatic caching, no write fee, its
-rules replay the session); xAI's API being OpenAI-compatible does not make OpenAI's
-caching rules apply. The models are billed at xAI's list prices (genai-prices), Grok
-Build's ``grok-4.5-build`` / ``grok-4.6-build`` through the price overlay's aliases. The
-turn's cost (when the agent vouches for it) is kept as the call's
-``meta["reported_cost_usd"]``, and ``modelCalls`` as ``meta["grok_model_calls"]``.
+``updates.jsonl`` never says what one model call used, only what a turn's ``modelCalls``
+calls used together. Grok Build does know each call's usage, and since August 2026
+(grok-oss ``5712733e``, 2026-08-18; not in ``b189869b``/``b53f141a``/``c368b4d7``, July)
+writes it to a second file, ``usage.jsonl`` beside ``updates.jsonl``
+(``crates/codegen/xai-grok-shell/src/session/usage_log.rs``, ``UsageRecord`` schema 1,
+appended by ``record_response_token_usage`` in ``session/acp_session_impl/sampler_turn.rs``
+after each model response): per call ``prompt_id`` (the turn's), ``model_id``,
+``input_tokens`` (the *full* prompt, cache reads and writes inside), ``cached_tokens``
+(cache reads), ``output_tokens`` (``reasoning_tokens`` a part of it), ``total_tokens``,
+``cost_usd_ticks`` (absent when unreported; ``cost_missing``), ``incomplete`` (the
+provider sent no usage: counts absent), ``api_duration_ms``, an RFC 3339 ``timestamp``
+(when the answer ended), ``turn_type`` / ``agent_kind`` (``main``, or a sub-agent's in
+the sub-agent's own folder). Cache writes are not in it. The same call's usage goes into
+the turn's ledger (``xai-chat-state/src/usage.rs``, ``UsageTotals::from_call``: same
+``TokenUsage``), so a turn's rows add up to its ``turn_completed`` usage unless the turn
+also holds sub-agents' calls (folded in by ``record_subagent``, not in the parent's rows).
+The ``response_completed`` update (``notification.rs``, ``ResponseUsage``: uncached
+``input_tokens``, ``cache_read_input_tokens``, ``cache_creation_input_tokens``,
+``output_tokens``, ``reasoning_tokens``) carries one call's usage too, but is sent through
+``send_buffered_xai_update`` to the live client only (``emit_buffered`` forwards xAI
+updates to the gateway and never to ``updates.jsonl``: ``session/acp_session_impl/
+updates.rs``, ``5712733e`` through the ``um-3`` branch's ``07fcb36a``); and the
+``_meta.totalTokens`` of the ACP updates is the context's size (the last call's
+``total_tokens`` plus an estimate of what was added since), not usage: neither is read.
+
+So, when ``usage.jsonl`` is there and **every** turn's rows add up to its usage (per
+model: ``inputTokens``, ``cachedReadTokens``, ``outputTokens``, ``reasoningTokens``) and
+match its answers one to one (an answer: the assistant's text and tool calls between two
+user or tool-result messages), each answer is **one call** with its row's usage
+(``provenance="reported"``: the inclusive input is the agent's; cache writes 0 when the
+turn wrote none, else not reported), asked with the conversation before it, at its row's
+time, its row's cost as ``meta["reported_cost_usd"]``; nothing is billed at the session's
+scope. One turn that does not add up (a sub-agent's calls, a row ``incomplete``, a row
+missing) gives one warning naming it, and the session is read as without ``usage.jsonl``
+(a session is billed per call or per turn: the session's scope holds all of its bill).
+Without ``usage.jsonl`` (Grok Build before August 2026) each turn is **one call** (its
+last request, rebuilt from the messages so far; the system prompt and tools are not
+logged) with usage **not reported**, and the turn's usage is billed at the **session's
+scope** (:class:`~cacheviz.model.SessionUsage`, one per turn and model, at the turn's
+time), ``provenance="reported"``: the inclusive input, cache reads and writes, output and
+reasoning are the agent's own numbers. The provider is ``xai`` (:mod:`cacheviz.providers.xai`:
+automatic caching, no write fee, its rules replay the session); xAI's API being
+OpenAI-compatible does not make OpenAI's caching rules apply. The models are billed at
+xAI's list prices (genai-prices), Grok Build's ``grok-4.5-build`` / ``grok-4.6-build``
+through the price overlay's aliases. The turn's cost (when the agent vouches for it) is
+kept as the call's ``meta["reported_cost_usd"]``, and ``modelCalls`` as
+``meta["grok_model_calls"]``.
 
 A sub-agent's own session folder, when one is written, is read as a session of its own;
 its parent's turns already hold its usage, so a session that a parent lists under
@@ -532,7 +567,7 @@ def _read(
 
 
 def read(path: Path, *, errors: str = "raise") -> Session:
-    """Read a Grok Build ``updates.jsonl``; each turn's usage is billed at the session's scope."""
+    """Read a Grok Build ``updates.jsonl``, billed per call from ``usage.jsonl`` or per turn."""
     summary = _summary(path)
     parent = parent_of(path)
     # a sub-agent's calls are in its parent's turns: not billed again, per call either
