@@ -228,7 +228,6 @@ class _Copy:
         self.version: str | None = None
         self.records: dict[str, Any] = {}
         self.found: dict[str, Found | None] = {}
-        self.children = 0  # look-ups answered by a child process (_in_child)
         try:
             document = json.loads(cache_file().read_text("utf-8"))
         except (OSError, ValueError):
@@ -393,9 +392,6 @@ _CHILD = (
     "print(json.dumps(_child_answer(sys.argv[2:])))\n"
 )
 _CHILD_SECONDS = 120
-_CHILDREN = 3
-"""Look-ups a process asks children for; past them it imports genai-prices (one import,
-not a second interpreter per model, for a command pricing many models on a cold copy)."""
 
 
 def _in_child(copy: _Copy, question: list[str]) -> tuple[str, Any] | None:
@@ -408,13 +404,11 @@ def _in_child(copy: _Copy, question: list[str]) -> tuple[str, Any] | None:
     data this process would read (a custom or auto-updated snapshot is set through
     genai-prices itself, so only in a process that imported it). ``None``, and the
     caller reads genai-prices itself, when the copy cannot be kept, when genai-prices is
-    imported here already, when :data:`_CHILDREN` children were asked already, or when
-    the child gives no answer (it failed, or the record holds what the copy does not
-    represent).
+    imported here already, or when the child gives no answer (it failed, or the record
+    holds what the copy does not represent).
     """
-    if copy.key is None or "genai_prices" in sys.modules or copy.children >= _CHILDREN:
+    if copy.key is None or "genai_prices" in sys.modules:
         return None
-    copy.children += 1
     import subprocess
 
     argv = [sys.executable, "-c", _CHILD, json.dumps(sys.path), *question]
