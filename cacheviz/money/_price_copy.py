@@ -292,12 +292,13 @@ def lookup(provider: str, model: str) -> Found | None:
 def _from_genai(copy: _Copy, provider: str, model: str, name: str) -> Found | None:
     answer = _in_child(copy, ["record", provider, model])
     if answer is not None:
-        version, kept = answer
+        version, record = answer
+        found = None if record is None else _found(version, record)
         if copy.version != version:
             copy.version, copy.records = version, {}
-        copy.records[name] = kept
+        copy.records[name] = record
         copy.save()
-        return None if kept is None else _found(version, kept)
+        return found
     try:
         from genai_prices import __version__, data_snapshot
     except ImportError:  # pragma: no cover - a declared dependency
