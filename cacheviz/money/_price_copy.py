@@ -10,17 +10,12 @@ genai-prices' data: the copy belongs to one installed genai-prices (its dist-inf
 and the size and mtime of its modules) and is rebuilt when any of them changes. A
 model whose prices use something not copied here (another kind of condition, a custom
 snapshot) is read from genai-prices each time.
-
-A model not in the copy yet is read by a child process when this one has not imported
-genai-prices (:func:`_in_child`): importing it holds its whole table (~100 MB resident)
-for the rest of the command, the child holds it only while it answers.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-import sys
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, time
 from decimal import Decimal
@@ -290,15 +285,6 @@ def lookup(provider: str, model: str) -> Found | None:
 
 
 def _from_genai(copy: _Copy, provider: str, model: str, name: str) -> Found | None:
-    answer = _in_child(copy, ["record", provider, model])
-    if answer is not None:
-        version, record = answer
-        found = None if record is None else _found(version, record)
-        if copy.version != version:
-            copy.version, copy.records = version, {}
-        copy.records[name] = record
-        copy.save()
-        return found
     try:
         from genai_prices import __version__, data_snapshot
     except ImportError:  # pragma: no cover - a declared dependency
@@ -346,14 +332,6 @@ def models(provider: str) -> list[tuple[str, bool]]:
         and _model_list(kept)
     ):
         return [(model, deprecated) for model, deprecated in kept]
-    answer = _in_child(copy, ["models", provider])
-    if answer is not None and _model_list(answer[1]):
-        version, listed = answer
-        if copy.version != version:
-            copy.version, copy.records = version, {}
-        copy.records[name] = listed
-        copy.save()
-        return [(model, deprecated) for model, deprecated in listed]
     try:
         from genai_prices import __version__, data_snapshot
 
@@ -382,74 +360,3 @@ def _model_list(kept: Any) -> bool:
         and isinstance(pair[1], bool)
         for pair in kept
     )
-
-
-# --- a copy made in a child process ----------------------------------------------------
-
-_CHILD = (
-    "import sys, json\n"
-    "sys.path[:0] = json.loads(sys.argv[1])\n"
-    "from cacheviz.money._price_copy import _child_answer\n"
-    "print(json.dumps(_child_answer(sys.argv[2:])))\n"
-)
-_CHILD_SECONDS = 120
-
-
-def _in_child(copy: _Copy, question: list[str]) -> tuple[str, Any] | None:
-    """genai-prices' answer to ``question``, read in a child process, for the copy.
-
-    Importing genai-prices builds its whole table of models (~100 MB resident, the peak
-    of a short command, and ~50 MB more at the peak of a big one), for the one or two
-    models a command prices. A process that has not imported it asks a child, which
-    imports it, answers and exits: the prices are still genai-prices' bundled data, the
-    data this process would read (a custom or auto-updated snapshot is set through
-    genai-prices itself, so only in a process that imported it). ``None``, and the
-    caller reads genai-prices itself, when the copy cannot be kept, when genai-prices is
-    imported here already, or when the child gives no answer (it failed, or the record
-    holds what the copy does not represent).
-    """
-    if copy.key is None or "genai_prices" in sys.modules:
-        return None
-    import subprocess
-
-    argv = [sys.executable, "-c", _CHILD, json.dumps(sys.path), *question]
-    try:
-        done = subprocess.run(argv, capture_output=True, timeout=_CHILD_SECONDS, check=False)
-        answer = json.loads(done.stdout) if done.returncode == 0 else None
-    except (OSError, ValueError, subprocess.SubprocessError):
-        return None
-    if not (isinstance(answer, list) and len(answer) == 2 and isinstance(answer[0], str)):
-        return None
-    version, value = answer
-    if question[0] == "record" and value is not None:
-        try:
-            _found(version, value)
-        except (KeyError, TypeError, ValueError, ArithmeticError):
-            return None
-    return version, value
-
-
-def _child_answer(question: list[str]) -> list[Any] | None:
-    """The child's side of :func:`_in_child`: ``[genai-prices' version, the answer]``.
-
-    ``["record", provider, model]``: the model's record as copied (``None``: genai-prices
-    does not know it); ``["models", provider]``: the provider's ``[id, deprecated]``
-    pairs. ``None`` when the answer cannot be copied (the parent then asks genai-prices).
-    """
-    from genai_prices import __version__, data_snapshot
-
-    snapshot = data_snapshot.get_snapshot()
-    if snapshot.from_auto_update or data_snapshot._custom_snapshot is not None:
-        return None
-    if question[0] == "models":
-        item = data_snapshot.find_provider_by_id(snapshot.providers, question[1])
-        found = [] if item is None else [[m.id, bool(m.deprecated)] for m in item.models]
-        return [__version__, found]
-    try:
-        _, info = snapshot.find_provider_model(question[2], None, question[1], None)
-    except LookupError:
-        return [__version__, None]
-    try:
-        return [__version__, _record_json(info)]
-    except (_UncopyableError, AttributeError, TypeError, ValueError):
-        return None
