@@ -26,8 +26,12 @@ from typing import Any
 
 import orjson
 
-# after a structural character of compact JSON: a float (fraction or exponent) or null
-_NOT_IDENTICAL = re.compile(rb"[:\[,](?:-?[0-9]+[.eE]|null)")
+# after a structural character of compact JSON: a float (fraction or exponent) or null;
+# one pattern per character, each led by a literal that the regex engine scans for in a
+# tight loop (a leading class, ``[:\[,]``, is tested byte by byte: ~3x the time)
+_NOT_IDENTICAL = tuple(
+    re.compile(lead + rb"(?:-?[0-9]+[.eE]|null)").search for lead in (rb":", rb",", rb"\[")
+)
 # a run of 19 digits (maybe an integer past 64 bits), found as 19 zeros once every digit
 # is a zero (bytes.translate and find: C speed, unlike a regex of [0-9]{19})
 _DIGITS = bytes.maketrans(b"0123456789", b"0000000000")
@@ -79,8 +83,9 @@ def compact_bytes(value: Any) -> bytes:
         out = orjson.dumps(value, option=_OPTIONS)
     except TypeError:  # a surrogate, a non-str key, a big integer, a type JSON lacks
         return _std(value)
-    if _NOT_IDENTICAL.search(out) is not None:
-        return _std(value)
+    for search in _NOT_IDENTICAL:
+        if search(out) is not None:
+            return _std(value)
     # a copy of its exact size: orjson's own buffer was over-allocated as it grew, and
     # kept (a rebuilt message's bytes live as long as the session) it cost ~1.7 bytes of
     # resident memory per byte of transcript

@@ -52,6 +52,7 @@ class Thread:
         self.api = api
         self.messages: list[dict[str, Any]] = []
         self._blocks: list[Block] = [self._unlogged()]
+        self._hashes: list[str] = [self._blocks[0].hash]  # the blocks' hashes, kept beside
         self._clean = 0  # messages[:_clean] have up-to-date blocks
 
     def _unlogged(self) -> Block:
@@ -82,6 +83,7 @@ class Thread:
         self.messages = list(messages)
         self._clean = 0
         del self._blocks[1:]
+        del self._hashes[1:]
 
     def touch(self, index: int) -> None:
         """Mark message ``index`` as changed in place (content merged into it)."""
@@ -98,13 +100,15 @@ class Thread:
     ) -> Call:
         """A reconstructed request of everything in the conversation now."""
         del self._blocks[1 + self._clean :]
+        del self._hashes[1 + self._clean :]
         for position in range(self._clean, len(self.messages)):
             message = self.messages[position]
             raw = fastjson.compact_bytes(message)
             role = message.get("role") or message.get("type") or "item"
-            self._blocks.append(self._add(position, f"{role}#{position}", raw))
+            block = self._add(position, f"{role}#{position}", raw)
+            self._blocks.append(block)
+            self._hashes.append(block.hash)
         self._clean = len(self.messages)
-        blocks = list(self._blocks)
         return Call(
             -1,
             0,
@@ -112,10 +116,11 @@ class Thread:
             provider,
             self.api,
             model,
-            blocks,
+            list(self._blocks),
             usage,
             self.key,
             meta or {},
             reconstructed=True,
+            hashes=list(self._hashes),  # what Call would derive from the blocks, copied
             message_start=1,
         )
