@@ -59,6 +59,31 @@ def loads(text: str | bytes | bytearray | memoryview) -> Any:
     return json.loads(text)
 
 
+def loads_utf8(line: bytes) -> Any:
+    """``json.loads(line.decode("utf-8"))``: :func:`loads` of a line's bytes.
+
+    Parsed as :func:`loads` parses the text they decode to (the same bytes reach
+    orjson), and decoded only when orjson does not take them: orjson accepts no bytes
+    that are not UTF-8, so a line that is not raises :class:`UnicodeDecodeError` (a
+    ``ValueError``) before any JSON error, as its decode would have.
+
+    Examples
+    --------
+    >>> loads_utf8('{"a": [1, 2.5, "é"]}'.encode())
+    {'a': [1, 2.5, 'é']}
+    >>> loads_utf8(bytes([34, 255, 34]))
+    Traceback (most recent call last):
+    ...
+    UnicodeDecodeError: 'utf-8' codec can't decode byte 0xff in position 1: invalid start byte
+    """
+    if line.translate(_DIGITS).find(_LONG) < 0:
+        try:
+            return orjson.loads(line)
+        except orjson.JSONDecodeError:
+            pass
+    return json.loads(line.decode("utf-8"))
+
+
 def _std(value: Any) -> bytes:
     return json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode(
         "utf-8", "surrogatepass"
@@ -92,4 +117,4 @@ def compact_bytes(value: Any) -> bytes:
     return bytes(memoryview(out))
 
 
-__all__ = ["compact_bytes", "loads"]
+__all__ = ["compact_bytes", "loads", "loads_utf8"]

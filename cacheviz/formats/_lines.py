@@ -147,6 +147,14 @@ class LineReader:
         The process holds about a window of the file, the line being read and whatever
         the caller keeps, never the whole file nor a copy of it.
         """
+        return self._read(decode=True)
+
+    def _read(self, *, decode: bool) -> Iterator[tuple[int, Any]]:
+        """:meth:`lines`; with ``decode=False`` each line's bytes, not checked as UTF-8.
+
+        Undecoded, a line that is not UTF-8 is the caller's to report (:func:`not_utf8`),
+        as :meth:`each_record` does when it parses one.
+        """
         regular(self.path)
         with self.path.open("rb") as handle:
             size = os.fstat(handle.fileno()).st_size
@@ -176,9 +184,9 @@ class LineReader:
                     yield lineno, raw
 
             kept = LineFilter(self)
-            for lineno, text in kept.texts(numbered()):
+            for lineno, text in kept.kept(numbered(), decode=decode):
                 if lineno == self._open_line:
-                    self._open_text = text
+                    self._open_text = text if decode else _decoded(text, self._open_text)
                 yield lineno, text
             if not kept.content:
                 msg = "file is empty; expected one JSON object per line"
@@ -207,9 +215,18 @@ class LineReader:
         through the error policy with ``expected`` appended to its reason.
         """
         with self.usage_policy() as done:
-            for lineno, text in self.lines():
+            # each line parsed from its bytes (checked as UTF-8 only when the fast parse
+            # fails): no decode to text and encode back
+            for lineno, line in self._read(decode=False):
                 try:
-                    add(lineno, fastjson.loads(text))
+                    try:
+                        record = fastjson.loads_utf8(line)
+                    except UnicodeDecodeError as exc:
+                        raise _NotUTF8Error(not_utf8(exc)) from None
+                    add(lineno, record)
+                except _NotUTF8Error as exc:
+                    self.fail(lineno, str(exc))  # as the line filter says it
+                    continue
                 except UsageError as exc:
                     self.fail(lineno, str(exc))
                 except ValueError as exc:
@@ -325,7 +342,16 @@ class LineFilter:
 
         ``lines`` are ``(line number, bytes)``, the newline left out.
         """
-        held = self.held
+        return self.kept(lines, decode=True)
+
+    def kept(
+        self, lines: Iterable[tuple[int, memoryview | bytes]], *, decode: bool
+    ) -> Iterator[tuple[int, Any]]:
+        """:meth:`texts`; with ``decode=False`` each line's bytes (a copy), not checked.
+
+        A whitespace-only line held is then bytes too.
+        """
+        held: list[tuple[int, Any]] = self.held
         for lineno, raw in lines:
             if not raw:
                 continue
@@ -334,18 +360,37 @@ class LineFilter:
                 continue  # a blank line
             if not self.content:
                 if spaces:  # e.g. a form feed: read it unless the file is all spaces
-                    held.append((lineno, str(raw, "ascii")))
+                    held.append((lineno, str(raw, "ascii") if decode else bytes(raw)))
                     continue
                 self.content = True
                 yield from held
                 held.clear()
+            if not decode:
+                yield lineno, bytes(raw)
+                continue
             try:
                 text = str(raw, "utf-8")
             except UnicodeDecodeError as exc:
-                reason = f"not valid UTF-8 at byte {exc.start + 1}; re-save the file as UTF-8"
-                self.reader.fail(lineno, reason)
+                self.reader.fail(lineno, not_utf8(exc))
                 continue
             yield lineno, text
+
+
+class _NotUTF8Error(Exception):
+    """A line that is not UTF-8 (its reason), apart from what ``add`` raises."""
+
+
+def not_utf8(exc: UnicodeDecodeError) -> str:
+    """The reason a line that is not UTF-8 is not read."""
+    return f"not valid UTF-8 at byte {exc.start + 1}; re-save the file as UTF-8"
+
+
+def _decoded(line: bytes, otherwise: str) -> str:
+    """``line`` as text; ``otherwise`` when it is not UTF-8 (a decoded line kept none)."""
+    try:
+        return str(line, "utf-8")
+    except UnicodeDecodeError:
+        return otherwise
 
 
 _Lines = Iterator[tuple[int, memoryview | bytes, bool]]
