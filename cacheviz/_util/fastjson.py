@@ -84,6 +84,28 @@ def loads_utf8(line: bytes) -> Any:
     return json.loads(line.decode("utf-8"))
 
 
+def same_json(first: Any, second: Any) -> bool:
+    """Whether two parsed JSON values are the same JSON: equal, and of the same types.
+
+    ``==`` alone takes ``1``, ``1.0`` and ``True`` for one another (and ignores the
+    order of an object's members); their compact JSON tells them apart. A value orjson
+    cannot write (a big integer, a lone surrogate) is never called the same.
+
+    Examples
+    --------
+    >>> same_json({"n": 1, "m": [2]}, {"n": 1, "m": [2]})
+    True
+    >>> same_json({"n": 1}, {"n": 1.0}), same_json({"n": 1}, {"n": True})
+    (False, False)
+    """
+    if first != second:
+        return False
+    try:
+        return orjson.dumps(first) == orjson.dumps(second)
+    except TypeError:  # orjson.JSONEncodeError is one
+        return False
+
+
 def _std(value: Any) -> bytes:
     return json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode(
         "utf-8", "surrogatepass"
@@ -117,4 +139,4 @@ def compact_bytes(value: Any) -> bytes:
     return bytes(memoryview(out))
 
 
-__all__ = ["compact_bytes", "loads", "loads_utf8"]
+__all__ = ["compact_bytes", "loads", "loads_utf8", "same_json"]

@@ -34,6 +34,7 @@ from typing import Any
 
 import polars as pl
 
+from cacheviz._util import fastjson
 from cacheviz.errors import CacheVizWarning, TranscriptError
 from cacheviz.formats import _lines
 from cacheviz.formats._conversation import UNLOGGED_LABEL, Thread
@@ -196,6 +197,8 @@ class _SessionFile:
         self.thread_of: dict[str, str] = {}  # record uuid -> thread key
         self.seen: set[str] = set()
         self.responses: dict[str, tuple[Call, str, int]] = {}  # message id -> call, thread, index
+        # message id -> the call, the usage its latest record logged, and that normalized
+        self.usage_seen: dict[str, tuple[Call, Any, Usage]] = {}
         self.conflicts: list[tuple[str, int, int]] = []  # (message id, first line, line)
         self.last_ts: dict[str, datetime | None] = {}
         self.calls: list[Call] = []
@@ -462,6 +465,22 @@ class _SessionFile:
         else:
             thread.append({"role": "user", "content": content})
 
+    def _usage(self, response_id: str, call: Call, logged: Any) -> Usage | None:
+        """``normalize_usage(logged)``, for a record of ``call``'s response.
+
+        A streamed response logs one record per content block, most with the same
+        usage: a usage that is the same JSON as the call's latest one normalized (no
+        problem, then, to report) is that :class:`Usage` again (frozen; only that call
+        holds it), not normalized anew.
+        """
+        seen = self.usage_seen.get(response_id)
+        if seen is not None and seen[0] is call and fastjson.same_json(seen[1], logged):
+            return seen[2]
+        usage = normalize_usage(logged)
+        if usage is not None:
+            self.usage_seen[response_id] = (call, logged, usage)
+        return usage
+
     def _assistant(
         self,
         lineno: int,
@@ -481,10 +500,11 @@ class _SessionFile:
         response_id = message.get("id") or record.get("requestId") or record.get("uuid")
         if isinstance(record.get("uuid"), str):
             self.response_at[record["uuid"]] = str(response_id)
-        usage = normalize_usage(message.get("usage"))
+        logged = message.get("usage")
         known = self.responses.get(str(response_id))
         if known is not None and known[1] == key:  # another block of the same response
             call, _, index = known
+            usage = self._usage(str(response_id), call, logged)
             if not _same_input(call.usage, usage):
                 self.conflicts.append((str(response_id), call.line, lineno))
                 self.reader.ignore("conflicting repeat of a response")
@@ -494,6 +514,7 @@ class _SessionFile:
             thread.touch(index)
             call.usage = usage or call.usage  # the last streamed record has the final output
             return
+        usage = normalize_usage(logged)
         meta: dict[str, Any] = {}
         if message.get("id"):
             meta["response_id"] = str(message["id"])
@@ -527,6 +548,8 @@ class _SessionFile:
             call.thread_hint, call.parent_hint = key, "main"
         self.tip[key] = str(response_id)
         self.calls.append(call)
+        if usage is not None:
+            self.usage_seen[str(response_id)] = (call, logged, usage)
         thread.append({"role": "assistant", "content": _blocks_of(message.get("content"))})
         self.responses[str(response_id)] = (call, key, len(thread.messages) - 1)
 
