@@ -32,9 +32,11 @@ COUNTED = {
     "openai": [("cacheviz.providers.openai", "_token_lcp", "prompt comparisons")],
     "deepseek": [
         ("cacheviz.providers.deepseek", "_block_digest", "block-prefix digests looked up"),
-        ("cacheviz.providers._cache", "differing_block_common", "sibling blocks compared"),
+        ("cacheviz.providers._cache", "differing_block_common", "sibling blocks compared in full"),
     ],
-    "google": [("cacheviz.providers._cache", "differing_block_common", "sibling blocks compared")],
+    "google": [
+        ("cacheviz.providers._cache", "differing_block_common", "sibling blocks compared in full")
+    ],
 }
 """Per provider, the module-level functions whose calls are counted: ``(module, name, what)``."""
 

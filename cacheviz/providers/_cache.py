@@ -186,7 +186,11 @@ class LivePrompts:
             best = 0
             for other in list(islice(reversed(kids), MAX_SIBLINGS)):
                 if self._usable(kids, other, now, visible=visible):
-                    best = max(best, differing_block_common(block, call.tokens(other)))
+                    tokens = call.tokens(other)
+                    # one comparison tells a sibling that cannot share more than ``best``
+                    if best and tokens[: best + 1] != block[: best + 1]:
+                        continue
+                    best = max(best, differing_block_common(block, tokens))
             return call.offsets[j] + call.partial(j, best)
         return call.total
 
