@@ -716,6 +716,8 @@ def _size_unlogged(session: Session, call_cache: list[TokenCache]) -> dict[str, 
     if not opaque:
         return sizes
     for call, cache in zip(session.calls, call_cache, strict=True):
+        if len(sizes) == len(opaque):
+            break  # every one sized: the calls after cannot change a size
         for digest in call.hashes:
             if digest not in opaque or digest in sizes:
                 continue

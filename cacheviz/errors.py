@@ -58,6 +58,13 @@ class UnknownFormatError(TranscriptError):
     """No reader recognised the file."""
 
 
+class EmptyTranscriptError(TranscriptError):
+    """A transcript read without a bad line holds no API call (a session opened and left).
+
+    ``cacheviz scan`` counts such a file as ``empty``, not as failed.
+    """
+
+
 class EncodingUnavailableError(CacheVizError, RuntimeError):
     """A tiktoken encoding could not be loaded (usually: no network, no cache)."""
 

@@ -206,6 +206,12 @@ def _messages(result: ScanResult) -> list[str]:
     return lines
 
 
+def _empty(totals: dict[str, Any]) -> str:
+    """The count of files without a call, when there are any (older cached answers lack it)."""
+    empty = totals.get("empty_files") or 0
+    return f"{empty} without a call, " if empty else ""
+
+
 def _locations(paths: list[Path] | None) -> list[Location] | None:
     if paths is not None:
         return None
@@ -406,7 +412,7 @@ def _print(
     summary = (
         f"{totals['files']} files, {totals['sessions']} sessions, {totals['calls']:,} calls "
         f"({doc['duplicates_dropped']} duplicates dropped); {totals['unknown_files']} unknown "
-        f"files skipped, {totals['failed_files']} failed"
+        f"files skipped, {_empty(totals)}{totals['failed_files']} failed"
     )
     out.write(wrap_line(summary, width) + "\n\n")
     by = doc["by"]

@@ -16,7 +16,7 @@ from typing import Any, Protocol
 
 from cacheviz._limits import LINE
 from cacheviz._util import fastjson
-from cacheviz.errors import CacheVizWarning, TranscriptError
+from cacheviz.errors import CacheVizWarning, EmptyTranscriptError, TranscriptError
 from cacheviz.model import Call, Session, SkippedLine, name_agent_threads
 from cacheviz.reported._usage import UsageError, lenient_usage
 from cacheviz.request._blocks import BlockStore
@@ -264,7 +264,9 @@ class LineReader:
         if not calls:
             detail = f" ({len(self.skipped)} bad lines skipped)" if self.skipped else ""
             msg = f"no API call could be read{detail}{_held_instead(self.ignored)}"
-            raise TranscriptError(msg, path=self.path)
+            if self.skipped:
+                raise TranscriptError(msg, path=self.path)
+            raise EmptyTranscriptError(msg, path=self.path)
         skews: list[tuple[Call, float]] = []
         if by_time:
             ordered = order_by_time(calls)

@@ -77,9 +77,30 @@ def _finish(parts: list[dict[str, Any]]) -> str | None:
 
 
 def _sent(role: str, parts: list[dict[str, Any]]) -> dict[str, Any]:
-    """The message as Crush sends it back (finish and reasoning parts are not sent)."""
-    kept = [p for p in parts if p.get("type") not in ("finish", "reasoning")]
-    return {"role": role, "parts": kept}
+    """The message as Crush sends it back (finish and reasoning parts are not sent).
+
+    Crush stores each part as ``{type, data}``; sent, a part is the provider's own block.
+    Text, tool calls and tool results are written as the content blocks the tokenizer
+    reads (``text``, ``function_call`` with its arguments as stored, ``tool_result``),
+    every field kept; another kind of part is kept as stored.
+    """
+    content = [_block(p) for p in parts if p.get("type") not in ("finish", "reasoning")]
+    return {"role": role, "content": content}
+
+
+def _block(part: dict[str, Any]) -> dict[str, Any]:
+    """One Crush part as a content block (module doc), its ``data`` fields all kept."""
+    kind, data = part.get("type"), part.get("data")
+    if not isinstance(data, dict):
+        return part
+    if kind == "text" and isinstance(data.get("text"), str):
+        return {**data, "type": "text"}
+    if kind == "tool_call":
+        fields = {k: v for k, v in data.items() if k != "input"}
+        return {**fields, "type": "function_call", "arguments": data.get("input", "")}
+    if kind == "tool_result":
+        return {**data, "type": "tool_result"}
+    return part
 
 
 def read(path: Path, *, errors: str = "raise") -> Session:

@@ -32,7 +32,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from cacheviz.errors import TranscriptError
+from cacheviz.errors import EmptyTranscriptError
 from cacheviz.formats._conversation import Thread
 from cacheviz.formats._lines import LineReader
 from cacheviz.formats._totals import (
@@ -163,7 +163,7 @@ def read(path: Path, *, errors: str = "raise") -> Session:
             f"the Goose database holds {len(sessions)} session(s) and no assistant message: "
             "nothing was answered, so there is no call to read"
         )
-        raise TranscriptError(msg, path=path)
+        raise EmptyTranscriptError(msg, path=path)
     result = reader.session(NAME, calls, store, runs=runs_by_thread(calls))
     result.session_usage = usages
     result.reported_totals = summed(usages)

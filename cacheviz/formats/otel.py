@@ -43,6 +43,10 @@ _EXPECTED = "expected OTLP JSON (resourceSpans) or one span object with `attribu
 _MARKERS = (b"openinference.span.kind", b"gen_ai.", b"llm.input_messages", b"llm.model_name")
 _PROVIDERS = {"anthropic": "anthropic", "openai": "openai", "azure": "openai", "google": "google"}
 _PROVIDERS.update({"gemini": "google", "vertex_ai": "google", "deepseek": "deepseek"})
+# OTel GenAI's gen_ai.provider.name values: x_ai, gcp.gemini / gcp.vertex_ai, aws.bedrock, ...
+_PROVIDERS.update({"x_ai": "xai", "xai": "xai", "gcp": "google", "moonshot": "moonshot"})
+# clouds that serve other vendors' models: the model's vendor sets the caching rules
+_HOSTS = frozenset({"azure", "gcp", "vertex_ai", "aws"})
 # (inclusive input, cache read, cache write, output) per convention, first found wins
 _USAGE_KEYS = (
     ("llm.token_count.prompt", "gen_ai.usage.input_tokens", "gen_ai.usage.prompt_tokens"),
@@ -396,6 +400,22 @@ def _usage(attributes: dict[str, Any]) -> Usage | None:
     )
 
 
+def _provider(named: str, model: str) -> str:
+    """The provider whose caching rules apply: the span's named one, else the model's.
+
+    A cloud serving several vendors' models (Claude on Vertex AI or Bedrock) is not the
+    rule's provider: there the model's vendor wins when the model name tells it.
+    """
+    platform = named.split(".")[0]
+    if platform in _HOSTS:
+        # Bedrock's ids name the vendor first: "us.anthropic.claude-sonnet-4-5-...-v1:0"
+        for name in (model, model.rsplit(".", 1)[-1]):
+            vendor = provider_for(name)
+            if vendor != "unknown":
+                return vendor
+    return _PROVIDERS.get(platform) or provider_for(model)
+
+
 def _request(attributes: dict[str, Any]) -> tuple[dict[str, Any], str, str] | None:
     """``(request body, provider, api)`` of an LLM span, or ``None`` when it has no messages."""
     model = _first(attributes, ("llm.model_name", "gen_ai.request.model", "gen_ai.response.model"))
@@ -408,7 +428,7 @@ def _request(attributes: dict[str, Any]) -> tuple[dict[str, Any], str, str] | No
         model = body.get("model") or model
         if not isinstance(model, str):
             return None
-        provider = _PROVIDERS.get(named.split(".")[0]) or provider_for(model)
+        provider = _provider(named, model)
         api = "responses" if "input" in body and "messages" not in body else None
         api = api or ("messages" if provider == "anthropic" else "chat.completions")
         return {"model": model, **body}, provider, api
@@ -427,7 +447,7 @@ def _request(attributes: dict[str, Any]) -> tuple[dict[str, Any], str, str] | No
     parameters = _json(attributes.get("llm.invocation_parameters"))
     if isinstance(parameters, dict):
         request.update({k: v for k, v in parameters.items() if k not in request})
-    provider = _PROVIDERS.get(named.split(".")[0]) or provider_for(model)
+    provider = _provider(named, model)
     if provider == "anthropic":
         return _to_anthropic(request), provider, "messages"
     return request, provider, "chat.completions"

@@ -42,7 +42,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from cacheviz.errors import TranscriptError
+from cacheviz.errors import EmptyTranscriptError
 from cacheviz.formats._conversation import Thread
 from cacheviz.formats._lines import LineReader
 from cacheviz.formats._totals import (
@@ -186,5 +186,5 @@ def read(path: Path, *, errors: str = "raise") -> Session:
             calls.append(call)
     if not calls:
         msg = "no completed model request (model_usage row) in any ZCode session: no call to read"
-        raise TranscriptError(msg, path=path)
+        raise EmptyTranscriptError(msg, path=path)
     return reader.session(NAME, calls, store, runs=runs_by_thread(calls))

@@ -322,6 +322,23 @@ def _text_of_part(part: Any) -> str:
     return compact_json(part)
 
 
+def _text_of_gemini_part(part: Any) -> str:
+    """What the tokenizer sees of one part of a Gemini ``Content`` (``{role, parts}``)."""
+    if not isinstance(part, dict) or "type" in part:
+        return _text_of_part(part)
+    text = part.get("text")
+    if isinstance(text, str):
+        return text
+    for key, payload in (("functionCall", "args"), ("functionResponse", "response")):
+        call = part.get(key)
+        if isinstance(call, dict):
+            return f"{call.get('name', '')}\n{compact_json(call.get(payload))}"
+    for key in ("inlineData", "fileData"):
+        if isinstance(part.get(key), dict):
+            return f"[{key}]"
+    return compact_json(part)
+
+
 def _text_of_content(content: Any) -> str:
     if content is None:
         return ""
@@ -347,6 +364,8 @@ def render_text(content: Content) -> tuple[str | None, str]:
         return "item", compact_json(value)
     role = _message_role(value)
     if "role" in value:
+        if "content" not in value and isinstance(value.get("parts"), list):
+            return role, "\n".join(_text_of_gemini_part(p) for p in value["parts"])
         pieces = [_text_of_content(value.get("content"))]
         calls = value.get("tool_calls")
         for call in calls if isinstance(calls, list) else []:

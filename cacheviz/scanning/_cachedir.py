@@ -11,7 +11,7 @@ import hashlib
 import os
 from pathlib import Path
 
-CACHE_VERSION = 9  # bump when what the cached tables hold changes
+CACHE_VERSION = 10  # bump when what the cached tables hold changes (10: "empty" files)
 CHECKSUMS = "checksums.json"  # each table's rows and digest; none: nothing cached yet
 
 

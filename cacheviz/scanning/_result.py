@@ -24,7 +24,8 @@ class ScanResult:
     ``calls`` has one row per de-duplicated call (columns in ``_schema.SCAN_CALLS``);
     ``drifts`` and ``misses`` keep only the rows of kept calls; ``sessions``,
     ``busters`` and ``projects`` are rolled up from them. ``files`` lists every unit
-    with its status (``ok``, ``failed`` with its one-line ``error``, ``unknown``).
+    with its status (``ok``; ``empty``: read, no API call in it, the reader's line in
+    ``error``; ``failed`` with its one-line ``error``; ``unknown``).
     """
 
     calls: pl.DataFrame

@@ -302,5 +302,6 @@ def totals(calls: pl.DataFrame, files: pl.DataFrame, failed: pl.DataFrame) -> di
         "reported_cost_usd": row.get("reported_cost_usd"),
         **{name: row.get(name) for name in VERDICT_COLUMNS},
         "failed_files": failed.height,
+        "empty_files": files.filter(pl.col("status") == "empty").height,
         "unknown_files": files.filter(pl.col("status") == "unknown").height,
     }

@@ -31,7 +31,12 @@ import polars as pl
 from cacheviz import _schema
 from cacheviz._limits import UNIT_SECONDS
 from cacheviz.analysis import AnalysisColumns, analyze_columns
-from cacheviz.errors import CacheVizError, CacheVizWarning, UnknownFormatError
+from cacheviz.errors import (
+    CacheVizError,
+    CacheVizWarning,
+    EmptyTranscriptError,
+    UnknownFormatError,
+)
 from cacheviz.formats import READERS, detect
 from cacheviz.formats._lines import READ_TAP, Hasher, ReadTap
 from cacheviz.formats._replays import REPLAYED
@@ -50,7 +55,7 @@ class UnitResult:
     """What one unit gave: its rows, or why it gave none."""
 
     path: str
-    status: str  # "ok" | "failed" | "unknown" | "unchanged" (content hash as cached)
+    status: str  # "ok" | "empty" | "failed" | "unknown" | "unchanged" (hash as cached)
     content_hash: str
     format: str | None = None
     error: str | None = None
@@ -232,6 +237,10 @@ def _analysed(
             if fmt == "codex":  # sessions/YYYY/MM/DD says nothing: the folder it ran in
                 unit = replace(unit, project=_codex_project(unit.path) or unit.project)
             calls, drifts, misses = _rows(unit, fmt, session, analysis)
+        except EmptyTranscriptError as exc:  # a session opened and left: not a failure
+            return UnitResult(
+                shown(unit.path), "empty", hashed(), format=fmt, error=_one_line(exc, unit.path)
+            )
         except (CacheVizError, OSError, ValueError, RecursionError) as exc:
             return UnitResult(
                 shown(unit.path), "failed", hashed(), format=fmt, error=_one_line(exc, unit.path)

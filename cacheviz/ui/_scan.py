@@ -209,7 +209,8 @@ def _summary(data: dict[str, Any]) -> str:
         f"<p>{t['files']} files, {t['sessions']} sessions, {t['calls']:,} calls "
         f"({data['duplicates_dropped']} duplicates dropped); billed {_money(t['billed_usd'])}, "
         f"ideal {_money(t['ideal_usd'])}, waste {_money(t['waste_usd'])}; "
-        f"{t['unknown_files']} unknown files skipped, {t['failed_files']} failed.</p>"
+        f"{t['unknown_files']} unknown files skipped, "
+        f"{t.get('empty_files') or 0} without a call, {t['failed_files']} failed.</p>"
     )
 
 

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import cacheviz
 from cacheviz.formats import detect
+from cacheviz.request._blocks import render_text
 
 SCHEMA = """
 CREATE TABLE sessions (
@@ -137,3 +138,14 @@ def test_scan_of_a_project_finds_its_crush_folder(tmp_path):
     result = cacheviz.scan([tmp_path / "app"], cache=False)
     assert result.files["path"].to_list() == [str(path)]
     assert result.calls.height == 3
+
+
+def test_every_part_s_text_reaches_the_tokenizer(tmp_path):
+    """Crush's ``{type, data}`` parts are sized by their text (once sized as empty)."""
+    path, _ = crush_db(tmp_path / "app" / ".crush")
+    session = cacheviz.load(path)
+    m6 = [c for c in session.calls if c.thread_hint == "crush s1"][-1]
+    joined = "\n".join(render_text(session.contents[h])[1] for h in m6.hashes)
+    for sent in ("fix a.py ✓", "view", '{"file_path":"a.py"}', "def f(): pass", "go on"):
+        assert sent in joined
+    assert "look" not in joined  # the reasoning part is not sent back

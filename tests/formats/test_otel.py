@@ -226,6 +226,43 @@ def test_otel_genai_semconv_messages(tmp_path):
     assert call.usage.input_tokens == 700
 
 
+@pytest.mark.parametrize(
+    ("named", "model", "provider"),
+    [
+        ("x_ai", "beta-model-1", "xai"),  # OTel GenAI's well-known value for xAI
+        ("gcp.gemini", "tuned-model-7", "google"),
+        ("vertex_ai", "claude-sonnet-4-5@20250929", "anthropic"),  # Claude on Vertex AI
+        ("aws.bedrock", "us.anthropic.claude-sonnet-4-5-20250929-v1:0", "anthropic"),
+        ("azure", "claude-opus-4-1", "anthropic"),  # Claude in Azure AI Foundry
+        ("azure.ai.openai", "my-deployment", "openai"),
+        ("gcp.vertex_ai", "some-tuned-model", "google"),  # the model says nothing: the cloud
+        ("mistral_ai", "mistral-large-latest", "unknown"),  # no rules for it: said, not guessed
+    ],
+)
+def test_otel_provider_names_and_hosting_clouds(tmp_path, named, model, provider):
+    """The caching rules are the model vendor's: a cloud hosting it does not replace them."""
+    attributes = {
+        "gen_ai.operation.name": "chat",
+        "gen_ai.provider.name": named,
+        "gen_ai.request.model": model,
+        "gen_ai.input.messages": json.dumps(
+            [{"role": "user", "parts": [{"type": "text", "content": "hi"}]}]
+        ),
+        "gen_ai.usage.input_tokens": 700,
+        "gen_ai.usage.output_tokens": 5,
+    }
+    span = {
+        "spanId": "s",
+        "name": "chat",
+        "startTimeUnixNano": "1767000000000000000",
+        "attributes": [_otlp_attr(k, v) for k, v in attributes.items()],
+    }
+    path = tmp_path / "semconv.json"
+    path.write_text(json.dumps(_otlp([span])))
+    [call] = cacheviz.load(path).calls
+    assert call.provider == provider
+
+
 def test_a_trace_without_llm_calls_is_one_line(tmp_path):
     path = tmp_path / "trace.json"
     span = {

@@ -8,6 +8,7 @@ message and Gemini ``usageMetadata``. No public session was found to test on.
 import json
 from pathlib import Path
 
+import polars as pl
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -15,6 +16,7 @@ from hypothesis import strategies as st
 import cacheviz
 from cacheviz.errors import TranscriptError
 from cacheviz.formats import detect
+from cacheviz.request._blocks import render_text
 
 SESSION = "5b0e2f4a-1c3d-4e5f-8a9b-0c1d2e3f4a5b"
 MODEL = "qwen3-coder-plus"
@@ -166,6 +168,19 @@ def test_requests_are_rebuilt_and_restart_after_a_compression(chat):
     assert "plan" not in json.dumps(sent)  # the thought part is not sent back
     assert len(after.hashes) == 1 + 2  # the unlogged prefix, then the compressed history
     assert "state_snapshot" in json.dumps(session.contents[after.hashes[1]].value)
+
+
+def test_every_part_reaches_the_tokenizer(chat):
+    """A Gemini ``Content``'s parts are what is sized (they were once sized as empty)."""
+    session = cacheviz.load(chat)
+    second = session.calls[2]
+    texts = [render_text(session.contents[h]) for h in second.hashes[1:]]
+    joined = "\n".join(text for _, text in texts)
+    for sent in ("fix a.py ✓", "read_file", '{"path":"a.py"}', '{"output":"x"}'):
+        assert sent in joined
+    assert [role for role, _ in texts] == ["user", "model", "user"]
+    lengths = session.analyze().segments.filter(pl.col("call") == 2)["tokens"].to_list()
+    assert all(n > 3 for n in lengths[1:])  # more than a message's framing
 
 
 def test_scan_finds_the_default_folder(chat, tmp_path, monkeypatch):

@@ -302,6 +302,41 @@ def test_unknown_files_are_skipped_and_failing_files_listed(tmp_path, capsys, ca
         del os.environ["CACHEVIZ_CACHE_DIR"]
 
 
+def test_a_file_without_a_call_is_empty_not_failed(tmp_path, capsys, cache_dir):
+    """A session opened and left (Claude Code writes them) is counted apart, not failed.
+
+    A file with a bad line and no call is still a failure: something could not be read.
+    """
+    folder = tmp_path / "left"
+    _write(folder / "good.jsonl", _parent_records())
+    _write(folder / "opened.jsonl", [_user("u1", "hi", "2026-03-01T10:00:00Z", session="s9")])
+    (folder / "broken.jsonl").write_text(
+        json.dumps(_user("u1", "hi", "2026-03-01T10:00:00Z", session="s8")) + "\n{not json\n"
+    )
+    for jobs in (1, 2):
+        result = cacheviz.scan([folder], cache=False, jobs=jobs)
+        rows = {r["path"]: r for r in result.files.iter_rows(named=True)}
+        assert rows[str(folder / "opened.jsonl")]["status"] == "empty"
+        assert rows[str(folder / "opened.jsonl")]["format"] == "claude-code"
+        assert "no API call could be read" in rows[str(folder / "opened.jsonl")]["error"]
+        assert rows[str(folder / "broken.jsonl")]["status"] == "failed"
+        assert result.failed["path"].to_list() == [str(folder / "broken.jsonl")]
+    os.environ["CACHEVIZ_CACHE_DIR"] = str(cache_dir)
+    try:
+        assert main(["scan", str(folder), "--json"]) == 0
+        out = capsys.readouterr()
+        totals = json.loads(out.out)["totals"]
+        assert (totals["empty_files"], totals["failed_files"], totals["files"]) == (1, 1, 1)
+        assert "opened.jsonl" not in out.err
+        assert main(["scan", str(folder)]) == 0  # the kept answer
+        out = capsys.readouterr()
+        assert "0 unknown files skipped, 1 without a call, 1 failed" in out.out
+        (folder / "broken.jsonl").unlink()
+        assert main(["scan", str(folder), "--strict"]) == 0  # nothing failed
+    finally:
+        del os.environ["CACHEVIZ_CACHE_DIR"]
+
+
 def _counting(monkeypatch):
     seen = []
     original = pool_module.run_unit
