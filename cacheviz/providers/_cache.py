@@ -10,6 +10,7 @@ by the driver. An entry is keyed by whatever identifies a cached prefix for the 
 
 from __future__ import annotations
 
+from array import array
 from bisect import bisect_right
 from collections import OrderedDict
 from collections.abc import Hashable, Iterator
@@ -119,6 +120,12 @@ class LivePrompts:
     are written out only where a later prompt leaves that path (in a growing thread,
     never), so a thread of *n* calls costs O(n) block steps, not O(n²).
 
+    An edge is a number: its expiry and the time it becomes usable are two float arrays
+    indexed by it, and a node's children map block hashes to edge numbers. Nothing the
+    trie holds is then tracked by Python's garbage collector, whose collections over a
+    session's edges (kept past their expiry until a search visits them) were a third of
+    the replay of a 10,000-call sliding window.
+
     Parameters
     ----------
     ttl
@@ -127,14 +134,15 @@ class LivePrompts:
 
     def __init__(self, ttl: float) -> None:
         self.ttl = ttl
-        self.store = EntryStore()
-        self._children: dict[bytes, dict[str, Entry]] = {}
+        self._children: dict[bytes, dict[str, int]] = {}
+        self._expires = array("d")  # per edge: when it expires
+        self._shown = array("d")  # per edge: when it becomes usable (visible)
         # the last prompt recorded: its edges are refreshed at ``_last_time`` (lazily)
         self._last: SimCall | None = None
         self._last_time = 0.0
-        self._visible_upto: list[float] = []  # latest visible_at of its edges 0..j
+        self._visible_upto: list[float] = []  # latest visible time of its edges 0..j
 
-    def _edge(self, call: SimCall, j: int) -> Entry | None:
+    def _edge(self, call: SimCall, j: int) -> int | None:
         kids = self._children.get(call.chain[j - 1] if j else b"")
         return None if kids is None else kids.get(call.hashes[j])
 
@@ -153,19 +161,18 @@ class LivePrompts:
         last = self._last
         if last is not None and shared < len(last.hashes):
             expires = self._last_time + self.ttl
+            times = self._expires
             for j in range(shared, len(last.hashes)):
-                entry = self._edge(last, j)
-                if entry is not None and entry.expires_at < expires:
-                    entry.expires_at = expires
-                    self.store._entries.move_to_end(entry.key)
+                edge = self._edge(last, j)
+                if edge is not None and times[edge] < expires:
+                    times[edge] = expires
 
-    def _usable(self, kids: dict[str, Entry], h: str, now: float, *, visible: bool) -> bool:
-        entry = kids[h]
-        if entry.expires_at <= now:
-            self.store.get(entry.key, now)  # drops it
-            del kids[h]
+    def _usable(self, kids: dict[str, int], h: str, now: float, *, visible: bool) -> bool:
+        edge = kids[h]
+        if self._expires[edge] <= now:
+            del kids[h]  # expired: dropped
             return False
-        return not visible or entry.visible_at <= now
+        return not visible or self._shown[edge] <= now
 
     def common(self, call: SimCall, now: float, *, visible: bool = True) -> int:
         """Tokens ``call`` shares with the live prompts (``visible``: already usable)."""
@@ -186,7 +193,11 @@ class LivePrompts:
             best = 0
             for other in list(islice(reversed(kids), MAX_SIBLINGS)):
                 if self._usable(kids, other, now, visible=visible):
-                    best = max(best, differing_block_common(block, call.tokens(other)))
+                    tokens = call.tokens(other)
+                    # one comparison tells a sibling that cannot share more than ``best``
+                    if best and tokens[: best + 1] != block[: best + 1]:
+                        continue
+                    best = max(best, differing_block_common(block, tokens))
             return call.offsets[j] + call.partial(j, best)
         return call.total
 
@@ -197,18 +208,21 @@ class LivePrompts:
         upto = self._visible_upto[:skip]
         seen = upto[-1] if upto else float("-inf")
         parent = call.chain[skip - 1] if skip else b""
+        times, shown, expires = self._expires, self._shown, now + self.ttl
         for j in range(skip, len(call.hashes)):
             h = call.hashes[j]
-            kids = self._children.setdefault(parent, {})
-            entry = kids.get(h)
-            if entry is not None and entry.expires_at > now:
-                self.store.touch(entry, now)
+            kids = self._children.get(parent)
+            if kids is None:
+                kids = self._children[parent] = {}
+            edge = kids.get(h)
+            if edge is not None and times[edge] > now:
+                times[edge] = expires
             else:
-                size = call.offsets[j + 1] - call.offsets[j]
-                entry = self.store.put((parent, h), size, now, self.ttl, written_by=call.index)
-                entry.visible_at = now + build
-                kids[h] = entry
-            seen = max(seen, entry.visible_at)
+                edge = kids[h] = len(times)
+                times.append(expires)
+                shown.append(now + build)
+            if shown[edge] > seen:
+                seen = shown[edge]
             upto.append(seen)
             parent = call.chain[j]
         self._last, self._last_time, self._visible_upto = call, now, upto

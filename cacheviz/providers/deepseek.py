@@ -58,10 +58,10 @@ from __future__ import annotations
 import hashlib
 import math
 from array import array
-from bisect import bisect_left
+from bisect import bisect_left, bisect_right, insort
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from heapq import heappop, heappush
 
 from cacheviz.providers._base import CallResult, SimCall
 from cacheviz.providers._cache import Entry, EntryStore, LivePrompts
@@ -70,14 +70,6 @@ from cacheviz.providers._profile import ProviderProfile
 MODES = ("units", "legacy")
 OUTPUT_ROLES = frozenset({"assistant", "model"})  # a re-sent model output
 OUTPUT_SLACK_MIN = 8  # tokens the reported output may exceed the re-sent run by, at least
-
-
-def _by_blocks(item: tuple[bytes, _Pending]) -> int:
-    return item[1].blocks
-
-
-def _by_length(item: tuple[tuple[int, bytes], Any]) -> int:
-    return item[0][0]
 
 
 def token_digest(tokens: array[int]) -> bytes:
@@ -158,16 +150,99 @@ class _Pending:
     blocks: int  # blocks of the prompt it answered (its chain digest is the key)
 
 
+class _Slot:
+    """The units filed after one chain of whole blocks, by their tokens into the next block.
+
+    ``units[r][digest]`` is ``(kind, entry)``; ``lengths`` are the ``r`` held, sorted, so a
+    request hashes its block once per distinct ``r`` (not once per unit); ``expiry`` is a
+    heap of ``(expires_at, seq, entry, r, digest)``, pushed whenever an entry's expiry
+    changes, so the expired units are found without a sweep (stale items are skipped).
+    """
+
+    __slots__ = ("expiry", "lengths", "units")
+
+    def __init__(self) -> None:
+        self.units: dict[int, dict[bytes, tuple[str, Entry]]] = {}
+        self.lengths: list[int] = []
+        self.expiry: list[tuple[float, int, Entry, int, bytes]] = []
+
+    def __len__(self) -> int:
+        return sum(len(units) for units in self.units.values())
+
+    def get(self, r: int, digest: bytes) -> tuple[str, Entry] | None:
+        units = self.units.get(r)
+        return None if units is None else units.get(digest)
+
+    def put(self, r: int, digest: bytes, kind: str, entry: Entry, seq: int) -> None:
+        units = self.units.get(r)
+        if units is None:
+            units = self.units[r] = {}
+            insort(self.lengths, r)
+        units[digest] = (kind, entry)
+        self.expires(entry, r, digest, seq)
+
+    def expires(self, entry: Entry, r: int, digest: bytes, seq: int) -> None:
+        """Note ``entry``'s (new) expiry."""
+        heappush(self.expiry, (entry.expires_at, seq, entry, r, digest))
+
+    def sweep(self, now: float, store: EntryStore) -> None:
+        """Drop every unit expired at ``now`` (from the slot and from ``store``)."""
+        expiry = self.expiry
+        while expiry and expiry[0][0] <= now:
+            _, _, entry, r, digest = heappop(expiry)
+            units = self.units.get(r)
+            found = None if units is None else units.get(digest)
+            if found is None or found[1] is not entry or entry.expires_at > now:
+                continue  # replaced, or its expiry moved (a later item holds it)
+            store.get(entry.key, now)  # drops it
+            del units[digest]  # type: ignore[union-attr]  # found above
+            if not units:
+                del self.units[r]
+                self.lengths.pop(bisect_left(self.lengths, r))
+
+
 @dataclass
 class _State:
     """One model's cache."""
 
     prompts: LivePrompts
     units: EntryStore = field(default_factory=EntryStore)
-    # units filed under the chain digest before them: {(r, digest): (kind, entry)}
-    index: dict[bytes, dict[tuple[int, bytes], tuple[str, Entry]]] = field(default_factory=dict)
+    # units filed under the chain digest before them
+    index: dict[bytes, _Slot] = field(default_factory=dict)
     pending: dict[bytes, _Pending] = field(default_factory=dict)  # by the prompt's chain
+    # the pending outputs by their prompt's blocks (sorted), and a heap of their expiries
+    pending_by_blocks: dict[int, dict[bytes, _Pending]] = field(default_factory=dict)
+    pending_blocks: list[int] = field(default_factory=list)
+    pending_expiry: list[tuple[float, int, bytes, _Pending]] = field(default_factory=list)
     digests: PrefixDigests = field(default_factory=PrefixDigests)  # (block, tokens)
+    seq: int = 0  # tie-breaker of the heaps' items
+
+    def next_seq(self) -> int:
+        self.seq += 1
+        return self.seq
+
+    def add_pending(self, key: bytes, pending: _Pending, expiry_seconds: float) -> None:
+        """File ``pending`` under its prompt's chain digest (replacing the one there)."""
+        self.drop_pending(key)
+        self.pending[key] = pending
+        group = self.pending_by_blocks.get(pending.blocks)
+        if group is None:
+            group = self.pending_by_blocks[pending.blocks] = {}
+            insort(self.pending_blocks, pending.blocks)
+        group[key] = pending
+        heappush(
+            self.pending_expiry, (pending.clock + expiry_seconds, self.next_seq(), key, pending)
+        )
+
+    def drop_pending(self, key: bytes) -> None:
+        pending = self.pending.pop(key, None)
+        if pending is None:
+            return
+        group = self.pending_by_blocks[pending.blocks]
+        del group[key]
+        if not group:
+            del self.pending_by_blocks[pending.blocks]
+            self.pending_blocks.pop(bisect_left(self.pending_blocks, pending.blocks))
 
 
 @dataclass
@@ -258,9 +333,8 @@ class DeepSeekSimulator:
         for length in range(self.interval_tokens, call.total, self.interval_tokens):
             self._persist(state, call, length, now, build, "interval", call.index)
         if call.hashes and call.output_tokens != 0:
-            state.pending[call.chain[-1]] = _Pending(
-                call.output_tokens, now, build, call.index, len(call.hashes)
-            )
+            pending = _Pending(call.output_tokens, now, build, call.index, len(call.hashes))
+            state.add_pending(call.chain[-1], pending, self.expiry_seconds)
         state.prompts.record(call, now, build)
         return CallResult(input_tokens=call.total, cache_read_tokens=hit, detail=detail)
 
@@ -278,83 +352,101 @@ class DeepSeekSimulator:
         if length <= 0:
             return
         parent, r, digest = prefix_key(call, length, state.digests)
-        slot = state.index.setdefault(parent, {})
-        found = slot.get((r, digest))
+        slot = state.index.get(parent)
+        if slot is None:
+            slot = state.index[parent] = _Slot()
+        found = slot.get(r, digest)
         ttl = self.expiry_seconds
         if found is not None and found[1].expires_at > written:
             entry = found[1]
-            entry.expires_at = max(entry.expires_at, written + ttl)
+            if written + ttl > entry.expires_at:
+                entry.expires_at = written + ttl
+                slot.expires(entry, r, digest, state.next_seq())
             entry.visible_at = min(entry.visible_at, written + build)
             return
         entry = state.units.put((parent, r, digest), length, written, ttl, written_by=writer)
         entry.visible_at = written + build
-        slot[(r, digest)] = (kind, entry)
+        slot.put(r, digest, kind, entry, state.next_seq())
 
     def _longest_unit(self, call: SimCall, state: _State, now: float) -> tuple[int, str, int]:
         """The longest live unit that is a complete prefix of the prompt; it is refreshed.
 
         Units filed after ``j`` whole blocks are at most ``offsets[j + 1]`` long, so the
-        blocks are scanned from the last and the first one with a usable unit wins.
+        blocks are scanned from the last and the first one with a usable unit wins. In a
+        block's slot, the units expired by ``now`` are dropped, then the block is hashed
+        once per distinct length held (shortest first: one pass over its tokens), and the
+        longest length whose digest names a visible unit wins.
         """
         n = len(call.hashes)
+        offsets = call.offsets
         for j in range(n, -1, -1):
             slot = state.index.get(call.chain[j - 1] if j else b"")
-            if not slot:
+            if slot is None or not slot.units:
                 continue
-            best: tuple[int, str, Entry | None] = (0, "", None)
-            # shortest first: the block's prefix digests are computed in one pass
-            for (r, digest), (kind, entry) in sorted(slot.items(), key=_by_length):
-                if entry.expires_at <= now:
-                    state.units.get(entry.key, now)  # drops it
-                    del slot[(r, digest)]
+            slot.sweep(now, state.units)
+            lengths = slot.lengths
+            if j == n:
+                usable = 1 if lengths and lengths[0] == 0 else 0
+            else:
+                usable = bisect_right(lengths, offsets[j + 1] - offsets[j])
+            digests = [
+                _block_digest(call, j, r, state.digests) if r else b"" for r in lengths[:usable]
+            ]
+            for i in range(usable - 1, -1, -1):
+                r = lengths[i]
+                found = slot.units[r].get(digests[i])
+                if found is None or found[1].visible_at > now:
                     continue
-                if entry.visible_at > now:
-                    continue
-                if r and (
-                    j == n
-                    or r > call.offsets[j + 1] - call.offsets[j]
-                    or _block_digest(call, j, r, state.digests) != digest
-                ):
-                    continue
-                if best[2] is None or call.offsets[j] + r > best[0]:
-                    best = (call.offsets[j] + r, kind, entry)
-            length, kind, found = best
-            if found is not None:
-                state.units.touch(found, now)
-                return length, kind, found.written_by
+                kind, entry = found
+                state.units.touch(entry, now)
+                slot.expires(entry, r, digests[i], state.next_seq())
+                return offsets[j] + r, kind, entry.written_by
         return 0, "", -1
 
     def _materialise_outputs(self, call: SimCall, state: _State, now: float) -> None:
         """Give identity to earlier outputs this request re-sends after their prompt.
 
-        Each pending output knows its prompt's length in blocks, so a request checks the
-        few pending outputs, not its every block (a growing thread was quadratic).
+        The pending outputs expired by ``now`` are dropped (a heap of their expiries);
+        then the request looks up, for each prompt length in blocks some pending output
+        has (or each of its own blocks, when fewer), its chain digest at that length:
+        neither a growing thread nor a sliding window checks every pending output.
         """
+        expiry = state.pending_expiry
+        while expiry and expiry[0][0] <= now:
+            _, _, key, pending = heappop(expiry)
+            if state.pending.get(key) is pending:
+                state.drop_pending(key)
         n = len(call.hashes)
-        for key, pending in sorted(state.pending.items(), key=_by_blocks):
-            if pending.clock + self.expiry_seconds <= now:
-                del state.pending[key]
+        blocks = state.pending_blocks
+        if len(blocks) < n:
+            lengths: Iterable[int] = blocks[: bisect_left(blocks, n)]
+        else:
+            lengths = range(1, n)
+        for j in list(lengths):
+            if j <= 0:
                 continue
-            j = pending.blocks
-            if not 0 < j < n or call.chain[j - 1] != key:
+            key = call.chain[j - 1]
+            group = state.pending_by_blocks.get(j)
+            found = None if group is None else group.get(key)
+            if found is None:
                 continue  # this request does not start with that prompt
             if call.roles[j] not in OUTPUT_ROLES:
                 continue  # not the continuation (a retry, an appended user turn): keep it
-            del state.pending[key]
+            state.drop_pending(key)
             end = j
             while end < n and call.roles[end] in OUTPUT_ROLES:
                 end += 1
             start, run = call.offsets[j], call.offsets[end] - call.offsets[j]
-            out = run if pending.tokens is None else pending.tokens
+            out = run if found.tokens is None else found.tokens
             allowed = run + max(OUTPUT_SLACK_MIN, math.ceil(self.output_slack * run))
             if out <= 0 or out > allowed:
                 continue  # not re-sent as generated: the unit matches nothing
             length = start + min(out, run)
-            args = (pending.clock, pending.build)
-            self._persist(state, call, length, *args, "prompt+output", pending.index)
+            args = (found.clock, found.build)
+            self._persist(state, call, length, *args, "prompt+output", found.index)
             first = (start // self.interval_tokens + 1) * self.interval_tokens
             for cut in range(first, length, self.interval_tokens):
-                self._persist(state, call, cut, *args, "interval", pending.index)
+                self._persist(state, call, cut, *args, "interval", found.index)
 
 
 PROFILE = ProviderProfile(

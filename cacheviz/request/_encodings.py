@@ -27,7 +27,7 @@ import marshal
 import os
 import sys
 import tempfile
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -277,9 +277,45 @@ def load(name: str) -> Encoding:
     if arguments is None:
         return tiktoken.get_encoding(name)
     try:
-        return tiktoken.Encoding(**arguments)
+        encoding = tiktoken.Encoding(**arguments)
     except Exception:
         return tiktoken.get_encoding(name)
+    table = _TABLES.get(name)
+    if table is not None and "ranks" in table.sections:
+        # tiktoken's Rust encoder holds the ranks; its Python dict (~25 MB for
+        # o200k_base) is read again only to pickle the encoding
+        table.loaded.pop("ranks", None)
+        encoding._mergeable_ranks = _RanksOnDemand(name)  # type: ignore[assignment]
+    return encoding
+
+
+class _RanksOnDemand(Mapping[bytes, int]):
+    """An encoding's ranks, read again from the copy when asked (pickling asks: as a dict)."""
+
+    def __init__(self, name: str) -> None:
+        self._name = name
+
+    def _ranks(self) -> dict[bytes, int]:
+        ranks: dict[bytes, int] | None = _checked(self._name, lambda table: table.ranks())
+        if ranks is None:
+            msg = f"the ranks of tiktoken encoding {self._name!r} can no longer be read"
+            raise LookupError(msg)
+        table = _TABLES.get(self._name)
+        if table is not None and "ranks" in table.sections:
+            table.loaded.pop("ranks", None)  # not kept: read again when asked again
+        return ranks
+
+    def __getitem__(self, token: bytes) -> int:
+        return self._ranks()[token]
+
+    def __iter__(self) -> Iterator[bytes]:
+        return iter(self._ranks())
+
+    def __len__(self) -> int:
+        return len(self._ranks())
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (dict, (self._ranks(),))
 
 
 def _utf8(text: str) -> bytes:

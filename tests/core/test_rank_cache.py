@@ -12,6 +12,7 @@ from __future__ import annotations
 import functools
 import json
 import os
+import pickle
 import random
 import shutil
 from pathlib import Path
@@ -183,6 +184,24 @@ def test_the_copy_gives_tiktokens_ids(copied, built, tokenizer_copies, name):
     assert second.name == reference.name
     assert second.max_token_value == reference.max_token_value
     assert second.n_vocab == reference.n_vocab
+
+
+def test_the_python_ranks_are_not_kept_and_read_again_to_pickle(copied, built):
+    """tiktoken's Rust encoder holds the ranks; the Python dict (~25 MB) is dropped."""
+    name = "cl100k_base"
+    copied(name)
+    encoding = _encodings.load(name)  # from the copy
+    table = _encodings._TABLES[name]
+    assert "ranks" not in table.loaded
+    reference = _reference(name)
+    revived = pickle.loads(pickle.dumps(encoding))  # the only reader of the ranks
+    assert type(revived._mergeable_ranks) is dict
+    assert revived._mergeable_ranks == reference._mergeable_ranks
+    assert "ranks" not in table.loaded  # read for the pickle, not kept
+    for text in TEXTS:
+        assert revived.encode_ordinary(text) == _expected(name, text)
+    assert len(encoding._mergeable_ranks) == len(reference._mergeable_ranks)
+    assert built == []
 
 
 # The tests of a rebuild use cl100k_base, half o200k_base's size: what they check is the
