@@ -16,14 +16,13 @@ from __future__ import annotations
 import bisect
 import math
 import random
-import warnings
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
+from sim_sessions import real_sim_calls
 
-from cacheviz.errors import CacheVizError
 from cacheviz.providers._base import HandBuilt, SimCall
 from cacheviz.providers._cache import LivePrompts
 from cacheviz.providers.deepseek import DeepSeekSimulator
@@ -297,28 +296,9 @@ def test_the_generated_sessions_reach_the_cases_that_matter() -> None:
         assert STATS.get(what, 0) >= least, (what, STATS)
 
 
-def _real_sessions(realdata: Path) -> list[list[SimCall]]:
-    from cacheviz.analysis import analyze
-    from cacheviz.formats import READERS, detect
-    from cacheviz.money._simulate import sim_calls
-
-    out = []
-    for path in sorted(realdata.rglob("*")):
-        if not path.is_file() or path.suffix == ".md":
-            continue
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            try:
-                analysis = analyze(READERS[detect(path)].read(path, errors="raise"))
-            except (CacheVizError, OSError, ValueError):
-                continue
-        out.append(sim_calls(analysis))
-    return out
-
-
 def test_the_real_sessions_read_what_looking_at_every_unit_reads(realdata: Path) -> None:
     checked = 0
-    for calls in _real_sessions(realdata):
+    for calls in real_sim_calls(realdata):
         if not calls:
             continue
         for interval in (4096, 2048):

@@ -14,15 +14,14 @@ import hashlib
 import json
 import random
 import re
-import warnings
 from array import array
 from dataclasses import dataclass, replace
 from itertools import accumulate
 from pathlib import Path
 
 import pytest
+from sim_sessions import real_sim_calls
 
-from cacheviz.errors import CacheVizError
 from cacheviz.providers._base import HandBuilt, SimCall
 from cacheviz.providers.openai import OpenAISimulator
 
@@ -208,28 +207,9 @@ def test_the_generated_sessions_reach_the_cases_that_matter() -> None:
     assert STATS["clipped by a shorter prompt"] > 300, STATS
 
 
-def _real_sessions(realdata: Path) -> list[list[SimCall]]:
-    from cacheviz.analysis import analyze
-    from cacheviz.formats import READERS, detect
-    from cacheviz.money._simulate import sim_calls
-
-    out = []
-    for path in sorted(realdata.rglob("*")):
-        if not path.is_file() or path.suffix == ".md":
-            continue
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            try:
-                analysis = analyze(READERS[detect(path)].read(path, errors="raise"))
-            except (CacheVizError, OSError, ValueError):
-                continue
-        out.append(sim_calls(analysis))
-    return out
-
-
 def test_the_real_sessions_read_what_comparing_every_live_prompt_reads(realdata: Path) -> None:
     checked = 0
-    for calls in _real_sessions(realdata):
+    for calls in real_sim_calls(realdata):
         if not calls:
             continue
         calls = [replace(c, model="gpt-5") for c in calls]  # the classic generation
