@@ -22,10 +22,9 @@ from cacheviz.money._simulate import (
     TokenScale,
     call_rates,
     make_simulator,
-    prefill_model,
     provider_id,
     read_unit,
-    sim_row,
+    replay_row,
     simulation_of,
 )
 from cacheviz.money.pricing import PriceBook, RateCache
@@ -143,7 +142,6 @@ class SimulationStream:
                     call.warm_tokens = 0
                 call.model = model
             origin = recorded[call.index]
-            same = model is None or model == call.model
             result = self._replay.step(call)
             self._scale.add(call)
             rates = None
@@ -161,21 +159,17 @@ class SimulationStream:
                     self.error = exc
             if rates is not None and rates.source not in self.sources:
                 self.sources.append(rates.source)
-            reported = call.reported if origin == self.provider and same else None
-            prefill = (
-                prefill_model(self.provider, call.model, self._prefills)
-                if self.self_hosted
-                else None
-            )
-            values = sim_row(
+            values = replay_row(
                 call,
                 result,
                 rates,
                 prefixes[call.index],
-                reported,
-                self.self_hosted,
-                prefill,
-                self._stable.step(call.index, result),
+                origin=origin,
+                provider=self.provider,
+                model=model,
+                self_hosted=self.self_hosted,
+                prefills=self._prefills,
+                stable=self._stable,
             )
             verdict = values["verdict"]
             if verdict != "not_reported" and not values["sized_from_usage"]:

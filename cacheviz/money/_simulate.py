@@ -839,18 +839,17 @@ def replay(
             )
             if rates is not None and rates.source not in sources:
                 sources.append(rates.source)
-        same = model is None or model == call.model
-        reported = call.reported if origin == provider and same else None
-        prefill = prefill_model(provider, call.model, prefills) if self_hosted else None
-        values = sim_row(
+        values = replay_row(
             call,
             result,
             rates,
             prefixes[call.index],
-            reported,
-            self_hosted,
-            prefill,
-            stable.step(call.index, result),
+            origin=origin,
+            provider=provider,
+            model=model,
+            self_hosted=self_hosted,
+            prefills=prefills,
+            stable=stable,
         )
         for append, name in appends:
             append(values[name])
@@ -969,6 +968,40 @@ def call_rates(
             )
             raise SimulationError(msg) from None
         raise
+
+
+def replay_row(
+    call: SimCall,
+    result: CallResult,
+    rates: Rates | None,
+    line: int,
+    *,
+    origin: str,
+    provider: str,
+    model: str | None,
+    self_hosted: bool,
+    prefills: dict[str, PrefillModel],
+    stable: StableReads,
+) -> dict[str, Any]:
+    """:func:`sim_row` of one replayed call, as a whole replay and a live one build it.
+
+    The call's reported usage is compared only when it was recorded at the simulated
+    ``provider`` (``origin``) with the simulated ``model`` (``None``: its own); a
+    self-hosted engine's prefill model is fitted per model in ``prefills``.
+    """
+    same = model is None or model == call.model
+    reported = call.reported if origin == provider and same else None
+    prefill = prefill_model(provider, call.model, prefills) if self_hosted else None
+    return sim_row(
+        call,
+        result,
+        rates,
+        line,
+        reported,
+        self_hosted,
+        prefill,
+        stable.step(call.index, result),
+    )
 
 
 def sim_row(
