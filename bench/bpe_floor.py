@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import subprocess
 import sys
 import time
 import warnings
@@ -36,6 +35,7 @@ sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(HERE.parent))
 
 from _shared import ccusage, ccusage_env  # noqa: E402
+from bench_budgets import measured  # noqa: E402
 
 
 def session_files(config: Path) -> list[Path]:
@@ -75,17 +75,6 @@ def best_cpu(run, repeat: int) -> tuple[float, int]:
         value = run()
         best = min(best, time.process_time() - start)
     return best, value
-
-
-def child_cpu(argv: list[str], env: dict[str, str] | None = None) -> float:
-    """CPU seconds (user + system) of one fresh process, with ``os.wait4``."""
-    with Path(os.devnull).open("wb") as null:
-        proc = subprocess.Popen(argv, stdout=null, stderr=null, env=env)
-    _, status, usage = os.wait4(proc.pid, 0)
-    if status != 0:
-        msg = f"{argv[0]} exited with status {status}"
-        raise SystemExit(msg)
-    return usage.ru_utime + usage.ru_stime
 
 
 PARSE = """
@@ -128,7 +117,8 @@ def main() -> None:
         raise SystemExit(msg)
     every = files if single else sorted(args.config.glob("projects/**/*.jsonl"))
     parse = min(
-        child_cpu([sys.executable, "-c", PARSE, *map(str, every)]) for _ in range(args.repeat)
+        measured([sys.executable, "-c", PARSE, *map(str, every)], dict(os.environ), HERE)[1]
+        for _ in range(args.repeat)
     )
     chars = sum(map(len, texts))
     print(f"{read} sessions, {size / 1e6:.1f} MB of main files, {len(every)} files in all")
@@ -140,7 +130,7 @@ def main() -> None:
     argv = None if single else ccusage(args.ccusage, args.config)
     if argv is not None:
         env = ccusage_env(args.config)
-        baseline = min(child_cpu(argv, env) for _ in range(args.repeat))
+        baseline = min(measured(argv, env, HERE)[1] for _ in range(args.repeat))
         print(f"ccusage claude session       {baseline:6.2f} CPU-s")
         print(
             f"  BPE floor / ccusage: {ordinary / baseline:5.1f}x "
